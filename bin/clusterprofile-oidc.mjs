@@ -1,0 +1,7 @@
+#!/usr/bin/env node
+// Tiny stub: turn on the compile cache before the bundle is parsed, then hand over to the composition root.
+import module from 'node:module';
+
+module.enableCompileCache?.();
+const { run } = await import('../dist/bin/clusterprofile-oidc.mjs');
+process.exitCode = await run(process.argv.slice(2), process.env, process);

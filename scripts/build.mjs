@@ -1,0 +1,52 @@
+// Builds the package: optional generation steps, the library with tsc (dist/, with .d.ts), and one esbuild
+// bundle per binary (dist/bin/), so that a plugin start pays for no module resolution I/O. Dynamic import()s in
+// the entries become separate chunks: the cache-hit path of a plugin loads none of the HTTP/JOSE/TLS code.
+import { spawnSync } from 'node:child_process';
+import { existsSync, rmSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+process.chdir(root);
+
+/** Every binary of the package: its bin/<name>.mjs stub imports dist/bin/<name>.mjs and calls its `run`. */
+export const binaries = [
+  { name: 'clusterprofile', entry: 'src/cli/main.ts' },
+  { name: 'clusterprofile-tenant-cert', entry: 'src/providers/tenant-cert/main.ts' },
+  { name: 'clusterprofile-token-request', entry: 'src/providers/token-request/main.ts' },
+  { name: 'clusterprofile-oidc', entry: 'src/providers/oidc/main.ts' },
+];
+
+function run(command, args) {
+  const result = spawnSync(command, args, { stdio: 'inherit' });
+  if (result.status !== 0) {
+    process.exit(result.status ?? 1);
+  }
+}
+
+// Generation steps that later ones depend on (e.g. precompiled schema validators).
+if (existsSync('scripts/compile-schemas.mjs')) {
+  run(process.execPath, ['scripts/compile-schemas.mjs']);
+}
+
+rmSync('dist', { recursive: true, force: true });
+run(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.json']);
+
+const present = binaries.filter((binary) => existsSync(binary.entry));
+await build({
+  entryPoints: Object.fromEntries(present.map((binary) => [binary.name, binary.entry])),
+  outdir: 'dist/bin',
+  outExtension: { '.js': '.mjs' },
+  chunkNames: 'chunks/[name]-[hash]',
+  bundle: true,
+  splitting: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node22',
+  sourcemap: 'linked',
+  // A peer dependency: the host's own copy is used, never bundled.
+  external: ['@kubernetes/client-node'],
+  // Some bundled CommonJS dependencies call require(); give ESM output a real one.
+  banner: { js: "import { createRequire as __cpcCreateRequire } from 'node:module'; const require = __cpcCreateRequire(import.meta.url);" },
+  logLevel: 'warning',
+});

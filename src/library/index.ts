@@ -1,0 +1,15 @@
+// The package's public surface: only named exports.
+export { CredentialsError, isCredentialsError, formatError } from './errors.js';
+export type {
+  AccessConfig,
+  AccessProvider,
+  Cluster,
+  ClusterProfile,
+  ExecApiVersion,
+  ExecConfig,
+  InteractiveMode,
+  NamedExtension,
+  ProviderConfig,
+  CLIArgsPolicy,
+  EnvVarsPolicy,
+} from './types.js';

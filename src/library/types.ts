@@ -1,0 +1,73 @@
+/**
+ * The documents the library reads. They mirror the JSON Schemas in `schemas/` (the source of truth; a test checks
+ * that these types and the schemas agree).
+ *
+ * @see https://github.com/kubernetes/enhancements/tree/master/keps/sig-multicluster/4322-cluster-inventory
+ */
+
+/** kubeconfig's Cluster, in its kebab-case JSON form, as ClusterProfile `status.accessProviders[].cluster` holds it. */
+export interface Cluster {
+  server: string;
+  'tls-server-name'?: string;
+  'insecure-skip-tls-verify'?: boolean;
+  /** A file path on the producer's machine: meaningless to a consumer and ignored. */
+  'certificate-authority'?: string;
+  /** Base64 of the PEM CA bundle. */
+  'certificate-authority-data'?: string;
+  'proxy-url'?: string;
+  'disable-compression'?: boolean;
+  extensions?: NamedExtension[];
+}
+
+export interface NamedExtension {
+  name: string;
+  extension: unknown;
+}
+
+export interface AccessProvider {
+  name: string;
+  cluster: Cluster;
+}
+
+export interface ClusterProfile {
+  apiVersion: 'multicluster.x-k8s.io/v1alpha1' | 'multicluster.x-k8s.io/v1alpha2';
+  kind: 'ClusterProfile';
+  metadata: { name: string; namespace?: string; labels?: Record<string, string>; [key: string]: unknown };
+  spec?: { displayName?: string; clusterManager?: { name: string } };
+  status?: {
+    accessProviders?: AccessProvider[];
+    /** @deprecated v1alpha1 only; `accessProviders` wins on a name clash. */
+    credentialProviders?: AccessProvider[];
+    [key: string]: unknown;
+  };
+}
+
+export type ExecApiVersion = 'client.authentication.k8s.io/v1' | 'client.authentication.k8s.io/v1beta1';
+export type InteractiveMode = 'Never' | 'IfAvailable' | 'Always';
+
+/** kubeconfig's `users[].user.exec` (ExecConfig). */
+export interface ExecConfig {
+  apiVersion: ExecApiVersion;
+  command: string;
+  args?: string[];
+  env?: { name: string; value: string }[];
+  installHint?: string;
+  provideClusterInfo?: boolean;
+  interactiveMode?: InteractiveMode;
+}
+
+export type CLIArgsPolicy = '' | 'Append' | 'Ignore';
+export type EnvVarsPolicy = '' | 'AppendIfNotExists' | 'Replace' | 'Ignore';
+
+/** One entry of the providers file. */
+export interface ProviderConfig {
+  name: string;
+  execConfig?: ExecConfig;
+  profileSourcedCLIArgsPolicy?: CLIArgsPolicy;
+  profileSourcedEnvVarsPolicy?: EnvVarsPolicy;
+}
+
+/** The providers file (`--clusterprofile-provider-file`), exactly cluster-inventory-api's format. */
+export interface AccessConfig {
+  providers: ProviderConfig[];
+}

@@ -1,0 +1,35 @@
+import { defineConfig } from 'vitest/config';
+
+// Three layers, each against something real (see README, "Tests"):
+//  unit: pure logic with a frozen clock; integration: real child processes, real TLS servers, kubectl, a real
+//  OpenID Provider; e2e: a real kube-apiserver, kube-controller-manager and etcd built from Go modules.
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        test: {
+          name: 'unit',
+          include: ['test/unit/**/*.test.ts'],
+        },
+      },
+      {
+        test: {
+          name: 'integration',
+          include: ['test/integration/**/*.test.ts'],
+          testTimeout: 60_000,
+          hookTimeout: 60_000,
+        },
+      },
+      {
+        test: {
+          name: 'e2e',
+          include: ['test/e2e/**/*.test.ts'],
+          globalSetup: ['test/e2e/global-setup.ts'],
+          testTimeout: 180_000,
+          hookTimeout: 600_000,
+          fileParallelism: false,
+        },
+      },
+    ],
+  },
+});
