@@ -12,4 +12,7 @@ export type {
   ProviderConfig,
   CLIArgsPolicy,
   EnvVarsPolicy,
+  ExecCluster,
+  ExecCredentialStatus,
+  ResolvedClusterAccess,
 } from './types.js';

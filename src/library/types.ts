@@ -71,3 +71,42 @@ export interface ProviderConfig {
 export interface AccessConfig {
   providers: ProviderConfig[];
 }
+
+/**
+ * The cluster as an exec plugin sees it: exactly the shape of KUBERNETES_EXEC_INFO `spec.cluster`
+ * (client.authentication.k8s.io v1 / v1beta1 `Cluster`). `config` is the raw object of the cluster extension named
+ * `client.authentication.k8s.io/exec`.
+ */
+export interface ExecCluster {
+  server: string;
+  'tls-server-name'?: string;
+  'insecure-skip-tls-verify'?: boolean;
+  /** Base64 of the PEM CA bundle (as in kubeconfig and the ClusterProfile). */
+  'certificate-authority-data'?: string;
+  'proxy-url'?: string;
+  'disable-compression'?: boolean;
+  config?: unknown;
+}
+
+/**
+ * What {@link resolveClusterAccess} returns: plain data for callers that do not use client-node. `exec` is the
+ * final exec config (policies applied, `interactiveMode` forced to `Never`); `cluster` is the connection and what
+ * the exec layer hands the plugin when `exec.provideClusterInfo` is true.
+ */
+export interface ResolvedClusterAccess {
+  /** The chosen provider (the first providers-file entry the profile lists). */
+  providerName: string;
+  /** `metadata.namespace/metadata.name` of the profile, for messages and cache keys. */
+  profile: { namespace?: string; name: string };
+  cluster: ExecCluster;
+  exec: ExecConfig & { args: string[]; env: { name: string; value: string }[]; interactiveMode: 'Never' };
+}
+
+/** The credential an exec plugin returns (ExecCredential `status`). PEM strings are raw PEM, not base64. */
+export interface ExecCredentialStatus {
+  /** RFC 3339. */
+  expirationTimestamp?: string;
+  token?: string;
+  clientCertificateData?: string;
+  clientKeyData?: string;
+}
