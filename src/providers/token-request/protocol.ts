@@ -6,6 +6,7 @@
  * `POST /api/v1/namespaces/{namespace}/serviceaccounts/{name}/token` (authentication.k8s.io/v1 TokenRequest).
  */
 import { CredentialsError } from '../../library/errors.js';
+import type { KubeRequest, KubeResponse } from '../../kube/types.js';
 import type { TokenRequestSettings } from './settings.js';
 
 export type TokenRequestErrorCode =
@@ -14,19 +15,6 @@ export type TokenRequestErrorCode =
   | 'ERR_TOKEN_REQUEST_NOT_FOUND'
   | 'ERR_TOKEN_REQUEST_REJECTED'
   | 'ERR_TOKEN_REQUEST_RESPONSE_INVALID';
-
-export interface KubeRequest {
-  method: 'GET' | 'POST';
-  /** Path and query, relative to the API server URL. */
-  path: string;
-  body?: unknown;
-}
-
-export interface KubeResponse {
-  status: number;
-  /** The parsed JSON body, or the raw text when it was not JSON. */
-  body: unknown;
-}
 
 export interface MintedToken {
   token: string;

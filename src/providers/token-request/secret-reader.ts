@@ -5,7 +5,8 @@
  */
 import { CredentialsError } from '../../library/errors.js';
 import { checkDns1123Label, checkDns1123Subdomain } from './settings.js';
-import { statusMessage, type KubeRequest, type KubeResponse } from './protocol.js';
+import type { KubeRequest, KubeResponse } from '../../kube/types.js';
+import { statusMessage } from './protocol.js';
 
 export type SecretReaderErrorCode =
   | 'ERR_SECRET_READER_CONFIG'

@@ -1,0 +1,33 @@
+/** One request to a Kubernetes API server, and its answer (STYLE 2: protocols build these, a transport sends them). */
+export interface KubeRequest {
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  /** Path and query, relative to the API server URL. */
+  path: string;
+  body?: unknown;
+  /** Defaults to application/json for a body. */
+  contentType?: string;
+}
+
+export interface KubeResponse {
+  status: number;
+  /** The parsed JSON body, or the raw text when it was not JSON. */
+  body: unknown;
+}
+
+/** How to reach an API server: the kubeconfig Cluster fields that matter for a connection. */
+export interface KubeEndpoint {
+  server: string;
+  /** PEM bundle to trust; absent = the system roots. */
+  caPem?: string;
+  tlsServerName?: string;
+  insecureSkipTlsVerify?: boolean;
+  proxyUrl?: string;
+}
+
+/** Who we are to that API server. */
+export type KubeCredential =
+  | { kind: 'token'; token: string }
+  | { kind: 'certificate'; certificatePem: string; keyPem: string }
+  | { kind: 'none' };
+
+export type SendKubeRequest = (request: KubeRequest, options?: { signal?: AbortSignal }) => Promise<KubeResponse>;
