@@ -1,0 +1,183 @@
+/**
+ * The consumer's client of the tenant-cert issuer: one handshake (nonce → Tenant → Identity) over HTTPS that
+ * trusts only the issuer's CA, retried as a whole — with a fresh nonce — when the issuer is down, slow, answers 5xx
+ * or the nonce went stale, inside one overall deadline. Requests are built and responses processed by the pure
+ * functions of ./protocol.ts (STYLE 2); this module is the seam in between.
+ *
+ * @example
+ * ```ts
+ * const { identity, clockOffsetMs } = await issuerHandshake(
+ *   { issuerURL: 'https://issuer:8443', issuerCA: pem, timeoutMs: 30_000, now: () => new Date() },
+ *   { consumerClusterID: 'c1', providerClusterID: 'p1' },
+ *   async (nonce) => makeTenant(nonce), // signs and builds the CSR: the private key stays with the caller
+ * );
+ * ```
+ */
+import type { Dispatcher } from 'undici';
+import { CredentialsError } from '../../library/errors.js';
+import {
+  buildNonceRequest,
+  buildTenantRequest,
+  errorFromResponse,
+  isRetryableStatus,
+  NONCE_RETRY_CODES,
+  processIdentityResponse,
+  processNonceResponse,
+  type HttpRequestSpec,
+  type IdentityDocument,
+  type NonceResponse,
+  type TenantDocument,
+} from './protocol.js';
+import {
+  issuerDispatcher,
+  retryableError,
+  sendIssuerRequest,
+  withRetries,
+  type IssuerRequest,
+  type IssuerResponse,
+} from './client-transport.js';
+
+export interface IssuerClientOptions {
+  /** https base URL, without a trailing slash. */
+  issuerURL: string;
+  /** PEM of the CA(s) trusted for the issuer's HTTPS: the only roots used. */
+  issuerCA: string;
+  /** Overall deadline for the whole handshake, retries included (ms). */
+  timeoutMs: number;
+  /** Bound of one HTTP exchange (ms); default 10 s, never beyond the overall deadline. */
+  requestTimeoutMs?: number;
+  now(): Date;
+  signal?: AbortSignal;
+  /** Default: {@link issuerDispatcher}(issuerCA). Tests pass their own (still verifying TLS). */
+  dispatcher?: Dispatcher;
+  /** A diagnostics line (stderr) per retry. */
+  log?(line: string): void;
+  /** Backoff knobs (tests). */
+  initialBackoffMs?: number;
+  maxAttempts?: number;
+}
+
+export interface HandshakeResult {
+  nonce: NonceResponse;
+  identity: IdentityDocument;
+  /** The issuer's clock minus ours (ms), from its `Date` header; 0 when absent. */
+  clockOffsetMs: number;
+  attempts: number;
+}
+
+/** Builds the absolute request from a protocol request spec. */
+export function toIssuerRequest(issuerURL: string, spec: HttpRequestSpec): IssuerRequest {
+  return {
+    method: spec.method,
+    url: new URL(`${issuerURL.replace(/\/+$/, '')}${spec.path}`),
+    headers: { ...spec.headers, 'user-agent': 'clusterprofile-tenant-cert' },
+    ...(spec.body === undefined ? {} : { body: spec.body }),
+  };
+}
+
+/** The issuer's clock minus `receivedAt` (ms), from the `Date` header; 0 when absent or unparseable. */
+export function clockOffset(response: IssuerResponse, receivedAt: Date): number {
+  const header = response.headers['date'];
+  const value = Array.isArray(header) ? header[0] : header;
+  const issuerTime = value === undefined ? Number.NaN : Date.parse(value);
+  return Number.isFinite(issuerTime) ? issuerTime - receivedAt.getTime() : 0;
+}
+
+/** 5xx / 429 become retryable errors carrying the issuer's code; everything else goes to the processor. */
+function rejectTransient(response: IssuerResponse): void {
+  if (!isRetryableStatus(response.status)) {
+    return;
+  }
+  let body: unknown;
+  try {
+    body = JSON.parse(response.body);
+  } catch {
+    body = undefined;
+  }
+  const error = errorFromResponse(response.status, body);
+  const code = error.code === 'ERR_ISSUER_RESPONSE' ? 'ERR_TENANT_CERT_ISSUER_ERROR' : error.code;
+  const message = error.code === 'ERR_ISSUER_RESPONSE' ? `the issuer answered HTTP ${response.status}` : error.message;
+  throw retryableError(code, message, { path: response.url, ...(error.hint === undefined ? {} : { hint: error.hint }), cause: error });
+}
+
+/** A processor's error, with the URL as its path when it has none; stale-nonce errors are retryable. */
+function annotate(error: unknown, url: string): never {
+  if (error instanceof CredentialsError) {
+    if (NONCE_RETRY_CODES.has(error.code)) {
+      throw retryableError(error.code, error.message, { path: error.path ?? url, ...(error.hint === undefined ? {} : { hint: error.hint }), cause: error });
+    }
+    if (error.path === undefined) {
+      throw new CredentialsError(error.code, error.message, { path: url, ...(error.hint === undefined ? {} : { hint: error.hint }), cause: error.cause });
+    }
+  }
+  throw error;
+}
+
+/**
+ * Runs the handshake: `makeTenant` receives the fresh nonce and returns the signed Tenant (the private key never
+ * reaches this module). Non-retryable refusals (unknown consumer, untrusted key, bad signature...) are thrown at
+ * once with the issuer's code.
+ */
+export async function issuerHandshake(
+  options: IssuerClientOptions,
+  ids: { consumerClusterID: string; providerClusterID: string },
+  makeTenant: (nonce: NonceResponse) => Promise<TenantDocument> | TenantDocument,
+): Promise<HandshakeResult> {
+  const dispatcher = options.dispatcher ?? issuerDispatcher(options.issuerCA);
+  const nowMs = () => options.now().getTime();
+  const deadline = nowMs() + options.timeoutMs;
+  const perRequest = options.requestTimeoutMs ?? 10_000;
+  try {
+    return await withRetries(
+      async (remaining, number) => {
+        const nonceRequest = toIssuerRequest(options.issuerURL, buildNonceRequest(ids.consumerClusterID));
+        const nonceResponse = await sendIssuerRequest(nonceRequest, {
+          dispatcher,
+          timeoutMs: Math.min(perRequest, remaining),
+          ...(options.signal === undefined ? {} : { signal: options.signal }),
+        });
+        const clockOffsetMs = clockOffset(nonceResponse, options.now());
+        rejectTransient(nonceResponse);
+        let nonce: NonceResponse;
+        try {
+          nonce = processNonceResponse(nonceResponse, ids);
+        } catch (error) {
+          annotate(error, nonceResponse.url);
+        }
+        const tenant = await makeTenant(nonce);
+        const tenantRequest = toIssuerRequest(options.issuerURL, buildTenantRequest(tenant));
+        const left = deadline - nowMs();
+        if (left <= 0) {
+          throw retryableError('ERR_TENANT_CERT_ISSUER_TIMEOUT', 'the issuer did not answer in time', { path: tenantRequest.url.href });
+        }
+        const identityResponse = await sendIssuerRequest(tenantRequest, {
+          dispatcher,
+          timeoutMs: Math.min(perRequest, left),
+          ...(options.signal === undefined ? {} : { signal: options.signal }),
+        });
+        rejectTransient(identityResponse);
+        let identity: IdentityDocument;
+        try {
+          identity = processIdentityResponse(identityResponse);
+        } catch (error) {
+          annotate(error, identityResponse.url);
+        }
+        return { nonce, identity, clockOffsetMs, attempts: number };
+      },
+      {
+        deadline,
+        now: nowMs,
+        ...(options.initialBackoffMs === undefined ? {} : { initialBackoffMs: options.initialBackoffMs }),
+        ...(options.maxAttempts === undefined ? {} : { maxAttempts: options.maxAttempts }),
+        ...(options.signal === undefined ? {} : { signal: options.signal }),
+        onRetry(error, number, waitMs) {
+          options.log?.(`tenant-cert: attempt ${number} failed (${error.code}: ${error.message}); retrying in ${waitMs} ms`);
+        },
+      },
+    );
+  } finally {
+    if (options.dispatcher === undefined) {
+      await dispatcher.close().catch(() => undefined);
+    }
+  }
+}

@@ -1,0 +1,231 @@
+/**
+ * The tenant-cert plugin's settings. Runs on every invocation (the cache-hit path included), so it uses only
+ * `node:fs`, `node:path` and `node:crypto`: no HTTP, no YAML, no X.509 library.
+ *
+ * - Cluster-specific, from `spec.cluster.config` (the ClusterProfile's `client.authentication.k8s.io/exec`
+ *   extension, handed over by client-go when the kubeconfig sets `provideClusterInfo: true`): `issuerURL`,
+ *   `issuerCA` (base64 of the PEM CA that signs the issuer's serving certificate: `DIR/serving-ca.crt`),
+ *   `providerClusterID`.
+ * - Controller-wide, from flags: `--cluster-id` (ours, the consumer's), `--key-file` (PKCS#8 PEM),
+ *   `--identity-dir` (where `clusterprofile identity import` stores Identities).
+ */
+import { createHash, X509Certificate } from 'node:crypto';
+import { readFileSync, statSync } from 'node:fs';
+import { isAbsolute, join, resolve } from 'node:path';
+import { CredentialsError } from '../../library/errors.js';
+import type { Env } from '../../plugin/io.js';
+
+export type TenantCertSettingsErrorCode = 'ERR_TENANT_CERT_CONFIG' | 'ERR_TENANT_CERT_KEY_FILE' | 'ERR_TENANT_CERT_FLAG';
+
+/** Cluster IDs as Liqo defines them (a DNS-1123 label, at most 63 characters). */
+export const CLUSTER_ID_PATTERN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+export interface TenantCertClusterConfig {
+  /** The issuer's base URL (https only), normalised, without a trailing slash. Absent: imported identities only. */
+  issuerURL?: string;
+  /** PEM of the CA(s) trusted for the issuer's HTTPS — and nothing else. */
+  issuerCA?: string;
+  /** The provider (member) cluster's ID: whose issuer we talk to, whose Identity we serve. */
+  providerClusterID: string;
+}
+
+export interface TenantCertSettings extends TenantCertClusterConfig {
+  /** Our (the consumer's) cluster ID: the certificate's CN. */
+  clusterID: string;
+  /** Absolute path of the private key. */
+  keyFile: string;
+  /** The key file's PEM (PKCS#8), read once. Never leaves the process except as `clientKeyData`. */
+  keyPem: string;
+  /** SHA-256 (hex) of the key file: part of the cache key, so a re-key never serves a certificate for the old key. */
+  keyDigest: string;
+  /** Absolute path of the directory `clusterprofile identity import` writes to. */
+  identityDir: string;
+}
+
+function configError(field: string, message: string, hint?: string): CredentialsError<TenantCertSettingsErrorCode> {
+  return new CredentialsError('ERR_TENANT_CERT_CONFIG', `spec.cluster.config.${field}: ${message}`, {
+    path: `spec.cluster.config.${field}`,
+    ...(hint === undefined ? {} : { hint }),
+  });
+}
+
+/** Strict standard base64 (whitespace allowed between groups, as in YAML block scalars). */
+export function decodeBase64Strict(value: string): Buffer | undefined {
+  const compact = value.replace(/\s+/g, '');
+  if (compact.length === 0 || compact.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(compact)) {
+    return undefined;
+  }
+  return Buffer.from(compact, 'base64');
+}
+
+/** The PEM blocks of a bundle, each checked to be a parseable X.509 certificate. */
+export function parseCertificateBundle(pem: string): X509Certificate[] {
+  const blocks = pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
+  return blocks.map((block) => new X509Certificate(block));
+}
+
+/**
+ * Validates `spec.cluster.config`. Every problem names the field (`spec.cluster.config.issuerURL`). `issuerURL` and
+ * `issuerCA` go together; both may be left out only when an imported Identity is to be served.
+ */
+export function parseClusterConfig(config: unknown): TenantCertClusterConfig {
+  if (config === undefined || config === null) {
+    throw new CredentialsError<TenantCertSettingsErrorCode>(
+      'ERR_TENANT_CERT_CONFIG',
+      'spec.cluster.config is missing: the plugin needs providerClusterID, issuerURL and issuerCA from the cluster',
+      {
+        path: 'spec.cluster.config',
+        hint: 'set provideClusterInfo: true in the exec config and put the settings in the cluster extension "client.authentication.k8s.io/exec"',
+      },
+    );
+  }
+  if (typeof config !== 'object' || Array.isArray(config)) {
+    throw new CredentialsError<TenantCertSettingsErrorCode>('ERR_TENANT_CERT_CONFIG', 'spec.cluster.config must be an object', {
+      path: 'spec.cluster.config',
+    });
+  }
+  const record = config as Record<string, unknown>;
+
+  const provider = record['providerClusterID'];
+  if (provider === undefined) {
+    throw configError('providerClusterID', 'is missing (the provider cluster ID the issuer runs as)');
+  }
+  if (typeof provider !== 'string' || provider.length > 63 || !CLUSTER_ID_PATTERN.test(provider)) {
+    throw configError(
+      'providerClusterID',
+      `${JSON.stringify(provider)} is not a cluster ID (lowercase alphanumerics and '-', at most 63, starting and ending with an alphanumeric)`,
+    );
+  }
+
+  const url = record['issuerURL'];
+  const ca = record['issuerCA'];
+  if (url === undefined && ca === undefined) {
+    return { providerClusterID: provider };
+  }
+  if (url === undefined) {
+    throw configError('issuerURL', 'is missing (issuerCA is set)', 'e.g. https://issuer.example:8443');
+  }
+  if (typeof url !== 'string') {
+    throw configError('issuerURL', 'must be a string');
+  }
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch (cause) {
+    throw new CredentialsError<TenantCertSettingsErrorCode>('ERR_TENANT_CERT_CONFIG', `spec.cluster.config.issuerURL: ${JSON.stringify(url)} is not a URL`, {
+      path: 'spec.cluster.config.issuerURL',
+      cause,
+    });
+  }
+  if (parsed.protocol !== 'https:') {
+    throw configError('issuerURL', `must be an https:// URL, got ${JSON.stringify(url)}`, 'the issuer only speaks HTTPS; TLS verification is always on');
+  }
+  if (parsed.search !== '' || parsed.hash !== '' || parsed.username !== '' || parsed.password !== '') {
+    throw configError('issuerURL', `must not carry credentials, a query or a fragment: ${JSON.stringify(url)}`);
+  }
+  if (ca === undefined) {
+    throw configError('issuerCA', 'is missing: base64 of the PEM CA the issuer serves with (its DIR/serving-ca.crt)');
+  }
+  if (typeof ca !== 'string') {
+    throw configError('issuerCA', 'must be a string (base64 of a PEM CA bundle)');
+  }
+  const decoded = decodeBase64Strict(ca);
+  if (decoded === undefined) {
+    throw configError('issuerCA', 'is not valid base64', 'base64 -w0 < DIR/serving-ca.crt');
+  }
+  const pem = decoded.toString('utf8');
+  let certificates: X509Certificate[];
+  try {
+    certificates = parseCertificateBundle(pem);
+  } catch (cause) {
+    throw new CredentialsError<TenantCertSettingsErrorCode>(
+      'ERR_TENANT_CERT_CONFIG',
+      `spec.cluster.config.issuerCA: a certificate in the bundle cannot be parsed: ${(cause as Error).message}`,
+      { path: 'spec.cluster.config.issuerCA', cause },
+    );
+  }
+  if (certificates.length === 0) {
+    throw configError('issuerCA', 'holds no PEM certificate (expected base64 of "-----BEGIN CERTIFICATE-----...")');
+  }
+  return {
+    providerClusterID: provider,
+    issuerURL: parsed.href.replace(/\/+$/, ''),
+    issuerCA: certificates.map((certificate) => certificate.toString()).join(''),
+  };
+}
+
+/**
+ * Reads the private key file: it must be ours alone (no group/other permission bits, as ssh requires) and hold a
+ * PKCS#8 PEM key. Parsing happens on a cache miss only.
+ */
+export function readKeyFile(file: string): { keyPem: string; keyDigest: string } {
+  let mode: number;
+  try {
+    mode = statSync(file).mode;
+  } catch (cause) {
+    throw new CredentialsError<TenantCertSettingsErrorCode>('ERR_TENANT_CERT_KEY_FILE', `cannot read the key file: ${(cause as Error).message}`, {
+      path: file,
+      hint: 'make one with: clusterprofile keygen --out FILE',
+      cause,
+    });
+  }
+  if ((mode & 0o077) !== 0) {
+    throw new CredentialsError<TenantCertSettingsErrorCode>(
+      'ERR_TENANT_CERT_KEY_FILE',
+      `the key file is accessible by others (mode ${(mode & 0o777).toString(8).padStart(4, '0')}); refusing to use it`,
+      { path: file, hint: `chmod 600 ${file}` },
+    );
+  }
+  const bytes = readFileSync(file);
+  const keyPem = bytes.toString('utf8');
+  if (!/-----BEGIN PRIVATE KEY-----[\s\S]+-----END PRIVATE KEY-----/.test(keyPem)) {
+    throw new CredentialsError<TenantCertSettingsErrorCode>(
+      'ERR_TENANT_CERT_KEY_FILE',
+      'the key file is not a PKCS#8 PEM private key ("-----BEGIN PRIVATE KEY-----")',
+      { path: file, hint: 'convert with: openssl pkcs8 -topk8 -nocrypt -in OLD -out NEW' },
+    );
+  }
+  return { keyPem, keyDigest: createHash('sha256').update(bytes).digest('hex') };
+}
+
+/** `--identity-dir`, else `$HOME/.kube/clusterprofile/identities`. */
+export function defaultIdentityDir(env: Env, flag: string | undefined, cwd: string): string {
+  if (flag !== undefined && flag !== '') {
+    return isAbsolute(flag) ? flag : resolve(cwd, flag);
+  }
+  const home = env['HOME'] ?? env['USERPROFILE'];
+  if (home === undefined || home === '') {
+    throw new CredentialsError<TenantCertSettingsErrorCode>('ERR_TENANT_CERT_FLAG', 'no --identity-dir given and HOME is not set', {
+      path: '--identity-dir',
+    });
+  }
+  return join(home, '.kube', 'clusterprofile', 'identities');
+}
+
+export interface TenantCertFlags {
+  'cluster-id': string;
+  'key-file': string;
+  'identity-dir'?: string | undefined;
+}
+
+/** All settings from the flags, the environment and `spec.cluster.config`. */
+export function tenantCertSettings(flags: TenantCertFlags, config: unknown, env: Env, cwd: string): TenantCertSettings {
+  const clusterID = flags['cluster-id'];
+  if (clusterID.length > 63 || !CLUSTER_ID_PATTERN.test(clusterID)) {
+    throw new CredentialsError<TenantCertSettingsErrorCode>(
+      'ERR_TENANT_CERT_FLAG',
+      `--cluster-id ${JSON.stringify(clusterID)} is not a cluster ID (lowercase alphanumerics and '-', at most 63, starting and ending with an alphanumeric)`,
+      { path: '--cluster-id' },
+    );
+  }
+  const cluster = parseClusterConfig(config);
+  const keyFile = resolve(cwd, flags['key-file']);
+  const key = readKeyFile(keyFile);
+  return {
+    ...cluster,
+    clusterID,
+    keyFile,
+    ...key,
+    identityDir: defaultIdentityDir(env, flags['identity-dir'], cwd),
+  };
+}
