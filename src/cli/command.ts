@@ -1,0 +1,41 @@
+/**
+ * The contract between the `clusterprofile` composition root (main.ts) and its subcommands. A subcommand is a
+ * module in `src/cli/commands/<name>.ts` exporting {@link CommandModule}'s two functions, registered with one line in
+ * `src/cli/commands/index.ts`. Modules are imported only when their command runs (each is its own bundle chunk).
+ */
+import type { Argv } from 'yargs';
+import type { Env, ProcessIo } from '../plugin/io.js';
+
+/** What a subcommand receives besides its arguments: the process's side effects, passed in (STYLE 3). */
+export interface CommandContext {
+  env: Env;
+  io: ProcessIo;
+  /** The directory relative paths are resolved against. */
+  cwd: string;
+}
+
+/** The parsed arguments: yargs' result (`_` holds the positional path, e.g. `['tenant', 'create']`). */
+export type CommandArgs = { readonly [key: string]: unknown; readonly _: readonly (string | number)[] };
+
+/**
+ * The named exports of a subcommand module.
+ *
+ * - `builder` declares the command's options (and nested commands) on the yargs instance. Validation that yargs can
+ *   do (`demandOption`, `choices`, `conflicts`, `check`) becomes a usage error: exit code 2.
+ * - `run` does the work and returns the exit code. Throw a `CredentialsError` for bad input: main prints it as one
+ *   line on stderr and exits 1. Write to `ctx.io.stdout` only once everything succeeded.
+ */
+export interface CommandModule {
+  builder(parser: Argv): Argv<any>;
+  run(args: CommandArgs, ctx: CommandContext): Promise<number>;
+}
+
+/** One line of the registry in commands/index.ts. */
+export interface CommandEntry {
+  /** The yargs command string, e.g. `kubeconfig` or `tenant <action>`; its first word is the name. */
+  command: string;
+  /** One line for `clusterprofile --help`. */
+  describe: string;
+  /** `() => import('./<name>.js')`: loaded only when the command runs. */
+  load(): Promise<CommandModule>;
+}

@@ -1,0 +1,139 @@
+/**
+ * The hub cluster, seen from the CLI: one operation (read a ClusterProfile), behind an adapter over
+ * @kubernetes/client-node. client-node is a peer dependency loaded with a dynamic import, only when a command needs
+ * the hub; its errors (ApiException, network errors) are translated here, in one place.
+ */
+import { readFile } from 'node:fs/promises';
+import { delimiter, join } from 'node:path';
+import { CredentialsError } from '../library/errors.js';
+import type { Env } from '../plugin/io.js';
+
+export type HubErrorCode = 'ERR_HUB_CONFIG' | 'ERR_HUB_REQUEST' | 'ERR_PROFILE_NOT_FOUND';
+
+export const CLUSTERPROFILE_GROUP = 'multicluster.x-k8s.io';
+export const CLUSTERPROFILE_VERSION = 'v1alpha1';
+export const CLUSTERPROFILE_PLURAL = 'clusterprofiles';
+
+export interface Hub {
+  /** The raw ClusterProfile object (JSON as the API server serves it). */
+  getClusterProfile(namespace: string, name: string): Promise<unknown>;
+}
+
+/**
+ * Connects to the hub as kubectl would: the files in `KUBECONFIG` (merged, first wins), else the in-cluster service
+ * account when `KUBERNETES_SERVICE_HOST` is set, else `$HOME/.kube/config`.
+ */
+export async function connectHub(env: Env): Promise<Hub> {
+  const k8s = await import('@kubernetes/client-node');
+  const kc = new k8s.KubeConfig();
+  let source: string;
+  try {
+    const files = (env.KUBECONFIG ?? '').split(delimiter).filter((file) => file !== '');
+    if (files.length > 0) {
+      source = files.join(delimiter);
+      const [first, ...rest] = files;
+      kc.loadFromString(await readKubeconfig(first as string));
+      for (const file of rest) {
+        const more = new k8s.KubeConfig();
+        more.loadFromString(await readKubeconfig(file));
+        kc.mergeConfig(more, true);
+      }
+    } else if (env.KUBERNETES_SERVICE_HOST !== undefined && env.KUBERNETES_SERVICE_HOST !== '') {
+      source = 'in-cluster service account';
+      kc.loadFromCluster();
+    } else if (env.HOME !== undefined && env.HOME !== '') {
+      source = join(env.HOME, '.kube', 'config');
+      kc.loadFromString(await readKubeconfig(source));
+    } else {
+      throw new Error('set KUBECONFIG, or run in a pod');
+    }
+  } catch (cause) {
+    if (cause instanceof CredentialsError) throw cause;
+    throw new CredentialsError<HubErrorCode>('ERR_HUB_CONFIG', `cannot load the hub's kubeconfig: ${message(cause)}`, {
+      path: 'KUBECONFIG',
+      cause,
+      hint: 'point KUBECONFIG at the hub cluster, or pass --profile FILE',
+    });
+  }
+  const cluster = kc.getCurrentCluster();
+  if (cluster === null) {
+    throw new CredentialsError<HubErrorCode>('ERR_HUB_CONFIG', `the hub's kubeconfig (${source}) has no current cluster`, {
+      path: 'KUBECONFIG',
+    });
+  }
+  const api = kc.makeApiClient(k8s.CustomObjectsApi);
+  return {
+    async getClusterProfile(namespace, name) {
+      const url = `${cluster.server}/apis/${CLUSTERPROFILE_GROUP}/${CLUSTERPROFILE_VERSION}/namespaces/${namespace}/${CLUSTERPROFILE_PLURAL}/${name}`;
+      try {
+        return await api.getNamespacedCustomObject({
+          group: CLUSTERPROFILE_GROUP,
+          version: CLUSTERPROFILE_VERSION,
+          namespace,
+          plural: CLUSTERPROFILE_PLURAL,
+          name,
+        });
+      } catch (cause) {
+        throw translate(cause, namespace, name, url);
+      }
+    },
+  };
+}
+
+async function readKubeconfig(file: string): Promise<string> {
+  try {
+    return await readFile(file, 'utf8');
+  } catch (cause) {
+    throw new CredentialsError<HubErrorCode>('ERR_HUB_CONFIG', `cannot read the hub's kubeconfig ${file}: ${message(cause)}`, {
+      path: file,
+      cause,
+    });
+  }
+}
+
+/** client-node's ApiException carries `code` (the HTTP status) and `body` (the Status object, parsed or text). */
+function translate(cause: unknown, namespace: string, name: string, url: string): CredentialsError<HubErrorCode> {
+  const status = (cause as { code?: unknown }).code;
+  if (typeof status === 'number') {
+    const detail = statusMessage((cause as { body?: unknown }).body) ?? `HTTP ${status}`;
+    if (status === 404) {
+      return new CredentialsError<HubErrorCode>(
+        'ERR_PROFILE_NOT_FOUND',
+        `ClusterProfile ${namespace}/${name} not found on the hub: ${detail}`,
+        { path: url, cause, hint: 'check --namespace and --name (kubectl get clusterprofiles -A)' },
+      );
+    }
+    return new CredentialsError<HubErrorCode>(
+      'ERR_HUB_REQUEST',
+      `cannot read ClusterProfile ${namespace}/${name} from the hub (HTTP ${status}): ${detail}`,
+      { path: url, cause },
+    );
+  }
+  return new CredentialsError<HubErrorCode>(
+    'ERR_HUB_REQUEST',
+    `cannot read ClusterProfile ${namespace}/${name} from the hub: ${message(cause)}`,
+    { path: url, cause },
+  );
+}
+
+function statusMessage(body: unknown): string | undefined {
+  let value = body;
+  if (typeof value === 'string') {
+    try {
+      value = JSON.parse(value);
+    } catch {
+      const trimmed = (value as string).trim();
+      return trimmed === '' ? undefined : trimmed.slice(0, 200);
+    }
+  }
+  const text = (value as { message?: unknown } | null)?.message;
+  return typeof text === 'string' && text !== '' ? text : undefined;
+}
+
+function message(error: unknown): string {
+  if (error instanceof Error) {
+    const code = (error as { code?: unknown }).code;
+    return typeof code === 'string' && !error.message.includes(code) ? `${error.message} (${code})` : error.message;
+  }
+  return String(error);
+}

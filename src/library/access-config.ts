@@ -1,0 +1,108 @@
+/**
+ * The providers file (`--clusterprofile-provider-file`): the controller operator's mapping from access-provider
+ * names to exec plugins, in exactly cluster-inventory-api's format (`access.NewFromFile`). JSON as upstream; YAML is
+ * accepted too.
+ *
+ * @see https://github.com/kubernetes/enhancements/tree/master/keps/sig-multicluster/5339-clusterprofile-plugin-credentials
+ */
+import { readFile } from 'node:fs/promises';
+import { parse as parseYaml } from 'yaml';
+import { assertDocument } from '../schemas/index.js';
+import { CredentialsError } from './errors.js';
+import type { AccessConfig } from './types.js';
+
+/** Codes raised while reading the providers file. */
+export type AccessConfigErrorCode = 'ERR_ACCESS_CONFIG_READ' | 'ERR_ACCESS_CONFIG_PARSE' | 'ERR_ACCESS_CONFIG_INVALID';
+
+/** The file system seam of {@link loadAccessConfig}: only what it uses. */
+export interface AccessConfigFs {
+  readFile(path: string, encoding: 'utf8'): Promise<string>;
+}
+
+export interface LoadAccessConfigOptions {
+  /** Defaults to `node:fs/promises`. */
+  fs?: AccessConfigFs;
+}
+
+/**
+ * Reads and validates a providers file (JSON, or YAML).
+ *
+ * A file of `{}` is valid and yields no providers (as upstream). Errors are {@link CredentialsError}s:
+ * `ERR_ACCESS_CONFIG_READ` (`failed to read access config file`, path = the file), `ERR_ACCESS_CONFIG_PARSE`
+ * (`failed to unmarshal access providers`), `ERR_ACCESS_CONFIG_INVALID` (path = the JSON path of the first problem).
+ *
+ * @example
+ * ```ts
+ * import { loadAccessConfig, resolveClusterAccess } from 'clusterprofile-credentials';
+ * const accessConfig = await loadAccessConfig('/etc/fleet/clusterprofile-provider-file.json');
+ * const access = resolveClusterAccess(profile, accessConfig);
+ * ```
+ */
+export async function loadAccessConfig(path: string, options: LoadAccessConfigOptions = {}): Promise<AccessConfig> {
+  const fs = options.fs ?? { readFile };
+  let text: string;
+  try {
+    text = await fs.readFile(path, 'utf8');
+  } catch (cause) {
+    const reason = (cause as { code?: unknown }).code === 'ENOENT' ? 'no such file' : describe(cause);
+    throw new CredentialsError<AccessConfigErrorCode>(
+      'ERR_ACCESS_CONFIG_READ',
+      `failed to read access config file ${path}: ${reason}`,
+      { path, cause, hint: 'pass the providers file with --clusterprofile-provider-file' },
+    );
+  }
+  return parseAccessConfig(text, path);
+}
+
+/**
+ * Parses and validates the text of a providers file, for callers that already hold the bytes (a ConfigMap, a
+ * mounted Secret). `source` names the origin in error messages. Returns a new object; `providers` is always present.
+ *
+ * @example
+ * ```ts
+ * const accessConfig = parseAccessConfig(configMap.data['providers.json'], 'configmap fleet/providers');
+ * ```
+ */
+export function parseAccessConfig(text: string, source: string): AccessConfig {
+  const document = parseDocument(text, source);
+  const valid = assertDocument<{ providers?: AccessConfig['providers'] }>('providers-file', document, {
+    code: 'ERR_ACCESS_CONFIG_INVALID',
+    what: `providers file ${source}`,
+  });
+  return { providers: valid.providers ?? [] };
+}
+
+function parseDocument(text: string, source: string): Record<string, unknown> {
+  let document: unknown;
+  try {
+    document = JSON.parse(text);
+  } catch (jsonError) {
+    try {
+      document = parseYaml(text, { uniqueKeys: true, prettyErrors: false });
+    } catch {
+      // Report the JSON error: JSON is the documented format, YAML a courtesy.
+      throw new CredentialsError<AccessConfigErrorCode>(
+        'ERR_ACCESS_CONFIG_PARSE',
+        `failed to unmarshal access providers from ${source}: ${describe(jsonError)}`,
+        { path: source, cause: jsonError },
+      );
+    }
+  }
+  if (document === null || document === undefined || typeof document !== 'object' || Array.isArray(document)) {
+    throw new CredentialsError<AccessConfigErrorCode>(
+      'ERR_ACCESS_CONFIG_PARSE',
+      `failed to unmarshal access providers from ${source}: expected an object with "providers", got ${kindOf(document)}`,
+      { path: source },
+    );
+  }
+  return document as Record<string, unknown>;
+}
+
+function kindOf(value: unknown): string {
+  if (value === null || value === undefined) return 'an empty document';
+  return Array.isArray(value) ? 'an array' : `a ${typeof value}`;
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,335 @@
+/**
+ * ClusterProfile + providers file → what it takes to reach the cluster: the algorithm of cluster-inventory-api's
+ * `BuildConfigFromCP`, as plain data, without its faults (it never mutates its inputs, env order is deterministic,
+ * every error carries a stable code).
+ *
+ * @see https://github.com/kubernetes/enhancements/tree/master/keps/sig-multicluster/5339-clusterprofile-plugin-credentials
+ */
+import { assertDocument, type SchemaId } from '../schemas/index.js';
+import { CredentialsError } from './errors.js';
+import type {
+  AccessConfig,
+  AccessProvider,
+  ClusterProfile,
+  ExecCluster,
+  ProviderConfig,
+  ResolvedClusterAccess,
+} from './types.js';
+
+/** Codes raised by {@link resolveClusterAccess}. */
+export type ResolveErrorCode =
+  | 'ERR_PROFILE_INVALID'
+  | 'ERR_ACCESS_CONFIG_INVALID'
+  | 'ERR_NO_MATCHING_PROVIDER'
+  | 'ERR_NO_EXEC_CONFIG'
+  | 'ERR_EXTENSION_INVALID'
+  | 'ERR_POLICY_UNSUPPORTED';
+
+/** The cluster extension whose object the exec layer hands the plugin as `spec.cluster.config` (SIG Auth's key). */
+export const EXEC_EXTENSION_NAME = 'client.authentication.k8s.io/exec';
+/** KEP-5339 reserved extension: a string list appended to the plugin's args under policy `Append`. */
+export const ADDITIONAL_ARGS_EXTENSION_NAME = 'clusterprofiles.multicluster.x-k8s.io/exec/additional-args';
+/** KEP-5339 reserved extension: a string map merged into the plugin's env under `AppendIfNotExists` / `Replace`. */
+export const ADDITIONAL_ENVS_EXTENSION_NAME = 'clusterprofiles.multicluster.x-k8s.io/exec/additional-envs';
+
+export interface ResolveOptions {
+  /**
+   * Receives the deprecation warning for each `status.credentialProviders` entry (upstream logs it with klog).
+   * Default: no output.
+   */
+  warn?: (message: string) => void;
+}
+
+const PROFILE_SCHEMAS: Readonly<Record<string, SchemaId>> = {
+  'multicluster.x-k8s.io/v1alpha1': 'clusterprofile.v1alpha1',
+  'multicluster.x-k8s.io/v1alpha2': 'clusterprofile.v1alpha2',
+};
+
+type EnvVar = { name: string; value: string };
+
+/**
+ * Chooses the access provider for a ClusterProfile and computes the final exec config and cluster connection.
+ *
+ * - Providers of the profile: `status.credentialProviders` (deprecated; each reported through `options.warn`), then
+ *   `status.accessProviders`, which wins on a name clash.
+ * - The first providers-file entry (file order) whose name the profile lists is chosen; the profile's order does not
+ *   matter. None: `ERR_NO_MATCHING_PROVIDER`. Chosen entry without `execConfig`: `ERR_NO_EXEC_CONFIG`.
+ * - Reserved extensions on the chosen cluster, in their order: `…/additional-args` (policy `Append` appends them;
+ *   `Ignore` or unset ignores them) and `…/additional-envs` (`AppendIfNotExists`: the file's env wins on a clash;
+ *   `Replace`: the extension wins; `Ignore` or unset: ignored). The resulting env lists the file's variables in file
+ *   order, then the extension's new keys sorted. An unknown policy is `ERR_POLICY_UNSUPPORTED`, but only when the
+ *   matching extension is present; a payload of the wrong shape is `ERR_EXTENSION_INVALID` (path = the extension).
+ * - The `client.authentication.k8s.io/exec` extension becomes `cluster.config` (deep-copied); `interactiveMode` is
+ *   always `Never`; server, CA data, tls-server-name, insecure-skip-tls-verify, proxy-url and disable-compression are
+ *   carried; `certificate-authority` (a file path on the producer's side) is ignored.
+ *
+ * The profile is validated against its JSON Schema (`ERR_PROFILE_INVALID`, path = the JSON path). Inputs are never
+ * mutated and the result shares no object with them: two calls give deep-equal, independent results.
+ *
+ * @example
+ * ```ts
+ * const accessConfig = await loadAccessConfig('clusterprofile-provider-file.json');
+ * const { providerName, cluster, exec } = resolveClusterAccess(profile, accessConfig, {
+ *   warn: (message) => logger.warn(message),
+ * });
+ * // cluster.server, cluster['certificate-authority-data'], exec.command, exec.args, exec.env, cluster.config
+ * ```
+ */
+export function resolveClusterAccess(
+  profile: ClusterProfile,
+  accessConfig: AccessConfig,
+  options: ResolveOptions = {},
+): ResolvedClusterAccess {
+  validateProfile(profile);
+  const fileProviders = validateAccessConfig(accessConfig);
+  const name = profile.metadata.name;
+
+  // 1. The profile's providers by name; accessProviders overwrite credentialProviders.
+  const byName = new Map<string, { provider: AccessProvider; path: string }>();
+  const status = profile.status ?? {};
+  (status.credentialProviders ?? []).forEach((provider, index) => {
+    byName.set(provider.name, { provider, path: `$.status.credentialProviders[${index}]` });
+    options.warn?.(
+      `ClusterProfile ${JSON.stringify(name)} uses deprecated field CredentialProviders ${JSON.stringify(provider.name)}; please migrate to AccessProviders`,
+    );
+  });
+  (status.accessProviders ?? []).forEach((provider, index) => {
+    byName.set(provider.name, { provider, path: `$.status.accessProviders[${index}]` });
+  });
+
+  // 2. The first providers-file entry the profile lists.
+  const fileIndex = fileProviders.findIndex((entry) => byName.has(entry.name));
+  const chosenEntry = fileProviders[fileIndex];
+  const chosen = chosenEntry === undefined ? undefined : byName.get(chosenEntry.name);
+  if (chosenEntry === undefined || chosen === undefined) {
+    throw new CredentialsError<ResolveErrorCode>(
+      'ERR_NO_MATCHING_PROVIDER',
+      `no matching cluster accessor found for cluster profile ${JSON.stringify(name)}`,
+      {
+        path: '$.status.accessProviders',
+        hint: `the profile lists ${listNames([...byName.keys()])}; the providers file configures ${listNames(
+          fileProviders.map((entry) => entry.name),
+        )}`,
+      },
+    );
+  }
+
+  // 3. Its exec config.
+  const execConfig = chosenEntry.execConfig;
+  if (execConfig === undefined || execConfig === null) {
+    throw new CredentialsError<ResolveErrorCode>(
+      'ERR_NO_EXEC_CONFIG',
+      `no exec config found for provider ${JSON.stringify(chosenEntry.name)}`,
+      { path: `$.providers[${fileIndex}].execConfig` },
+    );
+  }
+
+  // 4. Reserved extensions, in the cluster's order (a repeated extension is applied again, as upstream).
+  const cluster = chosen.provider.cluster;
+  let args = [...(execConfig.args ?? [])];
+  let env: EnvVar[] = (execConfig.env ?? []).map((variable) => ({ name: variable.name, value: variable.value }));
+  let execExtension: { value: unknown } | undefined;
+  (cluster.extensions ?? []).forEach((extension, index) => {
+    const path = `${chosen.path}.cluster.extensions[${index}].extension`;
+    switch (extension.name) {
+      case EXEC_EXTENSION_NAME:
+        execExtension = { value: extension.extension };
+        break;
+      case ADDITIONAL_ARGS_EXTENSION_NAME:
+        args = applyArgs(args, extension.extension, chosenEntry, fileIndex, path);
+        break;
+      case ADDITIONAL_ENVS_EXTENSION_NAME:
+        env = applyEnvs(env, extension.extension, chosenEntry, fileIndex, path);
+        break;
+      default:
+        break;
+    }
+  });
+
+  // 5. The result: fresh objects only.
+  const execCluster: ExecCluster = { server: cluster.server };
+  copyIfSet(execCluster, cluster, 'tls-server-name');
+  copyIfSet(execCluster, cluster, 'insecure-skip-tls-verify');
+  copyIfSet(execCluster, cluster, 'certificate-authority-data');
+  copyIfSet(execCluster, cluster, 'proxy-url');
+  copyIfSet(execCluster, cluster, 'disable-compression');
+  if (execExtension !== undefined) {
+    execCluster.config = structuredClone(execExtension.value);
+  }
+
+  const exec: ResolvedClusterAccess['exec'] = {
+    apiVersion: execConfig.apiVersion,
+    command: execConfig.command,
+    args,
+    env,
+    provideClusterInfo: execConfig.provideClusterInfo === true,
+    interactiveMode: 'Never',
+  };
+  if (execConfig.installHint !== undefined && execConfig.installHint !== '') {
+    exec.installHint = execConfig.installHint;
+  }
+
+  const resolvedProfile: ResolvedClusterAccess['profile'] = { name };
+  if (profile.metadata.namespace !== undefined) {
+    resolvedProfile.namespace = profile.metadata.namespace;
+  }
+  return { providerName: chosenEntry.name, profile: resolvedProfile, cluster: execCluster, exec };
+}
+
+function validateProfile(profile: unknown): void {
+  const apiVersion = (profile as { apiVersion?: unknown } | null)?.apiVersion;
+  const schema = typeof apiVersion === 'string' ? PROFILE_SCHEMAS[apiVersion] : undefined;
+  if (schema === undefined) {
+    throw new CredentialsError<ResolveErrorCode>(
+      'ERR_PROFILE_INVALID',
+      `invalid ClusterProfile: apiVersion must be one of ${Object.keys(PROFILE_SCHEMAS).join(', ')}, got ${JSON.stringify(apiVersion) ?? 'nothing'}`,
+      { path: '$.apiVersion' },
+    );
+  }
+  assertDocument(schema, profile, { code: 'ERR_PROFILE_INVALID', what: 'ClusterProfile' });
+}
+
+function validateAccessConfig(accessConfig: unknown): readonly ProviderConfig[] {
+  // Callers may build an AccessConfig in code (upstream's `access.New`): check it like a file.
+  const valid = assertDocument<Partial<AccessConfig>>('providers-file', accessConfig, {
+    code: 'ERR_ACCESS_CONFIG_INVALID',
+    what: 'providers file',
+  });
+  return valid.providers ?? [];
+}
+
+function applyArgs(
+  args: string[],
+  payload: unknown,
+  entry: ProviderConfig,
+  fileIndex: number,
+  path: string,
+): string[] {
+  const policy = entry.profileSourcedCLIArgsPolicy ?? '';
+  switch (policy) {
+    case '':
+    case 'Ignore':
+      return args;
+    case 'Append':
+      return [...args, ...stringList(payload, path)];
+    default:
+      throw new CredentialsError<ResolveErrorCode>(
+        'ERR_POLICY_UNSUPPORTED',
+        `unsupported ProfileSourcedCLIArgsPolicy: ${JSON.stringify(policy)}`,
+        { path: `$.providers[${fileIndex}].profileSourcedCLIArgsPolicy`, hint: 'use "Append" or "Ignore"' },
+      );
+  }
+}
+
+function applyEnvs(
+  env: EnvVar[],
+  payload: unknown,
+  entry: ProviderConfig,
+  fileIndex: number,
+  path: string,
+): EnvVar[] {
+  const policy = entry.profileSourcedEnvVarsPolicy ?? '';
+  if (policy === '' || policy === 'Ignore') {
+    return env;
+  }
+  if (policy !== 'AppendIfNotExists' && policy !== 'Replace') {
+    throw new CredentialsError<ResolveErrorCode>(
+      'ERR_POLICY_UNSUPPORTED',
+      `unsupported ProfileSourcedEnvVarsPolicy: ${JSON.stringify(policy)}`,
+      {
+        path: `$.providers[${fileIndex}].profileSourcedEnvVarsPolicy`,
+        hint: 'use "AppendIfNotExists", "Replace" or "Ignore"',
+      },
+    );
+  }
+  const fromProfile = stringMap(payload, path);
+  // The existing variables keep their order; a name listed twice collapses to its first position with the value
+  // upstream's map would keep (AppendIfNotExists: the last one; Replace: the first one).
+  const merged = new Map<string, string>();
+  for (const variable of env) {
+    if (policy === 'AppendIfNotExists' || !merged.has(variable.name)) {
+      merged.set(variable.name, variable.value);
+    }
+  }
+  if (policy === 'Replace') {
+    for (const [name, value] of fromProfile) {
+      if (merged.has(name)) merged.set(name, value);
+    }
+  }
+  const added = [...fromProfile.keys()].filter((name) => !merged.has(name)).sort(compareCodeUnits);
+  for (const name of added) {
+    merged.set(name, fromProfile.get(name) as string);
+  }
+  return [...merged].map(([name, value]) => ({ name, value }));
+}
+
+/** Upstream decodes the payload with a YAML decoder into `[]string`: scalars become their text, null is empty. */
+function stringList(payload: unknown, path: string): string[] {
+  if (payload === null || payload === undefined) return [];
+  if (!Array.isArray(payload)) {
+    throw badExtension('failed to unmarshal additional CLI args extension', `expected a list of strings, got ${kind(payload)}`, path);
+  }
+  return payload.map((item, index) => {
+    const text = scalarText(item);
+    if (text === undefined) {
+      throw badExtension('failed to unmarshal additional CLI args extension', `expected a string, got ${kind(item)}`, `${path}[${index}]`);
+    }
+    return text;
+  });
+}
+
+function stringMap(payload: unknown, path: string): Map<string, string> {
+  const result = new Map<string, string>();
+  if (payload === null || payload === undefined) return result;
+  if (typeof payload !== 'object' || Array.isArray(payload)) {
+    throw badExtension('failed to unmarshal additional env vars extension', `expected a map of strings, got ${kind(payload)}`, path);
+  }
+  for (const [name, value] of Object.entries(payload)) {
+    const text = scalarText(value);
+    if (text === undefined) {
+      throw badExtension('failed to unmarshal additional env vars extension', `expected a string, got ${kind(value)}`, memberPath(path, name));
+    }
+    result.set(name, text);
+  }
+  return result;
+}
+
+function memberPath(path: string, name: string): string {
+  return /^[A-Za-z_$][\w$]*$/.test(name) ? `${path}.${name}` : `${path}[${JSON.stringify(name)}]`;
+}
+
+function scalarText(value: unknown): string | undefined {
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  if (value === null) return '';
+  return undefined;
+}
+
+function badExtension(prefix: string, reason: string, path: string): CredentialsError<ResolveErrorCode> {
+  return new CredentialsError<ResolveErrorCode>('ERR_EXTENSION_INVALID', `${prefix}: ${reason}`, { path });
+}
+
+function kind(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'a list';
+  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
+}
+
+function copyIfSet<K extends keyof ExecCluster & keyof AccessProvider['cluster']>(
+  target: ExecCluster,
+  source: AccessProvider['cluster'],
+  key: K,
+): void {
+  const value = source[key];
+  if (value !== undefined && value !== null && value !== '') {
+    (target as unknown as Record<string, unknown>)[key] = value;
+  }
+}
+
+function listNames(names: readonly string[]): string {
+  return names.length === 0 ? 'no providers' : names.map((n) => JSON.stringify(n)).join(', ');
+}
+
+function compareCodeUnits(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
