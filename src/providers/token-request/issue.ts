@@ -1,0 +1,94 @@
+/**
+ * The cache-miss path of the token-request provider: the network and the bootstrap identity. Loaded with a dynamic
+ * import, so a cache hit never parses undici or YAML.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { CredentialsError, isCredentialsError } from '../../library/errors.js';
+import type { ExecCluster } from '../../library/types.js';
+import { loadInClusterAccess, loadKubeconfigAccess } from '../../kube/kubeconfig.js';
+import { createKubeTransport } from '../../kube/transport.js';
+import type { KubeCredential, KubeEndpoint, KubeRequest, KubeResponse, SendKubeRequest } from '../../kube/types.js';
+import type { IssueContext, IssuedCredential } from '../../plugin/provider.js';
+import { buildTokenRequest, processTokenRequestResponse } from './protocol.js';
+import type { Bootstrap, TokenRequestProviderSettings } from './provider.js';
+import { buildSecretRequest, parseSecretReaderSettings, processSecretResponse } from './secret-reader.js';
+
+/** The member cluster as the exec input describes it, for the transport. */
+export function endpointOf(cluster: ExecCluster): KubeEndpoint {
+  const ca = cluster['certificate-authority-data'];
+  return {
+    server: cluster.server,
+    ...(ca === undefined || ca === '' ? {} : { caPem: Buffer.from(ca, 'base64').toString('utf8') }),
+    ...(cluster['tls-server-name'] === undefined ? {} : { tlsServerName: cluster['tls-server-name'] }),
+    ...(cluster['insecure-skip-tls-verify'] === true ? { insecureSkipTlsVerify: true } : {}),
+    ...(cluster['proxy-url'] === undefined ? {} : { proxyUrl: cluster['proxy-url'] }),
+  };
+}
+
+async function bootstrapCredential(bootstrap: Bootstrap, cluster: ExecCluster, context: IssueContext): Promise<KubeCredential> {
+  switch (bootstrap.kind) {
+    case 'kubeconfig':
+      return (await loadKubeconfigAccess(bootstrap.file)).credential;
+    case 'in-cluster':
+      return (await loadInClusterAccess(context.env)).credential;
+    case 'tenant-cert': {
+      const { tenantCertCredential } = await import('./tenant-cert-bootstrap.js');
+      return tenantCertCredential(bootstrap, cluster, context);
+    }
+  }
+}
+
+const ATTEMPTS = 3;
+
+/** Sends with bounded retries on transient failures (unreachable, 429, 5xx); other answers go back at once. */
+export async function sendWithRetries(send: SendKubeRequest, request: KubeRequest, signal: AbortSignal): Promise<KubeResponse> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      const response = await send(request, { signal });
+      if ((response.status === 429 || response.status >= 500) && attempt < ATTEMPTS) {
+        await sleep(200 * 2 ** (attempt - 1), undefined, { signal });
+        continue;
+      }
+      return response;
+    } catch (error) {
+      if (!(isCredentialsError(error) && error.code === 'ERR_KUBE_UNREACHABLE') || attempt >= ATTEMPTS || signal.aborted) {
+        throw error;
+      }
+      await sleep(200 * 2 ** (attempt - 1), undefined, { signal });
+    }
+  }
+}
+
+async function readSecret(settings: Extract<TokenRequestProviderSettings, { mode: 'secret-reader' }>, context: IssueContext): Promise<IssuedCredential> {
+  const access = settings.hubKubeconfig === undefined ? await loadInClusterAccess(context.env) : await loadKubeconfigAccess(settings.hubKubeconfig);
+  const reader = parseSecretReaderSettings(settings.config, settings.secretNamespace ?? access.namespace ?? 'default');
+  const hub = createKubeTransport(access.endpoint, access.credential);
+  try {
+    const response = await sendWithRetries(hub.send, buildSecretRequest(reader), context.signal);
+    // No expiry: like the reference plugin, the token is handed over as the hub keeps it and never cached here.
+    return { status: { token: processSecretResponse(response, reader) } };
+  } finally {
+    await hub.close();
+  }
+}
+
+export async function issueToken(settings: TokenRequestProviderSettings, context: IssueContext): Promise<IssuedCredential> {
+  if (settings.mode === 'secret-reader') {
+    return readSecret(settings, context);
+  }
+  const credential = await bootstrapCredential(settings.bootstrap, settings.cluster, context);
+  if (credential.kind === 'none') {
+    throw new CredentialsError('ERR_TOKEN_REQUEST_USAGE', 'the bootstrap kubeconfig user has no credential (client certificate or token)', {
+      path: '--bootstrap-kubeconfig',
+    });
+  }
+  const member = createKubeTransport(endpointOf(settings.cluster), credential);
+  try {
+    const sentAt = context.now();
+    const response = await sendWithRetries(member.send, buildTokenRequest(settings.request), context.signal);
+    const minted = processTokenRequestResponse(response, settings.request, { server: settings.cluster.server, now: sentAt });
+    return { status: { token: minted.token, expirationTimestamp: minted.renewAt.toISOString().replace(/\.\d{3}Z$/, 'Z') } };
+  } finally {
+    await member.close();
+  }
+}
