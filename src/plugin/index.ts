@@ -1,6 +1,13 @@
 // The exec-plugin runtime: input, flags, cache, lock, output. Only named exports.
-export { runPlugin } from './run.js';
+export { runPlugin, EXIT } from './run.js';
 export type { RunPluginOptions } from './run.js';
+export { readExecInfo, renderExecCredential, assertUsableStatus } from './exec-credential.js';
+export type { ExecCredentialErrorCode } from './exec-credential.js';
+export { cacheKey, cacheDirectory } from './cache.js';
+export type { CacheErrorCode } from './cache.js';
+export type { LockErrorCode } from './lock.js';
+export { COMMON_FLAGS } from './flags.js';
+export type { PluginUsageErrorCode } from './flags.js';
 export type { Env, ProcessIo, Run } from './io.js';
 export type {
   CachedCredential,

@@ -118,8 +118,8 @@ export interface IssueContext<State = unknown> {
   signal: AbortSignal;
   env: Env;
   /**
-   * The previous cache entry for the same key, even if expired (e.g. to use its refresh token); undefined after
-   * `--force-refresh` or when there is none. The lock is held: a rotating refresh token is used once.
+   * The previous cache entry for the same key, even if expired or `--force-refresh` was given (e.g. to use its
+   * refresh token); undefined when there is none. The lock is held: a rotating refresh token is used once.
    */
   previous: CachedCredential<State> | undefined;
 }

@@ -1,30 +1,197 @@
-import type { Run } from './io.js';
+/**
+ * The runtime every plugin binary shares: flags, KUBERNETES_EXEC_INFO, the cache with double-checked locking, the
+ * single ExecCredential document on stdout, diagnostics on stderr, exit codes.
+ */
+import { Readable } from 'node:stream';
+import { formatError, isCredentialsError } from '../library/errors.js';
+import type { ExecCredentialStatus } from '../library/types.js';
+import {
+  cacheDirectory,
+  cacheKey,
+  checkPrivateDirectory,
+  cleanDirectory,
+  ensurePrivateDirectory,
+  entryPath,
+  lockPath,
+  readEntry,
+  removeEntry,
+  writeEntry,
+  type EntryRead,
+} from './cache.js';
+import { assertUsableStatus, readExecInfo, renderExecCredential } from './exec-credential.js';
+import { assertNoFlagClash, helpText, parseCommand } from './flags.js';
+import type { Env, ProcessIo, Run } from './io.js';
+import { acquireLock, isLockHeld, type HeldLock } from './lock.js';
 import type { CredentialProvider, FlagSpecs } from './provider.js';
 
 /** Knobs of the runtime; production defaults, overridden by tests. */
 export interface RunPluginOptions {
   /** The clock (default: the system clock). */
   now?: () => Date;
-  /** How long to wait for another process holding the cache lock (default 30 s: an interactive login takes time). */
+  /** How long to wait for another process holding the cache lock (default 60 s: an interactive login takes time). */
   lockTimeoutMs?: number;
-  /** How often to retry taking the lock (default 10 ms). */
+  /** How often to retry taking the lock (default 10 ms, with jitter). */
   lockPollMs?: number;
-  /** A lock older than this whose owner is not alive (or older than this times 10) is taken over (default 60 s). */
+  /** A lock older than this is broken even if its owner looks alive (default 10 min); a dead owner's at once. */
   staleLockMs?: number;
 }
 
+/** Exit codes of every plugin. */
+export const EXIT = {
+  /** A credential was printed (or `clean` / `--help` succeeded). */
+  ok: 0,
+  /** No credential: the provider failed, the cache is unusable, the lock timed out. Nothing on stdout. */
+  failure: 1,
+  /** Bad flags, a bad KUBERNETES_EXEC_INFO or bad provider configuration. Nothing on stdout. */
+  usage: 2,
+} as const;
+
+const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+
 /**
- * The composition root of a plugin binary: `export const run = runPlugin(provider);` and the bin stub calls
- * `run(process.argv.slice(2), process.env, process)`.
+ * The composition root of a plugin binary. The returned {@link Run} never throws and never calls `process.exit`:
+ * it resolves to the exit code ({@link EXIT}).
+ *
+ * What one invocation does: parse flags; `--help` / `clean` if asked; read KUBERNETES_EXEC_INFO; ask the provider for
+ * its settings; serve a cached credential that stays valid for `minRemainingSeconds` (read without the lock); else
+ * take `<key>.lock`, read again (another process may just have issued), call `provider.issue`, write the entry
+ * atomically, release the lock, and print exactly one ExecCredential in the input's apiVersion.
+ *
+ * @example
+ * ```ts
+ * // src/providers/example/main.ts (bundled to dist/bin/clusterprofile-example.mjs; bin stub calls run)
+ * export const run = runPlugin(exampleProvider);
+ * ```
  */
 export function runPlugin<F extends FlagSpecs, Settings, State>(
   provider: CredentialProvider<F, Settings, State>,
   options: RunPluginOptions = {},
 ): Run {
-  void provider;
-  void options;
-  return async (_argv, _env, io) => {
-    io.stderr.write('not implemented yet\n');
-    return 1;
+  assertNoFlagClash(provider.flags);
+  const command = provider.command ?? `clusterprofile-${provider.name}`;
+  const now = options.now ?? (() => new Date());
+  const lockOptions = {
+    timeoutMs: options.lockTimeoutMs ?? 60_000,
+    pollMs: options.lockPollMs ?? 10,
+    staleMs: options.staleLockMs ?? 600_000,
+    now,
   };
+  const minRemainingMs = (provider.minRemainingSeconds ?? 60) * 1000;
+  const say = (io: ProcessIo, message: string): void => {
+    io.stderr.write(`${command}: ${message}\n`);
+  };
+
+  return async (argv, env, io) => {
+    let stage: 'usage' | 'credential' = 'usage';
+    try {
+      const parsed = parseCommand(provider, argv);
+      if (parsed.action === 'help') {
+        io.stdout.write(helpText(command, provider));
+        return EXIT.ok;
+      }
+      const dir = cacheDirectory(provider.name, parsed.cacheDir, env);
+      if (parsed.action === 'clean') {
+        stage = 'credential';
+        const { entries, skippedLocks } = cleanDirectory(dir, (file) => isLockHeld(file, lockOptions));
+        io.stdout.write(`removed ${entries} cached credential${entries === 1 ? '' : 's'} from ${dir}\n`);
+        if (skippedLocks > 0) say(io, `left ${skippedLocks} lock${skippedLocks === 1 ? '' : 's'} held by running plugins`);
+        return EXIT.ok;
+      }
+      const input = readExecInfo(env, io.stdin.isTTY === true);
+      const settings = await provider.settings({ input, flags: parsed.flags, env });
+      stage = 'credential';
+      const key = cacheKey(provider.name, provider.cacheKey(settings));
+      const fresh = (read: EntryRead<State>): read is Extract<EntryRead<State>, { kind: 'entry' }> =>
+        read.kind === 'entry' && read.expiresAt - now().getTime() > minRemainingMs;
+
+      // Fast path: no lock, no provider code beyond settings().
+      if (!parsed.forceRefresh && checkPrivateDirectory(dir)) {
+        const read = readEntry<State>(dir, key);
+        if (fresh(read)) {
+          io.stdout.write(renderExecCredential(input.apiVersion, read.entry.status));
+          return EXIT.ok;
+        }
+      }
+
+      ensurePrivateDirectory(dir);
+      const controller = new AbortController();
+      const lock = await acquireLock(lockPath(dir, key), {
+        ...lockOptions,
+        signal: controller.signal,
+        onWait: (owner) => say(io, `waiting for ${owner === undefined ? 'another plugin' : `process ${owner.pid}`} to finish (cache lock ${lockPath(dir, key)})`),
+        onBreak: (owner, reason) => say(io, `removed a stale cache lock${owner === undefined ? '' : ` of process ${owner.pid}`}: ${reason}`),
+      });
+      const unhook = releaseOnSignal(lock, controller);
+      let status: ExecCredentialStatus;
+      try {
+        let read = readEntry<State>(dir, key);
+        if (read.kind === 'corrupted') {
+          say(io, `discarding the corrupted cache entry ${entryPath(dir, key)}: ${read.reason}`);
+          removeEntry(dir, key);
+          read = { kind: 'missing' };
+        }
+        if (!parsed.forceRefresh && fresh(read)) {
+          status = read.entry.status;
+        } else {
+          const issuedAt = now();
+          const interactive = input.spec.interactive === true;
+          const issued = await provider.issue(settings, {
+            now,
+            interactive,
+            stdin: interactive ? io.stdin : Readable.from([]),
+            stderr: io.stderr,
+            signal: controller.signal,
+            env,
+            previous: read.kind === 'entry' ? read.entry : undefined,
+          });
+          assertUsableStatus(issued.status);
+          status = issued.status;
+          if (status.expirationTimestamp !== undefined) {
+            try {
+              writeEntry(dir, key, { status, issuedAt: issuedAt.toISOString(), ...(issued.state === undefined ? {} : { state: issued.state }) });
+            } catch (error) {
+              // The credential is good; only the next run pays for the missing entry.
+              say(io, `warning: ${formatError(error)}`);
+            }
+          }
+        }
+      } finally {
+        lock.release();
+        unhook();
+      }
+      io.stdout.write(renderExecCredential(input.apiVersion, status));
+      return EXIT.ok;
+    } catch (error) {
+      return report(io, env, error, stage);
+    }
+  };
+
+  function report(io: ProcessIo, env: Env, error: unknown, stage: 'usage' | 'credential'): number {
+    if (isCredentialsError(error)) {
+      say(io, formatError(error));
+      return stage === 'usage' ? EXIT.usage : EXIT.failure;
+    }
+    const debug = env['CLUSTERPROFILE_DEBUG'] !== undefined && env['CLUSTERPROFILE_DEBUG'] !== '';
+    const detail = debug && error instanceof Error && error.stack !== undefined ? error.stack : formatError(error);
+    say(io, `internal error: ${detail}${debug ? '' : ' (set CLUSTERPROFILE_DEBUG=1 for a stack trace)'}`);
+    return EXIT.failure;
+  }
+}
+
+/**
+ * While the lock is held, a SIGINT/SIGTERM/SIGHUP releases it, aborts the provider and then lets the signal take
+ * its default course, so an interrupted login leaves neither a lock nor an entry behind.
+ */
+function releaseOnSignal(lock: HeldLock, controller: AbortController): () => void {
+  const handler = (signal: NodeJS.Signals): void => {
+    lock.release();
+    controller.abort(new Error(`interrupted by ${signal}`));
+    unhook();
+    process.kill(process.pid, signal);
+  };
+  const unhook = (): void => {
+    for (const signal of SIGNALS) process.off(signal, handler);
+  };
+  for (const signal of SIGNALS) process.on(signal, handler);
+  return unhook;
 }

@@ -1,0 +1,150 @@
+/**
+ * The two ends of the exec credential protocol: KUBERNETES_EXEC_INFO in, one ExecCredential document out.
+ *
+ * @see https://kubernetes.io/docs/reference/access-authn-authz/authentication/#input-and-output-formats
+ */
+import { CredentialsError } from '../library/errors.js';
+import type { ExecApiVersion, ExecCredentialStatus } from '../library/types.js';
+import type { Env } from './io.js';
+import type { ExecCredentialInput } from './provider.js';
+
+/** Codes of a bad KUBERNETES_EXEC_INFO (exit 2) and of a provider returning an unusable credential (exit 1). */
+export type ExecCredentialErrorCode = 'ERR_PLUGIN_EXEC_INFO' | 'ERR_PLUGIN_BAD_CREDENTIAL';
+
+const API_VERSIONS: readonly string[] = ['client.authentication.k8s.io/v1', 'client.authentication.k8s.io/v1beta1'];
+
+/**
+ * Reads and validates KUBERNETES_EXEC_INFO. Without the variable (very old clients) the answer is v1beta1 and the
+ * plugin counts as interactive only when `stdinIsTTY` (a person ran it by hand).
+ *
+ * @example
+ * ```ts
+ * readExecInfo({ KUBERNETES_EXEC_INFO: '{"kind":"ExecCredential","apiVersion":"client.authentication.k8s.io/v1","spec":{"interactive":false}}' }, false);
+ * ```
+ */
+export function readExecInfo(env: Env, stdinIsTTY: boolean): ExecCredentialInput {
+  const raw = env['KUBERNETES_EXEC_INFO'];
+  if (raw === undefined || raw.trim() === '') {
+    return { apiVersion: 'client.authentication.k8s.io/v1beta1', kind: 'ExecCredential', spec: { interactive: stdinIsTTY } };
+  }
+  let document: unknown;
+  try {
+    document = JSON.parse(raw);
+  } catch (error) {
+    throw new CredentialsError('ERR_PLUGIN_EXEC_INFO', `KUBERNETES_EXEC_INFO is not JSON: ${(error as Error).message}`, {
+      path: 'KUBERNETES_EXEC_INFO',
+      cause: error,
+    });
+  }
+  const apiVersion = isObject(document) ? document['apiVersion'] : undefined;
+  if (typeof apiVersion !== 'string' || !API_VERSIONS.includes(apiVersion)) {
+    throw new CredentialsError(
+      'ERR_PLUGIN_EXEC_INFO',
+      `KUBERNETES_EXEC_INFO has apiVersion ${JSON.stringify(apiVersion)}; this plugin speaks ${API_VERSIONS.join(' and ')}`,
+      { path: 'KUBERNETES_EXEC_INFO $.apiVersion', hint: 'set users[].user.exec.apiVersion in the kubeconfig to client.authentication.k8s.io/v1' },
+    );
+  }
+  return validateInput(document, apiVersion as ExecApiVersion);
+}
+
+// The shape is checked here by hand: this runs on every invocation and must stay cheap. It follows
+// schemas/execcredential-input.<version>.schema.json (a unit test checks both agree on the same documents).
+function validateInput(document: unknown, apiVersion: ExecApiVersion): ExecCredentialInput {
+  const fail = (path: string, message: string): never => {
+    throw new CredentialsError('ERR_PLUGIN_EXEC_INFO', `KUBERNETES_EXEC_INFO: ${message}`, {
+      path: `KUBERNETES_EXEC_INFO ${path}`,
+    });
+  };
+  if (!isObject(document)) {
+    return fail('$', 'must be an object');
+  }
+  if (document['kind'] !== 'ExecCredential') {
+    fail('$.kind', `kind must be "ExecCredential", not ${JSON.stringify(document['kind'])}`);
+  }
+  const spec = document['spec'] ?? {};
+  if (!isObject(spec)) {
+    return fail('$.spec', 'spec must be an object');
+  }
+  if (spec['interactive'] !== undefined && typeof spec['interactive'] !== 'boolean') {
+    fail('$.spec.interactive', 'spec.interactive must be a boolean');
+  }
+  const cluster = spec['cluster'];
+  if (cluster !== undefined && cluster !== null) {
+    if (!isObject(cluster)) {
+      return fail('$.spec.cluster', 'spec.cluster must be an object');
+    }
+    if (typeof cluster['server'] !== 'string' || cluster['server'] === '') {
+      fail('$.spec.cluster.server', 'spec.cluster.server must be a non-empty string');
+    }
+    for (const name of ['tls-server-name', 'certificate-authority-data', 'proxy-url'] as const) {
+      if (cluster[name] !== undefined && typeof cluster[name] !== 'string') {
+        fail(`$.spec.cluster['${name}']`, `spec.cluster.${name} must be a string`);
+      }
+    }
+    for (const name of ['insecure-skip-tls-verify', 'disable-compression'] as const) {
+      if (cluster[name] !== undefined && typeof cluster[name] !== 'boolean') {
+        fail(`$.spec.cluster['${name}']`, `spec.cluster.${name} must be a boolean`);
+      }
+    }
+  }
+  return {
+    apiVersion,
+    kind: 'ExecCredential',
+    spec: {
+      ...(typeof spec['interactive'] === 'boolean' ? { interactive: spec['interactive'] } : {}),
+      ...(isObject(cluster) ? { cluster: cluster as unknown as NonNullable<ExecCredentialInput['spec']['cluster']> } : {}),
+    },
+  };
+}
+
+/**
+ * Checks a status the way client-go will (a token or a certificate + key pair, never one of the pair alone, an RFC
+ * 3339 expiry) and renders the one document for stdout, in the input's apiVersion.
+ */
+export function renderExecCredential(apiVersion: ExecApiVersion, status: ExecCredentialStatus): string {
+  assertUsableStatus(status);
+  const clean: ExecCredentialStatus = {};
+  if (status.expirationTimestamp !== undefined) clean.expirationTimestamp = status.expirationTimestamp;
+  if (status.token !== undefined) clean.token = status.token;
+  if (status.clientCertificateData !== undefined) clean.clientCertificateData = status.clientCertificateData;
+  if (status.clientKeyData !== undefined) clean.clientKeyData = status.clientKeyData;
+  return `${JSON.stringify({ apiVersion, kind: 'ExecCredential', status: clean })}\n`;
+}
+
+/** Throws `ERR_PLUGIN_BAD_CREDENTIAL` for a status client-go would reject. */
+export function assertUsableStatus(status: ExecCredentialStatus): void {
+  const bad = (message: string, path: string): never => {
+    throw new CredentialsError('ERR_PLUGIN_BAD_CREDENTIAL', message, { path });
+  };
+  if (!isObject(status)) {
+    bad('the provider returned no status', '$.status');
+  }
+  const { token, clientCertificateData: cert, clientKeyData: key, expirationTimestamp } = status;
+  for (const [name, value] of Object.entries({ token, clientCertificateData: cert, clientKeyData: key, expirationTimestamp })) {
+    if (value !== undefined && (typeof value !== 'string' || value === '')) {
+      bad(`status.${name} must be a non-empty string`, `$.status.${name}`);
+    }
+  }
+  if ((cert === undefined) !== (key === undefined)) {
+    bad('the provider returned only a certificate or a key, not both', cert === undefined ? '$.status.clientCertificateData' : '$.status.clientKeyData');
+  }
+  if (token === undefined && cert === undefined) {
+    bad('the provider returned neither a token nor a certificate and key', '$.status');
+  }
+  if (expirationTimestamp !== undefined && parseTimestamp(expirationTimestamp) === undefined) {
+    bad(`status.expirationTimestamp ${JSON.stringify(expirationTimestamp)} is not an RFC 3339 time`, '$.status.expirationTimestamp');
+  }
+}
+
+const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
+
+/** Milliseconds since the epoch of an RFC 3339 time, or undefined. */
+export function parseTimestamp(value: string): number | undefined {
+  if (!RFC3339.test(value)) return undefined;
+  const ms = Date.parse(value);
+  return Number.isNaN(ms) ? undefined : ms;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
