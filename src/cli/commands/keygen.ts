@@ -12,47 +12,15 @@
  * clusterprofile keygen --out ~/.kube/clusterprofile/consumer.key > consumer.pub
  * ```
  */
-import { generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { randomBytes } from 'node:crypto';
 import { chmod, link, open, rename, unlink } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
+import type { Argv } from 'yargs';
 import { CredentialsError } from '../../library/errors.js';
+import { generateClusterKeyPair, KEY_ALGORITHMS, type KeyAlgorithm } from '../../providers/tenant-cert/keys.js';
+import type { CommandArgs, CommandContext } from '../command.js';
 
-export type KeygenErrorCode = 'ERR_KEYGEN_ALGORITHM' | 'ERR_KEYGEN_EXISTS' | 'ERR_KEYGEN_WRITE';
-
-export const keyAlgorithms = ['ed25519', 'ecdsa-p256', 'rsa-2048'] as const;
-export type KeyAlgorithm = (typeof keyAlgorithms)[number];
-
-export interface ClusterKeyPair {
-  privateKey: KeyObject;
-  /** PKCS#8 PEM (`-----BEGIN PRIVATE KEY-----`). */
-  privateKeyPem: string;
-  /** SPKI PEM (`-----BEGIN PUBLIC KEY-----`). */
-  publicKeyPem: string;
-}
-
-/** A fresh key pair of the given algorithm. */
-export function generateClusterKey(algorithm: KeyAlgorithm): ClusterKeyPair {
-  const pair =
-    algorithm === 'ed25519'
-      ? generateKeyPairSync('ed25519')
-      : algorithm === 'ecdsa-p256'
-        ? generateKeyPairSync('ec', { namedCurve: 'P-256' })
-        : algorithm === 'rsa-2048'
-          ? generateKeyPairSync('rsa', { modulusLength: 2048 })
-          : undefined;
-  if (pair === undefined) {
-    throw new CredentialsError<KeygenErrorCode>('ERR_KEYGEN_ALGORITHM', `unknown key algorithm "${String(algorithm)}"`, {
-      path: '--algorithm',
-      hint: `use one of ${keyAlgorithms.join(', ')}`,
-    });
-  }
-  return {
-    privateKey: pair.privateKey,
-    privateKeyPem: pair.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
-    publicKeyPem: pair.publicKey.export({ type: 'spki', format: 'pem' }).toString(),
-  };
-}
+export type KeygenErrorCode = 'ERR_KEYGEN_EXISTS' | 'ERR_KEYGEN_WRITE';
 
 export interface KeygenOptions {
   out: string;
@@ -69,7 +37,7 @@ export interface KeygenOptions {
  */
 export async function keygen(options: KeygenOptions): Promise<string> {
   const out = resolve(options.cwd ?? process.cwd(), options.out);
-  const pair = generateClusterKey(options.algorithm ?? 'ed25519');
+  const pair = generateClusterKeyPair(options.algorithm ?? 'ed25519');
   const temp = join(dirname(out), `.${basename(out)}.${randomBytes(6).toString('hex')}.tmp`);
   try {
     const handle = await open(temp, 'wx', 0o600);
@@ -103,4 +71,28 @@ export async function keygen(options: KeygenOptions): Promise<string> {
     await unlink(temp).catch(() => undefined);
   }
   return pair.publicKeyPem;
+}
+
+export function builder(parser: Argv): Argv<any> {
+  return parser
+    .usage('$0 keygen --out FILE [--algorithm ed25519|ecdsa-p256|rsa-2048] [--force]\n\nMake a cluster key pair: the private key (PKCS#8 PEM, mode 0600) goes to FILE, the public key (PEM SPKI, for `clusterprofile issuer trust --public-key`) to stdout.')
+    .option('out', { type: 'string', demandOption: true, describe: 'file for the private key (created with mode 0600)' })
+    .option('algorithm', {
+      type: 'string',
+      choices: [...KEY_ALGORITHMS],
+      default: 'ed25519',
+      describe: 'key type; ecdsa-p256 or rsa-2048 for API servers that reject Ed25519 client certificates',
+    })
+    .option('force', { type: 'boolean', default: false, describe: 'replace an existing FILE' });
+}
+
+export async function run(args: CommandArgs, ctx: CommandContext): Promise<number> {
+  const publicKeyPem = await keygen({
+    out: String(args['out']),
+    algorithm: args['algorithm'] as KeyAlgorithm,
+    force: args['force'] === true,
+    cwd: ctx.cwd,
+  });
+  ctx.io.stdout.write(publicKeyPem);
+  return 0;
 }

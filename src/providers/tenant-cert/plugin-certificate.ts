@@ -15,7 +15,7 @@ export interface CertificateExpectations {
   clusterID: string;
   /** Our private key (its public half must be the certificate's key). */
   privateKey: KeyObject;
-  /** The CA(s) that must have signed the certificate (the issuer's client CA), when known. */
+  /** The CA(s) one of which must have signed the certificate (the issuer's client CA), when known. */
   clientCA?: readonly X509Certificate[];
   /** The current local time. */
   now: Date;
@@ -28,6 +28,11 @@ export interface CertificateExpectations {
   minRemainingMs: number;
   /** Where the certificate came from, for messages (`the issuer`, `the imported Identity FILE`). */
   source: string;
+  /**
+   * Imported certificates cannot be renewed by us: past the 2/3 point, serve them anyway with a renewal time shortly
+   * before NotAfter (instead of failing), as long as they stay valid for `minRemainingMs`.
+   */
+  allowPastRenewal?: boolean;
 }
 
 export interface CheckedCertificate {
@@ -121,7 +126,13 @@ export function checkCertificate(pem: string, expect: CertificateExpectations): 
     );
   }
   const twoThirds = twoThirdsPoint(notBefore, notAfter).getTime();
-  const renewAt = new Date(twoThirds - Math.max(0, offset));
+  let renewAt = new Date(twoThirds - Math.max(0, offset));
+  if (renewAt.getTime() - now < expect.minRemainingMs && expect.allowPastRenewal === true) {
+    const late = Math.floor((notAfterLocal - expect.minRemainingMs) / 1000) * 1000;
+    if (late - now >= expect.minRemainingMs) {
+      renewAt = new Date(late);
+    }
+  }
   if (renewAt.getTime() - now < expect.minRemainingMs) {
     throw new CredentialsError<TenantCertCertificateErrorCode>(
       'ERR_TENANT_CERT_CLOCK_SKEW',

@@ -27,6 +27,8 @@ export interface TenantCertClusterConfig {
   issuerCA?: string;
   /** The provider (member) cluster's ID: whose issuer we talk to, whose Identity we serve. */
   providerClusterID: string;
+  /** Optional: PEM of the issuer's client CA (`DIR/client-ca.crt`); issued certificates must chain to it. */
+  clientCA?: string;
 }
 
 export interface TenantCertSettings extends TenantCertClusterConfig {
@@ -126,32 +128,38 @@ export function parseClusterConfig(config: unknown): TenantCertClusterConfig {
   if (ca === undefined) {
     throw configError('issuerCA', 'is missing: base64 of the PEM CA the issuer serves with (its DIR/serving-ca.crt)');
   }
-  if (typeof ca !== 'string') {
-    throw configError('issuerCA', 'must be a string (base64 of a PEM CA bundle)');
-  }
-  const decoded = decodeBase64Strict(ca);
-  if (decoded === undefined) {
-    throw configError('issuerCA', 'is not valid base64', 'base64 -w0 < DIR/serving-ca.crt');
-  }
-  const pem = decoded.toString('utf8');
-  let certificates: X509Certificate[];
-  try {
-    certificates = parseCertificateBundle(pem);
-  } catch (cause) {
-    throw new CredentialsError<TenantCertSettingsErrorCode>(
-      'ERR_TENANT_CERT_CONFIG',
-      `spec.cluster.config.issuerCA: a certificate in the bundle cannot be parsed: ${(cause as Error).message}`,
-      { path: 'spec.cluster.config.issuerCA', cause },
-    );
-  }
-  if (certificates.length === 0) {
-    throw configError('issuerCA', 'holds no PEM certificate (expected base64 of "-----BEGIN CERTIFICATE-----...")');
-  }
+  const clientCA = record['clientCA'];
   return {
     providerClusterID: provider,
     issuerURL: parsed.href.replace(/\/+$/, ''),
-    issuerCA: certificates.map((certificate) => certificate.toString()).join(''),
+    issuerCA: decodeCaField('issuerCA', ca, 'DIR/serving-ca.crt'),
+    ...(clientCA === undefined ? {} : { clientCA: decodeCaField('clientCA', clientCA, 'DIR/client-ca.crt') }),
   };
+}
+
+/** A `spec.cluster.config` field holding base64 of a PEM CA bundle, as normalised PEM. */
+function decodeCaField(field: string, value: unknown, file: string): string {
+  if (typeof value !== 'string') {
+    throw configError(field, 'must be a string (base64 of a PEM CA bundle)');
+  }
+  const decoded = decodeBase64Strict(value);
+  if (decoded === undefined) {
+    throw configError(field, 'is not valid base64', `base64 -w0 < ${file}`);
+  }
+  let certificates: X509Certificate[];
+  try {
+    certificates = parseCertificateBundle(decoded.toString('utf8'));
+  } catch (cause) {
+    throw new CredentialsError<TenantCertSettingsErrorCode>(
+      'ERR_TENANT_CERT_CONFIG',
+      `spec.cluster.config.${field}: a certificate in the bundle cannot be parsed: ${(cause as Error).message}`,
+      { path: `spec.cluster.config.${field}`, cause },
+    );
+  }
+  if (certificates.length === 0) {
+    throw configError(field, 'holds no PEM certificate (expected base64 of "-----BEGIN CERTIFICATE-----...")');
+  }
+  return certificates.map((certificate) => certificate.toString()).join('');
 }
 
 /**

@@ -1,0 +1,156 @@
+/**
+ * Imported Identities: the manual flow's last step. `clusterprofile identity import` validates an Identity (ours,
+ * `credentials.clusterprofile.io/v1alpha1`, or Liqo's `authentication.liqo.io/v1beta1`, YAML or JSON) and stores it
+ * at `<identity dir>/<consumer ID>/<provider ID>.yaml`; the plugin serves its certificate while it is valid, before
+ * (and instead of) asking the issuer.
+ *
+ * Loaded on a cache miss only (YAML parser).
+ */
+import { randomBytes, X509Certificate } from 'node:crypto';
+import { chmod, mkdir, open, readFile, rename, stat, unlink } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parseDocument } from 'yaml';
+import { CredentialsError } from '../../library/errors.js';
+import { readIdentity, type ReceivedIdentity } from './documents.js';
+import { CLUSTER_ID_PATTERN } from './plugin-settings.js';
+import { commonName } from './plugin-certificate.js';
+
+export type ImportedIdentityErrorCode = 'ERR_TENANT_CERT_IDENTITY_INVALID' | 'ERR_TENANT_CERT_IDENTITY_STORE';
+
+/** An Identity reduced to what a consumer uses. */
+export interface ParsedIdentity {
+  format: 'clusterprofile' | 'liqo';
+  /** `spec.clusterID`: the provider cluster. */
+  providerClusterID: string;
+  /** Ours: `spec.consumerClusterID`; Liqo: from `spec.namespace` (`liqo-tenant-<id>`) when present; else the certificate's CN. */
+  consumerClusterID: string;
+  /** PEM of the issued certificate (leaf first). */
+  certificatePem: string;
+  /** PEM of the API server CA, when the Identity carries one. */
+  caPem?: string;
+  apiServer?: string;
+  proxyURL?: string;
+}
+
+function invalid(message: string, path: string, source: string): CredentialsError<ImportedIdentityErrorCode> {
+  return new CredentialsError('ERR_TENANT_CERT_IDENTITY_INVALID', `${source}: ${message}`, { path });
+}
+
+/**
+ * Parses an Identity document (YAML or JSON, ours or Liqo's) with the core's reader (schema `tenant-cert-identity`).
+ * `source` names it in messages (a file name). Checks the shape and that the certificate parses; the caller checks
+ * that it is ours ({@link checkCertificate}). Errors keep the core's codes (ERR_TENANT_INVALID_DOCUMENT,
+ * ERR_TENANT_BAD_BASE64, ERR_TENANT_BAD_PEM) with the JSON path of the bad field.
+ */
+export function parseIdentity(text: string, source: string): ParsedIdentity {
+  const document = parseDocument(text, { prettyErrors: false });
+  if (document.errors.length > 0) {
+    throw invalid(`not YAML/JSON: ${document.errors[0]?.message ?? 'parse error'}`, '$', source);
+  }
+  const value = document.toJS() as unknown;
+  const doc = value as { spec?: { type?: unknown } } | null;
+  if (doc?.spec?.type !== undefined && doc.spec.type !== 'ControlPlane') {
+    throw invalid(`spec.type is ${JSON.stringify(doc.spec.type)}: only ControlPlane identities carry a client certificate for us`, '$.spec.type', source);
+  }
+  let received: ReceivedIdentity;
+  try {
+    received = readIdentity(value);
+  } catch (error) {
+    if (error instanceof CredentialsError) {
+      throw new CredentialsError(error.code, `${source}: ${error.message}`, {
+        ...(error.path === undefined ? {} : { path: error.path }),
+        ...(error.hint === undefined ? {} : { hint: error.hint }),
+        cause: error,
+      });
+    }
+    throw error;
+  }
+  let certificate: X509Certificate;
+  try {
+    certificate = new X509Certificate(received.certificatePem);
+  } catch (cause) {
+    throw new CredentialsError<ImportedIdentityErrorCode>(
+      'ERR_TENANT_CERT_IDENTITY_INVALID',
+      `${source}: spec.authParams.signedCRT cannot be parsed: ${(cause as Error).message}`,
+      { path: '$.spec.authParams.signedCRT', cause },
+    );
+  }
+  const consumer = received.consumerClusterID ?? commonName(certificate);
+  if (consumer === undefined || !CLUSTER_ID_PATTERN.test(consumer)) {
+    throw invalid(`the consumer cluster ID ${JSON.stringify(consumer)} is not a cluster ID`, '$.spec.consumerClusterID', source);
+  }
+  return {
+    format: received.flavour,
+    providerClusterID: received.providerClusterID,
+    consumerClusterID: consumer,
+    certificatePem: received.certificatePem,
+    ...(received.apiServerCaPem === undefined ? {} : { caPem: received.apiServerCaPem }),
+    ...(received.apiServer === undefined ? {} : { apiServer: received.apiServer }),
+    ...(received.proxyURL === undefined ? {} : { proxyURL: received.proxyURL }),
+  };
+}
+
+/** Where the Identity of `provider` for `consumer` lives. */
+export function identityFile(identityDir: string, consumerClusterID: string, providerClusterID: string): string {
+  return join(identityDir, consumerClusterID, `${providerClusterID}.yaml`);
+}
+
+/** Stores `text` atomically (temp file + rename) with mode 0600 in a 0700 directory. Returns the file. */
+export async function storeIdentity(identityDir: string, identity: ParsedIdentity, text: string): Promise<string> {
+  const file = identityFile(identityDir, identity.consumerClusterID, identity.providerClusterID);
+  const dir = join(identityDir, identity.consumerClusterID);
+  const temp = `${file}.${randomBytes(6).toString('hex')}.tmp`;
+  try {
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+    await chmod(dir, 0o700);
+    const handle = await open(temp, 'wx', 0o600);
+    try {
+      await handle.writeFile(text);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await rename(temp, file);
+  } catch (cause) {
+    await unlink(temp).catch(() => undefined);
+    throw new CredentialsError<ImportedIdentityErrorCode>('ERR_TENANT_CERT_IDENTITY_STORE', `cannot store the Identity: ${(cause as Error).message}`, {
+      path: file,
+      cause,
+    });
+  }
+  return file;
+}
+
+/** The imported Identity for (consumer, provider), or undefined when none was imported. */
+export async function loadImportedIdentity(
+  identityDir: string,
+  consumerClusterID: string,
+  providerClusterID: string,
+): Promise<{ file: string; identity: ParsedIdentity } | undefined> {
+  const file = identityFile(identityDir, consumerClusterID, providerClusterID);
+  let text: string;
+  try {
+    const info = await stat(file);
+    if ((info.mode & 0o022) !== 0) {
+      throw new CredentialsError<ImportedIdentityErrorCode>('ERR_TENANT_CERT_IDENTITY_STORE', 'the imported Identity is writable by others; refusing to use it', {
+        path: file,
+        hint: `chmod 600 ${file}`,
+      });
+    }
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
+      return undefined;
+    }
+    throw error;
+  }
+  const identity = parseIdentity(text, file);
+  if (identity.providerClusterID !== providerClusterID || identity.consumerClusterID !== consumerClusterID) {
+    throw new CredentialsError<ImportedIdentityErrorCode>(
+      'ERR_TENANT_CERT_IDENTITY_INVALID',
+      `${file} is the Identity of ${identity.providerClusterID} for ${identity.consumerClusterID}, not of ${providerClusterID} for ${consumerClusterID}`,
+      { path: file, hint: 'import it again with clusterprofile identity import' },
+    );
+  }
+  return { file, identity };
+}

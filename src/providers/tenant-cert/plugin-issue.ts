@@ -1,0 +1,150 @@
+/**
+ * A cache miss of the tenant-cert plugin, under the runtime's lock:
+ *
+ * 1. an Identity imported for (our cluster, the provider) whose certificate is ours and before its renewal point is
+ *    served as is;
+ * 2. otherwise the issuer handshake: nonce → CSR + context-bound signature made here (the private key never leaves
+ *    the process) → Tenant → Identity;
+ * 3. the returned certificate is checked (CN = our cluster ID, our public key, signed by the chain the issuer sent,
+ *    not expired, clock skew) and served with `expirationTimestamp` at 2/3 of its own lifetime.
+ */
+import { X509Certificate } from 'node:crypto';
+import { CredentialsError } from '../../library/errors.js';
+import type { IssueContext, IssuedCredential } from '../../plugin/provider.js';
+import { issuerHandshake } from './client.js';
+import { buildTenant } from './documents.js';
+import { parsePrivateKeyPem } from './keys.js';
+import { checkCertificate, type CheckedCertificate } from './plugin-certificate.js';
+import { loadImportedIdentity } from './plugin-identity.js';
+import { parseCertificateBundle } from './plugin-settings.js';
+import type { TenantCertPluginSettings, TenantCertState } from './plugin.js';
+import type { Dispatcher } from 'undici';
+
+export type TenantCertIssueErrorCode = 'ERR_TENANT_CERT_NO_ISSUER' | 'ERR_TENANT_CERT_SUBJECT';
+
+/** The runtime's margin: a credential must stay usable at least this long. */
+const MIN_REMAINING_MS = 60_000;
+
+export interface IssueOptions {
+  /** Tests: a dispatcher (still verifying TLS); default: one trusting only issuerCA. */
+  dispatcher?: Dispatcher;
+  initialBackoffMs?: number;
+}
+
+function output(checked: CheckedCertificate, keyPem: string, source: TenantCertState['source']): IssuedCredential<TenantCertState> {
+  return {
+    status: {
+      clientCertificateData: checked.pem,
+      clientKeyData: keyPem.endsWith('\n') ? keyPem : `${keyPem}\n`,
+      expirationTimestamp: checked.renewAt.toISOString().replace(/\.\d{3}Z$/, 'Z'),
+    },
+    state: {
+      source,
+      serialNumber: checked.certificate.serialNumber,
+      notAfter: checked.notAfter.toISOString(),
+    },
+  };
+}
+
+/** The certificates after the leaf in a PEM bundle (the chain an issuer may send along). */
+function chainOf(pem: string): X509Certificate[] {
+  const blocks = pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
+  return blocks.slice(1).map((block) => new X509Certificate(block));
+}
+
+export async function issueTenantCertificate(
+  settings: TenantCertPluginSettings,
+  context: IssueContext<TenantCertState>,
+  options: IssueOptions = {},
+): Promise<IssuedCredential<TenantCertState>> {
+  const privateKey = parsePrivateKeyPem(settings.keyPem, settings.keyFile);
+  const log = (line: string): void => {
+    context.stderr.write(`${line}\n`);
+  };
+
+  const imported = await loadImportedIdentity(settings.identityDir, settings.clusterID, settings.providerClusterID);
+  if (imported !== undefined) {
+    try {
+      const checked = checkCertificate(imported.identity.certificatePem, {
+        clusterID: settings.clusterID,
+        privateKey,
+        now: context.now(),
+        minRemainingMs: MIN_REMAINING_MS,
+        source: `the imported Identity ${imported.file}`,
+        // With an issuer, renew at the 2/3 point; without one, serve it until shortly before it expires.
+        allowPastRenewal: settings.issuerURL === undefined,
+      });
+      if (checked.renewAt.getTime() > checked.notBefore.getTime() + ((checked.notAfter.getTime() - checked.notBefore.getTime()) * 2) / 3 + 1000) {
+        log(`tenant-cert: the imported Identity ${imported.file} is past 2/3 of its lifetime and expires at ${checked.notAfter.toISOString()}: import a renewed one`);
+      }
+      return output(checked, settings.keyPem, 'imported');
+    } catch (error) {
+      if (settings.issuerURL === undefined) {
+        throw error;
+      }
+      const reason = error instanceof CredentialsError ? `${error.code}: ${error.message}` : String(error);
+      log(`tenant-cert: not using the imported Identity (${reason}); asking the issuer`);
+    }
+  }
+
+  if (settings.issuerURL === undefined || settings.issuerCA === undefined) {
+    throw new CredentialsError<TenantCertIssueErrorCode>(
+      'ERR_TENANT_CERT_NO_ISSUER',
+      `no Identity of ${settings.providerClusterID} for ${settings.clusterID} was imported and spec.cluster.config has no issuerURL/issuerCA`,
+      {
+        path: 'spec.cluster.config.issuerURL',
+        hint: 'set issuerURL and issuerCA in the cluster\'s exec extension, or run: clusterprofile identity import FILE',
+      },
+    );
+  }
+
+  const result = await issuerHandshake(
+    {
+      issuerURL: settings.issuerURL,
+      issuerCA: settings.issuerCA,
+      timeoutMs: settings.timeoutMs,
+      now: context.now,
+      signal: context.signal,
+      log,
+      ...(options.dispatcher === undefined ? {} : { dispatcher: options.dispatcher }),
+      ...(options.initialBackoffMs === undefined ? {} : { initialBackoffMs: options.initialBackoffMs }),
+    },
+    { consumerClusterID: settings.clusterID, providerClusterID: settings.providerClusterID },
+    async (nonce) => {
+      if (nonce.subject.commonName !== settings.clusterID) {
+        throw new CredentialsError<TenantCertIssueErrorCode>(
+          'ERR_TENANT_CERT_SUBJECT',
+          `the issuer would certify CN ${JSON.stringify(nonce.subject.commonName)}, not our cluster ID ${JSON.stringify(settings.clusterID)}`,
+          { path: settings.issuerURL },
+        );
+      }
+      return buildTenant({
+        privateKey,
+        consumerClusterID: settings.clusterID,
+        providerClusterID: settings.providerClusterID,
+        nonce: nonce.nonce,
+        organizations: nonce.subject.organizations,
+      });
+    },
+  );
+
+  const pem = Buffer.from(result.identity.spec.authParams.signedCRT, 'base64').toString('utf8');
+  let chain: X509Certificate[] = [];
+  try {
+    chain = chainOf(pem);
+  } catch {
+    chain = [];
+  }
+  // The configured client CA wins; else the chain the issuer sent along, if any.
+  const clientCA = settings.clientCA === undefined ? chain : parseCertificateBundle(settings.clientCA);
+  const checked = checkCertificate(pem, {
+    clusterID: settings.clusterID,
+    privateKey,
+    ...(clientCA.length === 0 ? {} : { clientCA }),
+    now: context.now(),
+    clockOffsetMs: result.clockOffsetMs,
+    minRemainingMs: MIN_REMAINING_MS,
+    source: `the issuer ${settings.issuerURL}`,
+  });
+  return output(checked, settings.keyPem, 'issuer');
+}
