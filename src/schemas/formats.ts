@@ -1,0 +1,47 @@
+// The string formats the schemas may use, with Go's semantics (the other side of every wire format here is Go).
+// scripts/compile-schemas.mjs imports this file directly (Node strips the types), so it must stay import-free.
+
+/** A format as the precompiled validators call it. */
+export interface StringFormat {
+  readonly type: 'string';
+  validate(value: string): boolean;
+}
+
+const rfc3339 = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.\d{1,9})?(?:Z|([+-])(\d{2}):(\d{2}))$/;
+
+function daysIn(year: number, month: number): number {
+  if (month === 2) {
+    const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
+    return leap ? 29 : 28;
+  }
+  return month === 4 || month === 6 || month === 9 || month === 11 ? 30 : 31;
+}
+
+/**
+ * RFC 3339 as Go's `time.Parse(time.RFC3339, s)` reads it (metav1.Time, e.g. ExecCredential
+ * `status.expirationTimestamp`): upper-case `T` and `Z`, at most 9 fractional digits, a real calendar day, no leap
+ * second (Go rejects `:60`), offsets within ±23:59. Stricter than ajv-formats' `date-time`, which also accepts a
+ * space or a lower-case `t` that Go refuses.
+ */
+export function isRfc3339DateTime(value: string): boolean {
+  const match = rfc3339.exec(value);
+  if (match === null) {
+    return false;
+  }
+  const [year, month, day, hour, minute, second] = match.slice(1, 7).map(Number) as [number, number, number, number, number, number];
+  if (month < 1 || month > 12 || day < 1 || day > daysIn(year, month)) {
+    return false;
+  }
+  if (hour > 23 || minute > 59 || second > 59) {
+    return false;
+  }
+  if (match[7] !== undefined && (Number(match[8]) > 23 || Number(match[9]) > 59)) {
+    return false;
+  }
+  return true;
+}
+
+/** Every format name a schema in `schemas/` may use. Add one here to make it available to all schemas. */
+export const formats: Readonly<Record<string, StringFormat>> = {
+  'date-time': { type: 'string', validate: isRfc3339DateTime },
+};
