@@ -1,0 +1,357 @@
+/**
+ * The tenant-cert issuer's HTTPS API: paths, the documents that cross it, the error codes and HTTP statuses, and the
+ * build-request / process-response pairs a client uses (STYLE 2: the network is a thin seam in between).
+ *
+ * The handshake (one client certificate):
+ * ```text
+ * POST /v1/nonces   {"consumerClusterID":"c1"}                       -> 201 NonceResponse
+ * POST /v1/tenants  Tenant (credentials.clusterprofile.io/v1alpha1)  -> 201 Identity
+ * GET  /healthz                                                      -> 200 {"status":"ok"}
+ * any failure                                                        -> 4xx/5xx ErrorResponse {"code","message"}
+ * ```
+ * Documents are JSON (`content-type: application/json`, at most {@link MAX_BODY_BYTES}); every `[]byte` field is
+ * standard base64, as in Liqo's `authentication.liqo.io/v1beta1` documents, which the issuer accepts as input.
+ *
+ * @see ../../../docs/readme/tenant-cert-issuer.md
+ */
+import { CredentialsError } from '../../library/errors.js';
+
+export const API_PATHS = {
+  nonces: '/v1/nonces',
+  tenants: '/v1/tenants',
+  healthz: '/healthz',
+} as const;
+
+/** Our document group; Liqo's is {@link LIQO_API_VERSION}. */
+export const API_VERSION = 'credentials.clusterprofile.io/v1alpha1';
+export const LIQO_API_VERSION = 'authentication.liqo.io/v1beta1';
+/** Largest request body the issuer reads. */
+export const MAX_BODY_BYTES = 64 * 1024;
+/** Cluster IDs: an RFC 1123 label-ish name, as Liqo's clusterID. */
+export const CLUSTER_ID_PATTERN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+export const CLUSTER_ID_MAX_LENGTH = 253;
+
+/** Every code the tenant-cert core and issuer raise (match on `error.code`). */
+export type TenantCertErrorCode =
+  // the document itself
+  | 'ERR_TENANT_INVALID_DOCUMENT'
+  | 'ERR_TENANT_BAD_BASE64'
+  | 'ERR_TENANT_BAD_PEM'
+  | 'ERR_TENANT_UNSUPPORTED_KEY'
+  | 'ERR_TENANT_PROVIDER_MISMATCH'
+  | 'ERR_TENANT_LIQO_COMPAT_DISABLED'
+  // who is asking
+  | 'ERR_TENANT_UNKNOWN_CONSUMER'
+  | 'ERR_TENANT_KEY_NOT_TRUSTED'
+  // freshness
+  | 'ERR_TENANT_NONCE_UNKNOWN'
+  | 'ERR_TENANT_NONCE_REUSED'
+  | 'ERR_TENANT_NONCE_EXPIRED'
+  | 'ERR_TENANT_NONCE_WRONG_CONSUMER'
+  // proof of possession
+  | 'ERR_TENANT_SIGNATURE_INVALID'
+  | 'ERR_TENANT_CSR_SIGNATURE_INVALID'
+  | 'ERR_TENANT_CSR_KEY_MISMATCH'
+  // what the CSR asks for
+  | 'ERR_TENANT_CSR_SUBJECT'
+  | 'ERR_TENANT_CSR_GROUPS'
+  | 'ERR_TENANT_CSR_SANS'
+  | 'ERR_TENANT_CSR_EXTENSIONS'
+  // the issuer
+  | 'ERR_ISSUER_SIGNER_FAILED'
+  | 'ERR_ISSUER_SIGNER_DENIED'
+  | 'ERR_ISSUER_SIGNER_TIMEOUT'
+  | 'ERR_ISSUER_NOT_FOUND'
+  | 'ERR_ISSUER_METHOD_NOT_ALLOWED'
+  | 'ERR_ISSUER_BODY_TOO_LARGE'
+  | 'ERR_ISSUER_UNSUPPORTED_MEDIA_TYPE'
+  | 'ERR_ISSUER_INTERNAL'
+  | 'ERR_ISSUER_RESPONSE';
+
+/**
+ * The HTTP status the issuer answers each code with. 4xx: do not retry the same Tenant (a client may retry the
+ * whole handshake with a fresh nonce after a nonce error); 5xx: transient, retry with backoff.
+ */
+export const HTTP_STATUS: Readonly<Record<TenantCertErrorCode, number>> = {
+  ERR_TENANT_INVALID_DOCUMENT: 400,
+  ERR_TENANT_BAD_BASE64: 400,
+  ERR_TENANT_BAD_PEM: 400,
+  ERR_TENANT_UNSUPPORTED_KEY: 400,
+  ERR_TENANT_PROVIDER_MISMATCH: 400,
+  ERR_TENANT_LIQO_COMPAT_DISABLED: 400,
+  ERR_TENANT_UNKNOWN_CONSUMER: 403,
+  ERR_TENANT_KEY_NOT_TRUSTED: 403,
+  ERR_TENANT_NONCE_UNKNOWN: 403,
+  ERR_TENANT_NONCE_REUSED: 403,
+  ERR_TENANT_NONCE_EXPIRED: 403,
+  ERR_TENANT_NONCE_WRONG_CONSUMER: 403,
+  ERR_TENANT_SIGNATURE_INVALID: 403,
+  ERR_TENANT_CSR_SIGNATURE_INVALID: 400,
+  ERR_TENANT_CSR_KEY_MISMATCH: 400,
+  ERR_TENANT_CSR_SUBJECT: 403,
+  ERR_TENANT_CSR_GROUPS: 403,
+  ERR_TENANT_CSR_SANS: 403,
+  ERR_TENANT_CSR_EXTENSIONS: 403,
+  ERR_ISSUER_SIGNER_FAILED: 502,
+  ERR_ISSUER_SIGNER_DENIED: 403,
+  ERR_ISSUER_SIGNER_TIMEOUT: 504,
+  ERR_ISSUER_NOT_FOUND: 404,
+  ERR_ISSUER_METHOD_NOT_ALLOWED: 405,
+  ERR_ISSUER_BODY_TOO_LARGE: 413,
+  ERR_ISSUER_UNSUPPORTED_MEDIA_TYPE: 415,
+  ERR_ISSUER_INTERNAL: 500,
+  ERR_ISSUER_RESPONSE: 502,
+};
+
+/** Codes after which a client should fetch a fresh nonce and try the handshake once more. */
+export const NONCE_RETRY_CODES: ReadonlySet<string> = new Set([
+  'ERR_TENANT_NONCE_EXPIRED',
+  'ERR_TENANT_NONCE_REUSED',
+  'ERR_TENANT_NONCE_UNKNOWN',
+]);
+
+export function tenantError(
+  code: TenantCertErrorCode,
+  message: string,
+  options: { path?: string; hint?: string; cause?: unknown } = {},
+): CredentialsError<TenantCertErrorCode> {
+  return new CredentialsError(code, message, options);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Documents (schemas/tenant-cert-*.schema.json are the source of truth; these types follow them)
+
+/** POST /v1/nonces body. Schema: `tenant-cert-nonce-request`. */
+export interface NonceRequest {
+  consumerClusterID: string;
+}
+
+/** The subject the issuer will put in the certificate; a CSR may ask for it, or for less, never for more. */
+export interface GrantedSubject {
+  commonName: string;
+  organizations: string[];
+}
+
+/** POST /v1/nonces answer. Schema: `tenant-cert-nonce-response`. */
+export interface NonceResponse {
+  /** 64 random bytes, standard base64: an 88-character string. Single use. */
+  nonce: string;
+  /** RFC 3339; a Tenant presenting the nonce later is refused. */
+  expiresAt: string;
+  providerClusterID: string;
+  consumerClusterID: string;
+  /** What the certificate will say. With the Kubernetes signer the CSR must ask for exactly this. */
+  subject: GrantedSubject;
+}
+
+/** How `spec.signature` was made. */
+export type SignatureFormat =
+  /** Over the {@link import('./message.js').tenantMessage} context-bound message (default). */
+  | 'context-v1'
+  /** Over the UTF-8 bytes of the nonce string alone, as Liqo signs; only accepted by an issuer in Liqo-compat mode. */
+  | 'liqo-nonce';
+
+/** The consumer's request. Schema: `tenant-cert-tenant` (also accepts Liqo's Tenant). */
+export interface TenantDocument {
+  apiVersion: typeof API_VERSION;
+  kind: 'Tenant';
+  metadata: { name: string; labels?: Record<string, string> };
+  spec: {
+    /** The consumer cluster ID. */
+    clusterID: string;
+    providerClusterID: string;
+    /** The nonce string as the issuer gave it. */
+    nonce: string;
+    /** Standard base64 of the PEM SPKI public key (or of the raw 32-byte Ed25519 key). */
+    publicKey: string;
+    /** Standard base64 of the PEM PKCS#10 request. */
+    csr: string;
+    /** Standard base64 of the raw signature bytes. */
+    signature: string;
+    signatureFormat?: SignatureFormat;
+  };
+}
+
+/** Liqo's Tenant as `liqoctl generate tenant` prints it (only the fields the issuer reads are typed). */
+export interface LiqoTenantDocument {
+  apiVersion: typeof LIQO_API_VERSION;
+  kind: 'Tenant';
+  metadata?: { name?: string; labels?: Record<string, string> };
+  spec: {
+    clusterID: string;
+    publicKey: string;
+    csr: string;
+    signature: string;
+    authzPolicy?: string;
+    proxyURL?: string;
+    tenantCondition?: string;
+  };
+}
+
+export interface AuthParams {
+  /** Standard base64 of the API server's CA bundle (PEM); absent when the issuer was not told. */
+  ca?: string;
+  /** Standard base64 of the issued certificate (PEM). */
+  signedCRT: string;
+  apiServer?: string;
+  proxyURL?: string;
+}
+
+/** The provider's answer. Schema: `tenant-cert-identity` (also accepts Liqo's Identity). */
+export interface IdentityDocument {
+  apiVersion: typeof API_VERSION;
+  kind: 'Identity';
+  metadata: { name: string; labels?: Record<string, string> };
+  spec: {
+    /** The provider cluster ID. */
+    clusterID: string;
+    consumerClusterID: string;
+    authParams: AuthParams;
+    /** RFC 3339 validity of signedCRT (informational: the certificate is authoritative). */
+    notBefore: string;
+    notAfter: string;
+  };
+}
+
+export interface LiqoIdentityDocument {
+  apiVersion: typeof LIQO_API_VERSION;
+  kind: 'Identity';
+  metadata: { name: string; labels?: Record<string, string>; creationTimestamp?: null };
+  spec: {
+    clusterID: string;
+    type: 'ControlPlane' | 'ResourceSlice';
+    authParams: AuthParams;
+    namespace?: string;
+  };
+  status?: Record<string, unknown>;
+}
+
+/** Every non-2xx answer. Schema: `tenant-cert-error`. */
+export interface ErrorResponse {
+  code: string;
+  message: string;
+  path?: string;
+  hint?: string;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Client side: build the request, send it (caller), process the response.
+
+export interface HttpRequestSpec {
+  method: 'GET' | 'POST';
+  /** Relative to the issuer URL. */
+  path: string;
+  headers: Record<string, string>;
+  body?: string;
+}
+
+export interface HttpResponseSpec {
+  status: number;
+  /** The raw body text. */
+  body: string;
+}
+
+/**
+ * @example
+ * ```ts
+ * const request = buildNonceRequest('c1');
+ * const response = await send(issuerURL, request); // the caller's HTTPS seam
+ * const nonce = processNonceResponse(response, { consumerClusterID: 'c1', providerClusterID: 'p1' });
+ * ```
+ */
+export function buildNonceRequest(consumerClusterID: string): HttpRequestSpec {
+  const body: NonceRequest = { consumerClusterID };
+  return jsonRequest(API_PATHS.nonces, body);
+}
+
+export function buildTenantRequest(tenant: TenantDocument): HttpRequestSpec {
+  return jsonRequest(API_PATHS.tenants, tenant);
+}
+
+function jsonRequest(path: string, body: unknown): HttpRequestSpec {
+  return {
+    method: 'POST',
+    path,
+    headers: { 'content-type': 'application/json', accept: 'application/json' },
+    body: JSON.stringify(body),
+  };
+}
+
+/**
+ * Checks a nonce answer: 201, the documented shape, and that it is for the consumer and provider we expect (a
+ * misdirected issuer URL surfaces here, not later as a signature error). Throws the issuer's own error for non-2xx.
+ */
+export function processNonceResponse(
+  response: HttpResponseSpec,
+  expected: { consumerClusterID: string; providerClusterID?: string },
+): NonceResponse {
+  const body = parseJsonBody(response);
+  const document = body as Partial<NonceResponse>;
+  if (
+    typeof document.nonce !== 'string' ||
+    typeof document.expiresAt !== 'string' ||
+    typeof document.providerClusterID !== 'string' ||
+    typeof document.consumerClusterID !== 'string' ||
+    typeof document.subject !== 'object' ||
+    document.subject === null
+  ) {
+    throw tenantError('ERR_ISSUER_RESPONSE', 'the issuer answered a nonce document of an unexpected shape');
+  }
+  if (document.consumerClusterID !== expected.consumerClusterID) {
+    throw tenantError('ERR_ISSUER_RESPONSE', `the issuer issued a nonce for ${document.consumerClusterID}, not for ${expected.consumerClusterID}`);
+  }
+  if (expected.providerClusterID !== undefined && document.providerClusterID !== expected.providerClusterID) {
+    throw tenantError(
+      'ERR_TENANT_PROVIDER_MISMATCH',
+      `the issuer is cluster ${document.providerClusterID}, expected ${expected.providerClusterID}`,
+      { hint: 'check providerClusterID and issuerURL in the ClusterProfile' },
+    );
+  }
+  return document as NonceResponse;
+}
+
+/** Checks an Identity answer: 201 and the documented shape. The caller checks the certificate itself. */
+export function processIdentityResponse(response: HttpResponseSpec): IdentityDocument {
+  const body = parseJsonBody(response) as Partial<IdentityDocument>;
+  if (
+    body.apiVersion !== API_VERSION ||
+    body.kind !== 'Identity' ||
+    typeof body.spec?.authParams?.signedCRT !== 'string'
+  ) {
+    throw tenantError('ERR_ISSUER_RESPONSE', 'the issuer answered an Identity of an unexpected shape');
+  }
+  return body as IdentityDocument;
+}
+
+function parseJsonBody(response: HttpResponseSpec): unknown {
+  let body: unknown;
+  try {
+    body = JSON.parse(response.body);
+  } catch (cause) {
+    throw tenantError('ERR_ISSUER_RESPONSE', `the issuer answered HTTP ${response.status} with a body that is not JSON`, { cause });
+  }
+  if (response.status < 200 || response.status > 299) {
+    throw errorFromResponse(response.status, body);
+  }
+  return body;
+}
+
+/**
+ * The issuer's error document as a {@link CredentialsError} with the issuer's code (so a client reports
+ * `ERR_TENANT_NONCE_EXPIRED`, not "HTTP 403").
+ */
+export function errorFromResponse(status: number, body: unknown): CredentialsError {
+  const document = body as Partial<ErrorResponse> | null;
+  if (document !== null && typeof document === 'object' && typeof document.code === 'string' && /^ERR_[A-Z0-9_]+$/.test(document.code)) {
+    return new CredentialsError(document.code, `the issuer refused (HTTP ${status}): ${String(document.message)}`, {
+      ...(typeof document.path === 'string' ? { path: document.path } : {}),
+      ...(typeof document.hint === 'string' ? { hint: document.hint } : {}),
+    });
+  }
+  return tenantError('ERR_ISSUER_RESPONSE', `the issuer answered HTTP ${status} without an error document`);
+}
+
+/** True for answers a client should retry with backoff (the issuer or its signer is unavailable). */
+export function isRetryableStatus(status: number): boolean {
+  return status === 429 || status >= 500;
+}
