@@ -6,4 +6,6 @@ import type { CommandEntry } from '../command.js';
 
 export const commands: readonly CommandEntry[] = [
   { command: 'kubeconfig', describe: 'Print a kubeconfig for one ClusterProfile whose user runs the exec plugin the providers file selects', load: () => import('./kubeconfig.js') },
+  { command: 'keygen', describe: "Make a cluster key pair for tenant-cert: private key (PKCS#8, 0600) to --out, public key (PEM SPKI) to stdout", load: () => import('./keygen.js') },
+  { command: 'identity <action> [file]', describe: 'Consumer side of the manual tenant-cert flow: import an Identity (ours or Liqo\'s) for the plugin to serve', load: () => import('./identity.js') },
 ];

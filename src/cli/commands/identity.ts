@@ -1,0 +1,168 @@
+/**
+ * `clusterprofile identity import FILE --key-file KEY [--cluster-id ID] [--identity-dir DIR] [--kubeconfig OUT]`:
+ * the consumer's last step of the manual flow. Reads an Identity (ours or Liqo's `authentication.liqo.io/v1beta1`,
+ * YAML or JSON; `-` for stdin), checks that its certificate is for our cluster ID and our key and not expired, and
+ * stores it where `clusterprofile-tenant-cert` looks first (`DIR/<consumer>/<provider>.yaml`, 0600). With
+ * `--kubeconfig`, also writes a kubeconfig for the Identity's API server whose user runs the plugin.
+ *
+ * @example
+ * ```sh
+ * clusterprofile identity import identity.yaml --key-file consumer.key --kubeconfig member-1.kubeconfig
+ * kubectl --kubeconfig member-1.kubeconfig get --raw /version
+ * ```
+ */
+import { createPrivateKey } from 'node:crypto';
+import { open, readFile, rename, unlink } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { resolve } from 'node:path';
+import type { Argv } from 'yargs';
+import { CredentialsError } from '../../library/errors.js';
+import { renderKubeconfig } from '../../library/kubeconfig.js';
+import type { ResolvedClusterAccess } from '../../library/types.js';
+import { checkCertificate } from '../../providers/tenant-cert/plugin-certificate.js';
+import { parseIdentity, storeIdentity, type ParsedIdentity } from '../../providers/tenant-cert/plugin-identity.js';
+import { defaultIdentityDir, readKeyFile } from '../../providers/tenant-cert/plugin-settings.js';
+import type { CommandArgs, CommandContext } from '../command.js';
+
+export type IdentityCommandErrorCode = 'ERR_IDENTITY_READ' | 'ERR_IDENTITY_MISMATCH' | 'ERR_IDENTITY_KUBECONFIG';
+
+export function builder(parser: Argv): Argv<any> {
+  return parser
+    .usage(
+      '$0 identity import FILE --key-file KEY [--cluster-id ID] [--identity-dir DIR] [--kubeconfig OUT]\n\n' +
+        'Store an Identity (ours or Liqo\'s; YAML or JSON; "-" for stdin) where clusterprofile-tenant-cert serves it from.',
+    )
+    .positional('action', { type: 'string', choices: ['import'], describe: 'what to do' })
+    .positional('file', { type: 'string', describe: 'the Identity document ("-": stdin)' })
+    .option('key-file', { type: 'string', demandOption: true, requiresArg: true, describe: "this cluster's private key (PKCS#8 PEM, 0600)" })
+    .option('cluster-id', { type: 'string', requiresArg: true, describe: "this cluster's ID (default: the certificate's CN, which must match)" })
+    .option('identity-dir', { type: 'string', requiresArg: true, describe: 'the store (default ~/.kube/clusterprofile/identities)' })
+    .option('kubeconfig', { type: 'string', requiresArg: true, describe: 'also write a kubeconfig for the Identity\'s API server to this file' })
+    .option('server', { type: 'string', requiresArg: true, describe: 'API server URL for --kubeconfig (default: the Identity\'s apiServer)' })
+    .option('plugin-command', {
+      type: 'string',
+      default: 'clusterprofile-tenant-cert',
+      requiresArg: true,
+      describe: 'the plugin command the kubeconfig runs',
+    });
+}
+
+async function readInput(file: string, ctx: CommandContext): Promise<{ text: string; source: string }> {
+  try {
+    if (file === '-') {
+      const chunks: Buffer[] = [];
+      for await (const chunk of ctx.io.stdin) {
+        chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk)));
+      }
+      return { text: Buffer.concat(chunks).toString('utf8'), source: 'stdin' };
+    }
+    const path = resolve(ctx.cwd, file);
+    return { text: await readFile(path, 'utf8'), source: path };
+  } catch (cause) {
+    throw new CredentialsError<IdentityCommandErrorCode>('ERR_IDENTITY_READ', `cannot read the Identity: ${(cause as Error).message}`, {
+      path: file,
+      cause,
+    });
+  }
+}
+
+/** The kubeconfig for an imported Identity: its API server and CA, a user running the plugin with our flags. */
+export function identityKubeconfig(
+  identity: ParsedIdentity,
+  options: { server: string; keyFile: string; identityDir: string; command: string },
+): string {
+  const access: ResolvedClusterAccess = {
+    providerName: 'tenant-cert',
+    profile: { name: identity.providerClusterID },
+    cluster: {
+      server: options.server,
+      ...(identity.caPem === undefined ? {} : { 'certificate-authority-data': Buffer.from(identity.caPem).toString('base64') }),
+      ...(identity.proxyURL === undefined ? {} : { 'proxy-url': identity.proxyURL }),
+      config: { providerClusterID: identity.providerClusterID },
+    },
+    exec: {
+      apiVersion: 'client.authentication.k8s.io/v1',
+      command: options.command,
+      args: ['--cluster-id', identity.consumerClusterID, '--key-file', options.keyFile, '--identity-dir', options.identityDir],
+      env: [],
+      provideClusterInfo: true,
+      interactiveMode: 'Never',
+      installHint: 'clusterprofile-tenant-cert comes with the clusterprofile-credentials npm package',
+    },
+  };
+  return renderKubeconfig(access, { name: identity.providerClusterID });
+}
+
+async function writePrivateFile(path: string, text: string): Promise<void> {
+  const temp = `${path}.${randomBytes(6).toString('hex')}.tmp`;
+  try {
+    const handle = await open(temp, 'wx', 0o600);
+    try {
+      await handle.writeFile(text);
+    } finally {
+      await handle.close();
+    }
+    await rename(temp, path);
+  } catch (cause) {
+    await unlink(temp).catch(() => undefined);
+    throw new CredentialsError<IdentityCommandErrorCode>('ERR_IDENTITY_KUBECONFIG', `cannot write the kubeconfig: ${(cause as Error).message}`, {
+      path,
+      cause,
+    });
+  }
+}
+
+export async function run(args: CommandArgs, ctx: CommandContext): Promise<number> {
+  const file = args['file'];
+  if (typeof file !== 'string' || file === '') {
+    throw new CredentialsError<IdentityCommandErrorCode>('ERR_IDENTITY_READ', 'which Identity? give a FILE (or - for stdin)', { path: 'FILE' });
+  }
+  const keyFile = resolve(ctx.cwd, String(args['key-file']));
+  const identityDir = defaultIdentityDir(ctx.env, args['identity-dir'] as string | undefined, ctx.cwd);
+  const { text, source } = await readInput(file, ctx);
+  const identity = parseIdentity(text, source);
+
+  const clusterID = args['cluster-id'] as string | undefined;
+  if (clusterID !== undefined && clusterID !== identity.consumerClusterID) {
+    throw new CredentialsError<IdentityCommandErrorCode>(
+      'ERR_IDENTITY_MISMATCH',
+      `${source} is an Identity for cluster ${identity.consumerClusterID}, not for --cluster-id ${clusterID}`,
+      { path: '--cluster-id' },
+    );
+  }
+  const { keyPem } = readKeyFile(keyFile);
+  const checked = checkCertificate(identity.certificatePem, {
+    clusterID: identity.consumerClusterID,
+    privateKey: createPrivateKey(keyPem),
+    now: new Date(),
+    minRemainingMs: 60_000,
+    source,
+    allowPastRenewal: true,
+  });
+
+  let kubeconfigPath: string | undefined;
+  let kubeconfig: string | undefined;
+  if (args['kubeconfig'] !== undefined) {
+    const server = (args['server'] as string | undefined) ?? identity.apiServer;
+    if (server === undefined) {
+      throw new CredentialsError<IdentityCommandErrorCode>('ERR_IDENTITY_KUBECONFIG', `${source} names no apiServer; pass --server`, { path: '--server' });
+    }
+    kubeconfigPath = resolve(ctx.cwd, String(args['kubeconfig']));
+    kubeconfig = identityKubeconfig(identity, {
+      server,
+      keyFile,
+      identityDir,
+      command: String(args['plugin-command']),
+    });
+  }
+
+  const stored = await storeIdentity(identityDir, identity, text);
+  if (kubeconfigPath !== undefined && kubeconfig !== undefined) {
+    await writePrivateFile(kubeconfigPath, kubeconfig);
+  }
+  ctx.io.stderr.write(
+    `imported the Identity of ${identity.providerClusterID} for ${identity.consumerClusterID} (certificate valid until ${checked.notAfter.toISOString()})\n`,
+  );
+  ctx.io.stdout.write(`${stored}\n`);
+  return 0;
+}
