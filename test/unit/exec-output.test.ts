@@ -1,0 +1,93 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { parseExecCredential } from '../../src/library/exec/output.js';
+import { createTestCa, certFingerprint, type KeyPairPem } from '../helpers/tls.js';
+
+const V1 = 'client.authentication.k8s.io/v1';
+const V1B1 = 'client.authentication.k8s.io/v1beta1';
+const out = (status: unknown, apiVersion: string = V1) => JSON.stringify({ apiVersion, kind: 'ExecCredential', status });
+
+function error(fn: () => unknown): { code: string; message: string } {
+  try {
+    fn();
+  } catch (e) {
+    return e as { code: string; message: string };
+  }
+  throw new Error('expected an error');
+}
+
+describe('parseExecCredential: client-go rules and error texts', () => {
+  let pair: KeyPairPem;
+  let other: KeyPairPem;
+  beforeAll(async () => {
+    const ca = await createTestCa();
+    pair = await ca.issueClientCert('alice');
+    other = await ca.issueClientCert('bob');
+  });
+
+  it('accepts a token with an RFC 3339 expiry', () => {
+    const c = parseExecCredential(out({ token: 'abc', expirationTimestamp: '2030-01-02T03:04:05Z' }), V1);
+    expect(c.token).toBe('abc');
+    expect(c.expiresAt).toBe(Date.UTC(2030, 0, 2, 3, 4, 5));
+    expect(c.status).toEqual({ token: 'abc', expirationTimestamp: '2030-01-02T03:04:05Z' });
+  });
+
+  it('accepts YAML output, as client-go does', () => {
+    const c = parseExecCredential(`apiVersion: ${V1B1}\nkind: ExecCredential\nstatus:\n  token: from-yaml\n`, V1B1);
+    expect(c.token).toBe('from-yaml');
+    expect(c.expiresAt).toBeUndefined();
+  });
+
+  it('accepts a certificate/key pair (raw PEM) and fingerprints it; token and cert together are allowed', () => {
+    const c = parseExecCredential(out({ token: 't', clientCertificateData: pair.cert, clientKeyData: pair.key }), V1);
+    expect(c.clientCertificate).toBe(pair.cert);
+    expect(c.certificateFingerprint).toBe(certFingerprint(pair.cert));
+    expect(c.token).toBe('t');
+  });
+
+  it.each([
+    ['garbage', '{ this is : not [ json', /^decoding stdout: /],
+    ['empty output', '', /^decoding stdout: /],
+    ['no kind', JSON.stringify({ apiVersion: V1, status: { token: 'x' } }), /^decoding stdout: Object 'Kind' is missing/],
+    ['no apiVersion', JSON.stringify({ kind: 'ExecCredential', status: { token: 'x' } }), /^decoding stdout: Object 'apiVersion' is missing/],
+    ['a list', '[1,2]', /^decoding stdout: /],
+    ['a number token', out({ token: 5 }), /^decoding stdout: status\.token must be a string/],
+    ['a bad expiry', out({ token: 'x', expirationTimestamp: 'tomorrow' }), /^decoding stdout: status\.expirationTimestamp/],
+  ])('rejects %s with a decoding error', (_name, stdout, message) => {
+    const e = error(() => parseExecCredential(stdout, V1));
+    expect(e.code).toBe('ERR_EXEC_OUTPUT_INVALID');
+    expect(e.message).toMatch(message);
+  });
+
+  it('rejects another apiVersion with client-go’s text', () => {
+    const e = error(() => parseExecCredential(out({ token: 'x' }, V1B1), V1));
+    expect(e.code).toBe('ERR_EXEC_API_VERSION_MISMATCH');
+    expect(e.message).toBe(`exec plugin is configured to use API version ${V1}, plugin returned version ${V1B1}`);
+  });
+
+  it('rejects a missing status', () => {
+    const e = error(() => parseExecCredential(JSON.stringify({ apiVersion: V1, kind: 'ExecCredential' }), V1));
+    expect([e.code, e.message]).toEqual(['ERR_EXEC_OUTPUT_INVALID', "exec plugin didn't return a status field"]);
+  });
+
+  it('rejects neither token nor cert/key', () => {
+    for (const status of [{}, { token: '' }, { expirationTimestamp: '2030-01-01T00:00:00Z' }]) {
+      const e = error(() => parseExecCredential(out(status), V1));
+      expect([e.code, e.message]).toEqual(['ERR_EXEC_OUTPUT_INVALID', "exec plugin didn't return a token or cert/key pair"]);
+    }
+  });
+
+  it('rejects only a certificate or only a key', () => {
+    for (const status of [{ clientCertificateData: pair.cert }, { token: 't', clientKeyData: pair.key }]) {
+      const e = error(() => parseExecCredential(out(status), V1));
+      expect(e.message).toBe('exec plugin returned only certificate or key, not both');
+    }
+  });
+
+  it('rejects PEM that does not parse, and a key that does not match the certificate', () => {
+    const bad = error(() => parseExecCredential(out({ clientCertificateData: 'nope', clientKeyData: 'nope' }), V1));
+    expect(bad.code).toBe('ERR_EXEC_OUTPUT_INVALID');
+    expect(bad.message).toMatch(/^failed parsing client key\/certificate: /);
+    const mismatch = error(() => parseExecCredential(out({ clientCertificateData: pair.cert, clientKeyData: other.key }), V1));
+    expect(mismatch.message).toBe('failed parsing client key/certificate: tls: private key does not match public key');
+  });
+});
