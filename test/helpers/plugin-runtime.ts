@@ -1,0 +1,42 @@
+// Runs the runtime's fixture provider (test/fixtures/runtime) as a real child process.
+import { spawn } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+// @ts-expect-error: a plain .mjs build script without types
+import { buildFixture } from '../fixtures/runtime/build.mjs';
+
+export interface ChildResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Bundles the fixture into a fresh temporary directory and returns the path of its bin stub. */
+export async function buildRuntimeFixture(): Promise<string> {
+  return (await buildFixture(mkdtempSync(join(tmpdir(), 'cpc-runtime-fixture-')))) as string;
+}
+
+export const V1 = 'client.authentication.k8s.io/v1';
+export const V1BETA1 = 'client.authentication.k8s.io/v1beta1';
+
+export function execInfo(apiVersion: string, cluster: unknown = { server: 'https://cluster.example:6443' }, interactive = false): string {
+  return JSON.stringify({ kind: 'ExecCredential', apiVersion, spec: { interactive, cluster } });
+}
+
+/** Runs `node <stub> ...args` with only the given environment (plus PATH), stdin closed. */
+export function runChild(stub: string, args: readonly string[], env: Record<string, string | undefined>, nodeArgs: readonly string[] = []): Promise<ChildResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [...nodeArgs, stub, ...args], {
+      env: { PATH: process.env['PATH'], HOME: process.env['HOME'], ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.on('error', reject);
+    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+  });
+}
