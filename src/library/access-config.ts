@@ -9,7 +9,7 @@ import { readFile } from 'node:fs/promises';
 import { parse as parseYaml } from 'yaml';
 import { assertDocument } from '../schemas/index.js';
 import { CredentialsError } from './errors.js';
-import type { AccessConfig } from './types.js';
+import type { AccessConfig, ExecConfig, ProviderConfig } from './types.js';
 
 /** Codes raised while reading the providers file. */
 export type AccessConfigErrorCode = 'ERR_ACCESS_CONFIG_READ' | 'ERR_ACCESS_CONFIG_PARSE' | 'ERR_ACCESS_CONFIG_INVALID';
@@ -65,11 +65,49 @@ export async function loadAccessConfig(path: string, options: LoadAccessConfigOp
  */
 export function parseAccessConfig(text: string, source: string): AccessConfig {
   const document = parseDocument(text, source);
-  const valid = assertDocument<{ providers?: AccessConfig['providers'] }>('providers-file', document, {
-    code: 'ERR_ACCESS_CONFIG_INVALID',
-    what: `providers file ${source}`,
-  });
-  return { providers: valid.providers ?? [] };
+  assertDocument('providers-file', document, { code: 'ERR_ACCESS_CONFIG_INVALID', what: `providers file ${source}` });
+  return normalizeAccessConfig(document);
+}
+
+type Nullable<T> = { [K in keyof T]?: T[K] | null };
+
+/**
+ * A fresh copy of a providers file that passed the `providers-file` schema, with Go's reading of `null` applied
+ * (null means the zero value: no providers, an empty name, no exec config, an unset policy, an empty string).
+ * Whether the chosen entry's exec config is usable is checked when it is chosen (`resolveClusterAccess`).
+ * @internal
+ */
+export function normalizeAccessConfig(valid: unknown): AccessConfig {
+  const providers = ((valid as { providers?: unknown[] | null }).providers ?? []) as (Nullable<ProviderConfig> | null)[];
+  return {
+    providers: providers.map((entry) => {
+      const provider: ProviderConfig = { name: entry?.name ?? '' };
+      const exec = entry?.execConfig as Nullable<ExecConfig> | null | undefined;
+      if (exec !== null && exec !== undefined) {
+        provider.execConfig = normalizeExec(exec);
+      }
+      if (entry?.profileSourcedCLIArgsPolicy != null) provider.profileSourcedCLIArgsPolicy = entry.profileSourcedCLIArgsPolicy;
+      if (entry?.profileSourcedEnvVarsPolicy != null) provider.profileSourcedEnvVarsPolicy = entry.profileSourcedEnvVarsPolicy;
+      return provider;
+    }),
+  };
+}
+
+function normalizeExec(exec: Nullable<ExecConfig>): ExecConfig {
+  const result = {} as ExecConfig;
+  if (exec.apiVersion != null) result.apiVersion = exec.apiVersion;
+  if (exec.command != null) result.command = exec.command;
+  if (exec.args != null) result.args = exec.args.map((arg) => (arg as string | null) ?? '');
+  if (exec.env != null) {
+    result.env = exec.env.map((variable) => {
+      const v = variable as Nullable<{ name: string; value: string }> | null;
+      return { name: v?.name ?? '', value: v?.value ?? '' };
+    });
+  }
+  if (exec.installHint != null) result.installHint = exec.installHint;
+  if (exec.provideClusterInfo != null) result.provideClusterInfo = exec.provideClusterInfo;
+  if (exec.interactiveMode != null) result.interactiveMode = exec.interactiveMode;
+  return result;
 }
 
 function parseDocument(text: string, source: string): Record<string, unknown> {

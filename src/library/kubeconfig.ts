@@ -86,5 +86,12 @@ export function kubeconfigFromAccess(access: ResolvedClusterAccess, options: Kub
  * ```
  */
 export function renderKubeconfig(access: ResolvedClusterAccess, options: KubeconfigOptions = {}): string {
-  return stringify(kubeconfigFromAccess(access, options), { lineWidth: 0, aliasDuplicateObjects: false });
+  // Every string value double-quoted: kubectl reads YAML 1.1 (`yes`, `on`, `12:30` are not strings there), and
+  // quoting all of them keeps the output independent of such rules.
+  return stringify(kubeconfigFromAccess(access, options), {
+    lineWidth: 0,
+    aliasDuplicateObjects: false,
+    defaultStringType: 'QUOTE_DOUBLE',
+    defaultKeyType: 'PLAIN',
+  });
 }

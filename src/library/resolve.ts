@@ -5,13 +5,15 @@
  *
  * @see https://github.com/kubernetes/enhancements/tree/master/keps/sig-multicluster/5339-clusterprofile-plugin-credentials
  */
-import { assertDocument, type SchemaId } from '../schemas/index.js';
+import { assertDocument, validateDocument, type SchemaId } from '../schemas/index.js';
+import { normalizeAccessConfig } from './access-config.js';
 import { CredentialsError } from './errors.js';
 import type {
   AccessConfig,
   AccessProvider,
   ClusterProfile,
   ExecCluster,
+  ExecConfig,
   ProviderConfig,
   ResolvedClusterAccess,
 } from './types.js';
@@ -22,6 +24,7 @@ export type ResolveErrorCode =
   | 'ERR_ACCESS_CONFIG_INVALID'
   | 'ERR_NO_MATCHING_PROVIDER'
   | 'ERR_NO_EXEC_CONFIG'
+  | 'ERR_EXEC_CONFIG_INVALID'
   | 'ERR_EXTENSION_INVALID'
   | 'ERR_POLICY_UNSUPPORTED';
 
@@ -41,8 +44,8 @@ export interface ResolveOptions {
 }
 
 const PROFILE_SCHEMAS: Readonly<Record<string, SchemaId>> = {
-  'multicluster.x-k8s.io/v1alpha1': 'clusterprofile.v1alpha1',
-  'multicluster.x-k8s.io/v1alpha2': 'clusterprofile.v1alpha2',
+  'multicluster.x-k8s.io/v1alpha1': 'clusterprofile.v1alpha1' as SchemaId,
+  'multicluster.x-k8s.io/v1alpha2': 'clusterprofile.v1alpha2' as SchemaId,
 };
 
 type EnvVar = { name: string; value: string };
@@ -123,6 +126,7 @@ export function resolveClusterAccess(
       { path: `$.providers[${fileIndex}].execConfig` },
     );
   }
+  validateExecConfig(execConfig, chosenEntry.name, fileIndex);
 
   // 4. Reserved extensions, in the cluster's order (a repeated extension is applied again, as upstream).
   const cluster = chosen.provider.cluster;
@@ -191,11 +195,25 @@ function validateProfile(profile: unknown): void {
 
 function validateAccessConfig(accessConfig: unknown): readonly ProviderConfig[] {
   // Callers may build an AccessConfig in code (upstream's `access.New`): check it like a file.
-  const valid = assertDocument<Partial<AccessConfig>>('providers-file', accessConfig, {
-    code: 'ERR_ACCESS_CONFIG_INVALID',
-    what: 'providers file',
-  });
-  return valid.providers ?? [];
+  assertDocument('providers-file', accessConfig, { code: 'ERR_ACCESS_CONFIG_INVALID', what: 'providers file' });
+  return normalizeAccessConfig(accessConfig).providers;
+}
+
+/** The chosen entry must be runnable: what client-go rejects when it builds the authenticator. */
+function validateExecConfig(execConfig: ExecConfig, providerName: string, fileIndex: number): void {
+  const base = `$.providers[${fileIndex}].execConfig`;
+  const issues = validateDocument('exec-config', execConfig).map((issue) => ({
+    path: base + issue.path.slice(1),
+    message: issue.message,
+  }));
+  const first = issues[0];
+  if (first !== undefined) {
+    throw new CredentialsError<ResolveErrorCode>(
+      'ERR_EXEC_CONFIG_INVALID',
+      `exec config of provider ${JSON.stringify(providerName)} is invalid: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`,
+      { path: first.path },
+    );
+  }
 }
 
 function applyArgs(
