@@ -73,6 +73,8 @@ export interface TestOpOptions {
   refreshTokenTTL?: number;
   /** Extra subject-token check for token exchange (e.g. a Kubernetes service-account token); return the subject. */
   verifySubjectToken?: (token: string) => Promise<{ sub: string } | undefined>;
+  /** Seconds between device-code polls the OP asks for (default 1; RFC 8628's default of 5 slows tests). */
+  deviceInterval?: number;
   /** Keep oidc-provider's development NOTICE/WARNING console lines (default: silenced). */
   verbose?: boolean;
 }
@@ -436,6 +438,14 @@ export async function startTestOpenIdProvider(options: TestOpOptions = {}): Prom
   });
   // Silence the provider's own error logging of expected failures (it emits; no listener means console output).
   provider.on('server_error', () => {});
+
+  const deviceInterval = options.deviceInterval ?? 1;
+  provider.use(async (ctx: KoaContextWithOIDC, next: () => Promise<void>) => {
+    await next();
+    if (ctx.path === '/device/auth' && ctx.status === 200 && ctx.body && typeof ctx.body === 'object') {
+      ctx.body = { ...ctx.body, interval: deviceInterval };
+    }
+  });
 
   const callback = provider.callback();
   handler = (req, res) => {

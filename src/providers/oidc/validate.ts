@@ -1,0 +1,110 @@
+/**
+ * Token validation before anything is printed or cached (OpenID Connect Core §3.1.3.7; RFC 9068 for JWT access
+ * tokens): signature with the issuer's published key, an algorithm allowlist (asymmetric only: no `none`, no
+ * HS256-with-the-public-key confusion), `iss`, `aud`, `azp`, `exp`, `nbf`, `nonce`. jose does the JOSE work; this
+ * module chooses what to require and translates jose's errors into `ERR_OIDC_TOKEN_INVALID`.
+ */
+import { createLocalJWKSet, errors as joseErrors, jwtVerify, type JSONWebKeySet, type JWTPayload } from 'jose';
+import { CredentialsError } from '../../library/errors.js';
+import type { OidcErrorCode } from './errors.js';
+
+export interface TokenExpectations {
+  /** Which token, for messages: 'ID token' or 'access token'. */
+  what: string;
+  issuer: string;
+  /** The audience the token must contain (client ID for ID tokens, the resource for access tokens). */
+  audience: string;
+  /** For ID tokens: if `aud` has several values, `azp` must be this (Core §3.1.3.7 step 4-5). */
+  authorizedParty?: string;
+  /** For ID tokens of the code flow: the nonce sent in the authorization request. */
+  nonce?: string;
+  algorithms: readonly string[];
+  now: Date;
+  /** Seconds of clock skew accepted for `nbf` / `iat` (default 30). `exp` must still be in the future. */
+  clockToleranceSeconds?: number;
+}
+
+export interface ValidatedToken {
+  payload: JWTPayload & { exp: number };
+}
+
+/** Asymmetric JWS algorithms only; anything else in an allowlist is a programming error. */
+const ASYMMETRIC = /^(RS|PS|ES)(256|384|512)$|^EdDSA$|^Ed25519$/;
+
+function invalid(o: TokenExpectations, reason: string, cause?: unknown): CredentialsError<OidcErrorCode> {
+  return new CredentialsError('ERR_OIDC_TOKEN_INVALID', `the ${o.what} from ${o.issuer} failed validation: ${reason}; it was not used`, {
+    path: o.issuer,
+    hint: 'the issuer returned a token this cluster would reject (or that was tampered with): check issuerURL, clientID, audience and the issuer\'s signing keys',
+    ...(cause === undefined ? {} : { cause }),
+  });
+}
+
+/**
+ * Verifies `jwt` against the issuer's JWKS and the expectations. Throws `ERR_OIDC_TOKEN_INVALID` naming the failed
+ * check. Returns the payload (with a numeric `exp`: tokens without one are refused, we could not cache them safely).
+ *
+ * @example
+ * ```ts
+ * const { payload } = await validateToken(idToken, jwks, { what: 'ID token', issuer, audience: clientID, algorithms: ['RS256'], now: new Date() });
+ * ```
+ */
+export async function validateToken(jwt: string, jwks: JSONWebKeySet, o: TokenExpectations): Promise<ValidatedToken> {
+  const algorithms = o.algorithms.filter((alg) => ASYMMETRIC.test(alg));
+  if (algorithms.length === 0) throw new TypeError('validateToken needs at least one asymmetric algorithm');
+  const tolerance = o.clockToleranceSeconds ?? 30;
+  let payload: JWTPayload;
+  try {
+    ({ payload } = await jwtVerify(jwt, createLocalJWKSet(jwks), {
+      issuer: o.issuer,
+      audience: o.audience,
+      algorithms,
+      currentDate: o.now,
+      clockTolerance: tolerance,
+      requiredClaims: ['exp', 'iss', 'aud', 'sub'],
+    }));
+  } catch (error) {
+    throw invalid(o, describeJoseError(error), error);
+  }
+  const nowSeconds = Math.floor(o.now.getTime() / 1000);
+  const exp = payload.exp as number;
+  // jose tolerated up to `tolerance` seconds past exp: a token that is already expired is no use to anyone.
+  if (exp <= nowSeconds) throw invalid(o, `expired at ${new Date(exp * 1000).toISOString()} ("exp")`);
+  if (o.authorizedParty !== undefined) {
+    const audiences = Array.isArray(payload.aud) ? payload.aud : [payload.aud];
+    if (payload['azp'] !== undefined && payload['azp'] !== o.authorizedParty) {
+      throw invalid(o, `"azp" is ${JSON.stringify(payload['azp'])}, not the client ${JSON.stringify(o.authorizedParty)}`);
+    }
+    if (audiences.length > 1 && payload['azp'] === undefined) throw invalid(o, 'several audiences but no "azp" claim');
+  }
+  if (o.nonce !== undefined && payload['nonce'] !== o.nonce) {
+    throw invalid(o, payload['nonce'] === undefined ? 'no "nonce" claim (replay protection)' : '"nonce" does not match the login (a replayed or injected token)');
+  }
+  return { payload: payload as JWTPayload & { exp: number } };
+}
+
+function describeJoseError(error: unknown): string {
+  if (error instanceof joseErrors.JWTExpired) return `expired ("exp")`;
+  if (error instanceof joseErrors.JWTClaimValidationFailed) {
+    const claim = error.claim;
+    if (claim === 'nbf') return 'not valid yet ("nbf" is in the future)';
+    if (claim === 'iss') return `wrong issuer ("iss")`;
+    if (claim === 'aud') return `wrong audience ("aud")`;
+    return `claim "${claim}" ${error.reason === 'missing' ? 'is missing' : 'is invalid'}`;
+  }
+  if (error instanceof joseErrors.JOSEAlgNotAllowed) return 'signed with an algorithm that is not allowed ("alg" must be one of the asymmetric allowlist; none and HS* are refused)';
+  if (error instanceof joseErrors.JWSSignatureVerificationFailed) return 'bad signature';
+  if (error instanceof joseErrors.JWKSNoMatchingKey) return 'no key of the issuer\'s JWKS matches the token ("kid" / "alg")';
+  if (error instanceof joseErrors.JWKSMultipleMatchingKeys) return 'several keys of the issuer\'s JWKS match and none verifies';
+  if (error instanceof joseErrors.JWSInvalid || error instanceof joseErrors.JWTInvalid) return `not a valid JWT (${(error as Error).message})`;
+  return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * When the credential must be considered expired: before the token's `exp` by a margin (a tenth of the remaining
+ * lifetime, at most 60 s) so a request sent with it does not arrive after `exp` (kubelogin #754).
+ */
+export function expirationWithMargin(exp: number, now: Date): Date {
+  const remainingMs = exp * 1000 - now.getTime();
+  const marginMs = Math.min(60_000, Math.floor(remainingMs / 10));
+  return new Date(exp * 1000 - marginMs);
+}
