@@ -169,6 +169,17 @@ describe('resolveClusterAccess: BuildConfigFromCP', () => {
     });
   });
 
+  it('checks the chosen exec config as client-go would, naming the path; other entries are not its business', () => {
+    const file = { providers: [{ name: 'test-provider-1', execConfig: { apiVersion: V1, command: '' } }] } as AccessConfig;
+    expect(codeOf(() => resolveClusterAccess(buildProfile(), file))).toMatchObject({ code: 'ERR_EXEC_CONFIG_INVALID', path: '$.providers[0].execConfig.command' });
+    const noVersion = { providers: [{ name: 'test-provider-1', execConfig: { command: 'c' } }] } as unknown as AccessConfig;
+    const error = codeOf(() => resolveClusterAccess(buildProfile(), noVersion));
+    expect(error).toMatchObject({ code: 'ERR_EXEC_CONFIG_INVALID', path: '$.providers[0].execConfig.apiVersion' });
+    expect(error.message).toContain('apiVersion must be specified to use exec authentication plugin');
+    const otherBroken = { providers: [{ name: 'unused', execConfig: { command: '' } }, ...catProvider().providers] } as unknown as AccessConfig;
+    expect(resolveClusterAccess(buildProfile(), otherBroken).exec.command).toBe('cat');
+  });
+
   it('builds the config with default policies: extensions ignored, file env kept', () => {
     const access = resolveClusterAccess(buildProfile(), catProvider({}, [{ name: 'foo', value: 'bar' }]));
     expect(access.cluster.server).toBe('https://test-server.com');
