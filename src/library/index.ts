@@ -16,3 +16,16 @@ export type {
   ExecCredentialStatus,
   ResolvedClusterAccess,
 } from './types.js';
+export { loadAccessConfig, parseAccessConfig } from './access-config.js';
+export type { AccessConfigErrorCode, AccessConfigFs, LoadAccessConfigOptions } from './access-config.js';
+export { DEFAULT_PROVIDER_FILE, PROVIDER_FILE_OPTION, withProviderFileOption } from './provider-file-option.js';
+export type { ProviderFileArgs } from './provider-file-option.js';
+export {
+  ADDITIONAL_ARGS_EXTENSION_NAME,
+  ADDITIONAL_ENVS_EXTENSION_NAME,
+  EXEC_EXTENSION_NAME,
+  resolveClusterAccess,
+} from './resolve.js';
+export type { ResolveErrorCode, ResolveOptions } from './resolve.js';
+export { kubeconfigFromAccess, renderKubeconfig } from './kubeconfig.js';
+export type { KubeconfigDocument, KubeconfigOptions } from './kubeconfig.js';
