@@ -3,7 +3,8 @@
  * read one into plain data the issuer can judge: subject attributes, requested SANs and extensions, other
  * attributes, the public key, and whether the self-signature is valid.
  */
-import { createPublicKey, type KeyObject } from 'node:crypto';
+import { createPublicKey, verify, type KeyObject } from 'node:crypto';
+import { splitSigned } from './der.js';
 import { tenantError } from './protocol.js';
 import { keyAlgorithm, toCryptoKeyPair, webCryptoAlgorithm } from './keys.js';
 import { x509 } from './x509.js';
@@ -142,12 +143,7 @@ export async function parseCsr(input: string | Uint8Array, path?: string): Promi
     throw tenantError('ERR_TENANT_BAD_PEM', 'the CSR\'s attributes or extensions cannot be read', { ...at, cause });
   }
 
-  let signatureValid = false;
-  try {
-    signatureValid = await request.verify();
-  } catch {
-    signatureValid = false;
-  }
+  const signatureValid = verifySelfSignature(der, publicKey);
 
   return {
     der,
@@ -185,4 +181,33 @@ function attributeOid(type: string): string {
 /** PEM text of a DER CSR. */
 export function csrPem(der: Uint8Array): string {
   return new x509.Pkcs10CertificateRequest(Buffer.from(der)).toString('pem');
+}
+
+/** Signature algorithms a CSR may be signed with, by OID: the digest for node:crypto (null: Ed25519) and key type. */
+const SIGNATURE_ALGORITHMS: Readonly<Record<string, { digest: string | null; keyType: string }>> = {
+  '1.3.101.112': { digest: null, keyType: 'ed25519' },
+  '1.2.840.10045.4.3.2': { digest: 'sha256', keyType: 'ec' },
+  '1.2.840.10045.4.3.3': { digest: 'sha384', keyType: 'ec' },
+  '1.2.840.10045.4.3.4': { digest: 'sha512', keyType: 'ec' },
+  '1.2.840.113549.1.1.11': { digest: 'sha256', keyType: 'rsa' },
+  '1.2.840.113549.1.1.12': { digest: 'sha384', keyType: 'rsa' },
+  '1.2.840.113549.1.1.13': { digest: 'sha512', keyType: 'rsa' },
+};
+
+/**
+ * Checks a CSR's self-signature with node:crypto: over the DER of CertificationRequestInfo, with the requested key,
+ * by an algorithm of that key type (SHA-1 and unknown algorithms are refused). Never throws.
+ */
+export function verifySelfSignature(der: Buffer, publicKey: KeyObject): boolean {
+  try {
+    const parts = splitSigned(der);
+    const algorithm = SIGNATURE_ALGORITHMS[parts.algorithm];
+    if (algorithm === undefined || algorithm.keyType !== publicKey.asymmetricKeyType || parts.algorithmParameters !== undefined) {
+      return false;
+    }
+    const key = algorithm.keyType === 'ec' ? { key: publicKey, dsaEncoding: 'der' as const } : publicKey;
+    return verify(algorithm.digest, parts.signed, key, parts.signature);
+  } catch {
+    return false;
+  }
 }
