@@ -1,11 +1,10 @@
 // The string formats the schemas may use, with Go's semantics (the other side of every wire format here is Go).
 // scripts/compile-schemas.mjs imports this file directly (Node strips the types), so it must stay import-free.
 
-/** A format as the precompiled validators call it. */
-export interface StringFormat {
-  readonly type: 'string';
-  validate(value: string): boolean;
-}
+/** A format as the precompiled validators call it (`type`: which JSON values it applies to). */
+export type SchemaFormat =
+  | { readonly type: 'string'; validate(value: string): boolean }
+  | { readonly type: 'number'; validate(value: number): boolean };
 
 const rfc3339 = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.\d{1,9})?(?:Z|([+-])(\d{2}):(\d{2}))$/;
 
@@ -42,6 +41,9 @@ export function isRfc3339DateTime(value: string): boolean {
 }
 
 /** Every format name a schema in `schemas/` may use. Add one here to make it available to all schemas. */
-export const formats: Readonly<Record<string, StringFormat>> = {
+export const formats: Readonly<Record<string, SchemaFormat>> = {
   'date-time': { type: 'string', validate: isRfc3339DateTime },
+  // Kubernetes' integer formats (metav1.Condition observedGeneration): a whole number in range.
+  int32: { type: 'number', validate: (value) => Number.isInteger(value) && value >= -(2 ** 31) && value < 2 ** 31 },
+  int64: { type: 'number', validate: (value) => Number.isInteger(value) && value >= -(2 ** 63) && value < 2 ** 63 },
 };

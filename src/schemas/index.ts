@@ -115,6 +115,14 @@ function toIssue(id: SchemaId, doc: unknown, error: ValidatorError): SchemaIssue
     stringParam(params, 'additionalProperty') ??
     stringParam(params, 'unevaluatedProperty') ??
     stringParam(error as unknown as Record<string, unknown>, 'propertyName');
+  if (error.keyword === 'x-kubernetes-list-map-keys') {
+    // Point at the second item of the pair.
+    const keys = (params['keys'] as string[]).join(', ');
+    return {
+      path: `${parentPath}[${String(params['duplicate'])}]`,
+      message: `has the same ${keys} as ${parentPath}[${String(params['first'])}] (the list is keyed by ${keys})`,
+    };
+  }
   const path = child === undefined ? parentPath : `${parentPath}${memberSegment(child)}`;
   return { path, message: customMessage(id, error) ?? defaultMessage(error, value) };
 }

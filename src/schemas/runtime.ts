@@ -57,3 +57,23 @@ export function deepEqual(a: unknown, b: unknown): boolean {
     )
   );
 }
+
+/**
+ * For `x-kubernetes-list-map-keys`: the indexes of the first two items of `list` with the same values of `keys`, or
+ * null. Items that are not objects are left to the `type` check.
+ */
+export function findDuplicateListMapKey(list: readonly unknown[], keys: readonly string[]): [number, number] | null {
+  const seen = new Map<string, number>();
+  for (const [index, item] of list.entries()) {
+    if (item === null || typeof item !== 'object' || Array.isArray(item)) {
+      continue;
+    }
+    const key = JSON.stringify(keys.map((name) => (item as Record<string, unknown>)[name] ?? null));
+    const first = seen.get(key);
+    if (first !== undefined) {
+      return [first, index];
+    }
+    seen.set(key, index);
+  }
+  return null;
+}
