@@ -16,7 +16,7 @@ export type LockErrorCode = 'ERR_PLUGIN_CACHE_LOCKED' | 'ERR_PLUGIN_CACHE_IO';
 export interface LockOptions {
   /** Give up after this long (ms). */
   timeoutMs: number;
-  /** Retry every this many ms (with jitter). */
+  /** Retry first after this many ms, then back off exponentially to 100 ms (with jitter). */
   pollMs: number;
   /** A lock older than this is broken even if its owner looks alive (ms). */
   staleMs: number;
@@ -50,6 +50,7 @@ export interface HeldLock {
 export async function acquireLock(file: string, options: LockOptions): Promise<HeldLock> {
   const deadline = performance.now() + options.timeoutMs;
   let told = false;
+  let attempt = 0;
   for (;;) {
     const held = tryCreate(file, options.now());
     if (held !== undefined) return held;
@@ -71,7 +72,9 @@ export async function acquireLock(file: string, options: LockOptions): Promise<H
       options.onWait?.(owner);
     }
     options.signal?.throwIfAborted();
-    await sleep(options.pollMs * (0.5 + Math.random()));
+    // Back off (to ~100 ms) so a crowd of waiters does not starve the one process doing the work.
+    attempt += 1;
+    await sleep(Math.min(options.pollMs * 2 ** Math.min(attempt, 10), Math.max(options.pollMs, 100)) * (0.5 + Math.random()));
   }
 }
 

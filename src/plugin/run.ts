@@ -30,7 +30,7 @@ export interface RunPluginOptions {
   now?: () => Date;
   /** How long to wait for another process holding the cache lock (default 60 s: an interactive login takes time). */
   lockTimeoutMs?: number;
-  /** How often to retry taking the lock (default 10 ms, with jitter). */
+  /** First retry interval for a busy lock (default 10 ms; backs off to 100 ms, with jitter). */
   lockPollMs?: number;
   /** A lock older than this is broken even if its owner looks alive (default 10 min); a dead owner's at once. */
   staleLockMs?: number;

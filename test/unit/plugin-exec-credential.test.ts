@@ -1,0 +1,69 @@
+import { describe, expect, it } from 'vitest';
+import { assertUsableStatus, parseTimestamp, readExecInfo, renderExecCredential } from '../../src/plugin/exec-credential.js';
+
+const V1 = 'client.authentication.k8s.io/v1';
+const V1BETA1 = 'client.authentication.k8s.io/v1beta1';
+
+describe('readExecInfo', () => {
+  it('reads v1 and v1beta1 with the cluster', () => {
+    for (const apiVersion of [V1, V1BETA1]) {
+      const cluster = { server: 'https://a:6443', 'certificate-authority-data': 'Q0E=', config: { issuerURL: 'https://i' } };
+      const input = readExecInfo({ KUBERNETES_EXEC_INFO: JSON.stringify({ kind: 'ExecCredential', apiVersion, spec: { interactive: true, cluster } }) }, false);
+      expect(input).toEqual({ apiVersion, kind: 'ExecCredential', spec: { interactive: true, cluster } });
+    }
+  });
+
+  it('without the variable: v1beta1, interactive only from a terminal', () => {
+    expect(readExecInfo({}, false)).toEqual({ apiVersion: V1BETA1, kind: 'ExecCredential', spec: { interactive: false } });
+    expect(readExecInfo({ KUBERNETES_EXEC_INFO: '' }, true).spec.interactive).toBe(true);
+  });
+
+  it('an input without spec.interactive is not interactive (spec absent is allowed)', () => {
+    expect(readExecInfo({ KUBERNETES_EXEC_INFO: JSON.stringify({ kind: 'ExecCredential', apiVersion: V1 }) }, true).spec).toEqual({});
+  });
+
+  it.each([
+    ['[1]', 'KUBERNETES_EXEC_INFO $.apiVersion'],
+    ['{"kind":"ExecCredential","apiVersion":"v1","spec":{}}', 'KUBERNETES_EXEC_INFO $.apiVersion'],
+    [JSON.stringify({ kind: 'Pod', apiVersion: V1, spec: {} }), 'KUBERNETES_EXEC_INFO $.kind'],
+    [JSON.stringify({ kind: 'ExecCredential', apiVersion: V1, spec: [] }), 'KUBERNETES_EXEC_INFO $.spec'],
+    [JSON.stringify({ kind: 'ExecCredential', apiVersion: V1, spec: { interactive: 'yes' } }), 'KUBERNETES_EXEC_INFO $.spec.interactive'],
+    [JSON.stringify({ kind: 'ExecCredential', apiVersion: V1, spec: { cluster: { server: '' } } }), 'KUBERNETES_EXEC_INFO $.spec.cluster.server'],
+    [JSON.stringify({ kind: 'ExecCredential', apiVersion: V1, spec: { cluster: { server: 's', 'insecure-skip-tls-verify': 'true' } } }), "KUBERNETES_EXEC_INFO $.spec.cluster['insecure-skip-tls-verify']"],
+    ['nope', 'KUBERNETES_EXEC_INFO'],
+  ])('%s → ERR_PLUGIN_EXEC_INFO at %s', (raw, path) => {
+    expect(() => readExecInfo({ KUBERNETES_EXEC_INFO: raw }, false)).toThrow(expect.objectContaining({ code: 'ERR_PLUGIN_EXEC_INFO', path }));
+  });
+});
+
+describe('renderExecCredential', () => {
+  it('renders one line of JSON in the asked apiVersion, only status fields client-go knows', () => {
+    const status = { token: 't', expirationTimestamp: '2030-01-01T00:00:00Z', extra: 'x' } as never;
+    const text = renderExecCredential(V1, status);
+    expect(text.endsWith('\n')).toBe(true);
+    expect(text.trim().split('\n')).toHaveLength(1);
+    expect(JSON.parse(text)).toEqual({ apiVersion: V1, kind: 'ExecCredential', status: { token: 't', expirationTimestamp: '2030-01-01T00:00:00Z' } });
+  });
+
+  it.each([
+    [{}, 'neither a token nor a certificate and key'],
+    [{ clientKeyData: 'k' }, 'only a certificate or a key'],
+    [{ token: '' }, 'status.token must be a non-empty string'],
+    [{ token: 't', expirationTimestamp: 'tomorrow' }, 'is not an RFC 3339 time'],
+  ])('refuses %j: ERR_PLUGIN_BAD_CREDENTIAL', (status, message) => {
+    expect(() => assertUsableStatus(status)).toThrow(expect.objectContaining({ code: 'ERR_PLUGIN_BAD_CREDENTIAL', message: expect.stringContaining(message) }));
+  });
+
+  it('accepts a token with a certificate and key together', () => {
+    expect(() => assertUsableStatus({ token: 't', clientCertificateData: 'c', clientKeyData: 'k' })).not.toThrow();
+  });
+});
+
+describe('parseTimestamp', () => {
+  it('accepts RFC 3339 only', () => {
+    expect(parseTimestamp('2030-01-01T00:00:00Z')).toBe(Date.UTC(2030, 0, 1));
+    expect(parseTimestamp('2030-01-01T01:00:00.5+01:00')).toBe(Date.UTC(2030, 0, 1) + 500);
+    expect(parseTimestamp('2030-01-01')).toBeUndefined();
+    expect(parseTimestamp('2030-13-01T00:00:00Z')).toBeUndefined();
+  });
+});
