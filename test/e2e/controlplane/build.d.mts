@@ -1,0 +1,18 @@
+/** Types of build.mjs (a plain script so that `npm run controlplane:build` needs no compile step). */
+export declare const repoRoot: string;
+export declare const cacheRoot: string;
+export declare class GoRequirementError extends Error {}
+export declare function goEnv(env?: NodeJS.ProcessEnv): NodeJS.ProcessEnv;
+export interface ControlPlaneBinaries {
+  etcd: string;
+  kubeApiserver: string;
+  kubeControllerManager: string;
+  goclient: string;
+  /** Binary name → the version it reports (`kube-apiserver --version`, `etcd --version`). */
+  versions: Record<string, string>;
+  targets: Record<string, { built: boolean; seconds: number; dir: string }>;
+}
+export declare function ensureControlPlaneBinaries(options?: {
+  log?: (line: string) => void;
+  env?: NodeJS.ProcessEnv;
+}): Promise<ControlPlaneBinaries>;

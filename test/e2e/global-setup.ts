@@ -1,0 +1,55 @@
+/**
+ * Global setup of the e2e project: builds (or finds in .cache/) etcd, kube-apiserver, kube-controller-manager and
+ * the Go client, starts the test OpenID Provider and a control plane whose structured authentication trusts it, and
+ * provides their facts to test files (see test/helpers/controlplane-e2e.ts). Needs Go: without it this fails with
+ * the Go requirement, it never skips.
+ */
+import type { TestProject } from 'vitest/node';
+import { ensureControlPlaneBinaries } from './controlplane/build.mjs';
+import { startControlPlane, freePort, type ControlPlane } from '../helpers/controlplane.js';
+import type { E2eBinaries, E2eOidcInfo } from '../helpers/controlplane-e2e.js';
+import { startTestOpenIdProvider } from '../helpers/oidc-op.js';
+
+/** The audience kube-apiserver's JWT authenticator accepts and the test OP issues access tokens for. */
+const E2E_AUDIENCE = 'kubernetes-e2e';
+
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const log = (line: string): void => void process.stderr.write(`${line}\n`);
+  const started = performance.now();
+  const binaries: E2eBinaries = await ensureControlPlaneBinaries({ log });
+
+  const cleanups: Array<() => Promise<void>> = [];
+  const teardown = async (): Promise<void> => {
+    for (const cleanup of cleanups.reverse()) await cleanup().catch((error: unknown) => log(`e2e teardown: ${String(error)}`));
+  };
+  try {
+    const op = await startTestOpenIdProvider({ port: await freePort(), audiences: [E2E_AUDIENCE] });
+    cleanups.push(() => op.close());
+    const oidc: E2eOidcInfo = {
+      issuer: op.issuer,
+      caPem: op.caPem,
+      audience: E2E_AUDIENCE,
+      clients: JSON.parse(JSON.stringify(op.clients)) as E2eOidcInfo['clients'],
+      usernamePrefix: 'oidc:',
+      groupsPrefix: 'oidc:',
+    };
+
+    const controlPlane: ControlPlane = await startControlPlane({
+      binaries,
+      jwtIssuers: [{ url: op.issuer, caPem: op.caPem, audiences: [E2E_AUDIENCE], usernamePrefix: oidc.usernamePrefix, groupsPrefix: oidc.groupsPrefix }],
+      keepWorkDir: process.env.CPC_E2E_KEEP === '1',
+      log,
+    });
+    cleanups.push(() => controlPlane.stop());
+    log(`e2e: control plane up in ${Math.round(performance.now() - started) / 1000}s (${Object.values(binaries.versions).join(', ')})`);
+
+    const { stop: _stop, ...info } = controlPlane;
+    project.provide('controlPlane', info);
+    project.provide('oidc', oidc);
+    project.provide('binaries', binaries);
+  } catch (error) {
+    await teardown();
+    throw error;
+  }
+  return teardown;
+}

@@ -1,0 +1,159 @@
+/**
+ * What e2e test files get from the global setup (test/e2e/global-setup.ts), and small helpers on top of it.
+ * The control plane runs once per `vitest --project e2e`; test files read its facts with {@link e2eContext} and drive
+ * it with real clients (kubectl, the Go reference client, our built binaries).
+ *
+ * Hooks for scenarios: a test that needs an identity issues a client certificate from the client CA
+ * ({@link clientCertKubeconfig}), grants it rights as admin ({@link kubectl} with `adminKubeconfig`), and checks what
+ * the API server sees ({@link whoami}). OIDC scenarios use `oidc` (the test OpenID Provider that kube-apiserver's
+ * AuthenticationConfiguration trusts).
+ *
+ * @example
+ * const { controlPlane } = e2eContext();
+ * const alice = await clientCertKubeconfig('alice', ['devs']);
+ * expect((await whoami(alice)).username).toBe('alice');
+ */
+import { execFile } from 'node:child_process';
+import { readFile, mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { inject } from 'vitest';
+import { stringify } from 'yaml';
+import { loadCa } from './controlplane-pki.js';
+import { clientCertKubeconfig as kubeconfigDocument, type ControlPlaneInfo } from './controlplane.js';
+
+/** The test OpenID Provider as kube-apiserver trusts it (serializable part of oidc-op's TestOpenIdProvider). */
+export interface E2eOidcInfo {
+  issuer: string;
+  caPem: string;
+  /** The audience kube-apiserver accepts; the OP issues JWT access tokens for it. */
+  audience: string;
+  /** Client ids and secrets, as `TestOpenIdProvider.clients`. */
+  clients: Record<string, Record<string, string>>;
+  /** What the API server prefixes to `sub` and `groups`. */
+  usernamePrefix: string;
+  groupsPrefix: string;
+}
+
+export interface E2eBinaries {
+  etcd: string;
+  kubeApiserver: string;
+  kubeControllerManager: string;
+  /** test/e2e/goclient: lists namespaces through cluster-inventory-api pkg/access. */
+  goclient: string;
+  versions: Record<string, string>;
+}
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    controlPlane: ControlPlaneInfo;
+    oidc: E2eOidcInfo;
+    binaries: E2eBinaries;
+  }
+}
+
+export function e2eContext(): { controlPlane: ControlPlaneInfo; oidc: E2eOidcInfo; binaries: E2eBinaries } {
+  return { controlPlane: inject('controlPlane'), oidc: inject('oidc'), binaries: inject('binaries') };
+}
+
+export interface ExecResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a command, never rejecting on a non-zero exit: tests assert on code, stdout and stderr. */
+export function exec(command: string, args: string[], options: { env?: NodeJS.ProcessEnv; input?: string; timeoutMs?: number } = {}): Promise<ExecResult> {
+  return new Promise((resolve) => {
+    const child = execFile(
+      command,
+      args,
+      { env: options.env ?? process.env, timeout: options.timeoutMs ?? 60_000, maxBuffer: 16 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        const code = error === null ? 0 : typeof error.code === 'number' ? error.code : 1;
+        resolve({ code, stdout: String(stdout), stderr: String(stderr) });
+      },
+    );
+    if (options.input !== undefined) child.stdin?.end(options.input);
+  });
+}
+
+/** `kubectl --kubeconfig <kubeconfig> ...args` (kubectl from PATH). */
+export function kubectl(kubeconfig: string, args: string[], options: { input?: string } = {}): Promise<ExecResult> {
+  return exec('kubectl', ['--kubeconfig', kubeconfig, ...args], options);
+}
+
+/** `kubectl apply -f -` as admin; throws with kubectl's stderr on failure. */
+export async function applyAsAdmin(manifest: unknown): Promise<void> {
+  const { controlPlane } = e2eContext();
+  const text = typeof manifest === 'string' ? manifest : JSON.stringify(manifest);
+  const result = await kubectl(controlPlane.adminKubeconfig, ['apply', '-f', '-'], { input: text });
+  if (result.code !== 0) throw new Error(`kubectl apply failed: ${result.stderr}`);
+}
+
+/** The identity the API server sees (SelfSubjectReview through `kubectl auth whoami -o json`). */
+export async function whoami(kubeconfig: string): Promise<{ username: string; groups: string[]; extra?: Record<string, string[]> }> {
+  const result = await kubectl(kubeconfig, ['auth', 'whoami', '-o', 'json']);
+  if (result.code !== 0) throw new Error(`kubectl auth whoami failed (${result.code}): ${result.stderr}`);
+  const review = JSON.parse(result.stdout) as { status: { userInfo: { username: string; groups?: string[]; extra?: Record<string, string[]> } } };
+  const info = review.status.userInfo;
+  return { username: info.username, groups: info.groups ?? [], ...(info.extra === undefined ? {} : { extra: info.extra }) };
+}
+
+/** A temp file (removed with the OS temp dir; e2e files are tiny). */
+export async function tempFile(name: string, content: string): Promise<string> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'cpc-e2e-file-'));
+  const file = path.join(dir, name);
+  await writeFile(file, content, { mode: 0o600 });
+  return file;
+}
+
+/** A client certificate from the control plane's client CA (CN = user, O = groups). */
+export async function issueClientCert(user: string, groups: string[] = [], options: { notAfter?: Date } = {}): Promise<{ cert: string; key: string }> {
+  const { controlPlane } = e2eContext();
+  const ca = await loadCa({
+    cert: await readFile(controlPlane.clientCaCertFile, 'utf8'),
+    key: await readFile(controlPlane.clientCaKeyFile, 'utf8'),
+  });
+  return ca.issueClientCert(user, { groups, ...options });
+}
+
+/** A kubeconfig file for `user` authenticating with a fresh client certificate from the client CA. */
+export async function clientCertKubeconfig(user: string, groups: string[] = []): Promise<string> {
+  const { controlPlane } = e2eContext();
+  const pair = await issueClientCert(user, groups);
+  const caPem = await readFile(controlPlane.caFile, 'utf8');
+  return tempFile(`${user}.kubeconfig`, stringify(kubeconfigDocument(controlPlane.server, caPem, user, pair)));
+}
+
+/** A ClusterProfile (multicluster.x-k8s.io/v1alpha1) with one access provider reaching `server`. */
+export function clusterProfileDocument(o: {
+  name: string;
+  namespace: string;
+  provider: string;
+  server: string;
+  caPem: string;
+  /** The `client.authentication.k8s.io/exec` cluster extension: per-cluster config for the plugin. */
+  execExtension?: Record<string, unknown>;
+}): Record<string, unknown> {
+  return {
+    apiVersion: 'multicluster.x-k8s.io/v1alpha1',
+    kind: 'ClusterProfile',
+    metadata: { name: o.name, namespace: o.namespace },
+    spec: { displayName: o.name, clusterManager: { name: 'e2e' } },
+    status: {
+      accessProviders: [
+        {
+          name: o.provider,
+          cluster: {
+            server: o.server,
+            'certificate-authority-data': Buffer.from(o.caPem).toString('base64'),
+            ...(o.execExtension === undefined
+              ? {}
+              : { extensions: [{ name: 'client.authentication.k8s.io/exec', extension: o.execExtension }] }),
+          },
+        },
+      ],
+    },
+  };
+}
