@@ -26,7 +26,16 @@ export interface BuildConfigOptions extends ResolveOptions {
    * `new ExecCredentialCache({ timeoutMs: 30_000 })`.
    */
   cache?: ExecCredentialCache;
+  /**
+   * Most TLS connections open at once to the cluster (HTTP/1.1; further requests queue). A watch holds one for its
+   * lifetime, so keep this above the number of concurrent watches. Default {@link DEFAULT_MAX_CONNECTIONS}; `0` = no limit
+   * (client-node itself opens a fresh connection per request).
+   */
+  maxConnections?: number;
 }
+
+/** Default connection limit per cluster: a burst of 1000 requests shares 100 kept-alive connections. */
+export const DEFAULT_MAX_CONNECTIONS = 100;
 
 let defaultCache: ExecCredentialCache | undefined;
 
@@ -139,10 +148,13 @@ export class ClusterProfileKubeConfig extends KubeConfig {
   #pool: { fingerprint: string; dispatcher: Dispatcher } | undefined;
   #agent: { fingerprint: string; agent: http.Agent } | undefined;
 
-  constructor(access: ResolvedClusterAccess, cache: ExecCredentialCache) {
+  readonly #maxConnections: number;
+
+  constructor(access: ResolvedClusterAccess, cache: ExecCredentialCache, options: { maxConnections?: number } = {}) {
     super();
     this.access = access;
     this.#cache = cache;
+    this.#maxConnections = options.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
     const c = access.cluster;
     const clusterName = access.profile.namespace === undefined ? access.profile.name : `${access.profile.namespace}/${access.profile.name}`;
     const cluster: KubeCluster = {
@@ -186,13 +198,20 @@ export class ClusterProfileKubeConfig extends KubeConfig {
     let dispatcher: Dispatcher;
     if (proxyUrl === undefined || proxyUrl === '') {
       // Always an explicit Agent: never undici's global dispatcher, so no environment proxy (NODE_USE_ENV_PROXY).
-      dispatcher = new Agent({ connect: { ...tls, keepAlive: true, keepAliveInitialDelay: 30_000 } });
+      dispatcher = new Agent({
+        connect: { ...tls, keepAlive: true, keepAliveInitialDelay: 30_000 },
+        ...(this.#maxConnections > 0 ? { connections: this.#maxConnections } : {}),
+      });
     } else if (proxyUrl.startsWith('socks')) {
       const created = clientNodeFactory<DispatcherFactory>('createDispatcher')(this.getCurrentCluster()!, tls);
       if (created === undefined) throw new TypeError('client-node made no SOCKS dispatcher');
       dispatcher = created;
     } else {
-      dispatcher = new ProxyAgent({ uri: proxyUrl, requestTls: tls });
+      dispatcher = new ProxyAgent({
+        uri: proxyUrl,
+        requestTls: tls,
+        ...(this.#maxConnections > 0 ? { connections: this.#maxConnections } : {}),
+      });
     }
     const previous = this.#pool;
     this.#pool = { fingerprint, dispatcher };
@@ -275,5 +294,9 @@ export function buildConfigFromClusterProfile(
   options: BuildConfigOptions = {},
 ): ClusterProfileKubeConfig {
   const access = resolveClusterAccess(profile, accessConfig, options.warn === undefined ? {} : { warn: options.warn });
-  return new ClusterProfileKubeConfig(access, options.cache ?? defaultExecCredentialCache());
+  return new ClusterProfileKubeConfig(
+    access,
+    options.cache ?? defaultExecCredentialCache(),
+    options.maxConnections === undefined ? {} : { maxConnections: options.maxConnections },
+  );
 }
