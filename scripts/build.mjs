@@ -2,7 +2,7 @@
 // bundle per binary (dist/bin/), so that a plugin start pays for no module resolution I/O. Dynamic import()s in
 // the entries become separate chunks: the cache-hit path of a plugin loads none of the HTTP/JOSE/TLS code.
 import { spawnSync } from 'node:child_process';
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 
@@ -29,13 +29,16 @@ if (existsSync('scripts/compile-schemas.mjs')) {
   run(process.execPath, ['scripts/compile-schemas.mjs']);
 }
 
-rmSync('dist', { recursive: true, force: true });
-run(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.json']);
+// Build into a fresh directory and swap it in with renames: `dist` is never half-written, so tests and binaries
+// started while another build runs (several engineers, one tree) keep working.
+const out = `dist.build-${process.pid}`;
+rmSync(out, { recursive: true, force: true });
+run(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.json', '--outDir', out]);
 
 const present = binaries.filter((binary) => existsSync(binary.entry));
 await build({
   entryPoints: Object.fromEntries(present.map((binary) => [binary.name, binary.entry])),
-  outdir: 'dist/bin',
+  outdir: `${out}/bin`,
   outExtension: { '.js': '.mjs' },
   chunkNames: 'chunks/[name]-[hash]',
   bundle: true,
@@ -50,3 +53,25 @@ await build({
   banner: { js: "import { createRequire as __cpcCreateRequire } from 'node:module'; const require = __cpcCreateRequire(import.meta.url);" },
   logLevel: 'warning',
 });
+
+// Swap: the previous build stays next to it for a few minutes (a running binary may still import its chunks).
+const previous = `dist.old-${process.pid}`;
+for (let attempt = 0; ; attempt += 1) {
+  try {
+    renameSync('dist', `${previous}-${attempt}`);
+  } catch (error) {
+    if (error.code !== 'ENOENT') throw error;
+  }
+  try {
+    renameSync(out, 'dist');
+    break;
+  } catch (error) {
+    // Another build swapped its own output in between: move it aside too and try again.
+    if ((error.code !== 'ENOTEMPTY' && error.code !== 'EEXIST') || attempt > 20) throw error;
+  }
+}
+for (const name of readdirSync('.')) {
+  if (/^dist\.(old|build)-[\d-]+$/.test(name) && !name.startsWith(previous) && Date.now() - statSync(name).mtimeMs > 5 * 60_000) {
+    rmSync(name, { recursive: true, force: true });
+  }
+}

@@ -5,6 +5,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { dirname, isAbsolute, join } from 'node:path';
+import { parse } from 'yaml';
 import { CredentialsError } from '../library/errors.js';
 import type { Env } from '../plugin/io.js';
 import type { KubeCredential, KubeEndpoint } from './types.js';
@@ -60,7 +61,6 @@ function decodeData(value: unknown, path: string): string {
 /** Reads `file` and resolves the named context (default: current-context). */
 export async function loadKubeconfigAccess(file: string, options: { context?: string } = {}): Promise<KubeAccess> {
   const text = await readMaybe(file, file, 'kubeconfig');
-  const { parse } = await import('yaml');
   let doc: unknown;
   try {
     doc = parse(text);
