@@ -29,3 +29,30 @@ export {
 export type { ResolveErrorCode, ResolveOptions } from './resolve.js';
 export { kubeconfigFromAccess, renderKubeconfig } from './kubeconfig.js';
 export type { KubeconfigDocument, KubeconfigOptions } from './kubeconfig.js';
+export {
+  buildConfigFromClusterProfile,
+  ClusterProfileKubeConfig,
+  DEFAULT_MAX_CONNECTIONS,
+  defaultExecCredentialCache,
+} from './build-config.js';
+export type { BuildConfigOptions } from './build-config.js';
+export {
+  buildExecRequest,
+  DEFAULT_EXEC_TIMEOUT_MS,
+  DEFAULT_MAX_EXEC_DEPTH,
+  DEFAULT_REFRESH_MARGIN_MS,
+  EXEC_DEPTH_ENV,
+  ExecAuthenticator,
+  ExecCredentialCache,
+  execCacheKey,
+  parseExecCredential,
+  runExecPlugin,
+} from './exec/index.js';
+export type {
+  ExecAuthenticatorOptions,
+  ExecCredential,
+  ExecErrorCode,
+  ExecRequest,
+  ExecRun,
+  ExecRunOptions,
+} from './exec/index.js';
