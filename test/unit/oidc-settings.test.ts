@@ -1,0 +1,86 @@
+// clusterprofile-oidc settings from spec.cluster.config and flags: defaults and clear errors naming the field/flag.
+import { describe, expect, it } from 'vitest';
+import { isCredentialsError } from '../../src/library/errors.js';
+import type { ExecCredentialInput, FlagValues } from '../../src/plugin/provider.js';
+import { oidcCacheKey, parseOidcSettings, type OidcFlags } from '../../src/providers/oidc/settings.js';
+
+const noFlags: FlagValues<OidcFlags> = {
+  grant: undefined,
+  'client-id': undefined,
+  'client-secret-file': undefined,
+  'client-auth': undefined,
+  'private-key-file': undefined,
+  'private-key-alg': undefined,
+  'private-key-id': undefined,
+  'subject-token-file': undefined,
+  'subject-token-type': undefined,
+  'open-browser': false,
+  'redirect-port': undefined,
+  'login-timeout': undefined,
+};
+const base = { issuerURL: 'https://op.test', clientID: 'c', audience: 'https://k8s.test' };
+const input = (config: unknown, interactive = false): ExecCredentialInput => ({
+  apiVersion: 'client.authentication.k8s.io/v1',
+  kind: 'ExecCredential',
+  spec: { interactive, cluster: { server: 'https://k8s.test', config } },
+});
+
+function failure(config: unknown, flags: Partial<FlagValues<OidcFlags>> = {}): { code: string; path: string | undefined; message: string } {
+  try {
+    parseOidcSettings(input(config), { ...noFlags, ...flags });
+  } catch (error) {
+    if (isCredentialsError(error)) return { code: error.code, path: error.path, message: error.message };
+    throw error;
+  }
+  throw new Error('expected a failure');
+}
+
+describe('parseOidcSettings', () => {
+  it('chooses the grant from the controller flags and returns the access token for machines', () => {
+    expect(parseOidcSettings(input(base), { ...noFlags, 'client-secret-file': '/s' })).toMatchObject({ grant: 'client_credentials', clientAuth: 'client_secret_basic', token: 'access_token' });
+    expect(parseOidcSettings(input(base), { ...noFlags, 'private-key-file': '/k' })).toMatchObject({ grant: 'client_credentials', clientAuth: 'private_key_jwt' });
+    expect(parseOidcSettings(input(base), { ...noFlags, 'subject-token-file': '/t' })).toMatchObject({ grant: 'token_exchange', clientAuth: 'none' });
+  });
+
+  it('defaults people to authorization_code returning the ID token, with openid and offline_access', () => {
+    const settings = parseOidcSettings(input({ issuerURL: 'https://op.test', clientID: 'c', scopes: 'groups email' }, true), noFlags);
+    expect(settings).toMatchObject({ grant: 'authorization_code', token: 'id_token', interactive: true });
+    expect(settings.scopes).toEqual(['openid', 'groups', 'email', 'offline_access']);
+  });
+
+  it('names the missing or bad field', () => {
+    expect(failure(undefined)).toMatchObject({ code: 'ERR_OIDC_CONFIG', path: '$.spec.cluster.config' });
+    expect(failure({ clientID: 'c' })).toMatchObject({ code: 'ERR_OIDC_CONFIG', path: '$.spec.cluster.config.issuerURL' });
+    expect(failure({ ...base, issuerURL: 'http://op.test' })).toMatchObject({ path: '$.spec.cluster.config.issuerURL', message: expect.stringContaining('https') });
+    expect(failure({ issuerURL: 'https://op.test' })).toMatchObject({ path: '$.spec.cluster.config.clientID' });
+    expect(failure({ ...base, issuerCA: Buffer.from('not a pem').toString('base64') })).toMatchObject({ path: '$.spec.cluster.config.issuerCA' });
+    expect(failure({ ...base, token: 'refresh_token' })).toMatchObject({ path: '$.spec.cluster.config.token' });
+  });
+
+  it('refuses none and HMAC algorithms in signingAlgorithms', () => {
+    expect(failure({ ...base, signingAlgorithms: ['RS256', 'HS256'] })).toMatchObject({ path: '$.spec.cluster.config.signingAlgorithms', message: expect.stringContaining('HS256') });
+    expect(failure({ ...base, signingAlgorithms: ['none'] })).toMatchObject({ path: '$.spec.cluster.config.signingAlgorithms' });
+  });
+
+  it('names the flag for inconsistent controller settings', () => {
+    expect(failure(base, { grant: 'password' })).toMatchObject({ path: '--grant' });
+    expect(failure(base, { grant: 'client_credentials' })).toMatchObject({ path: '--client-secret-file' });
+    expect(failure(base, { 'client-auth': 'client_secret_post' })).toMatchObject({ path: '--client-secret-file' });
+    expect(failure(base, { grant: 'token_exchange', 'client-secret-file': '/s' })).toMatchObject({ path: '--subject-token-file' });
+    expect(failure({ ...base, token: 'id_token' }, { 'client-secret-file': '/s' })).toMatchObject({ path: '$.spec.cluster.config.token', message: expect.stringContaining('no ID token') });
+    expect(failure({ issuerURL: 'https://op.test', clientID: 'c' }, { 'client-secret-file': '/s' })).toMatchObject({ path: '$.spec.cluster.config.audience' });
+    expect(failure(base, { 'redirect-port': 'eighty' })).toMatchObject({ path: '--redirect-port' });
+  });
+
+  it('cache key: different identity inputs never share an entry; device and code logins of one person do', () => {
+    const key = (config: object, flags: Partial<FlagValues<OidcFlags>> = {}, interactive = false) =>
+      JSON.stringify(oidcCacheKey(parseOidcSettings(input(config, interactive), { ...noFlags, ...flags })));
+    const a = key(base, { 'client-secret-file': '/s' });
+    expect(key({ ...base, audience: 'https://other.test' }, { 'client-secret-file': '/s' })).not.toBe(a);
+    expect(key({ ...base, clientID: 'd' }, { 'client-secret-file': '/s' })).not.toBe(a);
+    expect(key(base, { 'client-secret-file': '/other' })).not.toBe(a);
+    expect(key(base, { 'client-secret-file': '/s' }, true)).toBe(a);
+    const people = { issuerURL: 'https://op.test', clientID: 'cli' };
+    expect(key(people, { grant: 'device_code' }, true)).toBe(key(people, {}, true));
+  });
+});
