@@ -6,7 +6,7 @@ export type SchemaFormat =
   | { readonly type: 'string'; validate(value: string): boolean }
   | { readonly type: 'number'; validate(value: number): boolean };
 
-const rfc3339 = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.\d{1,9})?(?:Z|([+-])(\d{2}):(\d{2}))$/;
+const rfc3339 = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:[.,]\d+)?(?:Z|([+-])(\d{2}):(\d{2}))$/;
 
 function daysIn(year: number, month: number): number {
   if (month === 2) {
@@ -18,9 +18,10 @@ function daysIn(year: number, month: number): number {
 
 /**
  * RFC 3339 as Go's `time.Parse(time.RFC3339, s)` reads it (metav1.Time, e.g. ExecCredential
- * `status.expirationTimestamp`): upper-case `T` and `Z`, at most 9 fractional digits, a real calendar day, no leap
- * second (Go rejects `:60`), offsets within ±23:59. Stricter than ajv-formats' `date-time`, which also accepts a
- * space or a lower-case `t` that Go refuses.
+ * `status.expirationTimestamp`): upper-case `T` and `Z`, a real calendar day, no leap second (Go rejects `:60`),
+ * offsets within ±23:59, any number of fractional digits after `.` or `,` (Go drops what is beyond nanoseconds).
+ * Unlike ajv-formats' `date-time`, a space or a lower-case `t`/`z` is refused, as Go refuses them. (Go's fallback
+ * parser also takes one-digit hours and offsets of 24 hours or more; those oddities are refused here.)
  */
 export function isRfc3339DateTime(value: string): boolean {
   const match = rfc3339.exec(value);
