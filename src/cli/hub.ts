@@ -95,7 +95,11 @@ async function readKubeconfig(file: string): Promise<string> {
 function translate(cause: unknown, namespace: string, name: string, url: string): CredentialsError<HubErrorCode> {
   const status = (cause as { code?: unknown }).code;
   if (typeof status === 'number') {
-    const detail = statusMessage((cause as { body?: unknown }).body) ?? `HTTP ${status}`;
+    const detail =
+      statusMessage((cause as { body?: unknown }).body) ??
+      // Without a body client-node keeps its reason only in the message ("HTTP-Code: 401\nMessage: Unauthorized\n...").
+      /^Message: (.+)$/m.exec((cause as Error).message ?? '')?.[1]?.trim() ??
+      `HTTP ${status}`;
     if (status === 404) {
       return new CredentialsError<HubErrorCode>(
         'ERR_PROFILE_NOT_FOUND',

@@ -1,0 +1,96 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { run } from '../../src/cli/main.js';
+import { commands } from '../../src/cli/commands/index.js';
+import { captureIo } from '../helpers/library-cli.js';
+import { buildProfile } from '../helpers/library-fixtures.js';
+
+let dir: string;
+let providers: string;
+let profileFile: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'cpc-cli-'));
+  providers = join(dir, 'providers.json');
+  profileFile = join(dir, 'profile.yaml');
+  await writeFile(
+    providers,
+    JSON.stringify({
+      providers: [
+        {
+          name: 'test-provider-1',
+          execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command: 'plugin', provideClusterInfo: true },
+          profileSourcedCLIArgsPolicy: 'Append',
+        },
+      ],
+    }),
+  );
+  await writeFile(profileFile, JSON.stringify(buildProfile()));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function cli(argv: string[]) {
+  const captured = captureIo();
+  const code = await run(argv, {}, captured.io);
+  return { code, stdout: captured.stdout(), stderr: captured.stderr() };
+}
+
+describe('clusterprofile (in process)', () => {
+  it('lists its commands in --help and exits 0', async () => {
+    const result = await cli(['--help']);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain('clusterprofile <command>');
+    for (const entry of commands) expect(result.stdout).toContain(entry.command.split(' ')[0]);
+    expect(result.stderr).toBe('');
+  });
+
+  it('shows the kubeconfig flags in `kubeconfig --help`', async () => {
+    const result = await cli(['kubeconfig', '--help']);
+    expect(result.code).toBe(0);
+    for (const flag of ['--profile', '--namespace', '--name', '--clusterprofile-provider-file', '--context-name']) {
+      expect(result.stdout).toContain(flag);
+    }
+  });
+
+  it('is a usage error (exit 2, one line on stderr, nothing on stdout) without a command, with an unknown one or flag', async () => {
+    for (const argv of [[], ['frobnicate'], ['kubeconfig', '--profile', 'x', '--bogus']]) {
+      const result = await cli(argv);
+      expect(result.code).toBe(2);
+      expect(result.stdout).toBe('');
+      expect(result.stderr).toMatch(/^ERR_USAGE: .+\n$/);
+      expect(result.stderr.trim().split('\n')).toHaveLength(1);
+    }
+    expect((await cli(['kubeconfig', '--profile', 'x', '--bogus'])).stderr).toContain('Unknown argument: bogus');
+  });
+
+  it('requires --profile or --namespace with --name, not both', async () => {
+    expect((await cli(['kubeconfig'])).stderr).toContain('pass --profile FILE, or --namespace NS --name NAME');
+    expect((await cli(['kubeconfig', '--namespace', 'fleet'])).stderr).toContain('--namespace and --name go together');
+    const both = await cli(['kubeconfig', '--profile', profileFile, '--name', 'x']);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain('mutually exclusive');
+  });
+
+  it('renders a kubeconfig from a profile file', async () => {
+    const result = await cli(['kubeconfig', '--profile', profileFile, '--clusterprofile-provider-file', providers]);
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    const doc = parse(result.stdout);
+    expect(doc['current-context']).toBe('test-cluster');
+    expect(doc.users[0].user.exec.args).toEqual(['--audience', 'audience']);
+    expect(doc.clusters[0].cluster.extensions).toEqual([
+      { name: 'client.authentication.k8s.io/exec', extension: { clusterName: 'spoke-1', audience: 'spoke' } },
+    ]);
+  });
+
+  it('prints a library error as one coded line with exit 1 and nothing on stdout', async () => {
+    const result = await cli(['kubeconfig', '--profile', join(dir, 'missing.yaml'), '--clusterprofile-provider-file', providers]);
+    expect(result.code).toBe(1);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toBe(`ERR_PROFILE_READ: cannot read ClusterProfile file ${join(dir, 'missing.yaml')}: no such file (at ${join(dir, 'missing.yaml')})\n`);
+  });
+});
