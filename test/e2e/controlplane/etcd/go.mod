@@ -1,7 +1,7 @@
 // Wrapper module: builds etcd for the e2e tests. Debian's etcd-server (3.4.23) is older than what kube-apiserver
 // 1.34 expects; k8s.io/kubernetes v1.34.4 uses the etcd v3.6 client, so the server comes from the same minor.
 // v3.6.8 is the newest v3.6 patch whose go.mod still says go 1.24 (v3.6.12+ need Go 1.25, v3.6.15+ Go 1.26), which
-// keeps the documented floor of Go 1.24. Keep ETCD_VERSION in ../build.mjs in step with the version below.
+// keeps the Go floor of this module at 1.24. ../build.mjs reads the version from the require line below.
 module clusterprofile-credentials.test/controlplane/etcd
 
 go 1.24.0

@@ -1,7 +1,8 @@
 // Wrapper module: builds kube-apiserver and kube-controller-manager from k8s.io/kubernetes for the e2e tests.
 // k8s.io/kubernetes cannot be `go install`ed (its go.mod has replace directives, which only the main module may
 // supply), so this main module repeats them: one line per staging module, taken from the replace block of the
-// go.mod at the same tag. Keep KUBERNETES_VERSION in ../build.mjs in step with the versions below.
+// go.mod at the same tag, at the matching v0.X.Y. ../build.mjs reads the version from the require line below.
+// To upgrade: change the require and every replace version, then `go mod tidy` (with GOTOOLCHAIN=local).
 module clusterprofile-credentials.test/controlplane/kubernetes
 
 go 1.24.0
