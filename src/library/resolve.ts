@@ -158,7 +158,7 @@ export function resolveClusterAccess(
   copyIfSet(execCluster, cluster, 'proxy-url');
   copyIfSet(execCluster, cluster, 'disable-compression');
   if (execExtension !== undefined) {
-    execCluster.config = structuredClone(execExtension.value);
+    execCluster.config = copyJson(execExtension.value);
   }
 
   const exec: ResolvedClusterAccess['exec'] = {
@@ -358,6 +358,15 @@ function copyIfSet<K extends keyof ExecCluster & keyof AccessProvider['cluster']
   if (value !== undefined && value !== null && value !== '') {
     (target as unknown as Record<string, unknown>)[key] = value;
   }
+}
+
+/** A deep copy of JSON data (what a parsed ClusterProfile holds); several times faster than structuredClone. */
+function copyJson(value: unknown): unknown {
+  if (value === null || typeof value !== 'object') return value;
+  if (Array.isArray(value)) return value.map(copyJson);
+  const copy: Record<string, unknown> = {};
+  for (const key of Object.keys(value)) copy[key] = copyJson((value as Record<string, unknown>)[key]);
+  return copy;
 }
 
 function listNames(names: readonly string[]): string {
