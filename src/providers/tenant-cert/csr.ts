@@ -71,7 +71,7 @@ export interface ParsedCsr {
   /** The subject's other attribute types (OU, L, emailAddress...), by OID. */
   otherSubjectTypes: string[];
   /** Requested extensions (inside the extensionRequest attribute), by OID. */
-  extensions: Array<{ type: string; critical: boolean; value: Buffer }>;
+  extensions: Array<{ type: string; critical: boolean; value: Buffer; raw: Buffer }>;
   /** Requested SANs as `type:value` (dns:x, ip:1.2.3.4, email:..., url:...). */
   subjectAltNames: string[];
   /** Attributes other than extensionRequest (challengePassword...), by OID. */
@@ -131,7 +131,7 @@ export async function parseCsr(input: string | Uint8Array, path?: string): Promi
       }
     }
     for (const extension of request.extensions) {
-      extensions.push({ type: extension.type, critical: extension.critical, value: Buffer.from(extension.value) });
+      extensions.push({ type: extension.type, critical: extension.critical, value: Buffer.from(extension.value), raw: Buffer.from(extension.rawData) });
       if (extension.type === OID.subjectAltName) {
         const names = new x509.SubjectAlternativeNameExtension(extension.rawData);
         for (const name of names.names.toJSON()) {

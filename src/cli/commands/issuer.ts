@@ -1,0 +1,189 @@
+/**
+ * `clusterprofile issuer serve|trust|untrust|list`: the provider side of tenant-cert.
+ *
+ * @example
+ * ```sh
+ * clusterprofile issuer trust --data-dir /var/lib/issuer --cluster-id consumer-1 --public-key consumer-1.pub
+ * clusterprofile issuer serve --data-dir /var/lib/issuer --listen 0.0.0.0:8443 --cluster-id provider-1
+ * ```
+ * `serve` prints one line on stdout when it listens — its URL — and logs one line per decision on stderr; SIGINT or
+ * SIGTERM stop it cleanly (exit 0).
+ */
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import { join, resolve } from 'node:path';
+import type { Argv } from 'yargs';
+import { CredentialsError } from '../../library/errors.js';
+import { keyAlgorithm, parsePublicKey, spkiDer } from '../../providers/tenant-cert/keys.js';
+import { DATA_FILES, servingMaterial } from '../../providers/tenant-cert/issuer/data-dir.js';
+import { checkGroups } from '../../providers/tenant-cert/issuer/policy.js';
+import { startIssuerServer } from '../../providers/tenant-cert/issuer/server.js';
+import { configError, openIssuer, parseDuration, parseListen, type IssuerSettings } from '../../providers/tenant-cert/issuer/setup.js';
+import { TrustStore, checkClusterId } from '../../providers/tenant-cert/issuer/trust.js';
+import type { CommandArgs, CommandContext } from '../command.js';
+
+const ACTIONS = ['serve', 'trust', 'untrust', 'list'] as const;
+const MINUTE = 60_000;
+const DAY = 1440 * MINUTE;
+
+export function builder(parser: Argv): Argv<any> {
+  return parser
+    .usage(
+      '$0 issuer serve --data-dir DIR --listen HOST:PORT --cluster-id PROVIDER_ID [options]\n' +
+        '$0 issuer trust --data-dir DIR --cluster-id CONSUMER_ID --public-key FILE [--group G]...\n' +
+        '$0 issuer untrust --data-dir DIR --cluster-id CONSUMER_ID\n' +
+        '$0 issuer list --data-dir DIR\n\n' +
+        'The tenant-cert issuer: hands out nonces and signs short-lived client certificates for trusted consumer clusters.',
+    )
+    .positional('action', { type: 'string', choices: [...ACTIONS], describe: 'what to do' })
+    .option('data-dir', { type: 'string', demandOption: true, requiresArg: true, describe: 'the issuer state (0700; created on first serve)' })
+    .option('cluster-id', { type: 'string', requiresArg: true, describe: 'serve: this provider cluster\'s ID; trust/untrust: the consumer\'s' })
+    .option('listen', { type: 'string', default: '127.0.0.1:8443', requiresArg: true, describe: 'serve: HOST:PORT (port 0: any free port)' })
+    .option('san', { type: 'string', array: true, requiresArg: true, describe: 'serve: extra DNS names / IPs for the HTTPS certificate' })
+    .option('api-server-url', { type: 'string', requiresArg: true, describe: 'the API server URL put in Identities' })
+    .option('api-server-ca', { type: 'string', requiresArg: true, describe: 'PEM file of the API server\'s CA, put in Identities' })
+    .option('cert-lifetime', { type: 'string', default: '24h', requiresArg: true, describe: 'lifetime of issued certificates (5m..365d)' })
+    .option('nonce-ttl', { type: 'string', default: '60s', requiresArg: true, describe: 'how long a nonce may wait for its Tenant (5s..1h)' })
+    .option('signer', { type: 'string', choices: ['embedded', 'kubernetes'], default: 'embedded', describe: 'who signs: the data dir\'s client CA, or the Kubernetes CSR API' })
+    .option('kubeconfig', { type: 'string', requiresArg: true, describe: '--signer kubernetes: kubeconfig (default $KUBECONFIG, else in-cluster)' })
+    .option('context', { type: 'string', requiresArg: true, describe: '--signer kubernetes: kubeconfig context' })
+    .option('signer-timeout', { type: 'string', default: '30s', requiresArg: true, describe: '--signer kubernetes: wait this long for the certificate' })
+    .option('group', {
+      type: 'string',
+      array: true,
+      requiresArg: true,
+      describe: 'serve: a group (O) every consumer gets, {clusterID} is replaced; trust: a group for this consumer only. Never system:*',
+    })
+    .option('liqo-compat', { type: 'boolean', default: false, describe: 'serve: also accept Liqo Tenants (signature over the nonce alone: weaker)' })
+    .option('public-key', { type: 'string', requiresArg: true, describe: 'trust: the consumer\'s public key, PEM SPKI ("-": stdin)' });
+}
+
+function required(args: CommandArgs, flag: string, action: string): string {
+  const value = args[flag];
+  if (typeof value !== 'string' || value === '') {
+    throw new CredentialsError('ERR_USAGE', `issuer ${action} needs --${flag}`, { path: `--${flag}` });
+  }
+  return value;
+}
+
+function strings(value: unknown): string[] {
+  return Array.isArray(value) ? value.map(String) : typeof value === 'string' ? [value] : [];
+}
+
+/** SHA256:<base64> of the SPKI DER, as `ssh-keygen -l` prints fingerprints. */
+export function fingerprint(der: Buffer): string {
+  return `SHA256:${createHash('sha256').update(der).digest('base64').replace(/=+$/, '')}`;
+}
+
+export function issuerSettings(args: CommandArgs, providerClusterID: string | undefined): IssuerSettings {
+  return {
+    dataDir: String(args['data-dir']),
+    ...(providerClusterID === undefined ? {} : { providerClusterID }),
+    ...(typeof args['api-server-url'] === 'string' ? { apiServer: args['api-server-url'] } : {}),
+    ...(typeof args['api-server-ca'] === 'string' ? { apiServerCaFile: args['api-server-ca'] } : {}),
+    certLifetimeMs: parseDuration(String(args['cert-lifetime'] ?? '24h'), '--cert-lifetime', 5 * MINUTE, 365 * DAY),
+    nonceTtlMs: parseDuration(String(args['nonce-ttl'] ?? '60s'), '--nonce-ttl', 5000, 60 * MINUTE),
+    groups: strings(args['group']),
+    liqoCompat: args['liqo-compat'] === true,
+    signer: args['signer'] === 'kubernetes' ? 'kubernetes' : 'embedded',
+    ...(typeof args['kubeconfig'] === 'string' ? { kubeconfig: args['kubeconfig'] } : {}),
+    ...(typeof args['context'] === 'string' ? { kubeContext: args['context'] } : {}),
+    signerTimeoutMs: parseDuration(String(args['signer-timeout'] ?? '30s'), '--signer-timeout', 1000, 10 * MINUTE),
+  };
+}
+
+async function serve(args: CommandArgs, ctx: CommandContext): Promise<number> {
+  const providerClusterID = checkClusterId(required(args, 'cluster-id', 'serve'), '--cluster-id');
+  const listen = parseListen(String(args['listen']));
+  const settings = issuerSettings(args, providerClusterID);
+  const log = (line: string) => ctx.io.stderr.write(`${new Date().toISOString()} issuer: ${line}\n`);
+  const wildcard = listen.host === '0.0.0.0' || listen.host === '::';
+  const sans = [...new Set([...(wildcard ? ['localhost', '127.0.0.1', '::1', hostname()] : [listen.host]), ...strings(args['san'])])];
+  const opened = await openIssuer(settings, { env: ctx.env, now: () => new Date(), cwd: ctx.cwd, holder: 'issuer serve', log });
+  let running: Awaited<ReturnType<typeof startIssuerServer>>;
+  try {
+    const tls = await servingMaterial(opened.data, sans, new Date());
+    running = await startIssuerServer({ issuer: opened.issuer, tls, host: listen.host, port: listen.port, log });
+  } catch (error) {
+    await opened.close();
+    if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE' || (error as NodeJS.ErrnoException).code === 'EACCES' || (error as NodeJS.ErrnoException).code === 'EADDRNOTAVAIL') {
+      throw configError(`cannot listen on ${String(args['listen'])}: ${(error as Error).message}`, '--listen');
+    }
+    throw error;
+  }
+  const shownHost = wildcard ? listen.host : listen.host.includes(':') ? `[${listen.host}]` : listen.host;
+  const url = `https://${shownHost}:${running.port}`;
+  log(
+    `provider ${opened.providerClusterID} listening on ${url} (signer ${settings.signer}; trust ${join(opened.data.dir, DATA_FILES.servingCa)} for HTTPS; ` +
+      `client CA ${join(opened.data.dir, DATA_FILES.clientCa)})`,
+  );
+  ctx.io.stdout.write(`${url}\n`);
+  await new Promise<void>((resolveStop) => {
+    const stop = () => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      resolveStop();
+    };
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+  });
+  log('stopping');
+  await running.close();
+  await opened.close();
+  return 0;
+}
+
+async function readPublicKey(file: string, ctx: CommandContext): Promise<{ text: string; source: string }> {
+  if (file === '-') {
+    const chunks: Buffer[] = [];
+    for await (const chunk of ctx.io.stdin) {
+      chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk)));
+    }
+    return { text: Buffer.concat(chunks).toString('utf8'), source: 'stdin' };
+  }
+  const path = resolve(ctx.cwd, file);
+  try {
+    return { text: await readFile(path, 'utf8'), source: path };
+  } catch (cause) {
+    throw new CredentialsError('ERR_ISSUER_CONFIG', `cannot read --public-key ${path}: ${(cause as Error).message}`, { path, cause });
+  }
+}
+
+export async function run(args: CommandArgs, ctx: CommandContext): Promise<number> {
+  const action = String(args['action']);
+  const dataDir = resolve(ctx.cwd, String(args['data-dir']));
+  switch (action) {
+    case 'serve':
+      return serve(args, ctx);
+    case 'trust': {
+      const clusterID = checkClusterId(required(args, 'cluster-id', 'trust'), '--cluster-id');
+      const { text, source } = await readPublicKey(required(args, 'public-key', 'trust'), ctx);
+      const publicKey = parsePublicKey(text, source);
+      const groups = checkGroups(strings(args['group']), '--group');
+      const record = await new TrustStore(dataDir).trust(clusterID, publicKey, groups, new Date());
+      ctx.io.stdout.write(`trusted ${record.clusterID} ${keyAlgorithm(publicKey)} ${fingerprint(spkiDer(publicKey))}${groups.length > 0 ? ` groups=${groups.join(',')}` : ''}\n`);
+      return 0;
+    }
+    case 'untrust': {
+      const clusterID = checkClusterId(required(args, 'cluster-id', 'untrust'), '--cluster-id');
+      const removed = await new TrustStore(dataDir).untrust(clusterID);
+      if (!removed) {
+        throw new CredentialsError('ERR_ISSUER_NOT_TRUSTED', `${clusterID} is not trusted`, { path: '--cluster-id' });
+      }
+      ctx.io.stdout.write(`untrusted ${clusterID} (certificates already issued stay valid until they expire)\n`);
+      return 0;
+    }
+    case 'list': {
+      const consumers = await new TrustStore(dataDir).list();
+      for (const consumer of consumers) {
+        ctx.io.stdout.write(
+          `${consumer.clusterID}\t${keyAlgorithm(consumer.publicKey)}\t${fingerprint(spkiDer(consumer.publicKey))}\t${consumer.groups.join(',') || '-'}\t${consumer.addedAt}\n`,
+        );
+      }
+      return 0;
+    }
+    default:
+      throw new CredentialsError('ERR_USAGE', `unknown action ${action}`);
+  }
+}

@@ -1,0 +1,164 @@
+/**
+ * `clusterprofile tenant nonce|generate|accept`: the manual tenant-cert flow of the Liqo docs, with the same
+ * documents, for when no issuer is reachable over the network (people carry the documents across):
+ * ```sh
+ * provider$ clusterprofile tenant nonce --data-dir DIR --cluster-id consumer-1 > nonce.txt
+ * consumer$ clusterprofile tenant generate --key-file consumer.key --cluster-id consumer-1 \
+ *             --provider-cluster-id provider-1 --nonce "$(cat nonce.txt)" > tenant.yaml
+ * provider$ clusterprofile tenant accept --data-dir DIR tenant.yaml > identity.yaml
+ * consumer$ clusterprofile identity import identity.yaml --key-file consumer.key
+ * ```
+ * `nonce` and `accept` take the data dir's lock: they refuse to run while `issuer serve` uses the same data dir
+ * (use its HTTPS API then). Liqo-shaped Tenants are accepted with --liqo-compat and answered Liqo-shaped.
+ */
+import { readFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import type { Argv } from 'yargs';
+import { parse, stringify } from 'yaml';
+import { CredentialsError } from '../../library/errors.js';
+import { buildTenant } from '../../providers/tenant-cert/documents.js';
+import { encodeBase64, parsePrivateKeyPem, publicKeyPem, signBytes } from '../../providers/tenant-cert/keys.js';
+import { buildCsr } from '../../providers/tenant-cert/csr.js';
+import { LIQO_API_VERSION, type LiqoTenantDocument } from '../../providers/tenant-cert/protocol.js';
+import { openIssuer, parseDuration } from '../../providers/tenant-cert/issuer/setup.js';
+import { checkClusterId } from '../../providers/tenant-cert/issuer/trust.js';
+import { issuerSettings } from './issuer.js';
+import type { CommandArgs, CommandContext } from '../command.js';
+
+export type TenantCommandErrorCode = 'ERR_TENANT_INPUT';
+
+export function builder(parser: Argv): Argv<any> {
+  return parser
+    .usage(
+      '$0 tenant nonce --data-dir DIR --cluster-id CONSUMER_ID [--ttl 1h]\n' +
+        '$0 tenant generate --key-file KEY --cluster-id CONSUMER_ID --provider-cluster-id PROVIDER_ID --nonce NONCE [--group G]... [--liqo]\n' +
+        '$0 tenant accept --data-dir DIR [FILE|-] [--api-server-url URL] [--api-server-ca FILE] [--cert-lifetime 24h] [--group G]... [--liqo-compat]\n\n' +
+        'The manual tenant-cert flow: the provider issues a nonce, the consumer answers a Tenant, the provider answers an Identity.',
+    )
+    .positional('action', { type: 'string', choices: ['nonce', 'generate', 'accept'], describe: 'what to do' })
+    .positional('file', { type: 'string', describe: 'accept: the Tenant (YAML or JSON; "-" or absent: stdin)' })
+    .option('data-dir', { type: 'string', requiresArg: true, describe: 'nonce/accept: the issuer\'s data dir' })
+    .option('cluster-id', { type: 'string', requiresArg: true, describe: 'nonce/generate: the consumer cluster ID' })
+    .option('provider-cluster-id', { type: 'string', requiresArg: true, describe: 'generate: the provider cluster ID' })
+    .option('ttl', { type: 'string', default: '1h', requiresArg: true, describe: 'nonce: how long it stays valid (the documents travel by hand)' })
+    .option('key-file', { type: 'string', requiresArg: true, describe: 'generate: the consumer\'s private key (PKCS#8 PEM)' })
+    .option('nonce', { type: 'string', requiresArg: true, describe: 'generate: the nonce the provider issued' })
+    .option('group', { type: 'string', array: true, requiresArg: true, describe: 'generate: O values to request (the Kubernetes signer needs exactly the granted ones); accept: policy groups' })
+    .option('liqo', { type: 'boolean', default: false, describe: 'generate: a Liqo-shaped Tenant (signature over the nonce alone, O=liqo.io)' })
+    .option('api-server-url', { type: 'string', requiresArg: true, describe: 'accept: the API server URL put in the Identity' })
+    .option('api-server-ca', { type: 'string', requiresArg: true, describe: 'accept: PEM file of the API server\'s CA' })
+    .option('cert-lifetime', { type: 'string', default: '24h', requiresArg: true, describe: 'accept: certificate lifetime' })
+    .option('signer', { type: 'string', choices: ['embedded', 'kubernetes'], default: 'embedded', describe: 'accept: who signs' })
+    .option('kubeconfig', { type: 'string', requiresArg: true, describe: 'accept --signer kubernetes: kubeconfig' })
+    .option('context', { type: 'string', requiresArg: true, describe: 'accept --signer kubernetes: kubeconfig context' })
+    .option('liqo-compat', { type: 'boolean', default: false, describe: 'accept: also accept Liqo Tenants' });
+}
+
+function required(args: CommandArgs, flag: string, action: string): string {
+  const value = args[flag];
+  if (typeof value !== 'string' || value === '') {
+    throw new CredentialsError('ERR_USAGE', `tenant ${action} needs --${flag}`, { path: `--${flag}` });
+  }
+  return value;
+}
+
+async function readDocument(file: string | undefined, ctx: CommandContext): Promise<unknown> {
+  let text: string;
+  let source: string;
+  if (file === undefined || file === '-') {
+    const chunks: Buffer[] = [];
+    for await (const chunk of ctx.io.stdin) {
+      chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk)));
+    }
+    text = Buffer.concat(chunks).toString('utf8');
+    source = 'stdin';
+  } else {
+    source = resolve(ctx.cwd, file);
+    text = await readFile(source, 'utf8').catch((cause: unknown) => {
+      throw new CredentialsError<TenantCommandErrorCode>('ERR_TENANT_INPUT', `cannot read ${source}: ${(cause as Error).message}`, { path: source, cause });
+    });
+  }
+  try {
+    return parse(text, { prettyErrors: false, maxAliasCount: 0 });
+  } catch (cause) {
+    throw new CredentialsError('ERR_TENANT_INVALID_DOCUMENT', `${source} is not YAML or JSON`, { path: source, cause });
+  }
+}
+
+export async function run(args: CommandArgs, ctx: CommandContext): Promise<number> {
+  const action = String(args['action']);
+  const groups = Array.isArray(args['group']) ? args['group'].map(String) : [];
+  if (action === 'generate') {
+    const consumerClusterID = checkClusterId(required(args, 'cluster-id', 'generate'), '--cluster-id');
+    const providerClusterID = checkClusterId(required(args, 'provider-cluster-id', 'generate'), '--provider-cluster-id');
+    const nonce = required(args, 'nonce', 'generate').trim();
+    const keyFile = resolve(ctx.cwd, required(args, 'key-file', 'generate'));
+    const keyPem = await readFile(keyFile, 'utf8').catch((cause: unknown) => {
+      throw new CredentialsError<TenantCommandErrorCode>('ERR_TENANT_INPUT', `cannot read --key-file ${keyFile}: ${(cause as Error).message}`, { path: keyFile });
+    });
+    const privateKey = parsePrivateKeyPem(keyPem, keyFile);
+    let document: unknown;
+    if (args['liqo'] === true) {
+      const csr = await buildCsr(privateKey, { commonName: consumerClusterID, organizations: groups.length > 0 ? groups : ['liqo.io'] });
+      const liqo: LiqoTenantDocument = {
+        apiVersion: LIQO_API_VERSION,
+        kind: 'Tenant',
+        metadata: { name: consumerClusterID, labels: { 'liqo.io/remote-cluster-id': consumerClusterID } },
+        spec: {
+          clusterID: consumerClusterID,
+          csr: encodeBase64(csr.pem),
+          publicKey: encodeBase64(publicKeyPem(privateKey)),
+          signature: encodeBase64(signBytes(privateKey, Buffer.from(nonce, 'utf8'))),
+        },
+      };
+      document = liqo;
+    } else {
+      document = await buildTenant({ privateKey, consumerClusterID, providerClusterID, nonce, organizations: groups });
+    }
+    ctx.io.stdout.write(stringify(document));
+    return 0;
+  }
+
+  const dataDir = required(args, 'data-dir', action);
+  const log = (line: string) => ctx.io.stderr.write(`${line}\n`);
+  if (action === 'nonce') {
+    const consumerClusterID = checkClusterId(required(args, 'cluster-id', 'nonce'), '--cluster-id');
+    const ttlMs = parseDuration(String(args['ttl']), '--ttl', 5000, 7 * 86_400_000);
+    const opened = await openIssuer(issuerSettings({ ...args, 'data-dir': dataDir }, undefined), {
+      env: ctx.env,
+      now: () => new Date(),
+      cwd: ctx.cwd,
+      holder: 'tenant nonce',
+    });
+    try {
+      const consumer = await opened.issuer.trusted(consumerClusterID, '--cluster-id');
+      const response = await opened.issuer.nonceFor(consumer, ttlMs, true);
+      log(
+        `nonce for ${consumerClusterID} from provider ${response.providerClusterID}, valid until ${response.expiresAt}; ` +
+          `the certificate will say CN=${response.subject.commonName}${response.subject.organizations.map((o) => `, O=${o}`).join('')}`,
+      );
+      ctx.io.stdout.write(`${response.nonce}\n`);
+    } finally {
+      await opened.close();
+    }
+    return 0;
+  }
+  if (action === 'accept') {
+    const document = await readDocument(typeof args['file'] === 'string' ? args['file'] : undefined, ctx);
+    const opened = await openIssuer(issuerSettings({ ...args, 'nonce-ttl': '60s' }, undefined), {
+      env: ctx.env,
+      now: () => new Date(),
+      cwd: ctx.cwd,
+      holder: 'tenant accept',
+      log,
+    });
+    try {
+      const accepted = await opened.issuer.acceptTenant(document);
+      ctx.io.stdout.write(stringify(accepted.identity));
+    } finally {
+      await opened.close();
+    }
+    return 0;
+  }
+  throw new CredentialsError('ERR_USAGE', `unknown action ${action}`);
+}

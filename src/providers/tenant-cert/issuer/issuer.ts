@@ -1,0 +1,208 @@
+/**
+ * The issuer without HTTP: issue a nonce, accept a Tenant and answer an Identity. The HTTPS server (./server.ts)
+ * and the manual-flow commands (`clusterprofile tenant nonce|accept`) both call this.
+ *
+ * Nonce policy: a nonce is spent by the first Tenant that presents it, whatever the outcome — once the Tenant is
+ * well-formed, names a trusted consumer and the nonce is that consumer's, fresh and unused, the nonce is marked used
+ * (durably) *before* the signature and CSR are even looked at. A failed attempt therefore costs the consumer a new
+ * nonce, never gives anyone a second try with the same one. A malformed document, an unknown consumer or a nonce
+ * of another consumer spend nothing of the consumer's (they cannot be attributed to it).
+ * Liqo-shaped Tenants name no nonce: the consumer's outstanding nonces are tried and the one that verifies is spent.
+ */
+import { X509Certificate } from 'node:crypto';
+import { readTenant, buildIdentity, buildLiqoIdentity, type ReceivedTenant } from '../documents.js';
+import { assertDocument } from '../../../schemas/index.js';
+import { verifyTenant } from '../message.js';
+import {
+  tenantError,
+  type IdentityDocument,
+  type LiqoIdentityDocument,
+  type NonceRequest,
+  type NonceResponse,
+  type GrantedSubject,
+} from '../protocol.js';
+import { samePublicKey } from '../keys.js';
+import { checkCsr, checkKeys, checkNonce, checkSignature } from './checks.js';
+import type { NonceStore } from './nonces.js';
+import { grantedSubject } from './policy.js';
+import type { Signer } from './signer.js';
+import type { TrustStore, TrustedConsumer } from './trust.js';
+
+export interface IssuerOptions {
+  providerClusterID: string;
+  trust: TrustStore;
+  nonces: NonceStore;
+  signer: Signer;
+  /** Issuer-wide group templates (`{clusterID}` is replaced). */
+  groups: readonly string[];
+  nonceTtlMs: number;
+  certLifetimeMs: number;
+  /** NotBefore = now − backdate (default 5 minutes), for clients whose clock is behind. */
+  backdateMs?: number;
+  /** Accept Liqo-shaped Tenants and signatures over the nonce alone. */
+  liqoCompat: boolean;
+  apiServer?: string;
+  apiServerCaPem?: string;
+  proxyURL?: string;
+  now(): Date;
+  /** One line per decision (audit). */
+  log?(line: string): void;
+}
+
+export interface AcceptedTenant {
+  identity: IdentityDocument | LiqoIdentityDocument;
+  certificatePem: string;
+  consumerClusterID: string;
+  notAfter: Date;
+}
+
+export class Issuer {
+  constructor(readonly options: IssuerOptions) {}
+
+  /** The trusted consumer, or ERR_TENANT_UNKNOWN_CONSUMER. */
+  async trusted(consumerClusterID: string, path: string): Promise<TrustedConsumer> {
+    const consumer = await this.options.trust.get(consumerClusterID);
+    if (consumer === undefined) {
+      throw tenantError('ERR_TENANT_UNKNOWN_CONSUMER', `consumer cluster ${consumerClusterID} is not trusted by this issuer`, {
+        path,
+        hint: `the provider admin runs: clusterprofile issuer trust --cluster-id ${consumerClusterID} --public-key FILE`,
+      });
+    }
+    return consumer;
+  }
+
+  private subjectFor(consumer: TrustedConsumer): GrantedSubject {
+    return grantedSubject(consumer.clusterID, this.options.groups, consumer.groups);
+  }
+
+  /** POST /v1/nonces: a single-use nonce for a trusted consumer. `durable` for the CLI (exits right after). */
+  async issueNonce(body: unknown, durable = false): Promise<NonceResponse> {
+    const request = assertDocument<NonceRequest>('tenant-cert-nonce-request', body, {
+      code: 'ERR_TENANT_INVALID_DOCUMENT',
+      what: 'the nonce request',
+    });
+    const consumer = await this.trusted(request.consumerClusterID, '$.consumerClusterID');
+    return this.nonceFor(consumer, this.options.nonceTtlMs, durable);
+  }
+
+  async nonceFor(consumer: TrustedConsumer, ttlMs: number, durable: boolean): Promise<NonceResponse> {
+    const { nonce, expiresAt } = await this.options.nonces.issue(consumer.clusterID, ttlMs, this.options.now(), durable);
+    this.options.log?.(`nonce issued for ${consumer.clusterID}, expires ${expiresAt.toISOString()}`);
+    return {
+      nonce,
+      expiresAt: expiresAt.toISOString(),
+      providerClusterID: this.options.providerClusterID,
+      consumerClusterID: consumer.clusterID,
+      subject: this.subjectFor(consumer),
+    };
+  }
+
+  /** POST /v1/tenants: every check, then the signer; the answer in the Tenant's flavour. */
+  async acceptTenant(body: unknown): Promise<AcceptedTenant> {
+    let consumerForLog = '?';
+    try {
+      const tenant = await readTenant(body);
+      consumerForLog = tenant.consumerClusterID;
+      const accepted = await this.accept(tenant);
+      this.options.log?.(`tenant ${tenant.consumerClusterID}: certificate issued, valid until ${accepted.notAfter.toISOString()}`);
+      return accepted;
+    } catch (error) {
+      const code = (error as { code?: unknown }).code;
+      this.options.log?.(`tenant ${consumerForLog}: refused ${typeof code === 'string' ? code : 'ERR_ISSUER_INTERNAL'}`);
+      throw error;
+    }
+  }
+
+  private async accept(tenant: ReceivedTenant): Promise<AcceptedTenant> {
+    const { options } = this;
+    if (!options.liqoCompat && (tenant.flavour === 'liqo' || tenant.signatureFormat === 'liqo-nonce')) {
+      throw tenantError('ERR_TENANT_LIQO_COMPAT_DISABLED', 'a signature over the nonce alone (Liqo\'s) binds no context; this issuer requires context-v1', {
+        path: tenant.flavour === 'liqo' ? '$.apiVersion' : '$.spec.signatureFormat',
+        hint: 'use clusterprofile tenant generate, or start the issuer with --liqo-compat',
+      });
+    }
+    if (tenant.providerClusterID !== undefined && tenant.providerClusterID !== options.providerClusterID) {
+      throw tenantError('ERR_TENANT_PROVIDER_MISMATCH', `the Tenant is for provider ${tenant.providerClusterID}; this issuer is ${options.providerClusterID}`, {
+        path: '$.spec.providerClusterID',
+      });
+    }
+    const consumer = await this.trusted(tenant.consumerClusterID, '$.spec.clusterID');
+    const now = options.now();
+
+    // Freshness: find the nonce, check it, spend it durably before anything else is judged.
+    let nonce: string;
+    if (tenant.nonce !== undefined) {
+      nonce = tenant.nonce;
+      checkNonce(options.nonces.get(nonce), consumer.clusterID, now);
+    } else {
+      // Liqo: which outstanding nonce was signed? Try each (with the Tenant's key, which must be the trusted one).
+      checkKeys(tenant, consumer.publicKey);
+      const candidates = options.nonces.outstanding(consumer.clusterID, now);
+      const found = candidates.find((candidate) =>
+        verifyTenant(tenant.publicKey, { providerClusterID: options.providerClusterID, consumerClusterID: consumer.clusterID, nonce: candidate, csrDer: tenant.csr.der }, tenant.signature, 'liqo-nonce'),
+      );
+      if (found === undefined) {
+        throw candidates.length === 0
+          ? tenantError('ERR_TENANT_NONCE_UNKNOWN', `there is no outstanding nonce for ${consumer.clusterID}`, {
+              path: '$.spec.signature',
+              hint: 'issue a nonce (clusterprofile tenant nonce) and sign that one',
+            })
+          : tenantError('ERR_TENANT_SIGNATURE_INVALID', `the signature does not verify over any outstanding nonce of ${consumer.clusterID}`, {
+              path: '$.spec.signature',
+            });
+      }
+      nonce = found;
+    }
+    const spent = options.nonces.consume(nonce);
+    if (!spent.first) {
+      throw tenantError('ERR_TENANT_NONCE_REUSED', 'the nonce was already used (a nonce is good for one Tenant)', { path: '$.spec.nonce' });
+    }
+    await spent.durable;
+
+    // Proof of possession and what is asked for.
+    checkKeys(tenant, consumer.publicKey);
+    checkSignature(tenant, options.providerClusterID, nonce);
+    const subject = this.subjectFor(consumer);
+    checkCsr(tenant.csr, subject, {
+      exactGroups: options.signer.copiesCsrSubject,
+      ...(options.liqoCompat ? { tolerate: ['liqo.io'] } : {}),
+    });
+
+    // Sign.
+    const notBefore = new Date(now.getTime() - (options.backdateMs ?? 300_000));
+    const notAfter = new Date(now.getTime() + options.certLifetimeMs);
+    const certificatePem = await options.signer.sign({ consumerClusterID: consumer.clusterID, csr: tenant.csr, subject, notBefore, notAfter });
+    const certificate = checkIssued(certificatePem, tenant, subject);
+
+    const input = {
+      providerClusterID: options.providerClusterID,
+      consumerClusterID: consumer.clusterID,
+      certificatePem,
+      notBefore: new Date(certificate.validFrom),
+      notAfter: new Date(certificate.validTo),
+      ...(options.apiServer === undefined ? {} : { apiServer: options.apiServer }),
+      ...(options.apiServerCaPem === undefined ? {} : { apiServerCaPem: options.apiServerCaPem }),
+      ...(options.proxyURL === undefined ? {} : { proxyURL: options.proxyURL }),
+    };
+    return {
+      identity: tenant.flavour === 'liqo' ? buildLiqoIdentity(input) : buildIdentity(input),
+      certificatePem,
+      consumerClusterID: consumer.clusterID,
+      notAfter: input.notAfter,
+    };
+  }
+}
+
+/** What a signer returned is a certificate for the Tenant's key and the granted CN (guards the Kubernetes path). */
+function checkIssued(certificatePem: string, tenant: ReceivedTenant, subject: GrantedSubject): X509Certificate {
+  let certificate: X509Certificate;
+  try {
+    certificate = new X509Certificate(certificatePem);
+  } catch (cause) {
+    throw tenantError('ERR_ISSUER_SIGNER_FAILED', 'the signer returned something that is not a certificate', { cause });
+  }
+  if (!samePublicKey(certificate.publicKey, tenant.publicKey) || !certificate.subject.split('\n').includes(`CN=${subject.commonName}`)) {
+    throw tenantError('ERR_ISSUER_SIGNER_FAILED', 'the signer returned a certificate for another key or subject');
+  }
+  return certificate;
+}

@@ -1,0 +1,235 @@
+/**
+ * Outstanding and consumed nonces, in memory and in an append-only journal `DATA_DIR/nonces.journal` (one JSON
+ * object per line). A nonce is single use: {@link NonceStore.consume} marks it in memory at once (so a concurrent
+ * replay in the same process already fails) and resolves only when the journal line is on disk (fsync), before the
+ * issuer signs anything. Appends of many requests share one write and one fsync (group commit).
+ *
+ * Crash safety: a crash mid-append leaves at most a torn last line, which {@link NonceStore.open} ignores; losing an
+ * *issued* nonce that was not yet synced only makes its Tenant fail (the client fetches a new nonce), and a
+ * *consumed* nonce is synced before any certificate leaves. Opening compacts the journal (expired entries dropped)
+ * by writing a new file atomically; so does a running store once dead lines dominate.
+ */
+import { randomBytes } from 'node:crypto';
+import { open, type FileHandle } from 'node:fs/promises';
+import { CredentialsError } from '../../../library/errors.js';
+import { readOptional, writeFileAtomic } from './files.js';
+
+export type NonceStoreErrorCode = 'ERR_ISSUER_BUSY';
+
+/** 64 random bytes, standard base64: 88 characters. */
+export const NONCE_BYTES = 64;
+
+export interface NonceRecord {
+  consumer: string;
+  /** Milliseconds since the epoch. */
+  expiresAt: number;
+  consumed: boolean;
+}
+
+type JournalEntry = { op: 'issue'; nonce: string; consumer: string; expiresAt: number } | { op: 'consume'; nonce: string };
+
+export interface NonceStoreOptions {
+  /** Outstanding (unconsumed, unexpired) nonces kept per consumer; issuing one more retires the oldest. */
+  maxPerConsumer?: number;
+  /** Live entries in total before new nonces are refused (ERR_ISSUER_BUSY). */
+  maxEntries?: number;
+  random?: (size: number) => Buffer;
+  /** The clock for background compaction. */
+  now?: () => Date;
+}
+
+interface Pending {
+  line: string;
+  durable: boolean;
+  resolve(): void;
+  reject(error: unknown): void;
+}
+
+export class NonceStore {
+  private readonly records = new Map<string, NonceRecord>();
+  private readonly queue: Pending[] = [];
+  private flushing: Promise<void> | undefined;
+  private lines = 0;
+  private handle: FileHandle | undefined;
+  private readonly maxPerConsumer: number;
+  private readonly maxEntries: number;
+  private readonly random: (size: number) => Buffer;
+  private readonly now: () => Date;
+
+  private constructor(
+    readonly file: string,
+    options: NonceStoreOptions,
+  ) {
+    this.maxPerConsumer = options.maxPerConsumer ?? 16;
+    this.maxEntries = options.maxEntries ?? 100_000;
+    this.random = options.random ?? randomBytes;
+    this.now = options.now ?? (() => new Date());
+  }
+
+  /** Replays and compacts the journal, then opens it for appending. */
+  static async open(file: string, now: Date, options: NonceStoreOptions = {}): Promise<NonceStore> {
+    const store = new NonceStore(file, options);
+    const text = (await readOptional(file)) ?? '';
+    for (const line of text.split('\n')) {
+      if (line.trim() === '') {
+        continue;
+      }
+      let entry: JournalEntry;
+      try {
+        entry = JSON.parse(line) as JournalEntry;
+      } catch {
+        continue; // a torn line from a crash mid-append
+      }
+      store.apply(entry);
+    }
+    store.prune(now.getTime());
+    await writeFileAtomic(file, store.snapshot());
+    store.lines = store.records.size * 2;
+    store.handle = await open(file, 'a', 0o600);
+    return store;
+  }
+
+  private apply(entry: JournalEntry): void {
+    if (entry.op === 'issue' && typeof entry.nonce === 'string' && typeof entry.consumer === 'string' && typeof entry.expiresAt === 'number') {
+      if (!this.records.has(entry.nonce)) {
+        this.records.set(entry.nonce, { consumer: entry.consumer, expiresAt: entry.expiresAt, consumed: false });
+      }
+    } else if (entry.op === 'consume' && typeof entry.nonce === 'string') {
+      const record = this.records.get(entry.nonce);
+      if (record !== undefined) {
+        record.consumed = true;
+      }
+    }
+  }
+
+  private prune(nowMs: number): void {
+    for (const [nonce, record] of this.records) {
+      if (record.expiresAt <= nowMs) {
+        this.records.delete(nonce);
+      }
+    }
+  }
+
+  private snapshot(): string {
+    let text = '';
+    for (const [nonce, record] of this.records) {
+      text += `${JSON.stringify({ op: 'issue', nonce, consumer: record.consumer, expiresAt: record.expiresAt })}\n`;
+      if (record.consumed) {
+        text += `${JSON.stringify({ op: 'consume', nonce })}\n`;
+      }
+    }
+    return text;
+  }
+
+  /**
+   * A new nonce for `consumer`, valid for `ttlMs`. `durable`: wait for fsync (the CLI, which exits right after);
+   * the server does not, since a lost unsynced nonce only makes one handshake retry.
+   */
+  async issue(consumer: string, ttlMs: number, now: Date, durable = false): Promise<{ nonce: string; expiresAt: Date }> {
+    const nowMs = now.getTime();
+    if (this.records.size >= this.maxEntries) {
+      this.prune(nowMs);
+      if (this.records.size >= this.maxEntries) {
+        throw new CredentialsError<NonceStoreErrorCode>('ERR_ISSUER_BUSY', 'too many outstanding nonces; try again later');
+      }
+    }
+    const outstanding = [...this.records].filter(([, r]) => r.consumer === consumer && !r.consumed && r.expiresAt > nowMs);
+    const retire = outstanding.slice(0, Math.max(0, outstanding.length - this.maxPerConsumer + 1));
+    const nonce = this.random(NONCE_BYTES).toString('base64');
+    const expiresAt = nowMs + ttlMs;
+    this.records.set(nonce, { consumer, expiresAt, consumed: false });
+    const writes: Array<Promise<void>> = [];
+    for (const [old, record] of retire) {
+      record.consumed = true;
+      writes.push(this.append({ op: 'consume', nonce: old }, false));
+    }
+    writes.push(this.append({ op: 'issue', nonce, consumer, expiresAt }, durable));
+    await Promise.all(writes);
+    return { nonce, expiresAt: new Date(expiresAt) };
+  }
+
+  get(nonce: string): NonceRecord | undefined {
+    const record = this.records.get(nonce);
+    return record === undefined ? undefined : { ...record };
+  }
+
+  /** The consumer's unconsumed, unexpired nonces, oldest first (Liqo-shaped Tenants do not say which one they signed). */
+  outstanding(consumer: string, now: Date): string[] {
+    const nowMs = now.getTime();
+    return [...this.records].filter(([, r]) => r.consumer === consumer && !r.consumed && r.expiresAt > nowMs).map(([nonce]) => nonce);
+  }
+
+  /**
+   * Marks the nonce used (in memory synchronously) and resolves once that is on disk. Returns false when it was
+   * already used (by a concurrent request).
+   */
+  consume(nonce: string): { first: boolean; durable: Promise<void> } {
+    const record = this.records.get(nonce);
+    if (record === undefined || record.consumed) {
+      return { first: false, durable: Promise.resolve() };
+    }
+    record.consumed = true;
+    return { first: true, durable: this.append({ op: 'consume', nonce }, true) };
+  }
+
+  private append(entry: JournalEntry, durable: boolean): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.queue.push({ line: `${JSON.stringify(entry)}\n`, durable, resolve, reject });
+      this.flushing ??= this.flush().finally(() => {
+        this.flushing = undefined;
+      });
+    });
+  }
+
+  private async flush(): Promise<void> {
+    // Let every request of this turn of the event loop join the batch.
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    while (this.queue.length > 0) {
+      const batch = this.queue.splice(0);
+      try {
+        const handle = this.handle;
+        if (handle === undefined) {
+          throw new Error('the nonce journal is closed');
+        }
+        await handle.write(batch.map((p) => p.line).join(''));
+        if (batch.some((p) => p.durable)) {
+          await handle.datasync();
+        }
+        this.lines += batch.length;
+        for (const pending of batch) {
+          pending.resolve();
+        }
+      } catch (error) {
+        for (const pending of batch) {
+          pending.reject(error);
+        }
+      }
+      if (this.lines > 4 * this.records.size + 10_000) {
+        await this.compact(this.now()).catch(() => undefined);
+      }
+    }
+  }
+
+  /** Rewrites the journal with live entries only (atomically), then appends to the new file. */
+  private async compact(now: Date): Promise<void> {
+    this.prune(now.getTime());
+    await writeFileAtomic(this.file, this.snapshot());
+    const previous = this.handle;
+    this.handle = await open(this.file, 'a', 0o600);
+    this.lines = this.records.size * 2;
+    await previous?.close();
+  }
+
+  /** Waits for pending appends, syncs and closes the journal. */
+  async close(): Promise<void> {
+    while (this.flushing !== undefined) {
+      await this.flushing;
+    }
+    const handle = this.handle;
+    this.handle = undefined;
+    if (handle !== undefined) {
+      await handle.sync();
+      await handle.close();
+    }
+  }
+}

@@ -1,0 +1,173 @@
+/**
+ * The composition of an issuer from command-line settings, shared by `clusterprofile issuer serve` and the manual
+ * flow (`clusterprofile tenant nonce|accept`): data dir, lock, nonce journal, trust store, signer, policy.
+ */
+import { readFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { CredentialsError } from '../../../library/errors.js';
+import type { Env } from '../../../plugin/io.js';
+import { openDataDir, type DataDir } from './data-dir.js';
+import { embeddedSigner } from './embedded-signer.js';
+import { ensurePrivateDir, lockDataDir, readOptional, writeFileAtomic, type DataDirLock } from './files.js';
+import { Issuer } from './issuer.js';
+import { NonceStore } from './nonces.js';
+import { checkGroups } from './policy.js';
+import type { Signer } from './signer.js';
+import { TrustStore, checkClusterId } from './trust.js';
+
+export type IssuerConfigErrorCode = 'ERR_ISSUER_CONFIG';
+
+export function configError(message: string, path: string, hint?: string): CredentialsError<IssuerConfigErrorCode> {
+  return new CredentialsError('ERR_ISSUER_CONFIG', message, { path, ...(hint === undefined ? {} : { hint }) });
+}
+
+const UNITS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** A Go-style duration (`24h`, `90m`, `1h30m`, `45s`) in milliseconds, within [min, max]. */
+export function parseDuration(text: string, flag: string, min: number, max: number): number {
+  const parts = /^(?:\d+(?:ms|s|m|h|d))+$/.test(text) ? [...text.matchAll(/(\d+)(ms|s|m|h|d)/g)] : [];
+  if (parts.length === 0) {
+    throw configError(`${flag} ${JSON.stringify(text)} is not a duration (e.g. 24h, 90m, 45s)`, flag);
+  }
+  const ms = parts.reduce((sum, [, n, unit]) => sum + Number(n) * (UNITS[unit ?? 's'] ?? 0), 0);
+  if (ms < min || ms > max) {
+    throw configError(`${flag} ${text} is outside [${min / 1000}s, ${max / 1000}s]`, flag);
+  }
+  return ms;
+}
+
+/** HOST:PORT, [IPv6]:PORT. */
+export function parseListen(text: string): { host: string; port: number } {
+  const match = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(text);
+  const port = Number(match?.[3]);
+  if (match === null || !(port >= 0 && port <= 65535)) {
+    throw configError(`--listen ${JSON.stringify(text)} is not HOST:PORT`, '--listen');
+  }
+  return { host: match[1] ?? (match[2] === '' ? '0.0.0.0' : (match[2] ?? '0.0.0.0')), port };
+}
+
+export interface IssuerSettings {
+  dataDir: string;
+  /** The provider cluster ID; absent: the one recorded in DATA_DIR/issuer.json. */
+  providerClusterID?: string;
+  apiServer?: string;
+  apiServerCaFile?: string;
+  certLifetimeMs: number;
+  nonceTtlMs: number;
+  groups: readonly string[];
+  liqoCompat: boolean;
+  signer: 'embedded' | 'kubernetes';
+  kubeconfig?: string;
+  kubeContext?: string;
+  signerTimeoutMs?: number;
+}
+
+export interface OpenIssuer {
+  issuer: Issuer;
+  data: DataDir;
+  providerClusterID: string;
+  close(): Promise<void>;
+}
+
+interface IssuerRecord {
+  providerClusterID: string;
+}
+
+/**
+ * Opens the data dir (creating it), locks it, replays the nonce journal and builds the issuer. The provider ID is
+ * recorded in DATA_DIR/issuer.json on first use; a later mismatch is refused (one data dir, one provider).
+ */
+export async function openIssuer(settings: IssuerSettings, deps: { env: Env; now(): Date; cwd: string; holder: string; log?(line: string): void }): Promise<OpenIssuer> {
+  const dataDir = resolve(deps.cwd, settings.dataDir);
+  const groups = checkGroups(settings.groups, '--group');
+  if (settings.apiServer !== undefined) {
+    let url: URL | undefined;
+    try {
+      url = new URL(settings.apiServer);
+    } catch {
+      url = undefined;
+    }
+    if (url?.protocol !== 'https:') {
+      throw configError(`--api-server-url ${JSON.stringify(settings.apiServer)} is not an https URL`, '--api-server-url');
+    }
+  }
+  let apiServerCaPem: string | undefined;
+  if (settings.apiServerCaFile !== undefined) {
+    const file = resolve(deps.cwd, settings.apiServerCaFile);
+    apiServerCaPem = await readFile(file, 'utf8').catch((cause: unknown) => {
+      throw configError(`cannot read --api-server-ca ${file}: ${(cause as Error).message}`, file);
+    });
+    if (!apiServerCaPem.includes('-----BEGIN CERTIFICATE-----')) {
+      throw configError(`--api-server-ca ${file} holds no PEM certificate`, file);
+    }
+  }
+
+  const now = deps.now();
+  const recordFile = join(dataDir, 'issuer.json');
+  await ensurePrivateDir(dataDir);
+  const recorded = await readOptional(recordFile);
+  let providerClusterID: string;
+  if (recorded !== undefined) {
+    const record = JSON.parse(recorded) as IssuerRecord;
+    if (settings.providerClusterID !== undefined && settings.providerClusterID !== record.providerClusterID) {
+      throw configError(
+        `the data dir ${dataDir} belongs to provider ${record.providerClusterID}, not ${settings.providerClusterID}`,
+        '--cluster-id',
+        'use another --data-dir for another provider cluster',
+      );
+    }
+    providerClusterID = record.providerClusterID;
+  } else {
+    if (settings.providerClusterID === undefined) {
+      throw configError(`the data dir ${dataDir} has no issuer yet`, '--data-dir', 'run clusterprofile issuer serve --cluster-id PROVIDER_ID first, or pass --provider-cluster-id');
+    }
+    providerClusterID = checkClusterId(settings.providerClusterID, '--cluster-id');
+  }
+
+  const data = await openDataDir(dataDir, providerClusterID, now);
+  if (recorded === undefined) {
+    await writeFileAtomic(recordFile, `${JSON.stringify({ providerClusterID } satisfies IssuerRecord)}\n`);
+  }
+  const lock: DataDirLock = await lockDataDir(dataDir, deps.holder);
+  let nonces: NonceStore | undefined;
+  let signer: Signer | undefined;
+  try {
+    nonces = await NonceStore.open(data.noncesFile, now, { now: deps.now });
+    if (settings.signer === 'kubernetes') {
+      const { kubernetesSignerFromSettings } = await import('./kubernetes-signer.js');
+      signer = await kubernetesSignerFromSettings(settings, deps);
+    } else {
+      signer = embeddedSigner(data.clientCa);
+    }
+  } catch (error) {
+    await nonces?.close();
+    await lock.release();
+    throw error;
+  }
+  const issuer = new Issuer({
+    providerClusterID,
+    trust: new TrustStore(dataDir),
+    nonces,
+    signer,
+    groups,
+    nonceTtlMs: settings.nonceTtlMs,
+    certLifetimeMs: settings.certLifetimeMs,
+    liqoCompat: settings.liqoCompat,
+    ...(settings.apiServer === undefined ? {} : { apiServer: settings.apiServer }),
+    ...(apiServerCaPem === undefined ? {} : { apiServerCaPem }),
+    now: deps.now,
+    ...(deps.log === undefined ? {} : { log: deps.log }),
+  });
+  const openedNonces = nonces;
+  const openedSigner = signer;
+  return {
+    issuer,
+    data,
+    providerClusterID,
+    async close() {
+      await openedSigner.close?.();
+      await openedNonces.close();
+      await lock.release();
+    },
+  };
+}

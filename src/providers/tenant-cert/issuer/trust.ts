@@ -1,0 +1,115 @@
+/**
+ * The consumers the provider's admin trusts: one file per consumer, `DATA_DIR/trusted/<clusterID>.json` (schema
+ * `issuer-trust-record`), replaced atomically. A running issuer reads the record on every Tenant, so `issuer trust` /
+ * `issuer untrust` take effect at once, without a restart or a lock.
+ */
+import type { KeyObject } from 'node:crypto';
+import { readdir, unlink } from 'node:fs/promises';
+import { join } from 'node:path';
+import { CredentialsError } from '../../../library/errors.js';
+import { assertDocument } from '../../../schemas/index.js';
+import { parsePublicKey, publicKeyPem } from '../keys.js';
+import { CLUSTER_ID_MAX_LENGTH, CLUSTER_ID_PATTERN } from '../protocol.js';
+import { ensurePrivateDir, readOptional, writeFileAtomic } from './files.js';
+
+export type TrustErrorCode = 'ERR_ISSUER_BAD_CLUSTER_ID' | 'ERR_ISSUER_TRUST_RECORD' | 'ERR_ISSUER_NOT_TRUSTED';
+
+export interface TrustRecord {
+  clusterID: string;
+  /** PEM SPKI. */
+  publicKey: string;
+  /** Groups for this consumer, added to the issuer-wide policy. */
+  groups: string[];
+  addedAt: string;
+}
+
+export interface TrustedConsumer {
+  clusterID: string;
+  publicKey: KeyObject;
+  groups: string[];
+  addedAt: string;
+}
+
+/** Throws ERR_ISSUER_BAD_CLUSTER_ID unless `id` is a cluster ID (also keeps it a safe file name). */
+export function checkClusterId(id: string, path: string): string {
+  if (id.length > CLUSTER_ID_MAX_LENGTH || !CLUSTER_ID_PATTERN.test(id)) {
+    throw new CredentialsError<TrustErrorCode>('ERR_ISSUER_BAD_CLUSTER_ID', `${JSON.stringify(id)} is not a cluster ID (lower-case letters, digits and '-')`, { path });
+  }
+  return id;
+}
+
+export class TrustStore {
+  readonly dir: string;
+
+  constructor(dataDir: string) {
+    this.dir = join(dataDir, 'trusted');
+  }
+
+  private file(clusterID: string): string {
+    return join(this.dir, `${checkClusterId(clusterID, '--cluster-id')}.json`);
+  }
+
+  /** Records (or replaces) a consumer's key and groups. */
+  async trust(clusterID: string, publicKey: KeyObject, groups: readonly string[], now: Date): Promise<TrustRecord> {
+    await ensurePrivateDir(this.dir);
+    const record: TrustRecord = { clusterID, publicKey: publicKeyPem(publicKey), groups: [...groups], addedAt: now.toISOString() };
+    await writeFileAtomic(this.file(clusterID), `${JSON.stringify(record, null, 2)}\n`);
+    return record;
+  }
+
+  /** Removes a consumer; false when it was not trusted. */
+  async untrust(clusterID: string): Promise<boolean> {
+    try {
+      await unlink(this.file(clusterID));
+      return true;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
+        return false;
+      }
+      throw error;
+    }
+  }
+
+  /** The consumer's record, or undefined. A corrupt record → ERR_ISSUER_TRUST_RECORD (never "trusted"). */
+  async get(clusterID: string): Promise<TrustedConsumer | undefined> {
+    if (!CLUSTER_ID_PATTERN.test(clusterID) || clusterID.length > CLUSTER_ID_MAX_LENGTH) {
+      return undefined;
+    }
+    const file = join(this.dir, `${clusterID}.json`);
+    const text = await readOptional(file);
+    if (text === undefined) {
+      return undefined;
+    }
+    let document: unknown;
+    try {
+      document = JSON.parse(text);
+    } catch (cause) {
+      throw new CredentialsError<TrustErrorCode>('ERR_ISSUER_TRUST_RECORD', `the trust record ${file} is not JSON`, { path: file, cause });
+    }
+    const record = assertDocument<TrustRecord>('issuer-trust-record', document, { code: 'ERR_ISSUER_TRUST_RECORD', what: `the trust record ${file}` });
+    if (record.clusterID !== clusterID) {
+      throw new CredentialsError<TrustErrorCode>('ERR_ISSUER_TRUST_RECORD', `the trust record ${file} names ${record.clusterID}`, { path: file });
+    }
+    return { clusterID, publicKey: parsePublicKey(record.publicKey, file), groups: record.groups, addedAt: record.addedAt };
+  }
+
+  async list(): Promise<TrustedConsumer[]> {
+    let names: string[];
+    try {
+      names = await readdir(this.dir);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
+        return [];
+      }
+      throw error;
+    }
+    const consumers: TrustedConsumer[] = [];
+    for (const name of names.filter((n) => n.endsWith('.json') && !n.startsWith('.')).sort()) {
+      const consumer = await this.get(name.slice(0, -'.json'.length));
+      if (consumer !== undefined) {
+        consumers.push(consumer);
+      }
+    }
+    return consumers;
+  }
+}
