@@ -32,6 +32,8 @@ export interface FakeKubeApiOptions {
   secretUsers?: string[];
   /** Hub Secrets, `namespace/name` → data (plain strings, served base64). */
   secrets?: Record<string, Record<string, string>>;
+  /** ClusterProfiles served by `GET /apis/multicluster.x-k8s.io/v1alpha1/namespaces/{ns}/clusterprofiles` (hub role). */
+  profiles?: { metadata: { name: string; namespace?: string } }[];
   /** Force answers: a status code for the next N TokenRequests (e.g. 500 to test retries). */
   failNext?: { status: number; count: number };
 }
@@ -92,8 +94,11 @@ export async function startFakeKubeApi(options: FakeKubeApiOptions): Promise<Fak
   const now = options.now ?? (() => new Date());
   const minted: MintedRecord[] = [];
   const secrets = options.secrets ?? {};
+  // Labels and annotations as written, served back like a real API server does.
+  const secretMetadata: Record<string, { labels?: unknown; annotations?: unknown }> = {};
   const tokenPath = /^\/api\/v1\/namespaces\/([^/]+)\/serviceaccounts\/([^/]+)\/token$/;
   const secretPath = /^\/api\/v1\/namespaces\/([^/]+)\/secrets(?:\/([^/]+))?$/;
+  const profilesPath = /^\/apis\/multicluster\.x-k8s\.io\/v1alpha1\/namespaces\/([^/]+)\/clusterprofiles$/;
   const podsPath = /^\/api\/v1\/namespaces\/([^/]+)\/pods$/;
 
   const handle = async (request: RecordedRequest, req: IncomingMessage, res: ServerResponse) => {
@@ -139,10 +144,10 @@ export async function startFakeKubeApi(options: FakeKubeApiOptions): Promise<Fak
         const data = secrets[`${namespace}/${name}`];
         if (data === undefined) return status(res, 404, 'NotFound', `secrets "${name}" not found`);
         const encoded = Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString('base64')]));
-        return json(res, 200, { kind: 'Secret', apiVersion: 'v1', metadata: { name, namespace }, type: 'Opaque', data: encoded });
+        return json(res, 200, { kind: 'Secret', apiVersion: 'v1', metadata: { name, namespace, ...secretMetadata[`${namespace}/${name}`] }, type: 'Opaque', data: encoded });
       }
       if (request.method === 'POST' || request.method === 'PUT') {
-        const body = (await readBody(req)) as { metadata?: { name?: string }; data?: Record<string, string>; stringData?: Record<string, string> };
+        const body = (await readBody(req)) as { metadata?: { name?: string; labels?: unknown; annotations?: unknown }; data?: Record<string, string>; stringData?: Record<string, string> };
         const target = name ?? body.metadata?.name;
         if (target === undefined) return status(res, 422, 'Invalid', 'metadata.name required');
         const key = `${namespace}/${target}`;
@@ -150,8 +155,15 @@ export async function startFakeKubeApi(options: FakeKubeApiOptions): Promise<Fak
         if (request.method === 'PUT' && secrets[key] === undefined) return status(res, 404, 'NotFound', `secrets "${target}" not found`);
         const decoded = Object.fromEntries(Object.entries(body.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
         secrets[key] = { ...decoded, ...(body.stringData ?? {}) };
+        secretMetadata[key] = { labels: body.metadata?.labels, annotations: body.metadata?.annotations };
         return json(res, request.method === 'POST' ? 201 : 200, { kind: 'Secret', apiVersion: 'v1', metadata: { name: target, namespace } });
       }
+    }
+    match = profilesPath.exec(url.pathname);
+    if (match !== null && request.method === 'GET') {
+      if (who === undefined || !(options.secretUsers ?? []).includes(who)) return status(res, 403, 'Forbidden', 'clusterprofiles is forbidden');
+      const items = (options.profiles ?? []).filter((profile) => (profile.metadata.namespace ?? match![1]) === match![1]);
+      return json(res, 200, { kind: 'ClusterProfileList', apiVersion: 'multicluster.x-k8s.io/v1alpha1', metadata: {}, items });
     }
     match = podsPath.exec(url.pathname);
     if (match !== null && request.method === 'GET') {

@@ -1,0 +1,114 @@
+/**
+ * `clusterprofile token sync`: mint tokens on member clusters and keep them fresh in hub Secrets in the Secret
+ * Reader layout (see src/providers/token-request/sync.ts). One pass by default; `--interval` loops until SIGINT or
+ * SIGTERM.
+ */
+import { resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Argv } from 'yargs';
+import { loadAccessConfig } from '../../library/access-config.js';
+import { CredentialsError } from '../../library/errors.js';
+import { runExecPlugin } from '../../library/exec/runner.js';
+import { PROVIDER_FILE_OPTION, withProviderFileOption } from '../../library/provider-file-option.js';
+import { loadInClusterAccess, loadKubeconfigAccess, type KubeAccess } from '../../kube/kubeconfig.js';
+import { createKubeTransport } from '../../kube/transport.js';
+import type { KubeCredential } from '../../kube/types.js';
+import { syncTokensOnce } from '../../providers/token-request/sync.js';
+import type { CommandArgs, CommandContext } from '../command.js';
+
+export type TokenCommandErrorCode = 'ERR_TOKEN_SYNC_USAGE' | 'ERR_TOKEN_SYNC_BOOTSTRAP';
+
+export function builder(parser: Argv): Argv<any> {
+  return withProviderFileOption(parser)
+    .positional('action', { choices: ['sync'] as const, describe: 'sync: mint member tokens into hub Secrets' })
+    .option('namespace', { alias: 'n', type: 'string', requiresArg: true, describe: 'Hub namespace of the ClusterProfiles and the token Secrets (default: the hub context\'s or pod\'s namespace)' })
+    .option('cluster', { type: 'string', array: true, requiresArg: true, describe: 'Only these ClusterProfiles (repeatable; default all in the namespace)' })
+    .option('hub-kubeconfig', { type: 'string', requiresArg: true, describe: 'kubeconfig of the hub (default: KUBECONFIG, then in-cluster)' })
+    .option('token-namespace', { type: 'string', requiresArg: true, describe: 'Default namespace of the member service account (spec.cluster.config.namespace wins)' })
+    .option('service-account', { type: 'string', requiresArg: true, describe: 'Default member service account (spec.cluster.config.serviceAccount wins)' })
+    .option('audience', { type: 'string', array: true, requiresArg: true, describe: 'Default token audiences (spec.cluster.config.audiences wins)' })
+    .option('expiration-seconds', { type: 'string', requiresArg: true, describe: 'Default token lifetime, 600..2^32 (spec.cluster.config.expirationSeconds wins)' })
+    .option('interval', { type: 'string', requiresArg: true, describe: 'Repeat every DURATION (e.g. 30s, 5m) until stopped; default: one pass' })
+    .example('$0 token sync -n fleet --service-account fleet-workload --token-namespace fleet', 'one pass over all profiles in fleet')
+    .example('$0 token sync -n fleet --interval 1m', 'keep the Secrets fresh');
+}
+
+/** `90s`, `5m`, `1h`, or plain seconds. */
+export function parseDuration(value: string): number {
+  const match = /^(\d+)(ms|s|m|h)?$/.exec(value.trim());
+  if (match === null) {
+    throw new CredentialsError<TokenCommandErrorCode>('ERR_TOKEN_SYNC_USAGE', `invalid --interval ${JSON.stringify(value)}: use e.g. 30s, 5m or 1h`, { path: '--interval' });
+  }
+  const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[(match[2] ?? 's') as 'ms' | 's' | 'm' | 'h'];
+  const ms = Number(match[1]) * unit;
+  if (ms < 1000) {
+    throw new CredentialsError<TokenCommandErrorCode>('ERR_TOKEN_SYNC_USAGE', '--interval must be at least 1s', { path: '--interval' });
+  }
+  return ms;
+}
+
+async function hubAccess(args: CommandArgs, ctx: CommandContext): Promise<KubeAccess> {
+  const file = typeof args['hub-kubeconfig'] === 'string' ? args['hub-kubeconfig'] : ctx.env['KUBECONFIG']?.split(':')[0];
+  return file === undefined || file === '' ? loadInClusterAccess(ctx.env) : loadKubeconfigAccess(resolve(ctx.cwd, file));
+}
+
+export async function run(args: CommandArgs, ctx: CommandContext): Promise<number> {
+  const intervalMs = typeof args.interval === 'string' ? parseDuration(args.interval) : undefined;
+  const accessConfig = await loadAccessConfig(resolve(ctx.cwd, String(args[PROVIDER_FILE_OPTION])));
+  const access = await hubAccess(args, ctx);
+  const namespace = (args.namespace as string | undefined) ?? access.namespace ?? 'default';
+  const hub = createKubeTransport(access.endpoint, access.credential);
+  const log = (line: string) => ctx.io.stderr.write(`${line}\n`);
+
+  const bootstrap = async (resolved: Parameters<Parameters<typeof syncTokensOnce>[1]['bootstrap']>[0]): Promise<KubeCredential> => {
+    const credential = await runExecPlugin(resolved.exec, resolved.cluster, { env: ctx.env });
+    if (credential.clientCertificate !== undefined && credential.clientKey !== undefined) {
+      return { kind: 'certificate', certificatePem: credential.clientCertificate, keyPem: credential.clientKey };
+    }
+    if (credential.token !== undefined) {
+      return { kind: 'token', token: credential.token };
+    }
+    throw new CredentialsError<TokenCommandErrorCode>('ERR_TOKEN_SYNC_BOOTSTRAP', `provider ${resolved.providerName} returned no usable credential`);
+  };
+  const options = {
+    namespace,
+    accessConfig,
+    names: (args.cluster as string[] | undefined) ?? [],
+    defaults: {
+      namespace: args['token-namespace'] as string | undefined,
+      serviceAccount: args['service-account'] as string | undefined,
+      audiences: args.audience as string[] | undefined,
+      expirationSeconds: args['expiration-seconds'] as string | undefined,
+    },
+  };
+  const deps = {
+    hub: hub.send,
+    bootstrap,
+    member: (endpoint: Parameters<typeof createKubeTransport>[0], credential: KubeCredential) => createKubeTransport(endpoint, credential),
+    now: () => new Date(),
+    log,
+  };
+
+  try {
+    if (intervalMs === undefined) {
+      const results = await syncTokensOnce(options, deps);
+      return results.some((result) => result.outcome === 'failed') ? 1 : 0;
+    }
+    const stop = new AbortController();
+    const onSignal = () => stop.abort();
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+    try {
+      while (!stop.signal.aborted) {
+        await syncTokensOnce(options, deps).catch((error: unknown) => log(`pass failed: ${(error as Error).message}`));
+        await sleep(intervalMs, undefined, { signal: stop.signal }).catch(() => undefined);
+      }
+    } finally {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    }
+    return 0;
+  } finally {
+    await hub.close();
+  }
+}

@@ -1,0 +1,163 @@
+/**
+ * `clusterprofile token sync`: the push model. A hub-side job mints tokens on every member cluster and keeps them
+ * fresh in hub Secrets in the Secret Reader layout (`<namespace>/<ClusterProfile name>`, key `token`), so controllers
+ * that use the Secret Reader never hold a member credential of their own.
+ *
+ * For each ClusterProfile the providers file selects an exec plugin exactly as the library does; that plugin's
+ * credential is the bootstrap identity for TokenRequest on the member; the TokenRequest settings come from the
+ * chosen provider's `client.authentication.k8s.io/exec` extension, with flags as defaults. A Secret is rewritten only
+ * once its recorded renewal time (80% of the token's lifetime) has passed.
+ */
+import { CredentialsError, formatError } from '../../library/errors.js';
+import { resolveClusterAccess } from '../../library/resolve.js';
+import type { AccessConfig, ClusterProfile, ExecCluster } from '../../library/types.js';
+import type { KubeCredential, KubeEndpoint, KubeRequest, SendKubeRequest } from '../../kube/types.js';
+import { buildTokenRequest, processTokenRequestResponse, statusMessage } from './protocol.js';
+import { parseTokenRequestSettings, type TokenRequestSettingsSources } from './settings.js';
+
+export type TokenSyncErrorCode = 'ERR_TOKEN_SYNC_HUB';
+
+/** Annotations on the Secrets the sync writes. */
+export const RENEW_AT_ANNOTATION = 'clusterprofile-credentials.x-k8s.io/renew-at';
+export const EXPIRES_AT_ANNOTATION = 'clusterprofile-credentials.x-k8s.io/expires-at';
+export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
+export const MANAGED_BY = 'clusterprofile-token-sync';
+
+export interface TokenSyncDependencies {
+  /** Requests to the hub API server (ClusterProfiles and Secrets). */
+  hub: SendKubeRequest;
+  /** The credential the selected exec plugin gives for a member cluster. */
+  bootstrap(access: ReturnType<typeof resolveClusterAccess>): Promise<KubeCredential>;
+  /** A transport to one member cluster as one identity. */
+  member(endpoint: KubeEndpoint, credential: KubeCredential): { send: SendKubeRequest; close(): Promise<void> };
+  now(): Date;
+  /** One line per cluster and problem, for the operator. */
+  log(line: string): void;
+}
+
+export interface TokenSyncOptions {
+  namespace: string;
+  accessConfig: AccessConfig;
+  /** Defaults for the TokenRequest settings (namespace, serviceAccount, audiences, expirationSeconds). */
+  defaults: TokenRequestSettingsSources['flags'];
+  /** Only these profiles (names); all when empty. */
+  names?: readonly string[];
+}
+
+export interface ClusterSyncResult {
+  cluster: string;
+  outcome: 'minted' | 'fresh' | 'failed';
+  renewAt?: string;
+  error?: string;
+}
+
+function hubError(message: string, path: string): CredentialsError<TokenSyncErrorCode> {
+  return new CredentialsError('ERR_TOKEN_SYNC_HUB', message, { path });
+}
+
+const profilesPath = (namespace: string) => `/apis/multicluster.x-k8s.io/v1alpha1/namespaces/${encodeURIComponent(namespace)}/clusterprofiles`;
+const secretPath = (namespace: string, name?: string) =>
+  `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets${name === undefined ? '' : `/${encodeURIComponent(name)}`}`;
+
+async function listProfiles(hub: SendKubeRequest, namespace: string): Promise<ClusterProfile[]> {
+  const response = await hub({ method: 'GET', path: profilesPath(namespace) });
+  if (response.status !== 200) {
+    throw hubError(`cannot list ClusterProfiles in namespace ${namespace}: ${statusMessage(response.body) ?? `HTTP ${response.status}`}`, profilesPath(namespace));
+  }
+  const items = (response.body as { items?: unknown }).items;
+  if (!Array.isArray(items)) {
+    throw hubError('the ClusterProfile list has no items', profilesPath(namespace));
+  }
+  return [...(items as ClusterProfile[])].sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
+}
+
+function renewAtOf(secret: unknown): Date | undefined {
+  const value = (secret as { metadata?: { annotations?: Record<string, string> } }).metadata?.annotations?.[RENEW_AT_ANNOTATION];
+  const date = value === undefined ? undefined : new Date(value);
+  return date === undefined || Number.isNaN(date.getTime()) ? undefined : date;
+}
+
+function memberEndpoint(cluster: ExecCluster): KubeEndpoint {
+  const ca = cluster['certificate-authority-data'];
+  return {
+    server: cluster.server,
+    ...(ca === undefined || ca === '' ? {} : { caPem: Buffer.from(ca, 'base64').toString('utf8') }),
+    ...(cluster['tls-server-name'] === undefined ? {} : { tlsServerName: cluster['tls-server-name'] }),
+    ...(cluster['insecure-skip-tls-verify'] === true ? { insecureSkipTlsVerify: true } : {}),
+    ...(cluster['proxy-url'] === undefined ? {} : { proxyUrl: cluster['proxy-url'] }),
+  };
+}
+
+async function writeSecret(hub: SendKubeRequest, namespace: string, name: string, exists: boolean, data: { token: string; renewAt: Date; expiresAt: Date }): Promise<void> {
+  const body = {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    type: 'Opaque',
+    metadata: {
+      name,
+      namespace,
+      labels: { [MANAGED_BY_LABEL]: MANAGED_BY },
+      annotations: { [RENEW_AT_ANNOTATION]: data.renewAt.toISOString(), [EXPIRES_AT_ANNOTATION]: data.expiresAt.toISOString() },
+    },
+    data: { token: Buffer.from(data.token).toString('base64') },
+  };
+  const request: KubeRequest = exists
+    ? { method: 'PUT', path: secretPath(namespace, name), body }
+    : { method: 'POST', path: secretPath(namespace), body };
+  const response = await hub(request);
+  if (response.status !== 200 && response.status !== 201) {
+    throw hubError(`cannot write Secret ${namespace}/${name}: ${statusMessage(response.body) ?? `HTTP ${response.status}`}`, secretPath(namespace, name));
+  }
+}
+
+async function syncOne(profile: ClusterProfile, options: TokenSyncOptions, deps: TokenSyncDependencies): Promise<ClusterSyncResult> {
+  const name = profile.metadata.name;
+  const existing = await deps.hub({ method: 'GET', path: secretPath(options.namespace, name) });
+  if (existing.status !== 200 && existing.status !== 404) {
+    throw hubError(`cannot read Secret ${options.namespace}/${name}: ${statusMessage(existing.body) ?? `HTTP ${existing.status}`}`, secretPath(options.namespace, name));
+  }
+  const renewAt = existing.status === 200 ? renewAtOf(existing.body) : undefined;
+  if (renewAt !== undefined && renewAt.getTime() > deps.now().getTime()) {
+    return { cluster: name, outcome: 'fresh', renewAt: renewAt.toISOString() };
+  }
+  const access = resolveClusterAccess(profile, options.accessConfig);
+  const config = access.cluster.config;
+  const settings = parseTokenRequestSettings({
+    config: typeof config === 'object' && config !== null && !Array.isArray(config) ? (config as Record<string, unknown>) : undefined,
+    flags: options.defaults,
+  });
+  const credential = await deps.bootstrap(access);
+  const member = deps.member(memberEndpoint(access.cluster), credential);
+  try {
+    const sentAt = deps.now();
+    const response = await member.send(buildTokenRequest(settings));
+    const minted = processTokenRequestResponse(response, settings, { server: access.cluster.server, now: sentAt });
+    await writeSecret(deps.hub, options.namespace, name, existing.status === 200, minted);
+    return { cluster: name, outcome: 'minted', renewAt: minted.renewAt.toISOString() };
+  } finally {
+    await member.close();
+  }
+}
+
+/**
+ * One pass over the namespace's ClusterProfiles. A failing cluster is reported and the others go on; the hub
+ * list itself failing throws.
+ */
+export async function syncTokensOnce(options: TokenSyncOptions, deps: TokenSyncDependencies): Promise<ClusterSyncResult[]> {
+  const profiles = (await listProfiles(deps.hub, options.namespace)).filter(
+    (profile) => options.names === undefined || options.names.length === 0 || options.names.includes(profile.metadata.name),
+  );
+  const results: ClusterSyncResult[] = [];
+  for (const profile of profiles) {
+    try {
+      const result = await syncOne(profile, options, deps);
+      deps.log(`${result.cluster}: ${result.outcome === 'fresh' ? 'still fresh' : 'token minted'}, renew at ${result.renewAt}`);
+      results.push(result);
+    } catch (error) {
+      const message = formatError(error);
+      deps.log(`${profile.metadata.name}: failed: ${message}`);
+      results.push({ cluster: profile.metadata.name, outcome: 'failed', error: message });
+    }
+  }
+  return results;
+}
