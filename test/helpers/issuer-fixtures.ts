@@ -1,0 +1,122 @@
+/**
+ * Fixtures for tenant-cert issuer tests: an in-process Issuer over a temporary data dir with a settable clock, and
+ * helpers that make Tenants the way a client (honest or not) would.
+ */
+import { createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { buildTenant } from '../../src/providers/tenant-cert/documents.js';
+import { encodeBase64, generateClusterKeyPair, toCryptoKeyPair, webCryptoAlgorithm, type KeyAlgorithm } from '../../src/providers/tenant-cert/keys.js';
+import { signTenant } from '../../src/providers/tenant-cert/message.js';
+import type { TenantDocument } from '../../src/providers/tenant-cert/protocol.js';
+import { openDataDir } from '../../src/providers/tenant-cert/issuer/data-dir.js';
+import { embeddedSigner } from '../../src/providers/tenant-cert/issuer/embedded-signer.js';
+import { Issuer, type IssuerOptions } from '../../src/providers/tenant-cert/issuer/issuer.js';
+import { NonceStore } from '../../src/providers/tenant-cert/issuer/nonces.js';
+import type { Signer } from '../../src/providers/tenant-cert/issuer/signer.js';
+import { TrustStore } from '../../src/providers/tenant-cert/issuer/trust.js';
+import { x509 } from '../../src/providers/tenant-cert/x509.js';
+
+export interface Clock {
+  now(): Date;
+  advance(ms: number): void;
+}
+
+export function frozenClock(start = '2026-03-01T12:00:00Z'): Clock {
+  let current = new Date(start).getTime();
+  return { now: () => new Date(current), advance: (ms) => (current += ms) };
+}
+
+export interface IssuerFixture {
+  dir: string;
+  issuer: Issuer;
+  clock: Clock;
+  trust: TrustStore;
+  nonces: NonceStore;
+  clientCaPem: string;
+  /** Trusts a new consumer and returns its private key. */
+  consumer(id: string, algorithm?: KeyAlgorithm, groups?: string[]): Promise<KeyObject>;
+  nonce(id: string): Promise<string>;
+  close(): Promise<void>;
+}
+
+export async function issuerFixture(options: Partial<Omit<IssuerOptions, 'trust' | 'nonces' | 'signer' | 'now'>> & { signer?: Signer } = {}): Promise<IssuerFixture> {
+  const dir = await mkdtemp(join(tmpdir(), 'cpc-issuer-'));
+  const clock = frozenClock();
+  const data = await openDataDir(join(dir, 'data'), 'p1', clock.now());
+  const trust = new TrustStore(data.dir);
+  const nonces = await NonceStore.open(data.noncesFile, clock.now(), { now: clock.now });
+  const issuer = new Issuer({
+    providerClusterID: 'p1',
+    groups: [],
+    nonceTtlMs: 60_000,
+    certLifetimeMs: 86_400_000,
+    liqoCompat: false,
+    ...options,
+    trust,
+    nonces,
+    signer: options.signer ?? embeddedSigner(data.clientCa),
+    now: clock.now,
+  });
+  return {
+    dir: data.dir,
+    issuer,
+    clock,
+    trust,
+    nonces,
+    clientCaPem: data.clientCa.certificatePem,
+    async consumer(id, algorithm = 'ed25519', groups = []) {
+      const pair = generateClusterKeyPair(algorithm);
+      const key = createPrivateKey(pair.privateKeyPem);
+      await trust.trust(id, createPublicKey(key), groups, clock.now());
+      return key;
+    },
+    async nonce(id) {
+      return (await issuer.issueNonce({ consumerClusterID: id })).nonce;
+    },
+    async close() {
+      await nonces.close();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface CsrSpec {
+  name?: string;
+  extensions?: InstanceType<typeof x509.Extension>[];
+  attributes?: InstanceType<typeof x509.Attribute>[];
+}
+
+/** A CSR for `key` with whatever subject/extensions/attributes a (malicious) client chooses. */
+export async function customCsrPem(key: KeyObject, spec: CsrSpec): Promise<Buffer> {
+  const request = await x509.Pkcs10CertificateRequestGenerator.create({
+    name: spec.name ?? 'CN=c1',
+    keys: toCryptoKeyPair(key),
+    signingAlgorithm: webCryptoAlgorithm(key),
+    ...(spec.extensions === undefined ? {} : { extensions: spec.extensions }),
+    ...(spec.attributes === undefined ? {} : { attributes: spec.attributes }),
+  });
+  return Buffer.from(request.rawData);
+}
+
+/** A Tenant around a given CSR, signed properly (so only the CSR is at fault). */
+export function tenantWithCsr(key: KeyObject, consumer: string, nonce: string, csrDer: Buffer, provider = 'p1'): TenantDocument {
+  const pem = new x509.Pkcs10CertificateRequest(csrDer).toString('pem');
+  const signature = signTenant(key, { providerClusterID: provider, consumerClusterID: consumer, nonce, csrDer });
+  return {
+    apiVersion: 'credentials.clusterprofile.io/v1alpha1',
+    kind: 'Tenant',
+    metadata: { name: consumer },
+    spec: {
+      clusterID: consumer,
+      providerClusterID: provider,
+      nonce,
+      publicKey: encodeBase64(createPublicKey(key).export({ type: 'spki', format: 'pem' }).toString()),
+      csr: encodeBase64(pem),
+      signature: encodeBase64(signature),
+    },
+  };
+}
+
+export { buildTenant };
