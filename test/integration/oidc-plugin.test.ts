@@ -204,6 +204,19 @@ describe('clusterprofile-oidc: people (interactive grants)', () => {
     expect(decodeJwt(credential(run.stdout).status.token)).toMatchObject({ sub: 'bob', groups: ['developers'] });
   });
 
+  it('authorization code: the person aborts at the OP: ERR_OIDC_LOGIN_FAILED access_denied, nothing printed or cached', async () => {
+    const dir = cacheDir();
+    let login: Promise<unknown> | undefined;
+    const run = await runOidcPlugin(['--cache-dir', dir], oidcExecInfo(cli(), true), (stderr) => {
+      const url = /open this URL in a browser:\s+(\S+)/.exec(stderr)?.[1];
+      if (url !== undefined && login === undefined) login = op.login(url, { abort: true });
+    });
+    await login;
+    expectFailure(run, 'ERR_OIDC_LOGIN_FAILED');
+    expect(run.stderr).toContain('access_denied');
+    expect(cacheEntries(dir)).toEqual([]);
+  });
+
   async function deviceLogin(dir: string, login = 'alice'): Promise<string> {
     let approval: Promise<void> | undefined;
     const run = await runOidcPlugin(['--grant', 'device_code', '--cache-dir', dir], oidcExecInfo(cli(), true), (stderr) => {
