@@ -21,6 +21,8 @@ export interface MintedRecord {
 
 export interface FakeKubeApiOptions {
   ca: TestCa;
+  /** Trust client certificates from this CA (PEM) — e.g. a tenant-cert issuer's client-ca.crt. Default: `ca`. */
+  clientCaPem?: string;
   now?: () => Date;
   /** Bearer tokens and client-certificate CNs allowed to mint tokens, per `namespace/serviceAccount`. */
   minters: Record<string, string[]>;
@@ -180,6 +182,7 @@ export async function startFakeKubeApi(options: FakeKubeApiOptions): Promise<Fak
   const server = await startHttpsServer({
     ca: options.ca,
     clientCert: 'optional',
+    ...(options.clientCaPem === undefined ? {} : { clientCaPem: options.clientCaPem }),
     handler: (request, req, res) => {
       handle(request, req, res).catch((error: unknown) => status(res, 500, 'InternalError', String(error)));
     },

@@ -159,6 +159,8 @@ export interface HttpsServerOptions {
   serverCert?: KeyPairPem;
   /** Default: 200 with a JSON echo of the recorded request. */
   handler?: TestHandler;
+  /** Client certificates are verified against this CA bundle (PEM) instead of `ca`'s certificate. */
+  clientCaPem?: string;
 }
 
 export interface TestHttpsServer {
@@ -190,7 +192,7 @@ export async function startHttpsServer(options: HttpsServerOptions): Promise<Tes
     {
       cert: serverCert.cert,
       key: serverCert.key,
-      ca: options.ca.cert,
+      ca: options.clientCaPem ?? options.ca.cert,
       requestCert: mode !== 'none',
       rejectUnauthorized: mode === 'require',
     },

@@ -1,0 +1,89 @@
+/**
+ * token-request bootstrapped from tenant-cert, all real processes: `clusterprofile issuer serve` (embedded CA),
+ * `clusterprofile keygen` + `issuer trust`, and the token-request binary whose bootstrap identity is the tenant-cert
+ * certificate obtained in-process. The API server trusts the issuer's client-ca.crt and lets exactly that identity
+ * (CN = consumer cluster ID) create tokens for one service account.
+ */
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { startFakeKubeApi, type FakeKubeApi } from '../helpers/kube-api.js';
+import { CLI, issuerConfig, runNode, startIssuer, type RunningIssuer } from '../helpers/tenant-cert-plugin-run.js';
+import { createTestCa } from '../helpers/tls.js';
+
+const BIN = join(import.meta.dirname, '../../bin/clusterprofile-token-request.mjs');
+const PROVIDER = 'member-1';
+const CONSUMER = 'hub-cluster';
+
+let root: string;
+let issuer: RunningIssuer;
+let api: FakeKubeApi;
+let keyFile: string;
+let config: Record<string, unknown>;
+let apiCaBase64: string;
+
+beforeAll(async () => {
+  root = mkdtempSync(join(tmpdir(), 'cpc-tr-tc-'));
+  const dataDir = join(root, 'data');
+  keyFile = join(root, 'consumer.key');
+  const keygen = await runNode(CLI, ['keygen', '--out', keyFile, '--algorithm', 'ecdsa-p256']);
+  expect(keygen.code, keygen.stderr).toBe(0);
+  writeFileSync(`${keyFile}.pub`, keygen.stdout);
+  issuer = await startIssuer(dataDir, PROVIDER);
+  const trust = await runNode(CLI, ['issuer', 'trust', '--data-dir', dataDir, '--cluster-id', CONSUMER, '--public-key', `${keyFile}.pub`]);
+  expect(trust.code, trust.stderr).toBe(0);
+  const ca = await createTestCa('member-api');
+  apiCaBase64 = ca.certBase64;
+  api = await startFakeKubeApi({
+    ca,
+    clientCaPem: readFileSync(join(dataDir, 'client-ca.crt'), 'utf8'),
+    minters: { 'fleet/fleet-workload': [CONSUMER] },
+    serviceAccounts: ['fleet/fleet-workload'],
+  });
+  config = { ...issuerConfig(issuer, readFileSync(join(dataDir, 'serving-ca.crt'), 'utf8'), PROVIDER), namespace: 'fleet', serviceAccount: 'fleet-workload', expirationSeconds: 600 };
+});
+
+afterAll(async () => {
+  await issuer?.stop();
+  await api?.close();
+  rmSync(root, { recursive: true, force: true });
+});
+
+function execInfo(extra: Record<string, unknown> = {}) {
+  return JSON.stringify({ apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential', spec: { interactive: false, cluster: { server: api.url, 'certificate-authority-data': apiCaBase64, config: { ...config, ...extra } } } });
+}
+
+test('the tenant-cert identity mints the token; the certificate is cached for the next token', async () => {
+  const cacheRoot = join(root, 'kubecache');
+  const env = { KUBECACHEDIR: cacheRoot, KUBERNETES_EXEC_INFO: execInfo() };
+  const result = await runNode(BIN, ['--bootstrap', 'tenant-cert', '--cluster-id', CONSUMER, '--key-file', keyFile], env);
+  expect(result.stderr).toBe('');
+  expect(result.code).toBe(0);
+  const status = JSON.parse(result.stdout).status;
+  expect(api.minted).toHaveLength(1);
+  expect(status.token).toBe(api.minted[0]!.token);
+  // The API server saw the tenant-cert certificate: CN = the consumer cluster ID.
+  const tokenCalls = api.server.requests.filter((request) => request.url.endsWith('/token'));
+  expect(tokenCalls[0]!.clientCert?.subjectCN).toBe(CONSUMER);
+  // Both identities are cached in 0600 files: the token under token-request, the certificate under tenant-cert.
+  expect(readdirSync(join(cacheRoot, 'clusterprofile', 'tenant-cert')).filter((name) => name.endsWith('.json'))).toHaveLength(1);
+
+  // A token for another service account re-uses the cached certificate: no second handshake at the issuer.
+  api.options.minters['fleet/second'] = [CONSUMER];
+  api.options.serviceAccounts.push('fleet/second');
+  const handshakesBefore = issuer.output();
+  const second = await runNode(BIN, ['--bootstrap', 'tenant-cert', '--cluster-id', CONSUMER, '--key-file', keyFile], { ...env, KUBERNETES_EXEC_INFO: execInfo({ serviceAccount: 'second' }) });
+  expect(second.code, second.stderr).toBe(0);
+  expect(api.minted.map((entry) => entry.serviceAccount)).toEqual(['fleet-workload', 'second']);
+  expect(issuer.output()).toBe(handshakesBefore);
+});
+
+test('an untrusted consumer gets the issuer\'s refusal, exit 1, empty stdout', async () => {
+  const result = await runNode(BIN, ['--bootstrap', 'tenant-cert', '--cluster-id', 'stranger', '--key-file', keyFile], { KUBECACHEDIR: join(root, 'other-cache'), KUBERNETES_EXEC_INFO: execInfo() });
+  expect(result.code).toBe(1);
+  expect(result.stdout).toBe('');
+  expect(result.stderr).toContain('ERR_TOKEN_REQUEST_BOOTSTRAP');
+  expect(result.stderr).toContain('ERR_TENANT_UNKNOWN_CONSUMER');
+  expect(result.stderr).toContain('clusterprofile issuer trust --cluster-id stranger');
+});
