@@ -30,7 +30,7 @@ export const oidcFlags = {
   'private-key-id': { type: 'string', placeholder: 'KID', description: '`kid` header of the client assertion' },
   'subject-token-file': { type: 'string', placeholder: 'FILE', description: 'token_exchange: the subject token (e.g. a projected service-account token), re-read on every exchange' },
   'subject-token-type': { type: 'string', placeholder: 'URN', description: 'token_exchange: subject_token_type (default urn:ietf:params:oauth:token-type:jwt)' },
-  'open-browser': { type: 'boolean', description: 'authorization_code: open the login URL in a browser (default: only print it on stderr)' },
+  'open-browser': { type: 'boolean', description: 'open the login (authorization_code) or verification (device_code) URL in a browser (default: only print it on stderr)' },
   'redirect-port': { type: 'string', placeholder: 'PORT', description: 'authorization_code: loopback port of the redirect URI (default: any free port)' },
   'login-timeout': { type: 'string', placeholder: 'SECONDS', description: 'how long an interactive login may take (default 300)' },
 } as const;
