@@ -111,6 +111,22 @@ class CredentialDispatcher extends Dispatcher {
   }
 }
 
+/**
+ * The shared agent, seen through a per-request view that watches the response status: node's ClientRequest (and so
+ * the `ws` WebSocket handshake) hands every request to `agent.addRequest`, where a 401 can be observed.
+ */
+function perRequestAgent(agent: http.Agent, onUnauthorized: () => void): http.Agent {
+  const view = Object.create(agent) as http.Agent & { addRequest(req: http.ClientRequest, options: unknown): void };
+  const shared = agent as http.Agent & { addRequest(req: http.ClientRequest, options: unknown): void };
+  view.addRequest = (req: http.ClientRequest, options: unknown) => {
+    req.once('response', (res: http.IncomingMessage) => {
+      if (res.statusCode === 401) onUnauthorized();
+    });
+    shared.addRequest(req, options);
+  };
+  return view;
+}
+
 interface TlsMaterial {
   ca?: Buffer;
   cert?: string;
@@ -265,7 +281,7 @@ export class ClusterProfileKubeConfig extends KubeConfig {
     if (this.access.cluster['disable-compression'] === true) headers['Accept-Encoding'] = 'identity';
     target.headers = headers as http.OutgoingHttpHeaders;
     Object.assign(target, tls);
-    target.agent = this.#agentFor(credential, { ...tls });
+    target.agent = perRequestAgent(this.#agentFor(credential, { ...tls }), this.#onUnauthorized(credential));
   }
 }
 

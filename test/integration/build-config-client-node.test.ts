@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CoreV1Api, Watch } from '@kubernetes/client-node';
+import { CoreV1Api, Exec, Watch } from '@kubernetes/client-node';
 import { EnvHttpProxyAgent, getGlobalDispatcher, setGlobalDispatcher } from 'undici';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ClusterProfileKubeConfig } from '../../src/library/build-config.js';
@@ -168,6 +168,40 @@ describe('ClusterProfileKubeConfig: client-node requests authenticated by our ex
     expect(runs(count)).toBe(1);
     await Promise.all([api.listNamespace(), api.listNamespace()]);
     expect(runs(count)).toBe(2);
+    expect(server.requests.at(-1)?.bearer).toBe('token-2');
+  });
+
+  it('401 on the WebSocket path (Exec/Attach/PortForward handshakes) refreshes too', async () => {
+    accepted.add('token-2');
+    const count = countFile();
+    const kc = new ClusterProfileKubeConfig(access(cluster(), ['token', '--count-file', count]), new ExecCredentialCache());
+    const get = async () => {
+      const opts: https.RequestOptions = { method: 'GET', path: '/api/v1/namespaces' };
+      await kc.applyToHTTPSOptions(opts);
+      return new Promise<number>((resolve, reject) => {
+        const req = https.request(new URL(server.url), opts, (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode ?? 0));
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    };
+    expect(await get()).toBe(401);
+    expect(await get()).toBe(200);
+    expect(runs(count)).toBe(2);
+    expect(server.requests.at(-1)?.bearer).toBe('token-2');
+
+    // The same through client-node's real Exec (a WebSocket handshake; our test server is no WebSocket server, so
+    // even an accepted handshake fails, but the request it made is what counts).
+    const execCount = countFile();
+    const wkc = new ClusterProfileKubeConfig(access(cluster(), ['token', '--count-file', execCount]), new ExecCredentialCache());
+    const attempt = () => failure(new Exec(wkc).exec('default', 'pod', 'c', ['true'], null, null, null, false));
+    await attempt();
+    expect(server.requests.at(-1)?.bearer).toBe('token-1');
+    expect(server.requests.at(-1)?.url).toMatch(/^\/api\/v1\/namespaces\/default\/pods\/pod\/exec\?/);
+    await attempt();
+    expect(runs(execCount)).toBe(2);
     expect(server.requests.at(-1)?.bearer).toBe('token-2');
   });
 
