@@ -4,15 +4,20 @@
  *
  * Layout: `<dir>/<key>.json` (entry), `<dir>/<key>.lock` (lock), `<dir>/<key>.json.<random>.tmp` (a write in progress).
  */
-import { createHash, randomBytes } from 'node:crypto';
-import { closeSync, constants, fstatSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
-import { homedir } from 'node:os';
-import { join } from 'node:path';
 import { CredentialsError } from '../library/errors.js';
 import type { ExecCredentialStatus } from '../library/types.js';
 import { parseTimestamp } from './exec-credential.js';
 import type { Env } from './io.js';
 import type { CachedCredential } from './provider.js';
+import { sha256Hex } from './sha256.js';
+
+// Built-ins come from process.getBuiltinModule, not `import`: an ESM import of a built-in builds its namespace,
+// which runs every lazy getter (fs.promises, streams, WebCrypto...) and loads ~30 more internal modules on each
+// plugin start (see docs/readme/plugin-runtime.md, "Start-up").
+const { closeSync, constants, fstatSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, writeSync } =
+  process.getBuiltinModule('node:fs');
+const { homedir } = process.getBuiltinModule('node:os');
+const { join } = process.getBuiltinModule('node:path');
 
 /** Codes of cache failures (exit 1). */
 export type CacheErrorCode = 'ERR_PLUGIN_CACHE_INSECURE' | 'ERR_PLUGIN_CACHE_IO';
@@ -35,9 +40,7 @@ export function cacheDirectory(providerName: string, flag: string | undefined, e
  * sorted, `undefined` dropped), so equal inputs always meet and any difference separates them.
  */
 export function cacheKey(providerName: string, identity: unknown): string {
-  return createHash('sha256')
-    .update(canonicalJson(['clusterprofile-credentials cache v1', providerName, identity ?? null]))
-    .digest('hex');
+  return sha256Hex(canonicalJson(['clusterprofile-credentials cache v1', providerName, identity ?? null]));
 }
 
 /** JSON with object keys sorted at every level. */
@@ -110,7 +113,7 @@ export function readEntry<State>(dir: string, key: string): EntryRead<State> {
  */
 export function writeEntry<State>(dir: string, key: string, entry: CachedCredential<State>): void {
   const file = entryPath(dir, key);
-  const temporary = `${file}.${randomBytes(6).toString('hex')}.tmp`;
+  const temporary = `${file}.${process.getBuiltinModule('node:crypto').randomBytes(6).toString('hex')}.tmp`;
   const body = `${JSON.stringify({ version: ENTRY_VERSION, key, issuedAt: entry.issuedAt, status: entry.status, ...(entry.state === undefined ? {} : { state: entry.state }) })}\n`;
   let fd: number | undefined;
   try {

@@ -15,17 +15,17 @@ const API_VERSIONS: readonly string[] = ['client.authentication.k8s.io/v1', 'cli
 
 /**
  * Reads and validates KUBERNETES_EXEC_INFO. Without the variable (very old clients) the answer is v1beta1 and the
- * plugin counts as interactive only when `stdinIsTTY` (a person ran it by hand).
+ * plugin counts as interactive only when `stdinIsTTY()` (a person ran it by hand).
  *
  * @example
  * ```ts
- * readExecInfo({ KUBERNETES_EXEC_INFO: '{"kind":"ExecCredential","apiVersion":"client.authentication.k8s.io/v1","spec":{"interactive":false}}' }, false);
+ * readExecInfo({ KUBERNETES_EXEC_INFO: '{"kind":"ExecCredential","apiVersion":"client.authentication.k8s.io/v1","spec":{"interactive":false}}' }, () => false);
  * ```
  */
-export function readExecInfo(env: Env, stdinIsTTY: boolean): ExecCredentialInput {
+export function readExecInfo(env: Env, stdinIsTTY: () => boolean): ExecCredentialInput {
   const raw = env['KUBERNETES_EXEC_INFO'];
   if (raw === undefined || raw.trim() === '') {
-    return { apiVersion: 'client.authentication.k8s.io/v1beta1', kind: 'ExecCredential', spec: { interactive: stdinIsTTY } };
+    return { apiVersion: 'client.authentication.k8s.io/v1beta1', kind: 'ExecCredential', spec: { interactive: stdinIsTTY() } };
   }
   let document: unknown;
   try {

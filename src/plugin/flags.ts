@@ -2,9 +2,14 @@
  * The command line of every plugin: the provider's flags plus the runtime's own, parsed with `node:util` `parseArgs`
  * (yargs costs tens of milliseconds to import; a plugin runs on every kubectl call).
  */
-import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
+import type { ParseArgsOptionsConfig } from 'node:util';
 import { CredentialsError } from '../library/errors.js';
 import type { CredentialProvider, FlagSpecs, FlagValues } from './provider.js';
+
+// Built-ins come from process.getBuiltinModule, not `import`: an ESM import of a built-in builds its namespace,
+// which runs every lazy getter (fs.promises, streams, WebCrypto...) and loads ~30 more internal modules on each
+// plugin start (see docs/readme/plugin-runtime.md, "Start-up").
+const { parseArgs } = process.getBuiltinModule('node:util');
 
 /** Codes of command-line mistakes (exit 2). */
 export type PluginUsageErrorCode = 'ERR_PLUGIN_USAGE';

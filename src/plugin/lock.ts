@@ -4,11 +4,14 @@
  * a lock whose owner is dead (same host) or that is older than `staleMs` is broken, under a second exclusive
  * `<key>.lock.break` file so two waiters never both break it and then both hold it.
  */
-import { randomBytes } from 'node:crypto';
-import { closeSync, constants, openSync, readFileSync, statSync, unlinkSync, writeSync } from 'node:fs';
-import { hostname } from 'node:os';
 import { CredentialsError } from '../library/errors.js';
 import { errno } from './cache.js';
+
+// Built-ins come from process.getBuiltinModule, not `import`: an ESM import of a built-in builds its namespace,
+// which runs every lazy getter (fs.promises, streams, WebCrypto...) and loads ~30 more internal modules on each
+// plugin start (see docs/readme/plugin-runtime.md, "Start-up").
+const { closeSync, constants, openSync, readFileSync, statSync, unlinkSync, writeSync } = process.getBuiltinModule('node:fs');
+const { hostname } = process.getBuiltinModule('node:os');
 
 /** Code of a lock that could not be taken in time (exit 1). */
 export type LockErrorCode = 'ERR_PLUGIN_CACHE_LOCKED' | 'ERR_PLUGIN_CACHE_IO';
@@ -85,7 +88,7 @@ export function isLockHeld(file: string, options: Pick<LockOptions, 'staleMs' | 
 }
 
 function tryCreate(file: string, now: Date): HeldLock | undefined {
-  const owner: LockOwner = { pid: process.pid, host: hostname(), createdAt: now.getTime(), token: randomBytes(8).toString('hex') };
+  const owner: LockOwner = { pid: process.pid, host: hostname(), createdAt: now.getTime(), token: process.getBuiltinModule('node:crypto').randomBytes(8).toString('hex') };
   let fd: number;
   try {
     fd = openSync(file, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0), 0o600);

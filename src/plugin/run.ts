@@ -2,7 +2,6 @@
  * The runtime every plugin binary shares: flags, KUBERNETES_EXEC_INFO, the cache with double-checked locking, the
  * single ExecCredential document on stdout, diagnostics on stderr, exit codes.
  */
-import { Readable } from 'node:stream';
 import { formatError, isCredentialsError } from '../library/errors.js';
 import type { ExecCredentialStatus } from '../library/types.js';
 import {
@@ -20,7 +19,7 @@ import {
 } from './cache.js';
 import { assertUsableStatus, readExecInfo, renderExecCredential } from './exec-credential.js';
 import { assertNoFlagClash, helpText, parseCommand } from './flags.js';
-import type { Env, ProcessIo, Run } from './io.js';
+import { writeStdout, type Env, type ProcessIo, type Run } from './io.js';
 import { acquireLock, isLockHeld, type HeldLock } from './lock.js';
 import type { CredentialProvider, FlagSpecs } from './provider.js';
 
@@ -97,7 +96,8 @@ export function runPlugin<F extends FlagSpecs, Settings, State>(
         if (skippedLocks > 0) say(io, `left ${skippedLocks} lock${skippedLocks === 1 ? '' : 's'} held by running plugins`);
         return EXIT.ok;
       }
-      const input = readExecInfo(env, io.stdin.isTTY === true);
+      // stdin is only looked at without KUBERNETES_EXEC_INFO: creating process.stdin costs start-up time.
+      const input = readExecInfo(env, () => io.stdin.isTTY === true);
       const settings = await provider.settings({ input, flags: parsed.flags, env });
       stage = 'credential';
       const key = cacheKey(provider.name, provider.cacheKey(settings));
@@ -108,7 +108,7 @@ export function runPlugin<F extends FlagSpecs, Settings, State>(
       if (!parsed.forceRefresh && checkPrivateDirectory(dir)) {
         const read = readEntry<State>(dir, key);
         if (fresh(read)) {
-          io.stdout.write(renderExecCredential(input.apiVersion, read.entry.status));
+          writeStdout(io, renderExecCredential(input.apiVersion, read.entry.status));
           return EXIT.ok;
         }
       }
@@ -138,7 +138,7 @@ export function runPlugin<F extends FlagSpecs, Settings, State>(
           const issued = await provider.issue(settings, {
             now,
             interactive,
-            stdin: interactive ? io.stdin : Readable.from([]),
+            stdin: interactive ? io.stdin : process.getBuiltinModule('node:stream').Readable.from([]),
             stderr: io.stderr,
             signal: controller.signal,
             env,
@@ -159,7 +159,7 @@ export function runPlugin<F extends FlagSpecs, Settings, State>(
         lock.release();
         unhook();
       }
-      io.stdout.write(renderExecCredential(input.apiVersion, status));
+      writeStdout(io, renderExecCredential(input.apiVersion, status));
       return EXIT.ok;
     } catch (error) {
       return report(io, env, error, stage);

@@ -8,18 +8,18 @@ describe('readExecInfo', () => {
   it('reads v1 and v1beta1 with the cluster', () => {
     for (const apiVersion of [V1, V1BETA1]) {
       const cluster = { server: 'https://a:6443', 'certificate-authority-data': 'Q0E=', config: { issuerURL: 'https://i' } };
-      const input = readExecInfo({ KUBERNETES_EXEC_INFO: JSON.stringify({ kind: 'ExecCredential', apiVersion, spec: { interactive: true, cluster } }) }, false);
+      const input = readExecInfo({ KUBERNETES_EXEC_INFO: JSON.stringify({ kind: 'ExecCredential', apiVersion, spec: { interactive: true, cluster } }) }, () => false);
       expect(input).toEqual({ apiVersion, kind: 'ExecCredential', spec: { interactive: true, cluster } });
     }
   });
 
   it('without the variable: v1beta1, interactive only from a terminal', () => {
-    expect(readExecInfo({}, false)).toEqual({ apiVersion: V1BETA1, kind: 'ExecCredential', spec: { interactive: false } });
-    expect(readExecInfo({ KUBERNETES_EXEC_INFO: '' }, true).spec.interactive).toBe(true);
+    expect(readExecInfo({}, () => false)).toEqual({ apiVersion: V1BETA1, kind: 'ExecCredential', spec: { interactive: false } });
+    expect(readExecInfo({ KUBERNETES_EXEC_INFO: '' }, () => true).spec.interactive).toBe(true);
   });
 
   it('an input without spec.interactive is not interactive (spec absent is allowed)', () => {
-    expect(readExecInfo({ KUBERNETES_EXEC_INFO: JSON.stringify({ kind: 'ExecCredential', apiVersion: V1 }) }, true).spec).toEqual({});
+    expect(readExecInfo({ KUBERNETES_EXEC_INFO: JSON.stringify({ kind: 'ExecCredential', apiVersion: V1 }) }, () => true).spec).toEqual({});
   });
 
   it.each([
@@ -32,7 +32,7 @@ describe('readExecInfo', () => {
     [JSON.stringify({ kind: 'ExecCredential', apiVersion: V1, spec: { cluster: { server: 's', 'insecure-skip-tls-verify': 'true' } } }), "KUBERNETES_EXEC_INFO $.spec.cluster['insecure-skip-tls-verify']"],
     ['nope', 'KUBERNETES_EXEC_INFO'],
   ])('%s → ERR_PLUGIN_EXEC_INFO at %s', (raw, path) => {
-    expect(() => readExecInfo({ KUBERNETES_EXEC_INFO: raw }, false)).toThrow(expect.objectContaining({ code: 'ERR_PLUGIN_EXEC_INFO', path }));
+    expect(() => readExecInfo({ KUBERNETES_EXEC_INFO: raw }, () => false)).toThrow(expect.objectContaining({ code: 'ERR_PLUGIN_EXEC_INFO', path }));
   });
 });
 
