@@ -18,8 +18,13 @@ export interface CompiledValidator {
   errors?: ValidatorError[] | null;
 }
 
+const surrogate = /[\ud800-\udfff]/;
+
 /** The length of a string in Unicode code points (what JSON Schema's minLength/maxLength count). */
 export function ucs2length(value: string): number {
+  if (!surrogate.test(value)) {
+    return value.length; // the common case, checked natively (a token can be kilobytes long)
+  }
   let length = 0;
   for (let index = 0; index < value.length; index++) {
     const code = value.charCodeAt(index);
