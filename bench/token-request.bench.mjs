@@ -1,0 +1,69 @@
+// clusterprofile-token-request: cache-hit wall time against `node -e 0`, side by side (target <= 1.3x), after one
+// real TokenRequest against the local HTTPS API server of the tests (bundled from test/helpers/kube-api.ts).
+//   npm run build && npm exec -- node bench/token-request.bench.mjs [runs]
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { build } from 'esbuild';
+import { compareStartup } from './lib/startup.mjs';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const runs = Number(process.argv[2] ?? 40);
+const work = mkdtempSync(join(tmpdir(), 'cpc-bench-tr-'));
+
+// The test API server and CA are TypeScript: bundle them next to the project's node_modules so packages resolve;
+// @peculiar/x509 is bundled so its Reflect shim runs first.
+const helpers = join(root, 'node_modules/.cache/clusterprofile-bench/token-request-helpers.mjs');
+await build({
+  stdin: {
+    contents: "export { startFakeKubeApi } from './test/helpers/kube-api.ts'; export { createTestCa } from './test/helpers/tls.ts';",
+    resolveDir: root,
+    loader: 'ts',
+  },
+  outfile: helpers,
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  external: ['undici', 'yaml'],
+  banner: { js: "import { createRequire as __cpcCreateRequire } from 'node:module'; const require = __cpcCreateRequire(import.meta.url);" },
+  absWorkingDir: root,
+  logLevel: 'warning',
+});
+const { startFakeKubeApi, createTestCa } = await import(pathToFileURL(helpers).href);
+
+const ca = await createTestCa();
+const api = await startFakeKubeApi({ ca, minters: { 'fleet/bench': ['bootstrap'] }, serviceAccounts: ['fleet/bench'] });
+const kubeconfig = join(work, 'bootstrap.kubeconfig');
+writeFileSync(kubeconfig, JSON.stringify({
+  'current-context': 'c',
+  clusters: [{ name: 'c', cluster: { server: api.url } }],
+  users: [{ name: 'u', user: { token: 'bootstrap' } }],
+  contexts: [{ name: 'c', context: { cluster: 'c', user: 'u' } }],
+}));
+const execInfo = JSON.stringify({
+  kind: 'ExecCredential', apiVersion: 'client.authentication.k8s.io/v1',
+  spec: { interactive: false, cluster: { server: api.url, 'certificate-authority-data': ca.certBase64, config: { namespace: 'fleet', serviceAccount: 'bench' } } },
+});
+const env = { PATH: process.env.PATH, HOME: work, KUBERNETES_EXEC_INFO: execInfo, NODE_COMPILE_CACHE: join(work, 'compile-cache') };
+const plugin = [process.execPath, [join(root, 'bin/clusterprofile-token-request.mjs'), '--bootstrap-kubeconfig', kubeconfig, '--cache-dir', join(work, 'cache')]];
+
+// The API server lives in this process's event loop and compareStartup blocks it: mint the one token first, async.
+const { spawn } = await import('node:child_process');
+await new Promise((resolve, reject) => {
+  const child = spawn(plugin[0], plugin[1], { env, stdio: ['ignore', 'ignore', 'inherit'] });
+  child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`first run exited with ${code}`))));
+});
+if (api.minted.length !== 1) throw new Error(`expected one TokenRequest, saw ${api.minted.length}`);
+
+compareStartup({
+  title: 'clusterprofile-token-request cache hit vs node -e 0',
+  commands: { 'node -e 0': [process.execPath, ['-e', '0']], 'token-request (cache hit)': plugin },
+  env,
+  runs,
+  subject: 'token-request (cache hit)',
+  target: 1.3,
+});
+console.log(`TokenRequests during the measurement: ${api.minted.length - 1} (every run was a cache hit)`);
+await api.close();
+rmSync(work, { recursive: true, force: true });
