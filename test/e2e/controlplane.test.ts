@@ -6,10 +6,11 @@
 import { X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { stringify } from 'yaml';
+import { Agent, fetch } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { createCsr } from '../helpers/controlplane-pki.js';
 import { clientCertKubeconfig as kubeconfigDocument } from '../helpers/controlplane.js';
-import { applyAsAdmin, clientCertKubeconfig, e2eContext, kubectl, tempFile, whoami } from '../helpers/controlplane-e2e.js';
+import { applyAsAdmin, clientCertKubeconfig, e2eContext, kubectl, tempFile, tokenKubeconfig, whoami } from '../helpers/controlplane-e2e.js';
 
 describe('e2e control plane', () => {
   it('admin kubeconfig authenticates as e2e-admin in system:masters', async () => {
@@ -101,5 +102,31 @@ describe('e2e control plane', () => {
     const me = await whoami(kubeconfig);
     expect(me.username).toBe('bob');
     expect(me.groups).toContain('e2e-team');
+  });
+
+  it('structured authentication trusts the test OpenID Provider: its JWT access token authenticates with the oidc: prefix', async () => {
+    const { oidc } = e2eContext();
+    const dispatcher = new Agent({ connect: { ca: oidc.caPem } });
+    const discovery = (await (await fetch(`${oidc.issuer}/.well-known/openid-configuration`, { dispatcher })).json()) as { token_endpoint: string };
+    const client = oidc.clients.basic ?? {};
+    const response = await fetch(discovery.token_endpoint, {
+      dispatcher,
+      method: 'POST',
+      headers: {
+        authorization: `Basic ${Buffer.from(`${client.clientId}:${client.clientSecret}`).toString('base64')}`,
+        'content-type': 'application/x-www-form-urlencoded',
+      },
+      body: new URLSearchParams({ grant_type: 'client_credentials', resource: oidc.audience }).toString(),
+    });
+    const body = (await response.json()) as { access_token?: string };
+    expect(response.status).toBe(200);
+    await dispatcher.close();
+
+    const kubeconfig = await tokenKubeconfig('oidc-machine', body.access_token ?? '');
+    const me = await whoami(kubeconfig);
+    expect(me.username).toBe(`${oidc.usernamePrefix}${client.clientId}`);
+    expect(me.groups).toContain(`${oidc.groupsPrefix}machines`);
+    const secrets = await kubectl(kubeconfig, ['get', 'secrets', '-n', 'default']);
+    expect(secrets.stderr).toContain('cannot list resource "secrets"');
   });
 });

@@ -157,3 +157,20 @@ export function clusterProfileDocument(o: {
     },
   };
 }
+
+/** A kubeconfig file for a bearer token (OIDC, service-account) against the control plane. */
+export async function tokenKubeconfig(name: string, token: string): Promise<string> {
+  const { controlPlane } = e2eContext();
+  const caPem = await readFile(controlPlane.caFile, 'utf8');
+  return tempFile(
+    `${name}.kubeconfig`,
+    stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [{ name: 'e2e', cluster: { server: controlPlane.server, 'certificate-authority-data': Buffer.from(caPem).toString('base64') } }],
+      users: [{ name, user: { token } }],
+      contexts: [{ name: 'e2e', context: { cluster: 'e2e', user: name } }],
+      'current-context': 'e2e',
+    }),
+  );
+}
