@@ -65,7 +65,8 @@ function required(args: CommandArgs, flag: string, action: string): string {
 async function readDocument(file: string | undefined, ctx: CommandContext): Promise<unknown> {
   let text: string;
   let source: string;
-  if (file === undefined || file === '-') {
+  // yargs hands a lone "-" over as an empty string.
+  if (file === undefined || file === '-' || file === '') {
     const chunks: Buffer[] = [];
     for await (const chunk of ctx.io.stdin) {
       chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk)));
