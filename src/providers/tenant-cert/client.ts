@@ -171,7 +171,7 @@ export async function issuerHandshake(
         ...(options.maxAttempts === undefined ? {} : { maxAttempts: options.maxAttempts }),
         ...(options.signal === undefined ? {} : { signal: options.signal }),
         onRetry(error, number, waitMs) {
-          options.log?.(`tenant-cert: attempt ${number} failed (${error.code}: ${error.message}); retrying in ${waitMs} ms`);
+          options.log?.(`clusterprofile-tenant-cert: attempt ${number} failed (${error.code}: ${error.message}); retrying in ${waitMs} ms`);
         },
       },
     );

@@ -75,7 +75,7 @@ export async function issueTenantCertificate(
         allowPastRenewal: settings.issuerURL === undefined,
       });
       if (checked.renewAt.getTime() > checked.notBefore.getTime() + ((checked.notAfter.getTime() - checked.notBefore.getTime()) * 2) / 3 + 1000) {
-        log(`tenant-cert: the imported Identity ${imported.file} is past 2/3 of its lifetime and expires at ${checked.notAfter.toISOString()}: import a renewed one`);
+        log(`clusterprofile-tenant-cert: the imported Identity ${imported.file} is past 2/3 of its lifetime and expires at ${checked.notAfter.toISOString()}: import a renewed one`);
       }
       return output(checked, settings.keyPem, 'imported');
     } catch (error) {
@@ -83,7 +83,7 @@ export async function issueTenantCertificate(
         throw error;
       }
       const reason = error instanceof CredentialsError ? `${error.code}: ${error.message}` : String(error);
-      log(`tenant-cert: not using the imported Identity (${reason}); asking the issuer`);
+      log(`clusterprofile-tenant-cert: not using the imported Identity (${reason}); asking the issuer`);
     }
   }
 
