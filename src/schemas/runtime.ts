@@ -73,7 +73,10 @@ export function findDuplicateListMapKey(list: readonly unknown[], keys: readonly
     if (item === null || typeof item !== 'object' || Array.isArray(item)) {
       continue;
     }
-    const key = JSON.stringify(keys.map((name) => (item as Record<string, unknown>)[name] ?? null));
+    const record = item as Record<string, unknown>;
+    const single = keys.length === 1 ? record[keys[0]!] : undefined;
+    // One string key (the usual case: name, type) needs no serialisation.
+    const key = typeof single === 'string' ? `s:${single}` : JSON.stringify(keys.map((name) => record[name] ?? null));
     const first = seen.get(key);
     if (first !== undefined) {
       return [first, index];
