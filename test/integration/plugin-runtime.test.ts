@@ -133,7 +133,7 @@ describe('cache', () => {
     expect(tokenClaims([...tokens][0]).generation).toBe(1);
     expect(issuances(w.count)).toBe(1);
     expect(readdirSync(w.cache).filter((name) => !name.endsWith('.json'))).toEqual([]); // lock released, no temp files
-  }, 120_000);
+  }, 300_000);
 
   it('refuses a cache directory or entry that group or others can read, with the path and a fix', async () => {
     const w = workspace();
@@ -250,5 +250,10 @@ describe('cache-hit path', () => {
     for (const heavy of ['http', 'https', 'tls', 'http2', 'zlib']) {
       expect(onHit.builtins).not.toContain(heavy);
     }
+    // The start-up levers hold: no node:crypto, no stdio streams, no fs.promises (see docs/readme/plugin-runtime.md).
+    for (const avoidable of ['crypto', 'stream', 'internal/fs/promises', 'internal/readline/interface']) {
+      expect(onHit.builtins).not.toContain(avoidable);
+    }
+    expect(onMiss.builtins).toContain('crypto'); // a miss may use it (random file names, lock tokens)
   });
 });
