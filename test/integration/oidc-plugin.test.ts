@@ -1,7 +1,8 @@
 // clusterprofile-oidc, built, as a child process against a REAL OpenID Provider (oidc-provider on loopback HTTPS).
 // Needs `npm run build` first.
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { createServer as createHttpServer } from 'node:http';
+import { connect, createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { decodeJwt } from 'jose';
@@ -152,6 +153,46 @@ describe('clusterprofile-oidc: issuer problems', () => {
       oidcExecInfo(config({ clientID: op.clients.basic.clientId, issuerURL: `${op.issuer}/` })),
     );
     expectFailure(run, 'ERR_OIDC_ISSUER_MISMATCH');
+  });
+
+  it('reaches the issuer through HTTPS_PROXY (a CONNECT tunnel; TLS still checked against issuerCA), unless NO_PROXY exempts it', async () => {
+    const tunnels: string[] = [];
+    const proxy = createHttpServer();
+    proxy.on('connect', (req, client, head) => {
+      tunnels.push(req.url ?? '');
+      const [host, port] = (req.url ?? '').split(':');
+      const upstream = connect(Number(port), host, () => {
+        client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+        upstream.write(head);
+        upstream.pipe(client);
+        client.pipe(upstream);
+      });
+      upstream.on('error', () => client.destroy());
+      client.on('error', () => upstream.destroy());
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', () => resolve()));
+    const proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+    try {
+      const args = ['--client-secret-file', join(files, 'basic.secret'), '--cache-dir', cacheDir()];
+      const info = oidcExecInfo(config({ clientID: op.clients.basic.clientId }));
+      const run = await runOidcPlugin(args, info, undefined, { HTTPS_PROXY: proxyUrl });
+      expect(run.stderr).toBe('');
+      expect(run.code).toBe(0);
+      expect(tunnels.length).toBeGreaterThan(0);
+      expect(new Set(tunnels)).toEqual(new Set([new URL(op.issuer).host]));
+
+      tunnels.length = 0;
+      const bypass = await runOidcPlugin(['--client-secret-file', join(files, 'basic.secret'), '--cache-dir', cacheDir()], info, undefined, { HTTPS_PROXY: proxyUrl, NO_PROXY: '127.0.0.1' });
+      expect(bypass.code).toBe(0);
+      expect(tunnels).toEqual([]);
+
+      const bad = await runOidcPlugin(args, info, undefined, { HTTPS_PROXY: 'socks9://nowhere' });
+      expectFailure(bad, 'ERR_OIDC_CONFIG', 2);
+      expect(bad.stderr).toContain('HTTPS_PROXY');
+    } finally {
+      proxy.closeAllConnections();
+      await new Promise<void>((resolve) => proxy.close(() => resolve()));
+    }
   });
 
   it('bad configuration is a usage error (exit 2) naming the field', async () => {

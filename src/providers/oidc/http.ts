@@ -3,20 +3,23 @@
  * exactly the configured issuer CA (or the system roots when none is configured), and translates undici's and
  * node's errors (`UND_ERR_*`, `ECONNREFUSED`, TLS codes) into `ERR_OIDC_ISSUER_UNREACHABLE` in one place.
  */
-import { Agent, request, type Dispatcher } from 'undici';
+import { Agent, EnvHttpProxyAgent, request, type Dispatcher } from 'undici';
 import { CredentialsError } from '../../library/errors.js';
 import type { OidcErrorCode } from './errors.js';
 import type { HttpRequest, HttpResponse } from './protocol.js';
 
 export type Send = (request: HttpRequest) => Promise<HttpResponse>;
 
-/** A dispatcher trusting `caPem` only (or the default roots), with bounded connect and response times. */
-export function issuerDispatcher(caPem: string | undefined): Dispatcher {
-  return new Agent({
-    connect: { ...(caPem === undefined ? {} : { ca: caPem }), timeout: 10_000 },
-    headersTimeout: 30_000,
-    bodyTimeout: 30_000,
-  });
+/**
+ * A dispatcher trusting `caPem` only (or the default roots), with bounded connect and response times; through
+ * `proxy.httpsProxy` (an HTTP CONNECT tunnel) unless `proxy.noProxy` exempts the issuer's host.
+ */
+export function issuerDispatcher(caPem: string | undefined, proxy: { httpsProxy: string | undefined; noProxy: string | undefined } = { httpsProxy: undefined, noProxy: undefined }): Dispatcher {
+  const tls = caPem === undefined ? {} : { ca: caPem };
+  const options = { connect: { ...tls, timeout: 10_000 }, headersTimeout: 30_000, bodyTimeout: 30_000 };
+  if (proxy.httpsProxy === undefined) return new Agent(options);
+  // Every value given explicitly: undici would otherwise fall back to process.env (STYLE 3).
+  return new EnvHttpProxyAgent({ ...options, requestTls: tls, httpProxy: proxy.httpsProxy, httpsProxy: proxy.httpsProxy, noProxy: proxy.noProxy ?? '' });
 }
 
 /** Largest response body we read (discovery, JWKS and token responses are small). */

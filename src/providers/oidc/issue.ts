@@ -81,7 +81,7 @@ export async function issueOidcToken(
   context: IssueContext<OidcState>,
   deps: IssueDeps = {},
 ): Promise<IssuedCredential<OidcState>> {
-  const dispatcher = deps.send === undefined ? issuerDispatcher(settings.issuerCA) : undefined;
+  const dispatcher = deps.send === undefined ? issuerDispatcher(settings.issuerCA, settings.proxy) : undefined;
   const send = deps.send ?? createSend(dispatcher!, context.signal);
   try {
     return await new Flow(settings, context, send, deps).run();

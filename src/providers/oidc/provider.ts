@@ -15,7 +15,7 @@ export const oidcProvider: CredentialProvider<OidcFlags, OidcSettings, OidcState
   description: 'OpenID Connect tokens: client credentials, token exchange, device code, authorization code + PKCE, refresh',
   flags: oidcFlags,
   minRemainingSeconds: 60,
-  settings: ({ input, flags }) => parseOidcSettings(input, flags),
+  settings: ({ input, flags, env }) => parseOidcSettings(input, flags, env),
   cacheKey: oidcCacheKey,
   async issue(settings, context) {
     const { issueOidcToken } = await import('./issue.js');

@@ -8,6 +8,7 @@
  *   `--subject-token-file`, … (see {@link oidcFlags}).
  */
 import { CredentialsError } from '../../library/errors.js';
+import type { Env } from '../../plugin/io.js';
 import type { ExecCredentialInput, FlagValues } from '../../plugin/provider.js';
 import type { OidcErrorCode } from './errors.js';
 
@@ -72,6 +73,8 @@ export interface OidcSettings {
   redirectPort: number;
   loginTimeoutMs: number;
   interactive: boolean;
+  /** HTTPS_PROXY / NO_PROXY from the plugin's environment (Go plugins honour them too); not part of the identity. */
+  proxy: { httpsProxy: string | undefined; noProxy: string | undefined };
 }
 
 const CONFIG = '$.spec.cluster.config';
@@ -151,7 +154,7 @@ function positiveInt(value: string | undefined, flag: string, fallback: number, 
  * parseOidcSettings(input, flags); // { issuerURL: 'https://op.example', grant: 'client_credentials', … }
  * ```
  */
-export function parseOidcSettings(input: ExecCredentialInput, flags: FlagValues<OidcFlags>): OidcSettings {
+export function parseOidcSettings(input: ExecCredentialInput, flags: FlagValues<OidcFlags>, env: Env = {}): OidcSettings {
   const raw = input.spec.cluster?.config;
   if (raw === undefined || raw === null) {
     throw configError('no OIDC settings: spec.cluster.config is missing', CONFIG, 'set provideClusterInfo: true and the cluster extension client.authentication.k8s.io/exec with issuerURL and clientID');
@@ -236,7 +239,29 @@ export function parseOidcSettings(input: ExecCredentialInput, flags: FlagValues<
     redirectPort: positiveInt(flags['redirect-port'], 'redirect-port', 0, 65535),
     loginTimeoutMs: positiveInt(flags['login-timeout'], 'login-timeout', 300, 86_400) * 1000,
     interactive: input.spec.interactive === true,
+    proxy: parseProxy(env),
   };
+}
+
+/** The proxy for the issuer's https URL, from the environment as Go's ProxyFromEnvironment reads it. */
+function parseProxy(env: Env): OidcSettings['proxy'] {
+  const pick = (upper: string): string | undefined => {
+    const value = env[upper] ?? env[upper.toLowerCase()];
+    return value === undefined || value === '' ? undefined : value;
+  };
+  const httpsProxy = pick('HTTPS_PROXY');
+  if (httpsProxy !== undefined) {
+    let url: URL | undefined;
+    try {
+      url = new URL(httpsProxy);
+    } catch {
+      url = undefined;
+    }
+    if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+      throw configError(`HTTPS_PROXY ${JSON.stringify(httpsProxy)} is not an http(s) URL`, 'HTTPS_PROXY', 'e.g. HTTPS_PROXY=http://proxy.example:3128');
+    }
+  }
+  return { httpsProxy, noProxy: pick('NO_PROXY') };
 }
 
 /** Every input that decides whose token this is (never a secret itself: files by path). */
