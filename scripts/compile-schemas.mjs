@@ -37,7 +37,8 @@ export function walkSchema(schema, visit, pointer = '#') {
     return;
   }
   visit(schema, pointer);
-  const escape = (key) => key.replaceAll('~', '~0').replaceAll('/', '~1');
+  // As ajv writes schemaPath segments (its escapeFragment): JSON-pointer escaped, then URI-encoded.
+  const escape = (key) => encodeURIComponent(key.replaceAll('~', '~0').replaceAll('/', '~1'));
   for (const key of schemaMaps) {
     for (const [name, child] of Object.entries(schema[key] ?? {})) {
       walkSchema(child, visit, `${pointer}/${key}/${escape(name)}`);

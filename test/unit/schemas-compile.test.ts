@@ -56,6 +56,24 @@ describe('scripts/compile-schemas.mjs', () => {
     expect(source).toContain('"tenant-thing.v1": validate0,');
   });
 
+  test('x-messages pointers match the schemaPath of the errors, whatever the property names', async () => {
+    const dir = schemaDir({
+      'odd.schema.json': {
+        type: 'object',
+        properties: { 'a b/c~d': { type: 'string', pattern: '^x$', 'x-messages': { pattern: 'must be x' } } },
+      },
+    });
+    // Generated next to the real module so that its runtime import resolves; git-ignored like it.
+    const file = `${root}src/generated/odd-${process.pid}.ts`;
+    temporary.push(file);
+    writeFileSync(file, generate(listSchemas(dir)));
+    const module = await import(file);
+    const validate = module.validators.odd;
+    expect(validate({ 'a b/c~d': 'y' })).toBe(false);
+    const pointer = validate.errors[0].schemaPath.replace(/\/pattern$/, '');
+    expect(module.messages.odd[pointer]).toEqual({ pattern: 'must be x' });
+  });
+
   test('the generated module loads nothing of ajv at run time', () => {
     const generated = readFileSync(`${root}src/generated/validators.ts`, 'utf8');
     expect(generated).not.toMatch(/require\(/);
