@@ -230,6 +230,21 @@ describe('clusterprofile-oidc: people (interactive grants)', () => {
     expect(entry?.entry.state?.refreshToken).toBeTruthy();
   });
 
+  it('device flow returning the JWT access token for the cluster audience (token: access_token)', async () => {
+    let approval: Promise<void> | undefined;
+    const run = await runOidcPlugin(
+      ['--grant', 'device_code', '--cache-dir', cacheDir()],
+      oidcExecInfo({ ...cli(), token: 'access_token', audience: op.audience }, true),
+      (stderr) => {
+        const code = /enter the code (\S+)/.exec(stderr)?.[1];
+        if (code !== undefined && approval === undefined) approval = op.approveDeviceCode(code, { login: 'alice' });
+      },
+    );
+    await approval;
+    expect(run.code, run.stderr).toBe(0);
+    expect(decodeJwt(credential(run.stdout).status.token)).toMatchObject({ iss: op.issuer, sub: 'alice', aud: op.audience, groups: ['fleet-admins'] });
+  });
+
   it('authorization code + PKCE: the login URL on stderr, followed through the interaction pages to the loopback redirect', async () => {
     const dir = cacheDir();
     let login: Promise<{ body: string }> | undefined;
