@@ -255,6 +255,23 @@ export class ClusterProfileKubeConfig extends KubeConfig {
     return agent;
   }
 
+  /**
+   * Closes this KubeConfig's connections (in-flight requests finish) and, with `forgetCredential`, drops the cached
+   * credential of its plugin input from the cache (other KubeConfigs for the same input will exec again).
+   */
+  async close(options: { forgetCredential?: boolean } = {}): Promise<void> {
+    const pool = this.#pool;
+    const agent = this.#agent;
+    this.#pool = undefined;
+    this.#agent = undefined;
+    agent?.agent.destroy();
+    if (options.forgetCredential === true) {
+      this.#cache.forget(this.access.exec, this.access.cluster);
+      this.#authenticator = undefined;
+    }
+    await pool?.dispatcher.close();
+  }
+
   #onUnauthorized(credential: ExecCredential): () => void {
     return () => this.authenticator.onUnauthorized(credential);
   }

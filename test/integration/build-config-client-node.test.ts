@@ -114,10 +114,16 @@ describe('ClusterProfileKubeConfig: client-node requests authenticated by our ex
     expect(server.requests.filter((r) => r.bearer === 'token-1')).toHaveLength(1000);
   });
 
-  it('uses the plugin’s client certificate for TLS', async () => {
-    const kc = new ClusterProfileKubeConfig(access(cluster(), ['cert', '--certs', dir, '--count-file', countFile()]), new ExecCredentialCache());
+  it('uses the plugin’s client certificate for TLS; close() ends its connections and can forget the credential', async () => {
+    const count = countFile();
+    const cache = new ExecCredentialCache();
+    const kc = new ClusterProfileKubeConfig(access(cluster(), ['cert', '--certs', dir, '--count-file', count]), cache);
     await kc.makeApiClient(CoreV1Api).listNamespace();
     expect(server.requests.at(-1)?.clientCert?.subjectCN).toBe('cert-one');
+    await kc.close({ forgetCredential: true });
+    expect(cache.size).toBe(0);
+    await kc.makeApiClient(CoreV1Api).listNamespace(); // usable again: a new pool, a new exec
+    expect(runs(count)).toBe(2);
   });
 
   it('a rotated client certificate takes effect on new connections (fetch and WebSocket paths)', async () => {

@@ -110,6 +110,9 @@ describe('ExecCredentialCache keys', () => {
     expect(cache.authenticatorFor(withInfo, cluster)).toBe(cache.authenticatorFor({ ...withInfo }, { ...cluster }));
     expect(cache.authenticatorFor(withInfo, cluster)).not.toBe(cache.authenticatorFor(withInfo, { server: 'https://b:6443' }));
     expect(cache.size).toBe(2);
+    expect(cache.forget({ ...withInfo }, { ...cluster })).toBe(true);
+    expect(cache.forget(withInfo, cluster)).toBe(false);
+    expect(cache.size).toBe(1);
     cache.clear();
     expect(cache.size).toBe(0);
   });

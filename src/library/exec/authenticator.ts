@@ -162,6 +162,13 @@ export class ExecCredentialCache {
     return authenticator;
   }
 
+  /** Drops the authenticator (and its credential) of one plugin input, e.g. when its ClusterProfile is deleted. */
+  forget(exec: ExecConfig, cluster: ExecCluster | undefined): boolean {
+    const key = execCacheKey(exec, cluster);
+    this.#authenticators.get(key)?.clear();
+    return this.#authenticators.delete(key);
+  }
+
   get size(): number {
     return this.#authenticators.size;
   }
