@@ -6,7 +6,8 @@
 //
 // The conversion yields a structural schema (what apiextensions.k8s.io/v1 requires): $refs inlined, a type on every
 // node, nullable instead of a "null" type, const as a one-value enum, base64 strings as format: byte, the object's
-// apiVersion/kind/metadata as plain string/string/object; x-kubernetes-* keys pass through. Anything a structural
+// apiVersion/kind/metadata as plain string/string/object; x-kubernetes-* keys pass through; a pattern standing in for a
+// CEL rule (x-kubernetes-validations on the same node) is left to the rule. Anything a structural
 // schema cannot express (anyOf, not, if, ...) is an error here rather than a surprise on the API server.
 import { readdirSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -116,6 +117,11 @@ export function toStructural(schema, rootSchema, where = '#', depth = 0) {
   }
   if (schema.contentEncoding !== undefined) {
     delete out.pattern; // format: byte already checks base64
+  }
+  if (out['x-kubernetes-validations'] !== undefined) {
+    // The CEL rule is what the API server enforces (as upstream's CRD does); the pattern next to it is its stand-in for
+    // the JSON Schema validators, which cannot run CEL.
+    delete out.pattern;
   }
   if (Array.isArray(out.type)) {
     const types = out.type.filter((type) => type !== 'null');

@@ -106,6 +106,9 @@ describe('the ClusterProfile CRD', () => {
       'x-kubernetes-validations': [{ rule: "isURL(self) && url(self).getHost() != ''" }],
     });
     expect(cluster.properties['proxy-url']['x-kubernetes-validations'][0].rule).toContain("['http', 'https', 'socks5']");
+    // The API server enforces the CEL rules; the JSON Schema patterns standing in for them are not copied.
+    expect(cluster.properties.server.pattern).toBeUndefined();
+    expect(cluster.properties['proxy-url'].pattern).toBeUndefined();
     expect(cluster.properties['certificate-authority']).toBeUndefined();
     expect(version('v1alpha2').additionalPrinterColumns.map((column: Node) => column.name)).toEqual([
       'Display Name',
