@@ -12,6 +12,7 @@
  *   harness controls ({@link TestOpenIdProvider.signSubjectToken}) or accepted by `verifySubjectToken`;
  * - helpers that act as the human: {@link TestOpenIdProvider.approveDeviceCode}, {@link TestOpenIdProvider.login}
  *   (follows the provider's own interaction pages with a cookie jar, then the redirect to the client's loopback);
+ *   {@link approveDeviceCodeAt} / {@link loginAt} do the same from another process, given issuer and CA;
  * - observation: every token-endpoint outcome in `grants`, and `revokeRefreshTokens()`.
  *
  * @example
@@ -465,8 +466,6 @@ export async function startTestOpenIdProvider(options: TestOpOptions = {}): Prom
       .sign(subjectKeys.privateKey);
   }
 
-  const browser = () => new Browser(dispatcher, issuer);
-
   return {
     issuer,
     caPem: material.ca,
@@ -477,22 +476,8 @@ export async function startTestOpenIdProvider(options: TestOpOptions = {}): Prom
     dispatcher,
     provider,
     signSubjectToken,
-    async approveDeviceCode(userCode, opts = {}) {
-      const b = browser();
-      const page = await b.get(`${issuer}/device`);
-      const xsrf = /name="xsrf" value="([^"]+)"/.exec(page.body)?.[1];
-      if (!xsrf) throw new Error(`no device input form at ${issuer}/device: ${page.status}`);
-      const confirm = await b.post(`${issuer}/device`, { xsrf, user_code: userCode });
-      const xsrf2 = /name="xsrf" value="([^"]+)"/.exec(confirm.body)?.[1];
-      if (!xsrf2 || !confirm.body.includes('name="confirm"')) throw new Error(`device code ${userCode} not accepted: ${confirm.status} ${stripTags(confirm.body)}`);
-      const done = await b.follow(await b.post(`${issuer}/device`, { xsrf: xsrf2, user_code: userCode, confirm: 'yes' }), opts.login ?? 'alice');
-      if (!/Sign-in Success/.test(done.body)) throw new Error(`device approval did not succeed: ${done.status} ${stripTags(done.body)}`);
-    },
-    async login(authorizationUrl, opts = {}) {
-      const b = browser();
-      const result = await b.follow(await b.get(authorizationUrl), opts.login ?? 'alice', opts.abort ?? false);
-      return { status: result.status, body: result.body, redirectedTo: result.url };
-    },
+    approveDeviceCode: (userCode, opts = {}) => approveDeviceCodeAt({ issuer, dispatcher }, userCode, opts),
+    login: (authorizationUrl, opts = {}) => loginAt({ issuer, dispatcher }, authorizationUrl, opts),
     async revokeRefreshTokens() {
       let count = 0;
       for (const key of [...store.keys()]) {
@@ -509,6 +494,60 @@ export async function startTestOpenIdProvider(options: TestOpOptions = {}): Prom
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** Where a test OP is, from any process (e.g. a vitest worker when the OP runs in globalSetup). */
+export interface TestOpEndpoint {
+  issuer: string;
+  /** A dispatcher trusting the OP's CA; or give `caPem`. */
+  dispatcher?: Dispatcher;
+  caPem?: string;
+}
+
+function endpointDispatcher(op: TestOpEndpoint): { dispatcher: Dispatcher; owned: boolean } {
+  if (op.dispatcher) return { dispatcher: op.dispatcher, owned: false };
+  if (!op.caPem) throw new TypeError('TestOpEndpoint needs a dispatcher or caPem');
+  return { dispatcher: new Agent({ connect: { ca: op.caPem } }), owned: true };
+}
+
+/**
+ * The person at the device-verification page of a test OP: enter `userCode`, confirm, sign in as `login`
+ * (default 'alice'), consent. Works from any process that knows the issuer and its CA.
+ */
+export async function approveDeviceCodeAt(op: TestOpEndpoint, userCode: string, opts: { login?: string } = {}): Promise<void> {
+  const { dispatcher, owned } = endpointDispatcher(op);
+  try {
+    const b = new Browser(dispatcher, op.issuer);
+    const page = await b.get(`${op.issuer}/device`);
+    const xsrf = /name="xsrf" value="([^"]+)"/.exec(page.body)?.[1];
+    if (!xsrf) throw new Error(`no device input form at ${op.issuer}/device: ${page.status}`);
+    const confirm = await b.post(`${op.issuer}/device`, { xsrf, user_code: userCode });
+    const xsrf2 = /name="xsrf" value="([^"]+)"/.exec(confirm.body)?.[1];
+    if (!xsrf2 || !confirm.body.includes('name="confirm"')) throw new Error(`device code ${userCode} not accepted: ${confirm.status} ${stripTags(confirm.body)}`);
+    const done = await b.follow(await b.post(`${op.issuer}/device`, { xsrf: xsrf2, user_code: userCode, confirm: 'yes' }), opts.login ?? 'alice');
+    if (!/Sign-in Success/.test(done.body)) throw new Error(`device approval did not succeed: ${done.status} ${stripTags(done.body)}`);
+  } finally {
+    if (owned) await dispatcher.close();
+  }
+}
+
+/**
+ * The person in the browser: open `authorizationUrl`, sign in as `login`, consent (or abort), follow the redirect to
+ * the client's redirect URI (e.g. the plugin's loopback listener). Works from any process.
+ */
+export async function loginAt(
+  op: TestOpEndpoint,
+  authorizationUrl: string,
+  opts: { login?: string; abort?: boolean } = {},
+): Promise<{ status: number; body: string; redirectedTo: string }> {
+  const { dispatcher, owned } = endpointDispatcher(op);
+  try {
+    const b = new Browser(dispatcher, op.issuer);
+    const result = await b.follow(await b.get(authorizationUrl), opts.login ?? 'alice', opts.abort ?? false);
+    return { status: result.status, body: result.body, redirectedTo: result.url };
+  } finally {
+    if (owned) await dispatcher.close();
+  }
 }
 
 function stripTags(html: string): string {

@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { createLocalJWKSet, decodeJwt, importPKCS8, jwtVerify, SignJWT } from 'jose';
 import { fetch } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestOpenIdProvider, TOKEN_EXCHANGE_GRANT, type TestOpenIdProvider } from '../helpers/oidc-op.js';
+import { approveDeviceCodeAt, startTestOpenIdProvider, TOKEN_EXCHANGE_GRANT, type TestOpenIdProvider } from '../helpers/oidc-op.js';
 
 let op: TestOpenIdProvider;
 beforeAll(async () => {
@@ -156,5 +156,21 @@ describe('test OpenID Provider', () => {
     expect(await op.revokeRefreshTokens()).toBeGreaterThan(0);
     const revoked = await token({ grant_type: 'refresh_token', client_id: op.clients.cli.clientId, refresh_token: done.body.refresh_token! });
     expect(revoked.body.error).toBe('invalid_grant');
+  });
+});
+
+describe('test OpenID Provider from another process', () => {
+  it('approveDeviceCodeAt works with only the issuer URL and its CA (what a vitest worker gets from globalSetup)', async () => {
+    const res = await fetch(`${op.issuer}/device/auth`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ client_id: op.clients.cli.clientId, scope: 'openid' }).toString(),
+      dispatcher: op.dispatcher,
+    });
+    const device = (await res.json()) as Record<string, string>;
+    await approveDeviceCodeAt({ issuer: op.issuer, caPem: op.caPem }, device.user_code!, { login: 'dave' });
+    const done = await token({ grant_type: 'urn:ietf:params:oauth:grant-type:device_code', client_id: op.clients.cli.clientId, device_code: device.device_code! });
+    expect(done.status).toBe(200);
+    expect((await verify(done.body.id_token!)).payload.sub).toBe('dave');
   });
 });
