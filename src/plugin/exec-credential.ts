@@ -11,6 +11,8 @@ import type { ExecCredentialInput } from './provider.js';
 /** Codes of a bad KUBERNETES_EXEC_INFO (exit 2) and of a provider returning an unusable credential (exit 1). */
 export type ExecCredentialErrorCode = 'ERR_PLUGIN_EXEC_INFO' | 'ERR_PLUGIN_BAD_CREDENTIAL';
 
+// As in the schema: base64 with the line breaks Go and the API server accept.
+const BASE64 = /^[A-Za-z0-9+/\r\n]*={0,2}[\r\n]*$/;
 const API_VERSIONS: readonly string[] = ['client.authentication.k8s.io/v1', 'client.authentication.k8s.io/v1beta1'];
 
 /**
@@ -80,6 +82,9 @@ function validateInput(document: unknown, apiVersion: ExecApiVersion): ExecCrede
       if (cluster[name] !== undefined && typeof cluster[name] !== 'string') {
         fail(`$.spec.cluster['${name}']`, `spec.cluster.${name} must be a string`);
       }
+    }
+    if (typeof cluster['certificate-authority-data'] === 'string' && !BASE64.test(cluster['certificate-authority-data'])) {
+      fail("$.spec.cluster['certificate-authority-data']", 'spec.cluster.certificate-authority-data must be base64 (of the PEM CA bundle)');
     }
     for (const name of ['insecure-skip-tls-verify', 'disable-compression'] as const) {
       if (cluster[name] !== undefined && typeof cluster[name] !== 'boolean') {

@@ -113,6 +113,19 @@ export function runPlugin<F extends FlagSpecs, Settings, State>(
         }
       }
 
+      // The authoritative check against schemas/execcredential-input.<version>.schema.json, only on a miss: the
+      // precompiled validators are a large module, and readExecInfo's hand check (same rules, tested against the
+      // schema) already guards the hit path.
+      if (env['KUBERNETES_EXEC_INFO'] !== undefined && env['KUBERNETES_EXEC_INFO'].trim() !== '') {
+        stage = 'usage';
+        const { assertDocument } = await import('../schemas/index.js');
+        assertDocument(input.apiVersion.endsWith('/v1') ? 'execcredential-input.v1' : 'execcredential-input.v1beta1', input, {
+          code: 'ERR_PLUGIN_EXEC_INFO',
+          what: 'KUBERNETES_EXEC_INFO',
+        });
+        stage = 'credential';
+      }
+
       ensurePrivateDirectory(dir);
       const controller = new AbortController();
       const lock = await acquireLock(lockPath(dir, key), {

@@ -246,7 +246,10 @@ describe('cache-hit path', () => {
     expect(hit.code).toBe(0);
     const onHit = JSON.parse(readFileSync(record, 'utf8')) as { urls: string[]; builtins: string[] };
     // ... and on a hit only the stub, the bundle and its shared chunks are loaded.
-    expect(onHit.urls.filter((url) => /\/chunks\/heavy-|node_modules/.test(url))).toEqual([]);
+    expect(onHit.urls.filter((url) => /\/chunks\/(heavy|schemas)-|node_modules/.test(url))).toEqual([]);
+    expect(onMiss.urls.some((url) => /\/chunks\/schemas-/.test(url))).toBe(true); // input checked against the schema on a miss
+    const loadedBytes = [...new Set(onHit.urls.filter((url) => url.startsWith('file:')))].reduce((sum, url) => sum + statSync(new URL(url)).size, 0);
+    expect(loadedBytes).toBeLessThan(64 * 1024);
     for (const heavy of ['http', 'https', 'tls', 'http2', 'zlib']) {
       expect(onHit.builtins).not.toContain(heavy);
     }

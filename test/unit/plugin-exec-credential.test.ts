@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { assertUsableStatus, parseTimestamp, readExecInfo, renderExecCredential } from '../../src/plugin/exec-credential.js';
+import { validateDocument } from '../../src/schemas/index.js';
 
 const V1 = 'client.authentication.k8s.io/v1';
 const V1BETA1 = 'client.authentication.k8s.io/v1beta1';
@@ -66,4 +67,46 @@ describe('parseTimestamp', () => {
     expect(parseTimestamp('2030-01-01')).toBeUndefined();
     expect(parseTimestamp('2030-13-01T00:00:00Z')).toBeUndefined();
   });
+});
+
+describe('the hand check of KUBERNETES_EXEC_INFO agrees with schemas/execcredential-input.*.schema.json', () => {
+  const cluster = { server: 'https://a:6443' };
+  const corpus: unknown[] = [
+    { spec: {} },
+    { spec: { interactive: false } },
+    { spec: { interactive: 'false' } },
+    { spec: { interactive: true, cluster } },
+    { spec: { cluster: { ...cluster, 'tls-server-name': 'a', 'insecure-skip-tls-verify': true, 'proxy-url': 'http://p', 'disable-compression': false } } },
+    { spec: { cluster: { ...cluster, 'certificate-authority-data': 'LS0tLS1CRUdJTg==' } } },
+    { spec: { cluster: { ...cluster, 'certificate-authority-data': 'LS0t\nLS1C\n' } } },
+    { spec: { cluster: { ...cluster, 'certificate-authority-data': '-----BEGIN CERTIFICATE-----' } } },
+    { spec: { cluster: { ...cluster, 'certificate-authority-data': 7 } } },
+    { spec: { cluster: { ...cluster, config: { anything: ['goes'] } } } },
+    { spec: { cluster: { ...cluster, extra: 'ignored' } }, status: {} },
+    { spec: { cluster: { server: '' } } },
+    { spec: { cluster: {} } },
+    { spec: { cluster: { ...cluster, 'insecure-skip-tls-verify': 'yes' } } },
+    { spec: { cluster: { ...cluster, 'disable-compression': 1 } } },
+    { spec: { cluster: { ...cluster, 'proxy-url': false } } },
+    { spec: { cluster: [] } },
+    { spec: [] },
+    { spec: 'x' },
+  ];
+  for (const apiVersion of [V1, V1BETA1]) {
+    for (const [index, partial] of corpus.entries()) {
+      for (const kind of ['ExecCredential', 'Other']) {
+        it(`${apiVersion} #${index} kind ${kind}`, () => {
+          const document = { kind, apiVersion, ...(partial as object) };
+          const schemaOk = validateDocument(apiVersion.endsWith('/v1') ? 'execcredential-input.v1' : 'execcredential-input.v1beta1', document).length === 0;
+          let handOk = true;
+          try {
+            readExecInfo({ KUBERNETES_EXEC_INFO: JSON.stringify(document) }, () => false);
+          } catch {
+            handOk = false;
+          }
+          expect(handOk).toBe(schemaOk);
+        });
+      }
+    }
+  }
 });
