@@ -25,7 +25,7 @@ import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 // The project's ready-to-use @peculiar/x509 (crypto provider + the Reflect metadata subset tsyringe needs).
 import { x509 } from '../../src/providers/tenant-cert/x509.js';
-import { exportJWK, exportPKCS8, generateKeyPair, importSPKI, jwtVerify, SignJWT, type JWK } from 'jose';
+import { exportJWK, exportPKCS8, generateKeyPair, importJWK, jwtVerify, SignJWT, type JWK } from 'jose';
 // oidc-provider ships no type declarations: the few shapes used here are declared locally.
 import Provider, { errors } from 'oidc-provider';
 import { Agent, fetch, type Dispatcher } from 'undici';
@@ -103,7 +103,9 @@ export interface TestOpenIdProvider {
   /** The underlying oidc-provider instance (for tests that need more). */
   provider: OidcProvider;
   /** A subject token for token exchange, signed by the harness's key (iss {@link SUBJECT_TOKEN_ISSUER}). */
-  signSubjectToken(claims?: { sub?: string; aud?: string; iss?: string; expiresInSeconds?: number }): Promise<string>;
+  signSubjectToken(claims?: SubjectTokenClaims): Promise<string>;
+  /** The subject-token signing key as a private JWK (serializable): {@link signSubjectTokenWith} in another process. */
+  subjectTokenKey: JWK;
   /** The human at the device-verification page: enter `userCode`, confirm, sign in as `login`, consent. */
   approveDeviceCode(userCode: string, options?: { login?: string }): Promise<void>;
   /** The human in the browser: open the authorization URL, sign in, consent, land on the redirect URI. */
@@ -455,16 +457,8 @@ export async function startTestOpenIdProvider(options: TestOpOptions = {}): Prom
 
   const dispatcher = new Agent({ connect: { ca: material.ca } });
 
-  async function signSubjectToken(claims: { sub?: string; aud?: string; iss?: string; expiresInSeconds?: number } = {}): Promise<string> {
-    return new SignJWT({})
-      .setProtectedHeader({ alg: 'ES256', typ: 'JWT' })
-      .setIssuer(claims.iss ?? SUBJECT_TOKEN_ISSUER)
-      .setAudience(claims.aud ?? SUBJECT_TOKEN_AUDIENCE)
-      .setSubject(claims.sub ?? 'system:serviceaccount:fleet:controller')
-      .setIssuedAt()
-      .setExpirationTime(`${claims.expiresInSeconds ?? 600}s`)
-      .sign(subjectKeys.privateKey);
-  }
+  const subjectTokenKey: JWK = { ...(await exportJWK(subjectKeys.privateKey)), alg: 'ES256' };
+  const signSubjectToken = (claims: SubjectTokenClaims = {}): Promise<string> => signSubjectTokenWith(subjectTokenKey, claims);
 
   return {
     issuer,
@@ -476,6 +470,7 @@ export async function startTestOpenIdProvider(options: TestOpOptions = {}): Prom
     dispatcher,
     provider,
     signSubjectToken,
+    subjectTokenKey,
     approveDeviceCode: (userCode, opts = {}) => approveDeviceCodeAt({ issuer, dispatcher }, userCode, opts),
     login: (authorizationUrl, opts = {}) => loginAt({ issuer, dispatcher }, authorizationUrl, opts),
     async revokeRefreshTokens() {
@@ -494,6 +489,25 @@ export async function startTestOpenIdProvider(options: TestOpOptions = {}): Prom
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+export interface SubjectTokenClaims {
+  sub?: string;
+  aud?: string;
+  iss?: string;
+  expiresInSeconds?: number;
+}
+
+/** A subject token for the test OP's token exchange, signed with its `subjectTokenKey` (from any process). */
+export async function signSubjectTokenWith(subjectTokenKey: JWK, claims: SubjectTokenClaims = {}): Promise<string> {
+  return new SignJWT({})
+    .setProtectedHeader({ alg: 'ES256', typ: 'JWT' })
+    .setIssuer(claims.iss ?? SUBJECT_TOKEN_ISSUER)
+    .setAudience(claims.aud ?? SUBJECT_TOKEN_AUDIENCE)
+    .setSubject(claims.sub ?? 'system:serviceaccount:fleet:controller')
+    .setIssuedAt()
+    .setExpirationTime(`${claims.expiresInSeconds ?? 600}s`)
+    .sign(await importJWK(subjectTokenKey, 'ES256'));
 }
 
 /** Where a test OP is, from any process (e.g. a vitest worker when the OP runs in globalSetup). */
