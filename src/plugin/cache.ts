@@ -206,6 +206,8 @@ export function lockPath(dir: string, key: string): string {
 }
 
 function assertPrivate(stats: { mode: number; uid: number }, path: string, what: 'file' | 'directory'): void {
+  // Windows has no POSIX modes (Node reports 0o666/0o777); there the user profile's ACLs protect ~/.kube/cache.
+  if (process.platform === 'win32') return;
   const uid = process.getuid?.();
   if (uid !== undefined && stats.uid !== uid) {
     throw insecure(path, `is owned by uid ${stats.uid}, not by you (uid ${uid})`, `use a cache directory of your own (--cache-dir)`);

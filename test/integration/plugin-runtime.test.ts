@@ -1,5 +1,6 @@
 // The plugin runtime as users meet it: the fixture provider bundled like a real plugin binary and run as real
 // child processes, with a real cache directory.
+import { spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -188,6 +189,24 @@ describe('cache', () => {
     expect(next.stderr).toMatch(/removed a stale cache lock of process \d+: its owner, process \d+, is gone/);
     expect(JSON.parse(next.stdout).kind).toBe('ExecCredential');
     expect(readdirSync(w.cache).filter((name) => name.endsWith('.lock'))).toEqual([]);
+  });
+
+  it('SIGTERM during issuance releases the lock and writes nothing', async () => {
+    const w = workspace();
+    const child = spawn(process.execPath, [stub, '--subject', 'alice', '--cache-dir', w.cache, '--count-file', w.count], {
+      env: { PATH: process.env['PATH'], KUBERNETES_EXEC_INFO: execInfo(V1), FIXTURE_DELAY_MS: '30000' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('close', (_code, signal) => resolve(signal)));
+    const deadline = Date.now() + 20_000;
+    while (issuances(w.count) === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(readdirSync(w.cache).filter((name) => name.endsWith('.lock'))).toHaveLength(1); // issuing, lock held
+    child.kill('SIGTERM');
+    expect(await exited).toBe('SIGTERM');
+    expect(stdout).toBe('');
+    expect(readdirSync(w.cache)).toEqual([]);
   });
 
   it('renews a credential that expires within the margin, handing the provider its previous state', async () => {
