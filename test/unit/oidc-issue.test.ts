@@ -158,10 +158,22 @@ describe('issueOidcToken', () => {
     const idToken = await jwt({ aud: 'cli' });
     const op = issuer([async () => json(200, { access_token: 'at', token_type: 'Bearer', id_token: idToken })]);
     const issued = await issueOidcToken(people(false), context({ previous: { refreshToken: 'rt0' } }), { send: op.send });
-    expect(issued.state).toEqual({ refreshToken: 'rt0' });
+    expect(issued.state).toEqual({ refreshToken: 'rt0', subject: 'x' });
     const refreshes = op.requests.filter((r) => r.url === discovery.token_endpoint);
     expect(refreshes).toHaveLength(1);
     expect(new URLSearchParams(refreshes[0]!.body).get('refresh_token')).toBe('rt0');
+  });
+
+  it('refresh: a token for another subject than the login is refused (OpenID Connect Core 12.2)', async () => {
+    const op = issuer([async () => json(200, { access_token: 'at', token_type: 'Bearer', id_token: await jwt({ aud: 'cli', sub: 'mallory' }) })]);
+    const result = await failure(issueOidcToken(people(false), context({ previous: { refreshToken: 'rt0', subject: 'alice' } }), { send: op.send }));
+    expect(result).toMatchObject({ code: 'ERR_OIDC_REFRESH_FAILED', message: expect.stringContaining('mallory') });
+  });
+
+  it('an interactive grant without a terminal or refresh token fails before any request', async () => {
+    const op = issuer([]);
+    expect((await failure(issueOidcToken(people(false), context(), { send: op.send }))).code).toBe('ERR_OIDC_INTERACTIVE_REQUIRED');
+    expect(op.requests).toEqual([]);
   });
 
   it('refresh refused without a terminal: ERR_OIDC_REFRESH_FAILED and no prompt', async () => {

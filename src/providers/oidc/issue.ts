@@ -40,6 +40,8 @@ import { expirationWithMargin, validateToken } from './validate.js';
 /** What the plugin keeps in its 0600 cache entry besides the status. */
 export interface OidcState {
   refreshToken?: string;
+  /** `sub` of the login the refresh token belongs to: a refreshed token must name the same subject (Core §12.2). */
+  subject?: string;
 }
 
 export interface IssueDeps {
@@ -108,24 +110,26 @@ class Flow {
 
   async run(): Promise<IssuedCredential<OidcState>> {
     const { settings, context } = this;
-    this.metadata = processDiscoveryResponse(settings.issuerURL, await this.send(discoveryRequest(settings.issuerURL)));
     const interactiveGrant = INTERACTIVE_GRANTS.includes(settings.grant);
-
     const refreshToken = context.previous?.state?.refreshToken;
+    // Without a refresh token and without a terminal there is nothing to try: say so before any network call.
+    if (interactiveGrant && refreshToken === undefined) this.requireInteractive();
+    this.metadata = processDiscoveryResponse(settings.issuerURL, await this.send(discoveryRequest(settings.issuerURL)));
+
     if (interactiveGrant && refreshToken !== undefined) {
       try {
-        return await this.accept(await this.token('refresh_token', refreshTokenParams({ refreshToken })), undefined, refreshToken);
+        return await this.accept(await this.token('refresh_token', refreshTokenParams({ refreshToken })), undefined, { refreshToken, subject: context.previous?.state?.subject });
       } catch (error) {
         const rejected = error instanceof OAuthErrorResponse || (isCredentialsError(error) && error.code === 'ERR_OIDC_TOKEN_INVALID');
         if (!rejected) throw error;
         if (!context.interactive) {
           throw new CredentialsError<OidcErrorCode>(
             'ERR_OIDC_REFRESH_FAILED',
-            `the refresh token was refused (${error.message}) and a new login needs a terminal (spec.interactive is false)`,
+            `refreshing failed (${error.message}) and a new login needs a terminal (spec.interactive is false)`,
             { path: this.metadata.token_endpoint, hint: 'run a kubectl command in a terminal to log in again (interactiveMode IfAvailable), or the plugin with --force-refresh', cause: error },
           );
         }
-        this.say(`the refresh token was refused (${error.message}); logging in again`);
+        this.say(`refreshing failed (${error.message}); logging in again`);
       }
     }
 
@@ -190,7 +194,7 @@ class Flow {
   }
 
   /** Validates the token to be returned, derives the expiry, keeps the (rotated) refresh token. */
-  private async accept(response: TokenResponse, nonce?: string, previousRefreshToken?: string): Promise<IssuedCredential<OidcState>> {
+  private async accept(response: TokenResponse, nonce?: string, refreshed?: OidcState): Promise<IssuedCredential<OidcState>> {
     const { settings } = this;
     const now = this.context.now();
     const jwks = (await this.keys()) as never;
@@ -200,6 +204,7 @@ class Flow {
     }
     let token: string;
     let exp: number;
+    let subject: string | undefined;
     if (settings.token === 'id_token') {
       if (response.id_token === undefined) {
         throw new CredentialsError<OidcErrorCode>('ERR_OIDC_TOKEN_INVALID', 'the token response has no ID token', {
@@ -210,14 +215,21 @@ class Flow {
       const { payload } = await validateToken(response.id_token, jwks, { ...common, what: 'ID token', audience: settings.clientID, authorizedParty: settings.clientID });
       token = response.id_token;
       exp = payload.exp;
+      subject = payload.sub;
     } else {
       const { payload } = await validateToken(response.access_token, jwks, { ...common, what: 'access token', audience: settings.audience! });
       token = response.access_token;
       exp = payload.exp;
+      subject = payload.sub;
+    }
+    if (refreshed?.subject !== undefined && subject !== refreshed.subject) {
+      throw new CredentialsError<OidcErrorCode>('ERR_OIDC_TOKEN_INVALID', `the refreshed token names subject ${JSON.stringify(subject)}, not ${JSON.stringify(refreshed.subject)} of the login; it was not used`, {
+        path: this.metadata.token_endpoint,
+      });
     }
     const status: ExecCredentialStatus = { token, expirationTimestamp: expirationWithMargin(exp, now).toISOString() };
-    const refreshToken = response.refresh_token ?? previousRefreshToken;
-    return { status, ...(refreshToken === undefined ? {} : { state: { refreshToken } }) };
+    const refreshToken = response.refresh_token ?? refreshed?.refreshToken;
+    return { status, ...(refreshToken === undefined ? {} : { state: { refreshToken, ...(subject === undefined ? {} : { subject }) } }) };
   }
 
   // ----------------------------------------------------------------------------------------- RFC 8628 device flow
