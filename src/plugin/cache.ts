@@ -168,7 +168,10 @@ export function checkPrivateDirectory(dir: string): boolean {
   return true;
 }
 
-/** Removes every cache entry, lock file and leftover temporary file from `dir`; returns how many entries it removed. */
+/**
+ * Removes every cache entry, lock file not held by a live plugin and leftover temporary file from `dir`; returns how
+ * many entries it removed. Works on a directory with unsafe permissions too: removing exposed secrets is the point.
+ */
 export function cleanDirectory(dir: string, isLockHeld: (file: string) => boolean): { entries: number; skippedLocks: number } {
   let names: string[];
   try {
@@ -177,7 +180,6 @@ export function cleanDirectory(dir: string, isLockHeld: (file: string) => boolea
     if (errno(error) === 'ENOENT') return { entries: 0, skippedLocks: 0 };
     throw ioError(`cannot list the cache directory ${dir}`, dir, error);
   }
-  checkPrivateDirectory(dir);
   let entries = 0;
   let skippedLocks = 0;
   for (const name of names) {

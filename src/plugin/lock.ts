@@ -25,7 +25,7 @@ export interface LockOptions {
   staleMs: number;
   now: () => Date;
   signal?: AbortSignal;
-  /** Called once when the lock is busy, e.g. to tell the user what we wait for. */
+  /** Called once when the lock has been busy for a second, e.g. to tell the user what we wait for. */
   onWait?: (owner: LockOwner | undefined) => void;
   /** Called when a stale lock is broken. */
   onBreak?: (owner: LockOwner | undefined, reason: string) => void;
@@ -51,7 +51,8 @@ export interface HeldLock {
  * timeout.
  */
 export async function acquireLock(file: string, options: LockOptions): Promise<HeldLock> {
-  const deadline = performance.now() + options.timeoutMs;
+  const started = performance.now();
+  const deadline = started + options.timeoutMs;
   let told = false;
   let attempt = 0;
   for (;;) {
@@ -70,7 +71,7 @@ export async function acquireLock(file: string, options: LockOptions): Promise<H
         hint: `if no such process is running, remove the lock: rm '${file}'`,
       });
     }
-    if (!told) {
+    if (!told && performance.now() - started > 1000) {
       told = true;
       options.onWait?.(owner);
     }

@@ -156,6 +156,11 @@ describe('cache', () => {
     expect([refusedFile.code, refusedFile.stdout]).toEqual([1, '']);
     expect(refusedFile.stderr).toContain(`${entry} is accessible by group or others (mode 644)`);
     expect(refusedFile.stderr).toContain(`hint: chmod 600 '${entry}'`);
+
+    // clean still works there: removing exposed secrets is the point.
+    const cleaned = await runChild(stub, ['clean', '--cache-dir', w.cache], {});
+    expect([cleaned.code, cleaned.stdout]).toEqual([0, `removed 1 cached credential from ${w.cache}\n`]);
+    expect(readdirSync(w.cache)).toEqual([]);
   });
 
   it('discards a corrupted entry (and says so) instead of crashing', async () => {
