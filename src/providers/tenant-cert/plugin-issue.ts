@@ -20,7 +20,7 @@ import { parseCertificateBundle } from './plugin-settings.js';
 import type { TenantCertPluginSettings, TenantCertState } from './plugin.js';
 import type { Dispatcher } from 'undici';
 
-export type TenantCertIssueErrorCode = 'ERR_TENANT_CERT_NO_ISSUER' | 'ERR_TENANT_CERT_SUBJECT';
+export type TenantCertIssueErrorCode = 'ERR_TENANT_CERT_NO_ISSUER' | 'ERR_TENANT_CERT_SUBJECT' | 'ERR_TENANT_CERT_CONFIG';
 
 /** The runtime's margin: a credential must stay usable at least this long. */
 const MIN_REMAINING_MS = 60_000;
@@ -98,6 +98,16 @@ export async function issueTenantCertificate(
     );
   }
 
+  try {
+    await parseCertificateBundle(settings.issuerCA);
+  } catch (cause) {
+    throw new CredentialsError<TenantCertIssueErrorCode>(
+      'ERR_TENANT_CERT_CONFIG',
+      `spec.cluster.config.issuerCA: a certificate in the bundle cannot be parsed: ${(cause as Error).message}`,
+      { path: 'spec.cluster.config.issuerCA', cause },
+    );
+  }
+
   const result = await issuerHandshake(
     {
       issuerURL: settings.issuerURL,
@@ -136,7 +146,7 @@ export async function issueTenantCertificate(
     chain = [];
   }
   // The configured client CA wins; else the chain the issuer sent along, if any.
-  const clientCA = settings.clientCA === undefined ? chain : parseCertificateBundle(settings.clientCA);
+  const clientCA = settings.clientCA === undefined ? chain : await parseCertificateBundle(settings.clientCA);
   const checked = checkCertificate(pem, {
     clusterID: settings.clusterID,
     privateKey,
