@@ -4,7 +4,7 @@
  * attributes, the public key, and whether the self-signature is valid.
  */
 import { createPublicKey, verify, type KeyObject } from 'node:crypto';
-import { splitSigned } from './der.js';
+import { children, decodeObjectIdentifier, readElement, splitSigned, type DerElement } from './der.js';
 import { tenantError } from './protocol.js';
 import { keyAlgorithm, toCryptoKeyPair, webCryptoAlgorithm } from './keys.js';
 import { x509 } from './x509.js';
@@ -80,71 +80,50 @@ export interface ParsedCsr {
   signatureValid: boolean;
 }
 
-const PEM_CSR = /-----BEGIN (NEW )?CERTIFICATE REQUEST-----[\s\S]+?-----END (NEW )?CERTIFICATE REQUEST-----/;
+const PEM_CSR = /-----BEGIN (?:NEW )?CERTIFICATE REQUEST-----([\s\S]+?)-----END (?:NEW )?CERTIFICATE REQUEST-----/;
 
 /**
- * Reads a CSR from PEM text or DER bytes. Malformed input → ERR_TENANT_BAD_PEM; an unsupported key type →
- * ERR_TENANT_UNSUPPORTED_KEY. An invalid self-signature is reported in `signatureValid`, not thrown.
+ * Reads a CSR from PEM text or DER bytes (DER decoded by ./der.ts: this is on the issuer's hot path). Malformed input
+ * → ERR_TENANT_BAD_PEM; an unsupported key type → ERR_TENANT_UNSUPPORTED_KEY. An invalid self-signature is reported
+ * in `signatureValid`, not thrown.
  */
 export async function parseCsr(input: string | Uint8Array, path?: string): Promise<ParsedCsr> {
+  return parseCsrSync(input, path);
+}
+
+export function parseCsrSync(input: string | Uint8Array, path?: string): ParsedCsr {
   const at = path === undefined ? {} : { path };
-  let request: InstanceType<typeof x509.Pkcs10CertificateRequest>;
-  try {
-    if (typeof input === 'string' || Buffer.from(input.subarray(0, 32)).toString('latin1').includes('-----BEGIN')) {
-      const text = typeof input === 'string' ? input : Buffer.from(input).toString('utf8');
-      const pem = PEM_CSR.exec(text)?.[0];
-      if (pem === undefined) {
-        throw new Error('no PEM "CERTIFICATE REQUEST" block');
-      }
-      request = new x509.Pkcs10CertificateRequest(pem.replace(/NEW CERTIFICATE REQUEST/g, 'CERTIFICATE REQUEST'));
-    } else {
-      request = new x509.Pkcs10CertificateRequest(Buffer.from(input));
+  const malformed = (cause?: unknown) =>
+    tenantError('ERR_TENANT_BAD_PEM', 'the CSR is not a PKCS#10 certification request (PEM "CERTIFICATE REQUEST")', {
+      ...at,
+      ...(cause === undefined ? {} : { cause }),
+    });
+  let der: Buffer;
+  if (typeof input === 'string' || Buffer.from(input.subarray(0, 40)).toString('latin1').includes('-----BEGIN')) {
+    const text = typeof input === 'string' ? input : Buffer.from(input).toString('utf8');
+    const body = PEM_CSR.exec(text)?.[1];
+    if (body === undefined || !/^[A-Za-z0-9+/=\s]+$/.test(body)) {
+      throw malformed();
     }
-  } catch (cause) {
-    throw tenantError('ERR_TENANT_BAD_PEM', 'the CSR is not a PKCS#10 certification request (PEM "CERTIFICATE REQUEST")', { ...at, cause });
+    der = Buffer.from(body.replace(/\s+/g, ''), 'base64');
+  } else {
+    der = Buffer.from(input);
   }
-  const der = Buffer.from(request.rawData);
+
+  let info: ReturnType<typeof readRequestInfo>;
+  try {
+    info = readRequestInfo(der);
+  } catch (cause) {
+    throw malformed(cause);
+  }
   let publicKey: KeyObject;
   try {
-    publicKey = createPublicKey({ key: Buffer.from(request.publicKey.rawData), format: 'der', type: 'spki' });
+    publicKey = createPublicKey({ key: info.spki, format: 'der', type: 'spki' });
   } catch (cause) {
     throw tenantError('ERR_TENANT_UNSUPPORTED_KEY', 'the CSR\'s public key cannot be read', { ...at, cause });
   }
   keyAlgorithm(publicKey, path);
-
-  const subject: SubjectAttribute[] = [];
-  for (const rdn of request.subjectName.toJSON()) {
-    for (const [type, values] of Object.entries(rdn)) {
-      for (const value of values) {
-        subject.push({ type: attributeOid(type), value });
-      }
-    }
-  }
-
-  const extensions: ParsedCsr['extensions'] = [];
-  const subjectAltNames: string[] = [];
-  const otherAttributes: string[] = [];
-  try {
-    for (const attribute of request.attributes) {
-      if (attribute.type !== OID.extensionRequest) {
-        otherAttributes.push(attribute.type);
-      }
-    }
-    for (const extension of request.extensions) {
-      extensions.push({ type: extension.type, critical: extension.critical, value: Buffer.from(extension.value), raw: Buffer.from(extension.rawData) });
-      if (extension.type === OID.subjectAltName) {
-        const names = new x509.SubjectAlternativeNameExtension(extension.rawData);
-        for (const name of names.names.toJSON()) {
-          subjectAltNames.push(`${name.type}:${name.value}`);
-        }
-      }
-    }
-  } catch (cause) {
-    throw tenantError('ERR_TENANT_BAD_PEM', 'the CSR\'s attributes or extensions cannot be read', { ...at, cause });
-  }
-
-  const signatureValid = verifySelfSignature(der, publicKey);
-
+  const { subject, extensions, subjectAltNames, otherAttributes } = info;
   return {
     der,
     publicKey,
@@ -155,32 +134,96 @@ export async function parseCsr(input: string | Uint8Array, path?: string): Promi
     extensions,
     subjectAltNames,
     otherAttributes,
-    signatureValid,
+    signatureValid: verifySelfSignature(der, publicKey),
   };
 }
 
-const SHORT_NAMES: Readonly<Record<string, string>> = {
-  CN: OID.commonName,
-  O: OID.organization,
-  OU: '2.5.4.11',
-  C: '2.5.4.6',
-  L: '2.5.4.7',
-  ST: '2.5.4.8',
-  DC: '0.9.2342.19200300.100.1.25',
-  E: '1.2.840.113549.1.9.1',
-  G: '2.5.4.42',
-  I: '2.5.4.43',
-  SN: '2.5.4.4',
-  T: '2.5.4.12',
-};
-
-function attributeOid(type: string): string {
-  return SHORT_NAMES[type] ?? type;
+function expectTag(element: DerElement | undefined, tag: number, what: string): DerElement {
+  if (element === undefined || element.tag !== tag) {
+    throw new RangeError(`expected ${what}`);
+  }
+  return element;
 }
 
-/** PEM text of a DER CSR. */
-export function csrPem(der: Uint8Array): string {
-  return new x509.Pkcs10CertificateRequest(Buffer.from(der)).toString('pem');
+function decodeString(element: DerElement): string {
+  switch (element.tag) {
+    case 0x0c: // UTF8String
+      return element.value.toString('utf8');
+    case 0x13: // PrintableString
+    case 0x16: // IA5String
+    case 0x14: // TeletexString
+      return element.value.toString('latin1');
+    case 0x1e: {
+      // BMPString: UCS-2 big-endian
+      const swapped = Buffer.from(element.value);
+      swapped.swap16();
+      return swapped.toString('utf16le');
+    }
+    default:
+      throw new RangeError(`unsupported string type ${element.tag}`);
+  }
+}
+
+function generalName(element: DerElement): string {
+  switch (element.tag) {
+    case 0x82:
+      return `dns:${element.value.toString('latin1')}`;
+    case 0x81:
+      return `email:${element.value.toString('latin1')}`;
+    case 0x86:
+      return `url:${element.value.toString('latin1')}`;
+    case 0x87:
+      return element.value.length === 4 ? `ip:${[...element.value].join('.')}` : `ip:${element.value.toString('hex').replace(/(.{4})(?!$)/g, '$1:')}`;
+    default:
+      return `other:[${element.tag & 0x1f}]`;
+  }
+}
+
+/** CertificationRequestInfo: subject, SPKI, attributes (extensionRequest unpacked). */
+function readRequestInfo(der: Buffer) {
+  const outer = readElement(der);
+  if (outer.tag !== 0x30 || outer.end !== der.length) {
+    throw new RangeError('not a DER SEQUENCE');
+  }
+  const [infoElement] = children(outer.value);
+  const [version, name, spki, attributes, ...rest] = children(expectTag(infoElement, 0x30, 'CertificationRequestInfo').value);
+  if (expectTag(version, 0x02, 'version').value.toString('hex') !== '00' || rest.length > 0) {
+    throw new RangeError('unsupported CSR version');
+  }
+  const subject: SubjectAttribute[] = [];
+  for (const rdn of children(expectTag(name, 0x30, 'subject Name').value)) {
+    for (const pair of children(expectTag(rdn, 0x31, 'RDN').value)) {
+      const [type, value] = children(expectTag(pair, 0x30, 'AttributeTypeAndValue').value);
+      subject.push({ type: decodeObjectIdentifier(expectTag(type, 0x06, 'attribute type').value), value: decodeString(value ?? expectTag(undefined, 0, 'value')) });
+    }
+  }
+  const extensions: ParsedCsr['extensions'] = [];
+  const subjectAltNames: string[] = [];
+  const otherAttributes: string[] = [];
+  for (const attribute of attributes === undefined ? [] : children(expectTag(attributes, 0xa0, 'attributes').value)) {
+    const [type, values] = children(expectTag(attribute, 0x30, 'Attribute').value);
+    const oid = decodeObjectIdentifier(expectTag(type, 0x06, 'attribute type').value);
+    if (oid !== OID.extensionRequest) {
+      otherAttributes.push(oid);
+      continue;
+    }
+    for (const list of children(expectTag(values, 0x31, 'attribute values').value)) {
+      for (const extension of children(expectTag(list, 0x30, 'Extensions').value)) {
+        const parts = children(expectTag(extension, 0x30, 'Extension').value);
+        const extensionOid = decodeObjectIdentifier(expectTag(parts[0], 0x06, 'extension id').value);
+        const critical = parts.length === 3 && expectTag(parts[1], 0x01, 'critical').value[0] !== 0;
+        const value = expectTag(parts[parts.length - 1], 0x04, 'extension value').value;
+        extensions.push({ type: extensionOid, critical, value: Buffer.from(value), raw: Buffer.from(extension.raw) });
+        if (extensionOid === OID.subjectAltName) {
+          const [names] = children(value);
+          for (const entry of children(expectTag(names, 0x30, 'GeneralNames').value)) {
+            subjectAltNames.push(generalName(entry));
+          }
+        }
+      }
+    }
+  }
+  return { subject, spki: Buffer.from(expectTag(spki, 0x30, 'SubjectPublicKeyInfo').raw), extensions, subjectAltNames, otherAttributes };
 }
 
 /** Signature algorithms a CSR may be signed with, by OID: the digest for node:crypto (null: Ed25519) and key type. */
@@ -210,4 +253,10 @@ export function verifySelfSignature(der: Buffer, publicKey: KeyObject): boolean 
   } catch {
     return false;
   }
+}
+
+/** PEM text of a DER CSR. */
+export function csrPem(der: Uint8Array): string {
+  const body = Buffer.from(der).toString('base64').replace(/.{1,64}/g, '$&\n');
+  return `-----BEGIN CERTIFICATE REQUEST-----\n${body}-----END CERTIFICATE REQUEST-----\n`;
 }

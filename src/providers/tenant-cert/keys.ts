@@ -143,7 +143,9 @@ export function publicKeyPem(key: KeyObject): string {
 
 /** True when both are the same public key (compared as SPKI DER, so the raw and PEM Ed25519 forms are equal). */
 export function samePublicKey(a: KeyObject, b: KeyObject): boolean {
-  return spkiDer(a).equals(spkiDer(b));
+  const publicA = a.type === 'private' ? createPublicKey(a) : a;
+  const publicB = b.type === 'private' ? createPublicKey(b) : b;
+  return publicA.equals(publicB);
 }
 
 /** Signs as Liqo does for the key's algorithm. */

@@ -47,6 +47,8 @@ interface Pending {
 
 export class NonceStore {
   private readonly records = new Map<string, NonceRecord>();
+  /** Per consumer, its unconsumed nonces in issue order (may still hold expired ones until pruned). */
+  private readonly open = new Map<string, Set<string>>();
   private readonly queue: Pending[] = [];
   private flushing: Promise<void> | undefined;
   private lines = 0;
@@ -93,21 +95,53 @@ export class NonceStore {
     if (entry.op === 'issue' && typeof entry.nonce === 'string' && typeof entry.consumer === 'string' && typeof entry.expiresAt === 'number') {
       if (!this.records.has(entry.nonce)) {
         this.records.set(entry.nonce, { consumer: entry.consumer, expiresAt: entry.expiresAt, consumed: false });
+        this.openSet(entry.consumer).add(entry.nonce);
       }
     } else if (entry.op === 'consume' && typeof entry.nonce === 'string') {
-      const record = this.records.get(entry.nonce);
-      if (record !== undefined) {
-        record.consumed = true;
+      this.markConsumed(entry.nonce);
+    }
+  }
+
+  private openSet(consumer: string): Set<string> {
+    let set = this.open.get(consumer);
+    if (set === undefined) {
+      set = new Set();
+      this.open.set(consumer, set);
+    }
+    return set;
+  }
+
+  private markConsumed(nonce: string): NonceRecord | undefined {
+    const record = this.records.get(nonce);
+    if (record !== undefined) {
+      record.consumed = true;
+      const set = this.open.get(record.consumer);
+      set?.delete(nonce);
+      if (set?.size === 0) {
+        this.open.delete(record.consumer);
       }
     }
+    return record;
   }
 
   private prune(nowMs: number): void {
     for (const [nonce, record] of this.records) {
       if (record.expiresAt <= nowMs) {
+        this.markConsumed(nonce);
         this.records.delete(nonce);
       }
     }
+  }
+
+  /** The consumer's unconsumed, unexpired nonces, oldest first. */
+  private openFor(consumer: string, nowMs: number): string[] {
+    const result: string[] = [];
+    for (const nonce of this.open.get(consumer) ?? []) {
+      if ((this.records.get(nonce)?.expiresAt ?? 0) > nowMs) {
+        result.push(nonce);
+      }
+    }
+    return result;
   }
 
   private snapshot(): string {
@@ -133,14 +167,22 @@ export class NonceStore {
         throw new CredentialsError<NonceStoreErrorCode>('ERR_ISSUER_BUSY', 'too many outstanding nonces; try again later');
       }
     }
-    const outstanding = [...this.records].filter(([, r]) => r.consumer === consumer && !r.consumed && r.expiresAt > nowMs);
+    // Expired entries of this consumer leave its index here (the records themselves at the next prune).
+    const set = this.open.get(consumer);
+    for (const nonce of set ?? []) {
+      if ((this.records.get(nonce)?.expiresAt ?? 0) <= nowMs) {
+        set?.delete(nonce);
+      }
+    }
+    const outstanding = this.openFor(consumer, nowMs);
     const retire = outstanding.slice(0, Math.max(0, outstanding.length - this.maxPerConsumer + 1));
     const nonce = this.random(NONCE_BYTES).toString('base64');
     const expiresAt = nowMs + ttlMs;
     this.records.set(nonce, { consumer, expiresAt, consumed: false });
+    this.openSet(consumer).add(nonce);
     const writes: Array<Promise<void>> = [];
-    for (const [old, record] of retire) {
-      record.consumed = true;
+    for (const old of retire) {
+      this.markConsumed(old);
       writes.push(this.append({ op: 'consume', nonce: old }, false));
     }
     writes.push(this.append({ op: 'issue', nonce, consumer, expiresAt }, durable));
@@ -155,8 +197,7 @@ export class NonceStore {
 
   /** The consumer's unconsumed, unexpired nonces, oldest first (Liqo-shaped Tenants do not say which one they signed). */
   outstanding(consumer: string, now: Date): string[] {
-    const nowMs = now.getTime();
-    return [...this.records].filter(([, r]) => r.consumer === consumer && !r.consumed && r.expiresAt > nowMs).map(([nonce]) => nonce);
+    return this.openFor(consumer, now.getTime());
   }
 
   /**
@@ -168,7 +209,7 @@ export class NonceStore {
     if (record === undefined || record.consumed) {
       return { first: false, durable: Promise.resolve() };
     }
-    record.consumed = true;
+    this.markConsumed(nonce);
     return { first: true, durable: this.append({ op: 'consume', nonce }, true) };
   }
 
