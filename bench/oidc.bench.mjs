@@ -1,19 +1,21 @@
 // Benchmarks of clusterprofile-oidc against the real test OpenID Provider (test/helpers/oidc-op.ts):
-//  1. cache-hit wall time of the built plugin vs `node -e 0`, side by side, interleaved; ratio of medians;
+//  1. cache-hit wall and CPU time of the built plugin vs `node -e 0`, side by side, interleaved (bench/lib/startup.mjs;
+//     target <= 1.3x);
 //  2. token acquisition from a warm provider: ms per client_credentials grant, in process (discovery + JWKS +
 //     grant + validation, as issue() does on a cache miss) and as a whole plugin run with --force-refresh.
-// Run after `npm run build`, with Node 24 (`npm exec -- node bench/oidc.bench.mjs`). Env: RUNS (default 30).
-import { spawnSync } from 'node:child_process';
+// Run after `npm run build`, with Node 24: `npm exec -- node bench/oidc.bench.mjs [runs]` (default 30; or env RUNS).
+// OIDC_PLUGIN_BIN measures another build of the plugin.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
+import { compareStartup } from './lib/startup.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const bin = process.env.OIDC_PLUGIN_BIN ?? join(root, 'bin/clusterprofile-oidc.mjs');
-const runs = Number(process.env.RUNS ?? 30);
+const runs = Number(process.argv[2] ?? process.env.RUNS ?? 30);
 const work = mkdtempSync(join(tmpdir(), 'cpc-oidc-bench-'));
 
 // The test OP is TypeScript: bundle it with esbuild into node_modules/.cache (so its external packages resolve from
@@ -38,19 +40,10 @@ writeFileSync(secretFile, op.clients.basic.clientSecret, { mode: 0o600 });
 const cacheDir = join(work, 'cache');
 const config = { issuerURL: op.issuer, issuerCA: op.caBase64, clientID: op.clients.basic.clientId, audience: op.audience };
 const execInfo = JSON.stringify({ kind: 'ExecCredential', apiVersion: 'client.authentication.k8s.io/v1', spec: { interactive: false, cluster: { server: 'https://k8s.test', config } } });
-const env = { PATH: process.env.PATH, HOME: process.env.HOME, KUBERNETES_EXEC_INFO: execInfo };
+const env = { PATH: process.env.PATH, HOME: work, KUBERNETES_EXEC_INFO: execInfo, NODE_COMPILE_CACHE: join(work, 'compile-cache') };
 const pluginArgs = [bin, '--client-secret-file', secretFile, '--cache-dir', cacheDir];
 
-// spawnSync blocks this event loop, and the OP lives in it: cache hits never talk to the OP, but the
-// --force-refresh runs do, so those are spawned asynchronously.
-function timeSync(args, extraEnv = env) {
-  const start = process.hrtime.bigint();
-  const result = spawnSync(process.execPath, args, { env: extraEnv, stdio: ['ignore', 'pipe', 'pipe'] });
-  const ms = Number(process.hrtime.bigint() - start) / 1e6;
-  if (result.status !== 0) throw new Error(`${args.join(' ')} failed: ${result.stderr}`);
-  return ms;
-}
-
+// The OP lives in this event loop: runs that talk to it are spawned asynchronously.
 async function timeAsync(args) {
   const { spawn } = await import('node:child_process');
   const start = process.hrtime.bigint();
@@ -68,29 +61,19 @@ const p90 = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length * 0.9)];
 const fmt = (x) => x.toFixed(1).padStart(7);
 
 try {
-  // Fill the cache (one grant), then warm the OS file cache and the compile cache.
+  // Fill the cache (one grant; the OP lives in this event loop, so asynchronously), then the shared side-by-side
+  // harness (interleaved rounds, wall and child CPU time, ratio to node -e 0).
   await timeAsync(pluginArgs);
-  for (let i = 0; i < 3; i += 1) {
-    timeSync(pluginArgs);
-    timeSync(['-e', '0']);
-  }
-
-  const hit = [];
-  const bare = [];
-  for (let i = 0; i < runs; i += 1) {
-    // Interleaved, alternating which goes first: drift on a shared machine hits both alike.
-    if (i % 2 === 0) {
-      hit.push(timeSync(pluginArgs));
-      bare.push(timeSync(['-e', '0']));
-    } else {
-      bare.push(timeSync(['-e', '0']));
-      hit.push(timeSync(pluginArgs));
-    }
-  }
-  console.log(`oidc cache hit vs node -e 0 (${runs} interleaved runs each, wall ms)`);
-  console.log(`  node -e 0            median ${fmt(median(bare))}  p90 ${fmt(p90(bare))}`);
-  console.log(`  clusterprofile-oidc  median ${fmt(median(hit))}  p90 ${fmt(p90(hit))}`);
-  console.log(`  ratio of medians     ${(median(hit) / median(bare)).toFixed(2)}x  (+${(median(hit) - median(bare)).toFixed(1)} ms)`);
+  const grantsBefore = op.grants.length;
+  compareStartup({
+    title: 'clusterprofile-oidc cache hit vs node -e 0',
+    commands: { 'node -e 0': [process.execPath, ['-e', '0']], 'oidc (cache hit)': [process.execPath, pluginArgs] },
+    env,
+    runs,
+    subject: 'oidc (cache hit)',
+    target: 1.3,
+  });
+  console.log(`token requests during the measurement: ${op.grants.length - grantsBefore} (every run was a cache hit)`);
 
   // Token acquisition, in process, from the compiled library (dist/): discovery + JWKS + grant + validation.
   const { issueOidcToken } = await import(pathToFileURL(join(root, 'dist/providers/oidc/issue.js')).href);
