@@ -368,6 +368,14 @@ describe('JSON paths', () => {
     expect(issues('providers-file', 'text')).toEqual([{ path: '$', message: 'must be an object, not a string' }]);
   });
 
+  test('an unknown property is named in the path where a schema forbids unknown keys', () => {
+    // tenant-cert-nonce-request (the tenant-cert issuer's request body) is closed: additionalProperties false.
+    expect(issues('tenant-cert-nonce-request', { consumerClusterID: 'c1', 'extra key': 1, extra: 2 })).toEqual([
+      { path: "$['extra key']", message: 'is not a known property here' },
+      { path: '$.extra', message: 'is not a known property here' },
+    ]);
+  });
+
   test('a missing property is named in the path', () => {
     const profile = referenceProfile();
     delete profile.status.accessProviders[0].name;
