@@ -17,5 +17,7 @@ describe('sha256Hex', () => {
       expect(sha256Hex(text)).toBe(reference(text));
     }
     expect(sha256Hex('clusterprofile ✓ 集群 🔑')).toBe(reference('clusterprofile ✓ 集群 🔑'));
+    const large = randomBytes(200_000).toString('base64');
+    expect(sha256Hex(large)).toBe(reference(large));
   });
 });
