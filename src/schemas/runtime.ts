@@ -20,6 +20,22 @@ export interface CompiledValidator {
 
 const surrogate = /[\ud800-\udfff]/;
 
+/** Appends one error to a validator's list (null when empty so far) and returns the list. */
+export function pushError(
+  list: ValidatorError[] | null,
+  instancePath: string,
+  schemaPath: string,
+  keyword: string,
+  params: Record<string, unknown>,
+): ValidatorError[] {
+  const error = { instancePath, schemaPath, keyword, params };
+  if (list === null) {
+    return [error];
+  }
+  list.push(error);
+  return list;
+}
+
 /** The length of a string in Unicode code points (what JSON Schema's minLength/maxLength count). */
 export function ucs2length(value: string): number {
   if (!surrogate.test(value)) {

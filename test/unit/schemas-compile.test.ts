@@ -78,7 +78,7 @@ describe('scripts/compile-schemas.mjs', () => {
     const generated = readFileSync(`${root}src/generated/validators.ts`, 'utf8');
     expect(generated).not.toMatch(/require\(/);
     expect(generated.match(/^import .*$/gm)).toEqual([
-      "import { deepEqual, findDuplicateListMapKey, formats, ucs2length } from '../schemas/runtime.js';",
+      "import { deepEqual, findDuplicateListMapKey, formats, pushError, ucs2length } from '../schemas/runtime.js';",
       "import type { CompiledValidator } from '../schemas/runtime.js';",
     ]);
     // Documentation is left out of the generated code.
