@@ -16,7 +16,6 @@ import { sha256Hex } from './sha256.js';
 // plugin start (see docs/readme/plugin-runtime.md, "Start-up").
 const { closeSync, constants, fstatSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, writeSync } =
   process.getBuiltinModule('node:fs');
-const { homedir } = process.getBuiltinModule('node:os');
 const { join } = process.getBuiltinModule('node:path');
 
 /** Codes of cache failures (exit 1). */
@@ -29,7 +28,12 @@ const KEY_PATTERN = /^[0-9a-f]{64}\.(json|lock)$|^[0-9a-f]{64}\.json\.[0-9a-f]+\
  * The provider's cache directory: `--cache-dir` as given, else `$KUBECACHEDIR/clusterprofile/<provider>`, else
  * `~/.kube/cache/clusterprofile/<provider>`.
  */
-export function cacheDirectory(providerName: string, flag: string | undefined, env: Env, home: () => string = homedir): string {
+export function cacheDirectory(
+  providerName: string,
+  flag: string | undefined,
+  env: Env,
+  home: () => string = () => process.getBuiltinModule('node:os').homedir(),
+): string {
   if (flag !== undefined) return flag;
   const base = env['KUBECACHEDIR'] !== undefined && env['KUBECACHEDIR'] !== '' ? env['KUBECACHEDIR'] : join(home(), '.kube', 'cache');
   return join(base, 'clusterprofile', providerName);

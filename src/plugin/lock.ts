@@ -11,7 +11,8 @@ import { errno } from './cache.js';
 // which runs every lazy getter (fs.promises, streams, WebCrypto...) and loads ~30 more internal modules on each
 // plugin start (see docs/readme/plugin-runtime.md, "Start-up").
 const { closeSync, constants, openSync, readFileSync, statSync, unlinkSync, writeSync } = process.getBuiltinModule('node:fs');
-const { hostname } = process.getBuiltinModule('node:os');
+// Only a miss takes a lock: node:os is loaded then, not on a hit.
+const hostname = (): string => process.getBuiltinModule('node:os').hostname();
 
 /** Code of a lock that could not be taken in time (exit 1). */
 export type LockErrorCode = 'ERR_PLUGIN_CACHE_LOCKED' | 'ERR_PLUGIN_CACHE_IO';
