@@ -14,6 +14,7 @@ import type {
   ClusterProfile,
   ExecCluster,
   ExecConfig,
+  NamedExtension,
   ProviderConfig,
   ResolvedClusterAccess,
 } from './types.js';
@@ -88,17 +89,22 @@ export function resolveClusterAccess(
   const name = profile.metadata.name;
 
   // 1. The profile's providers by name; accessProviders overwrite credentialProviders.
-  const byName = new Map<string, { provider: AccessProvider; path: string }>();
+  // JSON paths are only spelled out when an error needs one (this runs once per profile on a controller's hot path).
+  const byName = new Map<string, { provider: AccessProvider; field: 'accessProviders' | 'credentialProviders'; index: number }>();
   const status = profile.status ?? {};
-  (status.credentialProviders ?? []).forEach((provider, index) => {
-    byName.set(provider.name, { provider, path: `$.status.credentialProviders[${index}]` });
+  const deprecated = status.credentialProviders ?? [];
+  for (let index = 0; index < deprecated.length; index++) {
+    const provider = deprecated[index] as AccessProvider;
+    byName.set(provider.name, { provider, field: 'credentialProviders', index });
     options.warn?.(
       `ClusterProfile ${JSON.stringify(name)} uses deprecated field CredentialProviders ${JSON.stringify(provider.name)}; please migrate to AccessProviders`,
     );
-  });
-  (status.accessProviders ?? []).forEach((provider, index) => {
-    byName.set(provider.name, { provider, path: `$.status.accessProviders[${index}]` });
-  });
+  }
+  const current = status.accessProviders ?? [];
+  for (let index = 0; index < current.length; index++) {
+    const provider = current[index] as AccessProvider;
+    byName.set(provider.name, { provider, field: 'accessProviders', index });
+  }
 
   // 2. The first providers-file entry the profile lists.
   const fileIndex = fileProviders.findIndex((entry) => byName.has(entry.name));
@@ -133,8 +139,10 @@ export function resolveClusterAccess(
   let args = [...(execConfig.args ?? [])];
   let env: EnvVar[] = (execConfig.env ?? []).map((variable) => ({ name: variable.name, value: variable.value }));
   let execExtension: { value: unknown } | undefined;
-  (cluster.extensions ?? []).forEach((extension, index) => {
-    const path = `${chosen.path}.cluster.extensions[${index}].extension`;
+  const extensions = cluster.extensions ?? [];
+  for (let index = 0; index < extensions.length; index++) {
+    const extension = extensions[index] as NamedExtension;
+    const path = () => `$.status.${chosen.field}[${chosen.index}].cluster.extensions[${index}].extension`;
     switch (extension.name) {
       case EXEC_EXTENSION_NAME:
         execExtension = { value: extension.extension };
@@ -148,7 +156,7 @@ export function resolveClusterAccess(
       default:
         break;
     }
-  });
+  }
 
   // 5. The result: fresh objects only.
   const execCluster: ExecCluster = { server: cluster.server };
@@ -237,7 +245,7 @@ function applyArgs(
   payload: unknown,
   entry: ProviderConfig,
   fileIndex: number,
-  path: string,
+  path: () => string,
 ): string[] {
   const policy = entry.profileSourcedCLIArgsPolicy ?? '';
   switch (policy) {
@@ -260,7 +268,7 @@ function applyEnvs(
   payload: unknown,
   entry: ProviderConfig,
   fileIndex: number,
-  path: string,
+  path: () => string,
 ): EnvVar[] {
   const policy = entry.profileSourcedEnvVarsPolicy ?? '';
   if (policy === '' || policy === 'Ignore') {
@@ -278,52 +286,59 @@ function applyEnvs(
   }
   const fromProfile = stringMap(payload, path);
   // The existing variables keep their order; a name listed twice collapses to its first position with the value
-  // upstream's map would keep (AppendIfNotExists: the last one; Replace: the first one).
-  const merged = new Map<string, string>();
+  // upstream's map would keep (AppendIfNotExists: the last one; Replace: the first one). Lists are short: a linear
+  // search beats building maps on this per-profile path.
+  const merged: EnvVar[] = [];
   for (const variable of env) {
-    if (policy === 'AppendIfNotExists' || !merged.has(variable.name)) {
-      merged.set(variable.name, variable.value);
+    const existing = merged.find((candidate) => candidate.name === variable.name);
+    if (existing === undefined) {
+      merged.push({ name: variable.name, value: variable.value });
+    } else if (policy === 'AppendIfNotExists') {
+      existing.value = variable.value;
     }
   }
-  if (policy === 'Replace') {
-    for (const [name, value] of fromProfile) {
-      if (merged.has(name)) merged.set(name, value);
+  const added: EnvVar[] = [];
+  for (const variable of fromProfile) {
+    const existing = merged.find((candidate) => candidate.name === variable.name);
+    if (existing === undefined) {
+      added.push(variable);
+    } else if (policy === 'Replace') {
+      existing.value = variable.value;
     }
   }
-  const added = [...fromProfile.keys()].filter((name) => !merged.has(name)).sort(compareCodeUnits);
-  for (const name of added) {
-    merged.set(name, fromProfile.get(name) as string);
-  }
-  return [...merged].map(([name, value]) => ({ name, value }));
+  added.sort((a, b) => compareCodeUnits(a.name, b.name));
+  return added.length === 0 ? merged : merged.concat(added);
 }
 
 /** Upstream decodes the payload with a YAML decoder into `[]string`: scalars become their text, null is empty. */
-function stringList(payload: unknown, path: string): string[] {
+function stringList(payload: unknown, path: () => string): string[] {
   if (payload === null || payload === undefined) return [];
   if (!Array.isArray(payload)) {
-    throw badExtension('failed to unmarshal additional CLI args extension', `expected a list of strings, got ${kind(payload)}`, path);
+    throw badExtension('failed to unmarshal additional CLI args extension', `expected a list of strings, got ${kind(payload)}`, path());
   }
   return payload.map((item, index) => {
     const text = scalarText(item);
     if (text === undefined) {
-      throw badExtension('failed to unmarshal additional CLI args extension', `expected a string, got ${kind(item)}`, `${path}[${index}]`);
+      throw badExtension('failed to unmarshal additional CLI args extension', `expected a string, got ${kind(item)}`, `${path()}[${index}]`);
     }
     return text;
   });
 }
 
-function stringMap(payload: unknown, path: string): Map<string, string> {
-  const result = new Map<string, string>();
+/** The additional-envs payload (a string map) as fresh name/value pairs, in the payload's key order. */
+function stringMap(payload: unknown, path: () => string): EnvVar[] {
+  const result: EnvVar[] = [];
   if (payload === null || payload === undefined) return result;
   if (typeof payload !== 'object' || Array.isArray(payload)) {
-    throw badExtension('failed to unmarshal additional env vars extension', `expected a map of strings, got ${kind(payload)}`, path);
+    throw badExtension('failed to unmarshal additional env vars extension', `expected a map of strings, got ${kind(payload)}`, path());
   }
-  for (const [name, value] of Object.entries(payload)) {
+  for (const name of Object.keys(payload)) {
+    const value = (payload as Record<string, unknown>)[name];
     const text = scalarText(value);
     if (text === undefined) {
-      throw badExtension('failed to unmarshal additional env vars extension', `expected a string, got ${kind(value)}`, memberPath(path, name));
+      throw badExtension('failed to unmarshal additional env vars extension', `expected a string, got ${kind(value)}`, memberPath(path(), name));
     }
-    result.set(name, text);
+    result.push({ name, value: text });
   }
   return result;
 }
