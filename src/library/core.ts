@@ -1,0 +1,52 @@
+// `clusterprofile-credentials/core`: everything that does not need @kubernetes/client-node (providers file,
+// resolution, kubeconfig rendering, the exec implementation). Only named exports.
+export { CredentialsError, isCredentialsError, formatError } from './errors.js';
+export type {
+  AccessConfig,
+  AccessProvider,
+  Cluster,
+  ClusterProfile,
+  ExecApiVersion,
+  ExecConfig,
+  InteractiveMode,
+  NamedExtension,
+  ProviderConfig,
+  CLIArgsPolicy,
+  EnvVarsPolicy,
+  ExecCluster,
+  ExecCredentialStatus,
+  ResolvedClusterAccess,
+} from './types.js';
+export { loadAccessConfig, parseAccessConfig } from './access-config.js';
+export type { AccessConfigErrorCode, AccessConfigFs, LoadAccessConfigOptions } from './access-config.js';
+export { DEFAULT_PROVIDER_FILE, PROVIDER_FILE_OPTION, withProviderFileOption } from './provider-file-option.js';
+export type { ProviderFileArgs } from './provider-file-option.js';
+export {
+  ADDITIONAL_ARGS_EXTENSION_NAME,
+  ADDITIONAL_ENVS_EXTENSION_NAME,
+  EXEC_EXTENSION_NAME,
+  resolveClusterAccess,
+} from './resolve.js';
+export type { ResolveErrorCode, ResolveOptions } from './resolve.js';
+export { kubeconfigFromAccess, renderKubeconfig } from './kubeconfig.js';
+export type { KubeconfigDocument, KubeconfigOptions } from './kubeconfig.js';
+export {
+  buildExecRequest,
+  DEFAULT_EXEC_TIMEOUT_MS,
+  DEFAULT_MAX_EXEC_DEPTH,
+  DEFAULT_REFRESH_MARGIN_MS,
+  EXEC_DEPTH_ENV,
+  ExecAuthenticator,
+  ExecCredentialCache,
+  execCacheKey,
+  parseExecCredential,
+  runExecPlugin,
+} from './exec/index.js';
+export type {
+  ExecAuthenticatorOptions,
+  ExecCredential,
+  ExecErrorCode,
+  ExecRequest,
+  ExecRun,
+  ExecRunOptions,
+} from './exec/index.js';
