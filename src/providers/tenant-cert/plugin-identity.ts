@@ -12,7 +12,9 @@ import { join } from 'node:path';
 import { parseDocument } from 'yaml';
 import { CredentialsError } from '../../library/errors.js';
 import { readIdentity, type ReceivedIdentity } from './documents.js';
-import { CLUSTER_ID_PATTERN } from './plugin-settings.js';
+import { CLUSTER_ID_PATTERN, identityFile } from './plugin-settings.js';
+
+export { identityFile };
 import { commonName } from './plugin-certificate.js';
 
 export type ImportedIdentityErrorCode = 'ERR_TENANT_CERT_IDENTITY_INVALID' | 'ERR_TENANT_CERT_IDENTITY_STORE';
@@ -88,11 +90,6 @@ export function parseIdentity(text: string, source: string): ParsedIdentity {
     ...(received.apiServer === undefined ? {} : { apiServer: received.apiServer }),
     ...(received.proxyURL === undefined ? {} : { proxyURL: received.proxyURL }),
   };
-}
-
-/** Where the Identity of `provider` for `consumer` lives. */
-export function identityFile(identityDir: string, consumerClusterID: string, providerClusterID: string): string {
-  return join(identityDir, consumerClusterID, `${providerClusterID}.yaml`);
 }
 
 /** Stores `text` atomically (temp file + rename) with mode 0600 in a 0700 directory. Returns the file. */

@@ -15,8 +15,8 @@ import { issuerHandshake } from './client.js';
 import { buildTenant } from './documents.js';
 import { parsePrivateKeyPem } from './keys.js';
 import { checkCertificate, type CheckedCertificate } from './plugin-certificate.js';
-import { loadImportedIdentity } from './plugin-identity.js';
-import { parseCertificateBundle } from './plugin-settings.js';
+import { identityFile, parseCertificateBundle } from './plugin-settings.js';
+import { existsSync } from 'node:fs';
 import type { TenantCertPluginSettings, TenantCertState } from './plugin.js';
 import type { Dispatcher } from 'undici';
 
@@ -62,7 +62,11 @@ export async function issueTenantCertificate(
     context.stderr.write(`${line}\n`);
   };
 
-  const imported = await loadImportedIdentity(settings.identityDir, settings.clusterID, settings.providerClusterID);
+  // The YAML reader and schema code are loaded only when an Identity was imported for this pair.
+  const importedFile = identityFile(settings.identityDir, settings.clusterID, settings.providerClusterID);
+  const imported = existsSync(importedFile)
+    ? await (await import('./plugin-identity.js')).loadImportedIdentity(settings.identityDir, settings.clusterID, settings.providerClusterID)
+    : undefined;
   if (imported !== undefined) {
     try {
       const checked = checkCertificate(imported.identity.certificatePem, {

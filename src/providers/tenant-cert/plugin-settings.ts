@@ -214,6 +214,11 @@ export function readKeyFile(file: string): { keyPem: string; keyDigest: string }
   return { keyPem, keyDigest: sha256Hex(keyPem) };
 }
 
+/** Where `clusterprofile identity import` stores the Identity of `provider` for `consumer`. */
+export function identityFile(identityDir: string, consumerClusterID: string, providerClusterID: string): string {
+  return join(identityDir, consumerClusterID, `${providerClusterID}.yaml`);
+}
+
 /** `--identity-dir`, else `$HOME/.kube/clusterprofile/identities`. */
 export function defaultIdentityDir(env: Env, flag: string | undefined, cwd: string): string {
   if (flag !== undefined && flag !== '') {
