@@ -5,7 +5,7 @@
  */
 import type { KeyObject } from 'node:crypto';
 import { assertDocument } from '../../schemas/index.js';
-import { buildCsr, parseCsr, type CsrSubject, type ParsedCsr } from './csr.js';
+import { buildCsr, parseCsrSync, type CsrSubject, type ParsedCsr } from './csr.js';
 import { decodeBase64, encodeBase64, parsePublicKey, publicKeyPem } from './keys.js';
 import { signTenant } from './message.js';
 import {
@@ -19,6 +19,28 @@ import {
   type SignatureFormat,
   type TenantDocument,
 } from './protocol.js';
+
+/**
+ * Parsed keys and CSRs by their exact base64 text: a consumer sends the same key (and often the same CSR) with every
+ * Tenant, and parsing is a large part of the issuer's cost per handshake. Bounded; only successful parses are kept;
+ * the values are never mutated.
+ */
+const CACHE_LIMIT = 1024;
+const publicKeys = new Map<string, KeyObject>();
+const csrs = new Map<string, ParsedCsr>();
+
+function cached<T>(cache: Map<string, T>, text: string, parse: () => T): T {
+  const hit = cache.get(text);
+  if (hit !== undefined) {
+    return hit;
+  }
+  const value = parse();
+  if (cache.size >= CACHE_LIMIT) {
+    cache.delete(cache.keys().next().value as string);
+  }
+  cache.set(text, value);
+  return value;
+}
 
 /** A Tenant after decoding, whatever its flavour. */
 export interface ReceivedTenant {
@@ -44,8 +66,8 @@ export async function readTenant(document: unknown): Promise<ReceivedTenant> {
     code: 'ERR_TENANT_INVALID_DOCUMENT',
     what: 'the Tenant',
   });
-  const publicKey = parsePublicKey(decodeBase64(tenant.spec.publicKey, '$.spec.publicKey'), '$.spec.publicKey');
-  const csr = await parseCsr(decodeBase64(tenant.spec.csr, '$.spec.csr'), '$.spec.csr');
+  const publicKey = cached(publicKeys, tenant.spec.publicKey, () => parsePublicKey(decodeBase64(tenant.spec.publicKey, '$.spec.publicKey'), '$.spec.publicKey'));
+  const csr = cached(csrs, tenant.spec.csr, () => parseCsrSync(decodeBase64(tenant.spec.csr, '$.spec.csr'), '$.spec.csr'));
   const signature = decodeBase64(tenant.spec.signature, '$.spec.signature');
   if (tenant.apiVersion === LIQO_API_VERSION) {
     return {
