@@ -1,6 +1,6 @@
 // The exec-plugin runtime: input, flags, cache, lock, output. Only named exports.
 export { runPlugin, EXIT } from './run.js';
-export type { RunPluginOptions } from './run.js';
+export type { RunErrorCode, RunPluginOptions } from './run.js';
 export { readExecInfo, renderExecCredential, assertUsableStatus } from './exec-credential.js';
 export type { ExecCredentialErrorCode } from './exec-credential.js';
 export { cacheKey, cacheDirectory } from './cache.js';

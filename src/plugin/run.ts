@@ -2,7 +2,7 @@
  * The runtime every plugin binary shares: flags, KUBERNETES_EXEC_INFO, the cache with double-checked locking, the
  * single ExecCredential document on stdout, diagnostics on stderr, exit codes.
  */
-import { formatError, isCredentialsError } from '../library/errors.js';
+import { CredentialsError, formatError, isCredentialsError } from '../library/errors.js';
 import type { ExecCredentialStatus } from '../library/types.js';
 import {
   cacheDirectory,
@@ -34,6 +34,9 @@ export interface RunPluginOptions {
   /** A lock older than this is broken even if its owner looks alive (default 10 min); a dead owner's at once. */
   staleLockMs?: number;
 }
+
+/** Code of an issuance stopped by SIGINT/SIGTERM/SIGHUP (the abort reason providers see on their signal). */
+export type RunErrorCode = 'ERR_PLUGIN_INTERRUPTED';
 
 /** Exit codes of every plugin. */
 export const EXIT = {
@@ -193,14 +196,15 @@ export function runPlugin<F extends FlagSpecs, Settings, State>(
 
 /**
  * While the lock is held, a SIGINT/SIGTERM/SIGHUP releases it, aborts the provider and then lets the signal take
- * its default course, so an interrupted login leaves neither a lock nor an entry behind.
+ * its default course (the process ends), so an interrupted login leaves neither a lock nor an entry behind. A host
+ * process that handles the signal itself (runPlugin used in-process) keeps its own handling.
  */
 function releaseOnSignal(lock: HeldLock, controller: AbortController): () => void {
   const handler = (signal: NodeJS.Signals): void => {
     lock.release();
-    controller.abort(new Error(`interrupted by ${signal}`));
+    controller.abort(new CredentialsError('ERR_PLUGIN_INTERRUPTED', `interrupted by ${signal}`));
     unhook();
-    process.kill(process.pid, signal);
+    if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
   };
   const unhook = (): void => {
     for (const signal of SIGNALS) process.off(signal, handler);

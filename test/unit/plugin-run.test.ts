@@ -112,6 +112,29 @@ describe('runPlugin', () => {
     expect(io2.out()).toBe('');
   });
 
+  it('in-process with a host that handles SIGTERM: the signal aborts issue and releases the lock, the host lives on', async () => {
+    const { p } = provider(
+      (context) =>
+        new Promise((_resolve, reject) => {
+          context.signal.addEventListener('abort', () => reject(context.signal.reason));
+          setImmediate(() => process.emit('SIGTERM', 'SIGTERM'));
+        }),
+    );
+    const hostHandler = (): void => {};
+    process.on('SIGTERM', hostHandler);
+    try {
+      const cache = mkdtempSync(join(tmpdir(), 'cpc-run-unit-'));
+      const io = memoryIo();
+      expect(await runPlugin(p, { now })(['--subject', 's', '--cache-dir', cache], {}, io)).toBe(1);
+      expect(io.out()).toBe('');
+      expect(io.err()).toBe('clusterprofile-unit: ERR_PLUGIN_INTERRUPTED: interrupted by SIGTERM\n');
+      expect(readdirSync(cache)).toEqual([]);
+      expect(process.listeners('SIGTERM')).toEqual([hostHandler]);
+    } finally {
+      process.off('SIGTERM', hostHandler);
+    }
+  });
+
   it('--help prints the usage on stdout with exit 0', async () => {
     const { p } = provider(async () => ({}));
     const io = memoryIo();
