@@ -113,10 +113,14 @@ export function readEntry<State>(dir: string, key: string): EntryRead<State> {
 
 /**
  * Writes an entry atomically: a 0600 temporary file created exclusively, written, fsynced, renamed over the entry,
- * then the directory fsynced. A failure leaves the previous entry (or none), never a partial one.
+ * then the directory fsynced. A failure leaves the previous entry (or none), never a partial one. The caller holds
+ * the entry's lock, so any other temporary file of this key is debris of a writer that died: it is removed.
  */
 export function writeEntry<State>(dir: string, key: string, entry: CachedCredential<State>): void {
   const file = entryPath(dir, key);
+  for (const name of readdirSync(dir)) {
+    if (name.startsWith(`${key}.json.`) && name.endsWith('.tmp')) removeQuietly(join(dir, name));
+  }
   const temporary = `${file}.${process.getBuiltinModule('node:crypto').randomBytes(6).toString('hex')}.tmp`;
   const body = `${JSON.stringify({ version: ENTRY_VERSION, key, issuedAt: entry.issuedAt, status: entry.status, ...(entry.state === undefined ? {} : { state: entry.state }) })}\n`;
   let fd: number | undefined;

@@ -47,6 +47,16 @@ describe('entries', () => {
     expect(readdirSync(dir)).toEqual([`${key}.json`]); // no temporary file left
   });
 
+  it('removes temporary files a dead writer of the same key left behind, and only those', () => {
+    const dir = freshDir();
+    ensurePrivateDirectory(dir);
+    const other = 'd'.repeat(64);
+    writeFileSync(join(dir, `${key}.json.0123456789ab.tmp`), '{"partial', { mode: 0o600 });
+    writeFileSync(join(dir, `${other}.json.0123456789ab.tmp`), '{"partial', { mode: 0o600 });
+    writeEntry(dir, key, entry);
+    expect(readdirSync(dir).sort()).toEqual([`${key}.json`, `${other}.json.0123456789ab.tmp`]);
+  });
+
   it('reports missing and corrupted entries instead of throwing', () => {
     const dir = freshDir();
     ensurePrivateDirectory(dir);
