@@ -26,6 +26,8 @@ export interface FakeCsrApiOptions {
   /** Whether a signer controller runs. Default true. */
   signerRunning?: boolean;
   signDelayMs?: number;
+  /** Bump the object's resourceVersion right after creation once (a controller touching it): the first approval conflicts. */
+  touchAfterCreate?: boolean;
 }
 
 export interface FakeCsrApi {
@@ -154,6 +156,9 @@ export async function startFakeCsrApi(options: FakeCsrApiOptions): Promise<FakeC
       };
       objects.set(name, object);
       json(res, 201, object);
+      if (options.touchAfterCreate === true) {
+        object.metadata.resourceVersion = String(++resourceVersion);
+      }
       return;
     }
     const match = new RegExp(`^${BASE}/([^/]+)(/approval)?$`).exec(path);

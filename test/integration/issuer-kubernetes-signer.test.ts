@@ -74,6 +74,12 @@ describe('the Kubernetes CSR signer (certificates.k8s.io/v1 against a faithful l
     expect(seen[0]!['status'].conditions[0]).toMatchObject({ type: 'Approved', status: 'True', reason: 'ClusterProfileIssuerApproved' });
   });
 
+  it('an approval that conflicts (object updated meanwhile) is retried on the current version', async () => {
+    const { api, fixture } = await setup({ touchAfterCreate: true });
+    await expect(fixture.issuer.acceptTenant(await tenantFor(fixture))).resolves.toBeDefined();
+    expect(api.requests.filter((r) => r.path.endsWith('/approval'))).toHaveLength(2);
+  });
+
   it('refuses a CSR that does not ask for exactly the granted subject (the API server would copy it)', async () => {
     const { api, fixture } = await setup();
     await expect(fixture.issuer.acceptTenant(await tenantFor(fixture, false))).rejects.toMatchObject({ code: 'ERR_TENANT_CSR_GROUPS' });

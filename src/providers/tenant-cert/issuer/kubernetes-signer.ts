@@ -149,7 +149,15 @@ export function kubernetesSigner(options: KubernetesSignerOptions): Signer {
       try {
         const object = processCreateResponse(await kube.send(buildCreateRequest(name, request, options.now()), { signal: combined }));
         created = true;
-        processApprovalResponse(await kube.send(buildApprovalRequest(object, request.consumerClusterID, options.now()), { signal: combined }));
+        let approval = await kube.send(buildApprovalRequest(object, request.consumerClusterID, options.now()), { signal: combined });
+        if (approval.status === 409) {
+          // Someone (a controller) updated the object in between: approve the current version, once.
+          const current = await kube.send({ method: 'GET', path: `${CSR_PATH}/${name}` }, { signal: combined });
+          if (current.status === 200) {
+            approval = await kube.send(buildApprovalRequest(current.body as CsrObject, request.consumerClusterID, options.now()), { signal: combined });
+          }
+        }
+        processApprovalResponse(approval);
         for (;;) {
           const certificate = processPollResponse(await kube.send({ method: 'GET', path: `${CSR_PATH}/${name}` }, { signal: combined }));
           if (certificate !== undefined) {

@@ -142,10 +142,15 @@ export async function startIssuerServer(options: IssuerServerOptions): Promise<R
     url: `https://${host}:${address.port}`,
     port: address.port,
     server,
+    // Stop accepting, let requests in flight finish (up to 5 s), then cut what is left.
     close: () =>
       new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
+        const force = setTimeout(() => server.closeAllConnections(), 5_000);
+        server.close(() => {
+          clearTimeout(force);
+          resolve();
+        });
+        server.closeIdleConnections();
       }),
   };
 }
