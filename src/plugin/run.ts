@@ -21,7 +21,7 @@ import { assertUsableStatus, readExecInfo, renderExecCredential } from './exec-c
 import { assertNoFlagClash, helpText, parseCommand } from './flags.js';
 import { writeStdout, type Env, type ProcessIo, type Run } from './io.js';
 import { acquireLock, isLockHeld, type HeldLock } from './lock.js';
-import type { CredentialProvider, FlagSpecs } from './provider.js';
+import type { CredentialProvider, ExecCredentialInput, FlagSpecs } from './provider.js';
 
 /** Knobs of the runtime; production defaults, overridden by tests. */
 export interface RunPluginOptions {
@@ -82,6 +82,9 @@ export function runPlugin<F extends FlagSpecs, Settings, State>(
   const say = (io: ProcessIo, message: string): void => {
     io.stderr.write(`${command}: ${message}\n`);
   };
+  /** An entry to serve: valid for at least the provider's margin more. */
+  const fresh = (read: EntryRead<State>): read is Extract<EntryRead<State>, { kind: 'entry' }> =>
+    read.kind === 'entry' && read.expiresAt - now().getTime() > minRemainingMs;
 
   return async (argv, env, io) => {
     let stage: 'usage' | 'credential' = 'usage';
@@ -104,8 +107,6 @@ export function runPlugin<F extends FlagSpecs, Settings, State>(
       const settings = await provider.settings({ input, flags: parsed.flags, env });
       stage = 'credential';
       const key = cacheKey(provider.name, provider.cacheKey(settings));
-      const fresh = (read: EntryRead<State>): read is Extract<EntryRead<State>, { kind: 'entry' }> =>
-        read.kind === 'entry' && read.expiresAt - now().getTime() > minRemainingMs;
 
       // Fast path: no lock, no provider code beyond settings().
       if (!parsed.forceRefresh && checkPrivateDirectory(dir)) {
@@ -129,58 +130,74 @@ export function runPlugin<F extends FlagSpecs, Settings, State>(
         stage = 'credential';
       }
 
-      ensurePrivateDirectory(dir);
-      const controller = new AbortController();
-      const lock = await acquireLock(lockPath(dir, key), {
-        ...lockOptions,
-        signal: controller.signal,
-        onWait: (owner) => say(io, `waiting for ${owner === undefined ? 'another plugin' : `process ${owner.pid}`} to finish (cache lock ${lockPath(dir, key)})`),
-        onBreak: (owner, reason) => say(io, `removed a stale cache lock${owner === undefined ? '' : ` of process ${owner.pid}`}: ${reason}`),
-      });
-      const unhook = releaseOnSignal(lock, controller);
-      let status: ExecCredentialStatus;
-      try {
-        let read = readEntry<State>(dir, key);
-        if (read.kind === 'corrupted') {
-          say(io, `discarding the corrupted cache entry ${entryPath(dir, key)}: ${read.reason}`);
-          removeEntry(dir, key);
-          read = { kind: 'missing' };
-        }
-        if (!parsed.forceRefresh && fresh(read)) {
-          status = read.entry.status;
-        } else {
-          const issuedAt = now();
-          const interactive = input.spec.interactive === true;
-          const issued = await provider.issue(settings, {
-            now,
-            interactive,
-            stdin: interactive ? io.stdin : process.getBuiltinModule('node:stream').Readable.from([]),
-            stderr: io.stderr,
-            signal: controller.signal,
-            env,
-            previous: read.kind === 'entry' ? read.entry : undefined,
-          });
-          assertUsableStatus(issued.status);
-          status = issued.status;
-          if (status.expirationTimestamp !== undefined) {
-            try {
-              writeEntry(dir, key, { status, issuedAt: issuedAt.toISOString(), ...(issued.state === undefined ? {} : { state: issued.state }) });
-            } catch (error) {
-              // The credential is good; only the next run pays for the missing entry.
-              say(io, `warning: ${formatError(error)}`);
-            }
-          }
-        }
-      } finally {
-        lock.release();
-        unhook();
-      }
+      const status = await issueUnderLock({ dir, key, settings, input, forceRefresh: parsed.forceRefresh, env, io });
       writeStdout(io, renderExecCredential(input.apiVersion, status));
       return EXIT.ok;
     } catch (error) {
       return report(io, env, error, stage);
     }
   };
+
+  /**
+   * The slow path: take the key's lock, read the entry again (another run may just have written it), else call
+   * the provider and store what it returns. Nothing is written unless the provider succeeds.
+   */
+  async function issueUnderLock(request: {
+    dir: string;
+    key: string;
+    settings: Settings;
+    input: ExecCredentialInput;
+    forceRefresh: boolean;
+    env: Env;
+    io: ProcessIo;
+  }): Promise<ExecCredentialStatus> {
+    const { dir, key, settings, input, forceRefresh, env, io } = request;
+    ensurePrivateDirectory(dir);
+    const controller = new AbortController();
+    const file = lockPath(dir, key);
+    const lock = await acquireLock(file, {
+      ...lockOptions,
+      signal: controller.signal,
+      onWait: (owner) => say(io, `waiting for ${owner === undefined ? 'another plugin' : `process ${owner.pid}`} to finish (cache lock ${file})`),
+      onBreak: (owner, reason) => say(io, `removed a stale cache lock${owner === undefined ? '' : ` of process ${owner.pid}`}: ${reason}`),
+    });
+    const unhook = releaseOnSignal(lock, controller);
+    try {
+      let read = readEntry<State>(dir, key);
+      if (read.kind === 'corrupted') {
+        say(io, `discarding the corrupted cache entry ${entryPath(dir, key)}: ${read.reason}`);
+        removeEntry(dir, key);
+        read = { kind: 'missing' };
+      }
+      if (!forceRefresh && fresh(read)) {
+        return read.entry.status;
+      }
+      const issuedAt = now();
+      const interactive = input.spec.interactive === true;
+      const issued = await provider.issue(settings, {
+        now,
+        interactive,
+        stdin: interactive ? io.stdin : process.getBuiltinModule('node:stream').Readable.from([]),
+        stderr: io.stderr,
+        signal: controller.signal,
+        env,
+        previous: read.kind === 'entry' ? read.entry : undefined,
+      });
+      assertUsableStatus(issued.status);
+      if (issued.status.expirationTimestamp !== undefined) {
+        try {
+          writeEntry(dir, key, { status: issued.status, issuedAt: issuedAt.toISOString(), ...(issued.state === undefined ? {} : { state: issued.state }) });
+        } catch (error) {
+          // The credential is good; only the next run pays for the missing entry.
+          say(io, `warning: ${formatError(error)}`);
+        }
+      }
+      return issued.status;
+    } finally {
+      lock.release();
+      unhook();
+    }
+  }
 
   function report(io: ProcessIo, env: Env, error: unknown, stage: 'usage' | 'credential'): number {
     if (isCredentialsError(error)) {
