@@ -4,7 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { validateDocument } from '../../src/schemas/index.js';
 import { buildIdentity, buildLiqoIdentity, buildTenant } from '../../src/providers/tenant-cert/documents.js';
 import { generateClusterKeyPair, parsePrivateKeyPem } from '../../src/providers/tenant-cert/keys.js';
-import { parseDuration, parseListen } from '../../src/providers/tenant-cert/issuer/setup.js';
+import { parseDuration } from '../../src/cli/duration.js';
+import { parseListen } from '../../src/providers/tenant-cert/issuer/setup.js';
 import { issuerFixture } from '../helpers/issuer-fixtures.js';
 
 describe('tenant-cert documents against their schemas', () => {
@@ -46,11 +47,11 @@ describe('tenant-cert documents against their schemas', () => {
 
 describe('issuer flag parsing', () => {
   it('durations are Go-style and bounded', () => {
-    expect(parseDuration('24h', '--cert-lifetime', 0, Infinity)).toBe(86_400_000);
-    expect(parseDuration('1h30m', '--cert-lifetime', 0, Infinity)).toBe(5_400_000);
-    expect(parseDuration('500ms', '--x', 0, Infinity)).toBe(500);
-    expect(() => parseDuration('24', '--cert-lifetime', 0, Infinity)).toThrow(expect.objectContaining({ code: 'ERR_ISSUER_CONFIG', path: '--cert-lifetime' }));
-    expect(() => parseDuration('1m', '--cert-lifetime', 300_000, Infinity)).toThrow(expect.objectContaining({ code: 'ERR_ISSUER_CONFIG' }));
+    expect(parseDuration('24h', { flag: '--cert-lifetime', min: 0, max: Infinity, code: 'ERR_ISSUER_CONFIG' })).toBe(86_400_000);
+    expect(parseDuration('1h30m', { flag: '--cert-lifetime', min: 0, max: Infinity, code: 'ERR_ISSUER_CONFIG' })).toBe(5_400_000);
+    expect(parseDuration('500ms', { flag: '--x', min: 0, max: Infinity, code: 'ERR_ISSUER_CONFIG' })).toBe(500);
+    expect(() => parseDuration('24', { flag: '--cert-lifetime', min: 0, max: Infinity, code: 'ERR_ISSUER_CONFIG' })).toThrow(expect.objectContaining({ code: 'ERR_ISSUER_CONFIG', path: '--cert-lifetime' }));
+    expect(() => parseDuration('1m', { flag: '--cert-lifetime', min: 300_000, max: Infinity, code: 'ERR_ISSUER_CONFIG' })).toThrow(expect.objectContaining({ code: 'ERR_ISSUER_CONFIG' }));
   });
 
   it('--listen is HOST:PORT or [IPv6]:PORT', () => {

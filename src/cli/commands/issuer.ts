@@ -19,8 +19,9 @@ import { keyAlgorithm, parsePublicKey, spkiDer } from '../../providers/tenant-ce
 import { DATA_FILES, servingMaterial } from '../../providers/tenant-cert/issuer/data-dir.js';
 import { checkGroups } from '../../providers/tenant-cert/issuer/policy.js';
 import { startIssuerServer } from '../../providers/tenant-cert/issuer/server.js';
-import { configError, openIssuer, parseDuration, parseListen, type IssuerSettings } from '../../providers/tenant-cert/issuer/setup.js';
+import { configError, openIssuer, parseListen, type IssuerSettings } from '../../providers/tenant-cert/issuer/setup.js';
 import { TrustStore, checkClusterId } from '../../providers/tenant-cert/issuer/trust.js';
+import { parseDuration } from '../duration.js';
 import type { CommandArgs, CommandContext } from '../command.js';
 
 const ACTIONS = ['serve', 'trust', 'untrust', 'list'] as const;
@@ -82,14 +83,14 @@ export function issuerSettings(args: CommandArgs, providerClusterID: string | un
     ...(providerClusterID === undefined ? {} : { providerClusterID }),
     ...(typeof args['api-server-url'] === 'string' ? { apiServer: args['api-server-url'] } : {}),
     ...(typeof args['api-server-ca'] === 'string' ? { apiServerCaFile: args['api-server-ca'] } : {}),
-    certLifetimeMs: parseDuration(String(args['cert-lifetime'] ?? '24h'), '--cert-lifetime', 5 * MINUTE, 365 * DAY),
-    nonceTtlMs: parseDuration(String(args['nonce-ttl'] ?? '60s'), '--nonce-ttl', 5000, 60 * MINUTE),
+    certLifetimeMs: parseDuration(String(args['cert-lifetime'] ?? '24h'), { flag: '--cert-lifetime', min: 5 * MINUTE, max: 365 * DAY, code: 'ERR_ISSUER_CONFIG' }),
+    nonceTtlMs: parseDuration(String(args['nonce-ttl'] ?? '60s'), { flag: '--nonce-ttl', min: 5000, max: 60 * MINUTE, code: 'ERR_ISSUER_CONFIG' }),
     groups: strings(args['group']),
     liqoCompat: args['liqo-compat'] === true,
     signer: args['signer'] === 'kubernetes' ? 'kubernetes' : 'embedded',
     ...(typeof args['kubeconfig'] === 'string' ? { kubeconfig: args['kubeconfig'] } : {}),
     ...(typeof args['context'] === 'string' ? { kubeContext: args['context'] } : {}),
-    signerTimeoutMs: parseDuration(String(args['signer-timeout'] ?? '30s'), '--signer-timeout', 1000, 10 * MINUTE),
+    signerTimeoutMs: parseDuration(String(args['signer-timeout'] ?? '30s'), { flag: '--signer-timeout', min: 1000, max: 10 * MINUTE, code: 'ERR_ISSUER_CONFIG' }),
   };
 }
 

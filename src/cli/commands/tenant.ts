@@ -20,9 +20,10 @@ import { buildTenant } from '../../providers/tenant-cert/documents.js';
 import { encodeBase64, parsePrivateKeyPem, publicKeyPem, signBytes } from '../../providers/tenant-cert/keys.js';
 import { buildCsr } from '../../providers/tenant-cert/csr.js';
 import { LIQO_API_VERSION, type LiqoTenantDocument } from '../../providers/tenant-cert/protocol.js';
-import { openIssuer, parseDuration } from '../../providers/tenant-cert/issuer/setup.js';
+import { openIssuer } from '../../providers/tenant-cert/issuer/setup.js';
 import { checkClusterId } from '../../providers/tenant-cert/issuer/trust.js';
 import { issuerSettings } from './issuer.js';
+import { parseDuration } from '../duration.js';
 import type { CommandArgs, CommandContext } from '../command.js';
 
 export type TenantCommandErrorCode = 'ERR_TENANT_INPUT';
@@ -124,7 +125,7 @@ export async function run(args: CommandArgs, ctx: CommandContext): Promise<numbe
   const log = (line: string) => ctx.io.stderr.write(`${line}\n`);
   if (action === 'nonce') {
     const consumerClusterID = checkClusterId(required(args, 'cluster-id', 'nonce'), '--cluster-id');
-    const ttlMs = parseDuration(String(args['ttl']), '--ttl', 5000, 7 * 86_400_000);
+    const ttlMs = parseDuration(String(args['ttl']), { flag: '--ttl', min: 5000, max: 7 * 86_400_000, code: 'ERR_ISSUER_CONFIG' });
     const opened = await openIssuer(issuerSettings({ ...args, 'data-dir': dataDir }, undefined), {
       env: ctx.env,
       now: () => new Date(),

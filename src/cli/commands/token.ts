@@ -14,6 +14,7 @@ import { loadInClusterAccess, loadKubeconfigAccess, type KubeAccess } from '../.
 import { createKubeTransport } from '../../kube/transport.js';
 import type { KubeCredential } from '../../kube/types.js';
 import { syncTokensOnce } from '../../providers/token-request/sync.js';
+import { parseDuration } from '../duration.js';
 import type { CommandArgs, CommandContext } from '../command.js';
 
 export type TokenCommandErrorCode = 'ERR_TOKEN_SYNC_USAGE' | 'ERR_TOKEN_SYNC_BOOTSTRAP';
@@ -33,27 +34,13 @@ export function builder(parser: Argv): Argv<any> {
     .example('$0 token sync -n fleet --interval 1m', 'keep the Secrets fresh');
 }
 
-/** `90s`, `5m`, `1h`, or plain seconds. */
-export function parseDuration(value: string): number {
-  const match = /^(\d+)(ms|s|m|h)?$/.exec(value.trim());
-  if (match === null) {
-    throw new CredentialsError<TokenCommandErrorCode>('ERR_TOKEN_SYNC_USAGE', `invalid --interval ${JSON.stringify(value)}: use e.g. 30s, 5m or 1h`, { path: '--interval' });
-  }
-  const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[(match[2] ?? 's') as 'ms' | 's' | 'm' | 'h'];
-  const ms = Number(match[1]) * unit;
-  if (ms < 1000) {
-    throw new CredentialsError<TokenCommandErrorCode>('ERR_TOKEN_SYNC_USAGE', '--interval must be at least 1s', { path: '--interval' });
-  }
-  return ms;
-}
-
 async function hubAccess(args: CommandArgs, ctx: CommandContext): Promise<KubeAccess> {
   const file = typeof args['hub-kubeconfig'] === 'string' ? args['hub-kubeconfig'] : ctx.env['KUBECONFIG']?.split(':')[0];
   return file === undefined || file === '' ? loadInClusterAccess(ctx.env) : loadKubeconfigAccess(resolve(ctx.cwd, file));
 }
 
 export async function run(args: CommandArgs, ctx: CommandContext): Promise<number> {
-  const intervalMs = typeof args.interval === 'string' ? parseDuration(args.interval) : undefined;
+  const intervalMs = typeof args.interval === 'string' ? parseDuration(args.interval, { flag: '--interval', min: 1000, max: 86_400_000, code: 'ERR_TOKEN_SYNC_USAGE' }) : undefined;
   const accessConfig = await loadAccessConfig(resolve(ctx.cwd, String(args[PROVIDER_FILE_OPTION])));
   const access = await hubAccess(args, ctx);
   const namespace = (args.namespace as string | undefined) ?? access.namespace ?? 'default';

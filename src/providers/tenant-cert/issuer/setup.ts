@@ -21,21 +21,6 @@ export function configError(message: string, path: string, hint?: string): Crede
   return new CredentialsError('ERR_ISSUER_CONFIG', message, { path, ...(hint === undefined ? {} : { hint }) });
 }
 
-const UNITS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
-
-/** A Go-style duration (`24h`, `90m`, `1h30m`, `45s`) in milliseconds, within [min, max]. */
-export function parseDuration(text: string, flag: string, min: number, max: number): number {
-  const parts = /^(?:\d+(?:ms|s|m|h|d))+$/.test(text) ? [...text.matchAll(/(\d+)(ms|s|m|h|d)/g)] : [];
-  if (parts.length === 0) {
-    throw configError(`${flag} ${JSON.stringify(text)} is not a duration (e.g. 24h, 90m, 45s)`, flag);
-  }
-  const ms = parts.reduce((sum, [, n, unit]) => sum + Number(n) * (UNITS[unit ?? 's'] ?? 0), 0);
-  if (ms < min || ms > max) {
-    throw configError(`${flag} ${text} is outside [${min / 1000}s, ${max / 1000}s]`, flag);
-  }
-  return ms;
-}
-
 /** HOST:PORT, [IPv6]:PORT. */
 export function parseListen(text: string): { host: string; port: number } {
   const match = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(text);
