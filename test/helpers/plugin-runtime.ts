@@ -3,7 +3,6 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-// @ts-expect-error: a plain .mjs build script without types
 import { buildFixture } from '../fixtures/runtime/build.mjs';
 
 export interface ChildResult {
@@ -15,7 +14,7 @@ export interface ChildResult {
 
 /** Bundles the fixture into a fresh temporary directory and returns the path of its bin stub. */
 export async function buildRuntimeFixture(): Promise<string> {
-  return (await buildFixture(mkdtempSync(join(tmpdir(), 'cpc-runtime-fixture-')))) as string;
+  return buildFixture(mkdtempSync(join(tmpdir(), 'cpc-runtime-fixture-')));
 }
 
 export const V1 = 'client.authentication.k8s.io/v1';
