@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestCa, type TestCa } from '../helpers/tls.js';
+import { createSigner, liqoIdentityYaml, writeText } from '../helpers/tenant-cert-plugin.js';
 import {
   CLI,
   V1,
@@ -209,6 +210,30 @@ describe('tenant-cert plugin ⇄ issuer (real processes, real TLS)', () => {
     expect(result.stdout).toBe('');
     expect(result.stderr).toContain('ERR_TENANT_CERT_KEY_FILE');
     expect(result.stderr).toContain('chmod 600');
+  });
+});
+
+describe('tenant-cert plugin: an imported Identity next to an issuer', () => {
+  it('is served while valid (no handshake); an expired one falls back to the issuer with a note', async () => {
+    const signer = await createSigner('liqo-provider-ca');
+    const ours = createPublicKey(createPrivateKey(readFileSync(keyFile, 'utf8')));
+    const valid = await signer.issue(ours, { cn: CONSUMER, notBefore: new Date(Date.now() - 60_000), notAfter: new Date(Date.now() + 365 * 86_400_000) });
+    const s = setup();
+    const file = writeText(root, 'imported-identity.yaml', liqoIdentityYaml({ provider: PROVIDER, consumer: CONSUMER, certPem: valid }));
+    const imported = await runNode(CLI, ['identity', 'import', file, '--key-file', keyFile, '--identity-dir', s.identityDir]);
+    expect(imported.code, imported.stderr).toBe(0);
+    const served = await runPlugin(s);
+    expect(served.code, served.stderr).toBe(0);
+    expect(new X509Certificate(parse(served.stdout).status.clientCertificateData).serialNumber).toBe(new X509Certificate(valid).serialNumber);
+
+    // Expired: written straight into the store (import would refuse it), the issuer answers instead.
+    const expired = await signer.issue(ours, { cn: CONSUMER, notBefore: new Date(Date.now() - 7_200_000), notAfter: new Date(Date.now() - 3_600_000) });
+    writeFileSync(imported.stdout.trim(), liqoIdentityYaml({ provider: PROVIDER, consumer: CONSUMER, certPem: expired }), { mode: 0o600 });
+    const fresh = await runPlugin(setup({ identityDir: s.identityDir }));
+    expect(fresh.code, fresh.stderr).toBe(0);
+    expect(fresh.stderr).toContain('not using the imported Identity (ERR_TENANT_CERT_BAD_CERTIFICATE');
+    const certificate = new X509Certificate(parse(fresh.stdout).status.clientCertificateData);
+    expect(certificate.checkIssued(new X509Certificate(clientCa))).toBe(true);
   });
 });
 

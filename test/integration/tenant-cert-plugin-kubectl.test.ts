@@ -152,10 +152,17 @@ describe('manual flow → identity import → kubectl (no issuer running)', () =
 
     const identityDir = join(dir, 'ids');
     const kubeconfig = join(dir, 'member.kubeconfig');
-    const imported = await runNode(CLI, [
-      'identity', 'import', join(dir, 'identity.yaml'), '--key-file', keyFile, '--cluster-id', CONSUMER,
-      '--identity-dir', identityDir, '--kubeconfig', kubeconfig, '--plugin-command', PLUGIN,
-    ]);
+    // Ours from a file, Liqo's from stdin ("-").
+    const viaStdin = flavour !== 'ours';
+    const imported = await runNode(
+      CLI,
+      [
+        'identity', 'import', viaStdin ? '-' : join(dir, 'identity.yaml'), '--key-file', keyFile, '--cluster-id', CONSUMER,
+        '--identity-dir', identityDir, '--kubeconfig', kubeconfig, '--plugin-command', PLUGIN,
+      ],
+      {},
+      viaStdin ? identity : undefined,
+    );
     expect(imported.code, imported.stderr).toBe(0);
     expect(imported.stdout.trim()).toBe(join(identityDir, CONSUMER, `${PROVIDER}.yaml`));
     expect(statSync(imported.stdout.trim()).mode & 0o777).toBe(0o600);

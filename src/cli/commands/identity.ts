@@ -113,8 +113,9 @@ async function writePrivateFile(path: string, text: string): Promise<void> {
 }
 
 export async function run(args: CommandArgs, ctx: CommandContext): Promise<number> {
-  const file = args['file'];
-  if (typeof file !== 'string' || file === '') {
+  // yargs hands a lone "-" positional over as "".
+  const file = args['file'] === '' ? '-' : args['file'];
+  if (typeof file !== 'string') {
     throw new CredentialsError<IdentityCommandErrorCode>('ERR_IDENTITY_READ', 'which Identity? give a FILE (or - for stdin)', { path: 'FILE' });
   }
   const keyFile = resolve(ctx.cwd, String(args['key-file']));

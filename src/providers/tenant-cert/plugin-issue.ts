@@ -64,25 +64,28 @@ export async function issueTenantCertificate(
 
   // The YAML reader and schema code are loaded only when an Identity was imported for this pair.
   const importedFile = identityFile(settings.identityDir, settings.clusterID, settings.providerClusterID);
-  const imported = existsSync(importedFile)
-    ? await (await import('./plugin-identity.js')).loadImportedIdentity(settings.identityDir, settings.clusterID, settings.providerClusterID)
-    : undefined;
-  if (imported !== undefined) {
+  if (existsSync(importedFile)) {
     try {
-      const checked = checkCertificate(imported.identity.certificatePem, {
-        clusterID: settings.clusterID,
-        privateKey,
-        now: context.now(),
-        minRemainingMs: MIN_REMAINING_MS,
-        source: `the imported Identity ${imported.file}`,
-        // With an issuer, renew at the 2/3 point; without one, serve it until shortly before it expires.
-        allowPastRenewal: settings.issuerURL === undefined,
-      });
-      if (checked.renewAt.getTime() > checked.notBefore.getTime() + ((checked.notAfter.getTime() - checked.notBefore.getTime()) * 2) / 3 + 1000) {
-        log(`clusterprofile-tenant-cert: the imported Identity ${imported.file} is past 2/3 of its lifetime and expires at ${checked.notAfter.toISOString()}: import a renewed one`);
+      const { loadImportedIdentity } = await import('./plugin-identity.js');
+      const imported = await loadImportedIdentity(settings.identityDir, settings.clusterID, settings.providerClusterID);
+      if (imported !== undefined) {
+        const checked = checkCertificate(imported.identity.certificatePem, {
+          clusterID: settings.clusterID,
+          privateKey,
+          now: context.now(),
+          minRemainingMs: MIN_REMAINING_MS,
+          source: `the imported Identity ${imported.file}`,
+          // With an issuer, renew at the 2/3 point; without one, serve it until shortly before it expires.
+          allowPastRenewal: settings.issuerURL === undefined,
+        });
+        const twoThirds = checked.notBefore.getTime() + ((checked.notAfter.getTime() - checked.notBefore.getTime()) * 2) / 3;
+        if (checked.renewAt.getTime() > twoThirds + 1000) {
+          log(`clusterprofile-tenant-cert: the imported Identity ${imported.file} is past 2/3 of its lifetime and expires at ${checked.notAfter.toISOString()}: import a renewed one`);
+        }
+        return output(checked, settings.keyPem, 'imported');
       }
-      return output(checked, settings.keyPem, 'imported');
     } catch (error) {
+      // Unusable (expired, for another key, malformed, unsafe permissions): the issuer, when there is one, decides.
       if (settings.issuerURL === undefined) {
         throw error;
       }
