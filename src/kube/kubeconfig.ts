@@ -63,9 +63,12 @@ export async function loadKubeconfigAccess(file: string, options: { context?: st
   const text = await readMaybe(file, file, 'kubeconfig');
   let doc: unknown;
   try {
-    doc = parse(text);
+    // prettyErrors off: the pretty message quotes the offending line, and a kubeconfig line can be a token or a key.
+    doc = parse(text, { prettyErrors: false });
   } catch (cause) {
-    throw new CredentialsError('ERR_KUBECONFIG_INVALID', `kubeconfig ${file} is not YAML: ${(cause as Error).message}`, { path: file, cause });
+    const offset = (cause as { pos?: [number, number] }).pos?.[0];
+    const where = offset === undefined ? '' : ` at line ${text.slice(0, offset).split('\n').length}`;
+    throw new CredentialsError('ERR_KUBECONFIG_INVALID', `kubeconfig ${file} is not YAML: ${(cause as Error).message}${where}`, { path: file, cause });
   }
   const config = record(doc, 'a kubeconfig', `${file}: $`);
   const contextName = options.context ?? config['current-context'];
