@@ -91,3 +91,21 @@ describe('parseExecCredential: client-go rules and error texts', () => {
     expect(mismatch.message).toBe('failed parsing client key/certificate: tls: private key does not match public key');
   });
 });
+
+describe('parseExecCredential: what a plugin printed stays out of the error', () => {
+  it('a bare token on stdout (a command that prints an access token, not an ExecCredential) is not echoed', () => {
+    const secret = 'ya29.a0AfB_byC-SECRET-ACCESS-TOKEN';
+    for (const printed of [`${secret}\n`, `"${secret}"`, '12345678901234567890']) {
+      const e = error(() => parseExecCredential(printed, V1));
+      expect(e.code).toBe('ERR_EXEC_OUTPUT_INVALID');
+      expect(e.message).toMatch(/^decoding stdout: expected an ExecCredential object, got a (string|number)$/);
+      expect(e.message).not.toContain(secret);
+    }
+  });
+
+  it('an unexpected kind is named only when it is a short word', () => {
+    const e = error(() => parseExecCredential(JSON.stringify({ apiVersion: V1, kind: { token: 'sekret-in-kind' } }), V1));
+    expect(e.code).toBe('ERR_EXEC_OUTPUT_INVALID');
+    expect(e.message).not.toContain('sekret-in-kind');
+  });
+});

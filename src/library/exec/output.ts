@@ -27,6 +27,12 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+/** What a value is, without saying what it holds (plugin output may be a secret). */
+function kindOf(value: unknown): string {
+  if (value === null || value === undefined) return 'nothing';
+  return Array.isArray(value) ? 'an array' : typeof value === 'object' ? 'an object' : `a ${typeof value}`;
+}
+
 function decodeError(detail: string, cause?: unknown) {
   return execError('ERR_EXEC_OUTPUT_INVALID', `decoding stdout: ${detail}`, { cause });
 }
@@ -78,14 +84,17 @@ function optionalString(status: Record<string, unknown>, key: keyof ExecCredenti
 export function parseExecCredential(stdout: string, apiVersion: ExecApiVersion): ExecCredential {
   const doc = parseDocument(stdout);
   if (!isRecord(doc)) {
-    throw decodeError(`expected an ExecCredential object, got ${Array.isArray(doc) ? 'an array' : JSON.stringify(doc)}`);
+    // The type only, never the value: a plugin that prints a bare access token lands here.
+    throw decodeError(`expected an ExecCredential object, got ${kindOf(doc)}`);
   }
   if (typeof doc.apiVersion !== 'string' || doc.apiVersion === '') {
     throw decodeError("Object 'apiVersion' is missing");
   }
   if (doc.kind !== 'ExecCredential') {
     throw decodeError(
-      doc.kind === undefined ? "Object 'Kind' is missing" : `unexpected kind ${JSON.stringify(doc.kind)}, expected "ExecCredential"`,
+      doc.kind === undefined
+        ? "Object 'Kind' is missing"
+        : `unexpected kind ${typeof doc.kind === 'string' && /^[A-Za-z][A-Za-z0-9]{0,62}$/.test(doc.kind) ? JSON.stringify(doc.kind) : kindOf(doc.kind)}, expected "ExecCredential"`,
     );
   }
   if (doc.apiVersion !== apiVersion) {
