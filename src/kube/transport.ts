@@ -7,11 +7,16 @@ import { Agent, ProxyAgent, request as undiciRequest, type Dispatcher } from 'un
 import { CredentialsError } from '../library/errors.js';
 import type { KubeCredential, KubeEndpoint, KubeRequest, KubeResponse, SendKubeRequest } from './types.js';
 
-export type KubeTransportErrorCode = 'ERR_KUBE_UNREACHABLE' | 'ERR_KUBE_ENDPOINT';
+export type KubeTransportErrorCode = 'ERR_KUBE_UNREACHABLE' | 'ERR_KUBE_ENDPOINT' | 'ERR_KUBE_RESPONSE_TOO_LARGE';
+
+/** Largest response body read (TokenRequest and CSR answers are a few kB); more is refused, not buffered. */
+export const DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024;
 
 export interface KubeTransportOptions {
   /** Per request, including the body (default 30 s). */
   timeoutMs?: number;
+  /** Default {@link DEFAULT_MAX_RESPONSE_BYTES}. */
+  maxResponseBytes?: number;
 }
 
 function dispatcherFor(endpoint: KubeEndpoint, credential: KubeCredential): Dispatcher {
@@ -58,6 +63,7 @@ export function createKubeTransport(
   const base = parseServer(endpoint.server);
   const dispatcher = dispatcherFor(endpoint, credential);
   const timeoutMs = options.timeoutMs ?? 30_000;
+  const maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
   const basePath = base.pathname.replace(/\/+$/, '');
 
   const send: SendKubeRequest = async (request, { signal } = {}) => {
@@ -75,6 +81,7 @@ export function createKubeTransport(
       headers['content-type'] = request.contentType ?? 'application/json';
     }
     const timeout = AbortSignal.timeout(timeoutMs);
+    let tooLarge = false;
     try {
       const response = await undiciRequest(url, {
         method: request.method,
@@ -83,7 +90,23 @@ export function createKubeTransport(
         dispatcher,
         signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]),
       });
-      const text = await response.body.text();
+      const chunks: Buffer[] = [];
+      let size = 0;
+      for await (const chunk of response.body) {
+        size += (chunk as Buffer).length;
+        if (size > maxResponseBytes) {
+          tooLarge = true;
+          response.body.destroy();
+          break;
+        }
+        chunks.push(chunk as Buffer);
+      }
+      if (tooLarge) {
+        throw new CredentialsError('ERR_KUBE_RESPONSE_TOO_LARGE', `the API server ${endpoint.server} answered ${request.method} ${pathname} with more than ${maxResponseBytes} bytes`, {
+          path: endpoint.server,
+        });
+      }
+      const text = Buffer.concat(chunks).toString('utf8');
       let parsed: unknown = text;
       try {
         parsed = JSON.parse(text);
@@ -92,6 +115,7 @@ export function createKubeTransport(
       }
       return { status: response.statusCode, body: parsed };
     } catch (cause) {
+      if (tooLarge) throw cause;
       const reason = timeout.aborted ? `no answer within ${timeoutMs} ms` : describeNetworkError(cause);
       throw new CredentialsError('ERR_KUBE_UNREACHABLE', `cannot reach the API server ${endpoint.server}: ${reason}`, {
         path: endpoint.server,
