@@ -110,6 +110,8 @@ describe('execcredential-output: what a plugin prints, with client-go rules', ()
       { token: 't', expirationTimestamp: '2026-11-22T10:00:00,5+05:30' },
       { token: 't', expirationTimestamp: null },
       { token: 't', clientCertificateData: '', clientKeyData: '' },
+      { token: 't', clientCertificateData: null, clientKeyData: null }, // Go reads null as ""
+      { token: null, clientCertificateData: certPem, clientKeyData: keyPem },
     ]) {
       expect(issues(id, execOutput(status, apiVersion)), JSON.stringify(status)).toEqual([]);
     }
@@ -121,11 +123,13 @@ describe('execcredential-output: what a plugin prints, with client-go rules', ()
     [undefined, '$.status', "exec plugin didn't return a status field"],
     [{}, '$.status', "exec plugin didn't return a token or cert/key pair"],
     [{ token: '' }, '$.status', "exec plugin didn't return a token or cert/key pair"],
+    [{ token: null }, '$.status', "exec plugin didn't return a token or cert/key pair"],
+    [{ token: 't', clientCertificateData: certPem, clientKeyData: null }, '$.status', 'exec plugin returned only certificate or key, not both'],
     [{ expirationTimestamp: '2026-11-22T10:00:00Z' }, '$.status', "exec plugin didn't return a token or cert/key pair"],
     [{ clientCertificateData: certPem }, '$.status', 'exec plugin returned only certificate or key, not both'],
     [{ token: 't', clientKeyData: keyPem }, '$.status', 'exec plugin returned only certificate or key, not both'],
     [{ token: 't', clientKeyData: keyPem, clientCertificateData: '' }, '$.status', 'exec plugin returned only certificate or key, not both'],
-    [{ token: 5 }, '$.status.token', 'must be a string, not a number'],
+    [{ token: 5 }, '$.status.token', 'must be a string or null, not a number'],
     ['ok', '$.status', 'must be an object, not a string'],
   ])('rejects status %j at %s', (status, path, message) => {
     const doc = status === undefined ? { apiVersion: v1, kind: 'ExecCredential' } : execOutput(status);
