@@ -8,7 +8,7 @@
 import { readFile } from 'node:fs/promises';
 import { parse as parseYaml } from 'yaml';
 import { assertDocument } from '../schemas/index.js';
-import { CredentialsError } from './errors.js';
+import { CredentialsError, jsonSyntaxProblem } from './errors.js';
 import type { AccessConfig, ExecConfig, ProviderConfig } from './types.js';
 
 /** Codes raised while reading the providers file. */
@@ -121,8 +121,9 @@ function parseDocument(text: string, source: string): Record<string, unknown> {
       // Report the JSON error: JSON is the documented format, YAML a courtesy.
       throw new CredentialsError<AccessConfigErrorCode>(
         'ERR_ACCESS_CONFIG_PARSE',
-        `failed to unmarshal access providers from ${source}: ${describe(jsonError)}`,
-        { path: source, cause: jsonError },
+        `failed to unmarshal access providers from ${source}: ${jsonSyntaxProblem(jsonError)}`,
+        // No cause: V8's SyntaxError quotes the file.
+        { path: source },
       );
     }
   }

@@ -42,3 +42,14 @@ export function formatError(error: unknown): string {
   }
   return error instanceof Error ? error.message : String(error);
 }
+
+/**
+ * A `JSON.parse` failure in words that quote nothing of the input. V8 puts an excerpt of the text around an
+ * unexpected token in the message (`Unexpected token 's', ..."value":s3cr3t-Val"... is not valid JSON`), and what we
+ * parse (providers files, KUBERNETES_EXEC_INFO, server answers) can hold secrets; messages that only give a position
+ * are kept.
+ */
+export function jsonSyntaxProblem(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  return message.endsWith(' is not valid JSON') ? 'an unexpected character: not valid JSON' : message;
+}

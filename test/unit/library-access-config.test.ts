@@ -144,3 +144,19 @@ describe('parseAccessConfig', () => {
     expect(a.providers[0]).not.toBe(b.providers[0]);
   });
 });
+
+describe('access config parse errors and secrets', () => {
+  it('a JSON syntax error does not quote the file (exec env values may be client secrets)', async () => {
+    const secret = 's3cr3t-Value-XYZ';
+    const path = await file(
+      'providers.json',
+      `{"providers":[{"name":"x","execConfig":{"apiVersion":"client.authentication.k8s.io/v1","command":"p","env":[{"name":"CLIENT_SECRET","value":${secret}`,
+    );
+    const error = await failure(loadAccessConfig(path));
+    expect(error.code).toBe('ERR_ACCESS_CONFIG_PARSE');
+    expect(error.message).toContain('failed to unmarshal access providers');
+    // V8 quotes ~10 characters after an unexpected token: the start of the secret.
+    expect(error.message).not.toContain(secret.slice(0, 6));
+    expect(String((error as { cause?: Error }).cause?.message ?? '')).not.toContain(secret.slice(0, 6));
+  });
+});
