@@ -3,7 +3,7 @@
  *
  * @see https://kubernetes.io/docs/reference/access-authn-authz/authentication/#input-and-output-formats
  */
-import { CredentialsError } from '../library/errors.js';
+import { CredentialsError, jsonSyntaxProblem } from '../library/errors.js';
 import type { ExecApiVersion, ExecCredentialStatus } from '../library/types.js';
 import type { Env } from './io.js';
 import type { ExecCredentialInput } from './provider.js';
@@ -33,9 +33,9 @@ export function readExecInfo(env: Env, stdinIsTTY: () => boolean): ExecCredentia
   try {
     document = JSON.parse(raw);
   } catch (error) {
-    throw new CredentialsError('ERR_PLUGIN_EXEC_INFO', `KUBERNETES_EXEC_INFO is not JSON: ${(error as Error).message}`, {
+    // No cause: V8's SyntaxError quotes the variable, and spec.cluster.config may hold anything.
+    throw new CredentialsError('ERR_PLUGIN_EXEC_INFO', `KUBERNETES_EXEC_INFO is not JSON: ${jsonSyntaxProblem(error)}`, {
       path: 'KUBERNETES_EXEC_INFO',
-      cause: error,
     });
   }
   const apiVersion = isObject(document) ? document['apiVersion'] : undefined;

@@ -110,3 +110,19 @@ describe('the hand check of KUBERNETES_EXEC_INFO agrees with schemas/execcredent
     }
   }
 });
+
+describe('readExecInfo: malformed input is not quoted', () => {
+  it('a KUBERNETES_EXEC_INFO that is not JSON fails without echoing it (spec.cluster.config may hold a client secret)', () => {
+    const raw = '{"kind":"ExecCredential","spec":{"cluster":{"config":{"clientSecret":cl1ent-s3cret-abcdef}}}}';
+    let error: { code?: string; message?: string; cause?: unknown } = {};
+    try {
+      readExecInfo({ KUBERNETES_EXEC_INFO: raw }, () => false);
+    } catch (e) {
+      error = e as typeof error;
+    }
+    expect(error.code).toBe('ERR_PLUGIN_EXEC_INFO');
+    expect(error.message).toMatch(/^KUBERNETES_EXEC_INFO is not JSON/);
+    expect(error.message).not.toContain('cl1ent');
+    expect(String((error.cause as Error | undefined)?.message ?? '')).not.toContain('cl1ent');
+  });
+});
