@@ -53,3 +53,11 @@ export function jsonSyntaxProblem(error: unknown): string {
   const message = error instanceof Error ? error.message : String(error);
   return message.endsWith(' is not valid JSON') ? 'an unexpected character: not valid JSON' : message;
 }
+
+/**
+ * A URL (or something meant to be one) for a message, with any `user:password@` replaced by `***@`: proxy and
+ * server URLs may carry credentials, and a URL we refuse is quoted back to the user.
+ */
+export function withoutUserinfo(url: string): string {
+  return url.replace(/(^|\/\/)[^/@\s]*@/g, '$1***@');
+}

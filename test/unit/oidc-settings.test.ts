@@ -84,3 +84,17 @@ describe('parseOidcSettings', () => {
     expect(key(people, { grant: 'device_code' }, true)).toBe(key(people, {}, true));
   });
 });
+
+describe('parseOidcSettings: proxy credentials stay out of errors', () => {
+  it.each(['socks5://alice:hunter2pw@proxy.test:1080', 'http//alice:hunter2pw@proxy.test:3128'])('a refused HTTPS_PROXY %s is named without its password', (proxy) => {
+    let error: { code?: string; message?: string; hint?: string } = {};
+    try {
+      parseOidcSettings(input(base), { ...noFlags, 'client-secret-file': '/s' }, { HTTPS_PROXY: proxy });
+    } catch (e) {
+      error = e as typeof error;
+    }
+    expect(error.code).toBe('ERR_OIDC_CONFIG');
+    expect(error.message).toContain('proxy.test');
+    expect(`${error.message} ${error.hint}`).not.toContain('hunter2pw');
+  });
+});

@@ -7,7 +7,7 @@
  * - Controller-side, from flags: `--grant`, `--client-secret-file`, `--client-auth`, `--private-key-file`,
  *   `--subject-token-file`, … (see {@link oidcFlags}).
  */
-import { CredentialsError } from '../../library/errors.js';
+import { CredentialsError, withoutUserinfo } from '../../library/errors.js';
 import type { Env } from '../../plugin/io.js';
 import type { ExecCredentialInput, FlagValues } from '../../plugin/provider.js';
 import type { OidcErrorCode } from './errors.js';
@@ -258,7 +258,7 @@ function parseProxy(env: Env): OidcSettings['proxy'] {
       url = undefined;
     }
     if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
-      throw configError(`HTTPS_PROXY ${JSON.stringify(httpsProxy)} is not an http(s) URL`, 'HTTPS_PROXY', 'e.g. HTTPS_PROXY=http://proxy.example:3128');
+      throw configError(`HTTPS_PROXY ${JSON.stringify(withoutUserinfo(httpsProxy))} is not an http(s) URL`, 'HTTPS_PROXY', 'e.g. HTTPS_PROXY=http://proxy.example:3128');
     }
   }
   return { httpsProxy, noProxy: pick('NO_PROXY') };
