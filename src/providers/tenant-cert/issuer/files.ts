@@ -22,6 +22,13 @@ export async function ensurePrivateDir(dir: string): Promise<void> {
     if (!info.isDirectory()) {
       throw dataDirError(`${dir} is not a directory`, dir);
     }
+    const uid = process.getuid?.();
+    if (uid !== undefined && info.uid !== uid) {
+      throw new CredentialsError('ERR_ISSUER_DATA_DIR', `${dir} is owned by uid ${info.uid}, not by the issuer's user (uid ${uid})`, {
+        path: dir,
+        hint: `whoever owns it can replace trust records and CA keys: chown ${uid} ${dir}, or use a data dir of the issuer's user`,
+      });
+    }
     if ((info.mode & 0o077) !== 0) {
       throw new CredentialsError('ERR_ISSUER_DATA_DIR', `${dir} is accessible by other users (mode ${(info.mode & 0o777).toString(8)})`, {
         path: dir,
