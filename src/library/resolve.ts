@@ -11,6 +11,7 @@ import { CredentialsError } from './errors.js';
 import type {
   AccessConfig,
   AccessProvider,
+  Cluster,
   ClusterProfile,
   ExecCluster,
   ExecConfig,
@@ -136,6 +137,13 @@ export function resolveClusterAccess(
 
   // 4. Reserved extensions, in the cluster's order (a repeated extension is applied again, as upstream).
   const cluster = chosen.provider.cluster;
+  if (cluster === undefined || cluster === null) {
+    throw new CredentialsError<ResolveErrorCode>(
+      'ERR_PROFILE_INVALID',
+      `access provider ${JSON.stringify(chosenEntry.name)} of ClusterProfile ${JSON.stringify(name)} has no cluster to connect to`,
+      { path: `$.status.${chosen.field}[${chosen.index}].cluster` },
+    );
+  }
   let args = [...(execConfig.args ?? [])];
   let env: EnvVar[] = (execConfig.env ?? []).map((variable) => ({ name: variable.name, value: variable.value }));
   let execExtension: { value: unknown } | undefined;
@@ -364,9 +372,9 @@ function kind(value: unknown): string {
   return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
 }
 
-function copyIfSet<K extends keyof ExecCluster & keyof AccessProvider['cluster']>(
+function copyIfSet<K extends keyof ExecCluster & keyof Cluster>(
   target: ExecCluster,
-  source: AccessProvider['cluster'],
+  source: Cluster,
   key: K,
 ): void {
   const value = source[key];

@@ -26,7 +26,8 @@ export interface NamedExtension {
 
 export interface AccessProvider {
   name: string;
-  cluster: Cluster;
+  /** Required by v1alpha2; v1alpha1 allows an entry without it (resolution then fails with ERR_PROFILE_INVALID). */
+  cluster?: Cluster;
 }
 
 export interface ClusterProfile {

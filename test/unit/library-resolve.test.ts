@@ -169,6 +169,15 @@ describe('resolveClusterAccess: BuildConfigFromCP', () => {
     });
   });
 
+  it('errors, instead of crashing, when the chosen v1alpha1 provider has no cluster (upstream allows the entry)', () => {
+    const p = profile({ accessProviders: [{ name: 'other', cluster: { server: 'https://a' } }, { name: 'test-provider-1' }] });
+    expect(codeOf(() => resolveClusterAccess(p, upstreamProviders()))).toEqual({
+      code: 'ERR_PROFILE_INVALID',
+      message: 'access provider "test-provider-1" of ClusterProfile "test-cluster" has no cluster to connect to',
+      path: '$.status.accessProviders[1].cluster',
+    });
+  });
+
   it('checks the chosen exec config as client-go would, naming the path; other entries are not its business', () => {
     const file = { providers: [{ name: 'test-provider-1', execConfig: { apiVersion: V1, command: '' } }] } as AccessConfig;
     expect(codeOf(() => resolveClusterAccess(buildProfile(), file))).toMatchObject({ code: 'ERR_EXEC_CONFIG_INVALID', path: '$.providers[0].execConfig.command' });

@@ -121,7 +121,7 @@ describe('src/library/types.ts agrees with the schemas', () => {
     const cases: [string, string | undefined, Node, string][] = [
       ['Cluster', undefined, v1alpha1, '/$defs/cluster'],
       ['NamedExtension', undefined, v1alpha1, '/$defs/cluster/properties/extensions/items'],
-      ['AccessProvider', undefined, v1alpha2, '/$defs/accessProvider'],
+      ['AccessProvider', undefined, v1alpha1, '/$defs/accessProvider'],
       ['ClusterProfile', 'metadata', v1alpha1, '/$defs/metadata'],
       ['ExecConfig', undefined, execConfig, ''],
       ['ExecCluster', undefined, schema('execcredential-input.v1'), '/$defs/cluster'],
@@ -132,10 +132,11 @@ describe('src/library/types.ts agrees with the schemas', () => {
     }
     // ClusterProfile.spec is optional in the type (the library only reads status) but required by the CRD.
     expect(members('ClusterProfile').required).toEqual(['apiVersion', 'kind', 'metadata']);
-    // v1alpha1 upstream: AccessProvider.cluster is `omitempty`, so a v1alpha1 entry may lack it although the type
-    // (shaped after v1alpha2) requires it: the library must check it before use.
+    // AccessProvider serves both versions, so it follows the looser one: v1alpha1's cluster is `omitempty`, v1alpha2
+    // requires it. resolveClusterAccess refuses a chosen provider without a cluster (ERR_PROFILE_INVALID).
     expect(at(v1alpha1, '/$defs/accessProvider').required).toEqual(['name']);
-    expect(members('AccessProvider').required).toEqual(['cluster', 'name']);
+    expect(at(v1alpha2, '/$defs/accessProvider').required).toEqual(['cluster', 'name']);
+    expect(members('AccessProvider').required).toEqual(['name']);
   });
 
   test('the string unions are the schemas enums and consts', () => {
