@@ -119,7 +119,7 @@ describe('e2e control plane', () => {
       body: new URLSearchParams({ grant_type: 'client_credentials', resource: oidc.audience }).toString(),
     });
     const body = (await response.json()) as { access_token?: string };
-    expect(response.status).toBe(200);
+    expect(response.status, JSON.stringify(body)).toBe(200);
     await dispatcher.close();
 
     const kubeconfig = await tokenKubeconfig('oidc-machine', body.access_token ?? '');

@@ -8,10 +8,14 @@ import type { TestProject } from 'vitest/node';
 import { ensureControlPlaneBinaries } from './controlplane/build.mjs';
 import { startControlPlane, freePort, type ControlPlane } from '../helpers/controlplane.js';
 import type { E2eBinaries, E2eOidcInfo } from '../helpers/controlplane-e2e.js';
-import { startTestOpenIdProvider } from '../helpers/oidc-op.js';
+import { DEFAULT_AUDIENCE, startTestOpenIdProvider } from '../helpers/oidc-op.js';
 
-/** The audience kube-apiserver's JWT authenticator accepts and the test OP issues access tokens for. */
-const E2E_AUDIENCE = 'kubernetes-e2e';
+/**
+ * The audience kube-apiserver's JWT authenticator accepts and the test OP issues access tokens for. The OP takes it
+ * as an RFC 8707 resource indicator, which must be an absolute URI (a bare `kubernetes-e2e` is refused with
+ * invalid_target), so it is the OP's default `https://kubernetes.test`.
+ */
+const E2E_AUDIENCE = DEFAULT_AUDIENCE;
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const log = (line: string): void => void process.stderr.write(`${line}\n`);

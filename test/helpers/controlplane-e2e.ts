@@ -14,8 +14,7 @@
  * expect((await whoami(alice)).username).toBe('alice');
  */
 import { execFile } from 'node:child_process';
-import { readFile, mkdtemp, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { inject } from 'vitest';
 import { stringify } from 'yaml';
@@ -100,9 +99,12 @@ export async function whoami(kubeconfig: string): Promise<{ username: string; gr
   return { username: info.username, groups: info.groups ?? [], ...(info.extra === undefined ? {} : { extra: info.extra }) };
 }
 
-/** A temp file (removed with the OS temp dir; e2e files are tiny). */
+/** A file in a fresh directory inside the control plane's work dir, so the global teardown removes it (keys too). */
 export async function tempFile(name: string, content: string): Promise<string> {
-  const dir = await mkdtemp(path.join(tmpdir(), 'cpc-e2e-file-'));
+  const { controlPlane } = e2eContext();
+  const parent = path.join(controlPlane.workDir, 'files');
+  await mkdir(parent, { recursive: true });
+  const dir = await mkdtemp(path.join(parent, 'f-'));
   const file = path.join(dir, name);
   await writeFile(file, content, { mode: 0o600 });
   return file;
