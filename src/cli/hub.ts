@@ -49,9 +49,12 @@ export async function connectHub(env: Env): Promise<Hub> {
     }
   } catch (cause) {
     if (cause instanceof CredentialsError) throw cause;
-    throw new CredentialsError<HubErrorCode>('ERR_HUB_CONFIG', `cannot load the hub's kubeconfig: ${message(cause)}`, {
+    // client-node's YAML errors (js-yaml) quote the lines around the mistake, and a kubeconfig line can be a token:
+    // keep the reason and the line, not the excerpt (nor the error as cause, which carries it).
+    const yaml = yamlProblem(cause);
+    throw new CredentialsError<HubErrorCode>('ERR_HUB_CONFIG', `cannot load the hub's kubeconfig: ${yaml ?? message(cause)}`, {
       path: 'KUBECONFIG',
-      cause,
+      ...(yaml === undefined ? { cause } : {}),
       hint: 'point KUBECONFIG at the hub cluster, or pass --profile FILE',
     });
   }
@@ -132,6 +135,13 @@ function statusMessage(body: unknown): string | undefined {
   }
   const text = (value as { message?: unknown } | null)?.message;
   return typeof text === 'string' && text !== '' ? text : undefined;
+}
+
+function yamlProblem(error: unknown): string | undefined {
+  const { name, reason, mark } = error as { name?: unknown; reason?: unknown; mark?: { line?: unknown } };
+  if (name !== 'YAMLException') return undefined;
+  const line = typeof mark?.line === 'number' ? ` at line ${mark.line + 1}` : '';
+  return `not YAML: ${typeof reason === 'string' ? reason : 'a syntax error'}${line}`;
 }
 
 function message(error: unknown): string {

@@ -191,6 +191,17 @@ describe('clusterprofile kubeconfig (built bin)', () => {
     expect(missing.stdout).toBe('');
     expect(missing.stderr).toContain(`ERR_HUB_CONFIG: cannot read the hub's kubeconfig ${join(dir, 'nope.kubeconfig')}`);
   });
+
+  it('a hub kubeconfig with a YAML error is reported by line, without quoting its token', async () => {
+    const secret = 'sha256~hubREADERs3cret';
+    const broken = join(dir, 'broken-hub.kubeconfig');
+    await writeFile(broken, `apiVersion: v1\nkind: Config\nusers:\n- name: u\n  user:\n    token: ${secret}: oops\n`);
+    const result = await runBin(['kubeconfig', '-n', 'fleet', '--name', 'spoke-1', '--clusterprofile-provider-file', providers], { env: { KUBECONFIG: broken } });
+    expect(result.code).toBe(1);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toMatch(/^ERR_HUB_CONFIG: cannot load the hub's kubeconfig: .*line 6/);
+    expect(result.stderr).not.toContain('hubREADER');
+  });
 });
 
 describe('clusterprofile kubeconfig: bad input (built bin)', () => {
