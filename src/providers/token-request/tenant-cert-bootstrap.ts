@@ -10,6 +10,7 @@ import type { ExecCluster } from '../../library/types.js';
 import type { KubeCredential } from '../../kube/types.js';
 import { runPlugin } from '../../plugin/run.js';
 import type { IssueContext } from '../../plugin/provider.js';
+import { LOCK_TIMEOUT_MS } from '../tenant-cert/main.js';
 import { tenantCertProvider } from '../tenant-cert/plugin.js';
 import type { Bootstrap } from './provider.js';
 
@@ -20,7 +21,8 @@ export async function tenantCertCredential(
   cluster: ExecCluster,
   context: IssueContext,
 ): Promise<KubeCredential> {
-  const run = runPlugin(tenantCertProvider, { now: context.now });
+  // The same lock patience as the tenant-cert binary: a parallel start waits for the one handshake instead of failing.
+  const run = runPlugin(tenantCertProvider, { now: context.now, lockTimeoutMs: LOCK_TIMEOUT_MS });
   const input = { apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential', spec: { interactive: false, cluster } };
   const stdout = new PassThrough();
   let printed = '';
