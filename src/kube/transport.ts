@@ -106,7 +106,12 @@ export function createKubeTransport(
           path: endpoint.server,
         });
       }
-      const text = Buffer.concat(chunks).toString('utf8');
+      let text = Buffer.concat(chunks).toString('utf8');
+      if (response.statusCode >= 300 && credential.kind === 'token' && credential.token !== '') {
+        // An error answer is only ever shown to people: never let it carry our own bearer token back into a message
+        // (auth proxies and debug endpoints repeat the credential they refused).
+        text = text.replaceAll(credential.token, '[REDACTED]');
+      }
       let parsed: unknown = text;
       try {
         parsed = JSON.parse(text);
