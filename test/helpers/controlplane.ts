@@ -310,6 +310,9 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
       // No service-account controller runs to create `default` ServiceAccounts; tests create the ones they use.
       '--disable-admission-plugins=ServiceAccount',
       '--allow-privileged=true',
+      // The default lease reconciler writes the advertise address into Endpoints/kubernetes, and loopback addresses
+      // are invalid there: it logs an error every 10 s. Nothing here needs the in-cluster service endpoints.
+      '--endpoint-reconciler-type=none',
       '--v=1',
     ], workDir);
     processes.push(apiserver);
@@ -325,6 +328,9 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
       `--kubeconfig=${kcmKubeconfig}`,
       `--authentication-kubeconfig=${kcmKubeconfig}`,
       `--authorization-kubeconfig=${kcmKubeconfig}`,
+      // Do not look up the request-header CA in kube-system/extension-apiserver-authentication (we run no front
+      // proxy): without this it logs "missing content for CA bundle" in a loop.
+      '--authentication-skip-lookup=true',
       '--controllers=csrsigning,csrapproving',
       `--cluster-signing-cert-file=${clientCaCertFile}`,
       `--cluster-signing-key-file=${clientCaKeyFile}`,
