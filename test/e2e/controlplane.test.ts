@@ -129,4 +129,19 @@ describe('e2e control plane', () => {
     const secrets = await kubectl(kubeconfig, ['get', 'secrets', '-n', 'default']);
     expect(secrets.stderr).toContain('cannot list resource "secrets"');
   });
+
+  it('the service-account issuer works: a TokenRequest token authenticates as the service account', async () => {
+    const { controlPlane } = e2eContext();
+    await applyAsAdmin({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'e2e-robot', namespace: 'default' } });
+    const minted = await kubectl(controlPlane.adminKubeconfig, ['create', 'token', 'e2e-robot', '-n', 'default', '--duration=10m', '--audience', controlPlane.serviceAccountIssuer]);
+    expect(minted.stderr).toBe('');
+    const token = minted.stdout.trim();
+    const claims = JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8')) as { iss: string; exp: number; iat: number };
+    expect(claims.iss).toBe(controlPlane.serviceAccountIssuer);
+    expect(claims.exp - claims.iat).toBe(600);
+
+    const me = await whoami(await tokenKubeconfig('e2e-robot', token));
+    expect(me.username).toBe('system:serviceaccount:default:e2e-robot');
+    expect(me.groups).toEqual(expect.arrayContaining(['system:serviceaccounts', 'system:serviceaccounts:default']));
+  });
 });
