@@ -23,3 +23,19 @@ describe('issuer data dir ownership and mode', () => {
     await expect(ensurePrivateDir(dir)).rejects.toMatchObject({ code: 'ERR_ISSUER_DATA_DIR', path: dir });
   });
 });
+
+describe('an issuer starting on a data dir another issuer holds', () => {
+  it('is refused before it writes anything (no second CA raced onto the disk under the running issuer)', async () => {
+    const { openIssuer } = await import('../../src/providers/tenant-cert/issuer/setup.js');
+    const { readdirSync, writeFileSync } = await import('node:fs');
+    const dataDir = join(root, 'held');
+    mkdirSync(dataDir, { mode: 0o700 });
+    // Another live process (our parent) holds the lock, as a first `issuer serve` still creating its CAs would.
+    writeFileSync(join(dataDir, 'issuer.lock'), `${process.ppid} issuer serve\n`, { mode: 0o600 });
+    const settings = { dataDir, providerClusterID: 'p1', certLifetimeMs: 3_600_000, nonceTtlMs: 60_000, groups: [], liqoCompat: false, signer: 'embedded' as const };
+    await expect(openIssuer(settings, { env: {}, now: () => new Date('2026-03-01T12:00:00Z'), cwd: root, holder: 'second' })).rejects.toMatchObject({
+      code: 'ERR_ISSUER_DATA_DIR_LOCKED',
+    });
+    expect(readdirSync(dataDir)).toEqual(['issuer.lock']);
+  });
+});

@@ -58,6 +58,25 @@ interface IssuerRecord {
   providerClusterID: string;
 }
 
+/** The provider the data dir belongs to (DATA_DIR/issuer.json), checked against --cluster-id. */
+function recordedProvider(recorded: string | undefined, settings: IssuerSettings, dataDir: string): string {
+  if (recorded !== undefined) {
+    const record = JSON.parse(recorded) as IssuerRecord;
+    if (settings.providerClusterID !== undefined && settings.providerClusterID !== record.providerClusterID) {
+      throw configError(
+        `the data dir ${dataDir} belongs to provider ${record.providerClusterID}, not ${settings.providerClusterID}`,
+        '--cluster-id',
+        'use another --data-dir for another provider cluster',
+      );
+    }
+    return record.providerClusterID;
+  }
+  if (settings.providerClusterID === undefined) {
+    throw configError(`the data dir ${dataDir} has no issuer yet`, '--data-dir', 'run clusterprofile issuer serve --cluster-id PROVIDER_ID first, or pass --provider-cluster-id');
+  }
+  return checkClusterId(settings.providerClusterID, '--cluster-id');
+}
+
 /**
  * Opens the data dir (creating it), locks it, replays the nonce journal and builds the issuer. The provider ID is
  * recorded in DATA_DIR/issuer.json on first use; a later mismatch is refused (one data dir, one provider).
@@ -90,33 +109,19 @@ export async function openIssuer(settings: IssuerSettings, deps: { env: Env; now
   const now = deps.now();
   const recordFile = join(dataDir, 'issuer.json');
   await ensurePrivateDir(dataDir);
-  const recorded = await readOptional(recordFile);
-  let providerClusterID: string;
-  if (recorded !== undefined) {
-    const record = JSON.parse(recorded) as IssuerRecord;
-    if (settings.providerClusterID !== undefined && settings.providerClusterID !== record.providerClusterID) {
-      throw configError(
-        `the data dir ${dataDir} belongs to provider ${record.providerClusterID}, not ${settings.providerClusterID}`,
-        '--cluster-id',
-        'use another --data-dir for another provider cluster',
-      );
-    }
-    providerClusterID = record.providerClusterID;
-  } else {
-    if (settings.providerClusterID === undefined) {
-      throw configError(`the data dir ${dataDir} has no issuer yet`, '--data-dir', 'run clusterprofile issuer serve --cluster-id PROVIDER_ID first, or pass --provider-cluster-id');
-    }
-    providerClusterID = checkClusterId(settings.providerClusterID, '--cluster-id');
-  }
-
-  const data = await openDataDir(dataDir, providerClusterID, now);
-  if (recorded === undefined) {
-    await writeFileAtomic(recordFile, `${JSON.stringify({ providerClusterID } satisfies IssuerRecord)}\n`);
-  }
+  // Lock first: a second issuer on a fresh dir would otherwise create its own CAs over the first one's.
   const lock: DataDirLock = await lockDataDir(dataDir, deps.holder);
   let nonces: NonceStore | undefined;
   let signer: Signer | undefined;
+  let data: DataDir;
+  let providerClusterID: string;
   try {
+    const recorded = await readOptional(recordFile);
+    providerClusterID = recordedProvider(recorded, settings, dataDir);
+    data = await openDataDir(dataDir, providerClusterID, now);
+    if (recorded === undefined) {
+      await writeFileAtomic(recordFile, `${JSON.stringify({ providerClusterID } satisfies IssuerRecord)}\n`);
+    }
     nonces = await NonceStore.open(data.noncesFile, now, { now: deps.now });
     if (settings.signer === 'kubernetes') {
       const { kubernetesSignerFromSettings } = await import('./kubernetes-signer.js');
