@@ -39,3 +39,18 @@ describe('an issuer starting on a data dir another issuer holds', () => {
     expect(readdirSync(dataDir)).toEqual(['issuer.lock']);
   });
 });
+
+describe('a damaged issuer.json', () => {
+  it.each(['{"providerClusterID": "p1"', 'null', '{"providerClusterID": 7}'])('%s is ERR_ISSUER_DATA_DIR naming the file, lock released', async (text) => {
+    const { openIssuer } = await import('../../src/providers/tenant-cert/issuer/setup.js');
+    const { existsSync, writeFileSync } = await import('node:fs');
+    const dataDir = mkdtempSync(join(root, 'record-'));
+    writeFileSync(join(dataDir, 'issuer.json'), text, { mode: 0o600 });
+    const settings = { dataDir, certLifetimeMs: 3_600_000, nonceTtlMs: 60_000, groups: [], liqoCompat: false, signer: 'embedded' as const };
+    await expect(openIssuer(settings, { env: {}, now: () => new Date('2026-03-01T12:00:00Z'), cwd: root, holder: 'test' })).rejects.toMatchObject({
+      code: 'ERR_ISSUER_DATA_DIR',
+      path: join(dataDir, 'issuer.json'),
+    });
+    expect(existsSync(join(dataDir, 'issuer.lock'))).toBe(false);
+  });
+});

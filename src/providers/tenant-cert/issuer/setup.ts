@@ -14,6 +14,7 @@ import { NonceStore } from './nonces.js';
 import { checkGroups } from './policy.js';
 import type { Signer } from './signer.js';
 import { TrustStore, checkClusterId } from './trust.js';
+import { CLUSTER_ID_MAX_LENGTH, CLUSTER_ID_PATTERN } from '../protocol.js';
 
 export type IssuerConfigErrorCode = 'ERR_ISSUER_CONFIG';
 
@@ -58,10 +59,27 @@ interface IssuerRecord {
   providerClusterID: string;
 }
 
+function parseRecord(text: string, file: string): IssuerRecord {
+  let record: unknown;
+  try {
+    record = JSON.parse(text);
+  } catch {
+    record = undefined;
+  }
+  const id = (record as { providerClusterID?: unknown } | null | undefined)?.providerClusterID;
+  if (typeof id !== 'string' || id.length > CLUSTER_ID_MAX_LENGTH || !CLUSTER_ID_PATTERN.test(id)) {
+    throw new CredentialsError('ERR_ISSUER_DATA_DIR', `${file} does not name a provider cluster ID`, {
+      path: file,
+      hint: 'restore it from a backup, or write {"providerClusterID": "<the provider cluster ID>"}',
+    });
+  }
+  return { providerClusterID: id };
+}
+
 /** The provider the data dir belongs to (DATA_DIR/issuer.json), checked against --cluster-id. */
 function recordedProvider(recorded: string | undefined, settings: IssuerSettings, dataDir: string): string {
   if (recorded !== undefined) {
-    const record = JSON.parse(recorded) as IssuerRecord;
+    const record = parseRecord(recorded, join(dataDir, 'issuer.json'));
     if (settings.providerClusterID !== undefined && settings.providerClusterID !== record.providerClusterID) {
       throw configError(
         `the data dir ${dataDir} belongs to provider ${record.providerClusterID}, not ${settings.providerClusterID}`,
