@@ -70,3 +70,17 @@ describe('nonce journal', () => {
     await store.close();
   });
 });
+
+describe('nonce journal: damaged lines', () => {
+  it('a line that is JSON but not an entry (null, a number, a list) is skipped like a torn one; the issuer still starts', async () => {
+    const clock = frozenClock();
+    const file = join(dir, 'nonces.journal');
+    let store = await NonceStore.open(file, clock.now());
+    const kept = await store.issue('c1', 60_000, clock.now());
+    await store.close();
+    await appendFile(file, 'null\n7\n[1]\n"x"\n');
+    store = await NonceStore.open(file, clock.now());
+    expect(store.get(kept.nonce)).toMatchObject({ consumer: 'c1', consumed: false });
+    await store.close();
+  });
+});

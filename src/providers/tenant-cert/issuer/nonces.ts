@@ -82,6 +82,9 @@ export class NonceStore {
       } catch {
         continue; // a torn line from a crash mid-append
       }
+      if (typeof entry !== 'object' || entry === null) {
+        continue; // not an entry (a damaged line): skipped like a torn one
+      }
       store.apply(entry);
     }
     store.prune(now.getTime());
