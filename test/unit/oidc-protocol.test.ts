@@ -147,3 +147,10 @@ describe('authorization code + PKCE', () => {
     expect(codeOf(() => processAuthorizationCallback(new URL('http://127.0.0.1/callback?error=access_denied&state=st'), 'st'))).toBe('ERR_OIDC_LOGIN_FAILED');
   });
 });
+
+describe('discovery: every endpoint we send to is https', () => {
+  it.each(['device_authorization_endpoint', 'authorization_endpoint'])('a plain-http %s is refused (client secrets / device codes / the login page would travel in the clear)', (name) => {
+    const doc = { issuer: ISSUER, token_endpoint: `${ISSUER}/token`, jwks_uri: `${ISSUER}/jwks`, [name]: 'http://op.test/realm/endpoint' };
+    expect(codeOf(() => processDiscoveryResponse(ISSUER, json(200, doc)))).toBe('ERR_OIDC_DISCOVERY');
+  });
+});

@@ -87,7 +87,7 @@ export function discoveryRequest(issuerURL: string): HttpRequest {
 
 /**
  * Checks the discovery document: HTTP 200, JSON, `issuer` EXACTLY the configured one (Discovery §4.3: it is what
- * every token's `iss` will be compared with), https endpoints.
+ * every token's `iss` will be compared with), https endpoints (the optional ones too, when present).
  */
 export function processDiscoveryResponse(issuerURL: string, response: HttpResponse): ProviderMetadata {
   const url = discoveryRequest(issuerURL).url;
@@ -107,6 +107,13 @@ export function processDiscoveryResponse(issuerURL: string, response: HttpRespon
     const value = doc[name];
     if (typeof value !== 'string' || !value.startsWith('https://')) {
       throw error('ERR_OIDC_DISCOVERY', `the discovery document has no https ${name}`, url);
+    }
+  }
+  // The optional endpoints get client credentials and device codes (device flow) or the person's login (browser).
+  for (const name of ['authorization_endpoint', 'device_authorization_endpoint'] as const) {
+    const value = doc[name];
+    if (typeof value === 'string' && !value.startsWith('https://')) {
+      throw error('ERR_OIDC_DISCOVERY', `the discovery document's ${name} is not https`, url);
     }
   }
   const optional = (name: string): string | undefined => (typeof doc[name] === 'string' ? (doc[name] as string) : undefined);
