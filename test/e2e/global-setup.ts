@@ -36,6 +36,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
       clients: JSON.parse(JSON.stringify(op.clients)) as E2eOidcInfo['clients'],
       usernamePrefix: 'oidc:',
       groupsPrefix: 'oidc:',
+      subjectTokenKey: op.subjectTokenKey,
     };
 
     const controlPlane: ControlPlane = await startControlPlane({

@@ -16,6 +16,7 @@
 import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import type { JWK } from 'jose';
 import { inject } from 'vitest';
 import { stringify } from 'yaml';
 import { loadCa } from './controlplane-pki.js';
@@ -32,6 +33,8 @@ export interface E2eOidcInfo {
   /** What the API server prefixes to `sub` and `groups`. */
   usernamePrefix: string;
   groupsPrefix: string;
+  /** The OP's subject-token signing key (private JWK): `signSubjectTokenWith(key, claims)` makes token-exchange input. */
+  subjectTokenKey: JWK;
 }
 
 export interface E2eBinaries {
