@@ -249,7 +249,7 @@ describe('oidc: a token for another audience', () => {
     expect(run.stdout).toBe('');
     expect(run.code).toBe(1);
     expect(run.stderr).toContain('ERR_OIDC_TOKEN_INVALID');
-    expect(run.stderr).toContain('audience');
+    expect(run.stderr).toContain('wrong audience ("aud")');
     expect(run.stderr).not.toMatch(/\n\s+at /);
     expect((await readdir(cacheDir)).filter((f) => f.endsWith('.json'))).toEqual([]);
     // and no token leaks through the error message either
