@@ -54,3 +54,18 @@ describe('a damaged issuer.json', () => {
     expect(existsSync(join(dataDir, 'issuer.lock'))).toBe(false);
   });
 });
+
+describe('a data dir whose CA key and certificate do not belong together', () => {
+  it('is refused at start (the issuer would sign client certificates no API server trusting client-ca.crt accepts)', async () => {
+    const { openDataDir } = await import('../../src/providers/tenant-cert/issuer/data-dir.js');
+    const { copyFileSync } = await import('node:fs');
+    const now = new Date('2026-03-01T12:00:00Z');
+    const first = mkdtempSync(join(root, 'ca-a-'));
+    const second = mkdtempSync(join(root, 'ca-b-'));
+    await openDataDir(first, 'p1', now);
+    await openDataDir(second, 'p1', now);
+    // A restore that mixed two backups.
+    copyFileSync(join(second, 'client-ca.key'), join(first, 'client-ca.key'));
+    await expect(openDataDir(first, 'p1', now)).rejects.toMatchObject({ code: 'ERR_ISSUER_DATA_DIR', path: join(first, 'client-ca.crt') });
+  });
+});

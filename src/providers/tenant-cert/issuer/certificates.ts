@@ -124,6 +124,10 @@ export function loadCertificateAuthority(certificatePem: string, key: KeyObject)
   if (subject === undefined || spki === undefined) {
     throw new RangeError('not an X.509 v3 certificate');
   }
+  // A key that is not the certificate's would sign certificates that nothing trusting this CA accepts.
+  if (!createPublicKey(key).export({ type: 'spki', format: 'der' }).equals(Buffer.from(spki.raw))) {
+    throw new RangeError('the private key is not the key of the certificate');
+  }
   return { certificatePem, key, subjectDer: Buffer.from(subject.raw), keyId: keyIdentifier(Buffer.from(spki.raw)) };
 }
 

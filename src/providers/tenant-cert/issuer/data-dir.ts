@@ -60,7 +60,11 @@ async function loadOrCreateCa(dir: string, cert: string, key: string, commonName
   try {
     return loadCertificateAuthority(certificatePem, createPrivateKey(keyPem));
   } catch (cause) {
-    throw new CredentialsError('ERR_ISSUER_DATA_DIR', `${certPath} or ${keyPath} cannot be read`, { path: certPath, cause });
+    throw new CredentialsError('ERR_ISSUER_DATA_DIR', `${certPath} or ${keyPath} cannot be read: ${(cause as Error).message}`, {
+      path: certPath,
+      hint: 'restore both files of the pair from one backup',
+      cause,
+    });
   }
 }
 
