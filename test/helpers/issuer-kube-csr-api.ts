@@ -64,7 +64,7 @@ export async function startFakeCsrApi(options: FakeCsrApiOptions): Promise<FakeC
   const tls = await createTestCa('fake-apiserver-ca');
   const serving = await tls.issueServerCert();
   const algorithm = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' };
-  const clusterKeys = (await webcrypto.subtle.generateKey(algorithm, false, ['sign', 'verify'])) as CryptoKeyPair;
+  const clusterKeys = (await webcrypto.subtle.generateKey(algorithm, false, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
   const clusterCa = await x509.X509CertificateGenerator.createSelfSigned({
     serialNumber: '01',
     name: 'CN=kubernetes',
@@ -90,7 +90,7 @@ export async function startFakeCsrApi(options: FakeCsrApiOptions): Promise<FakeC
     }
     const seconds: number = object['spec'].expirationSeconds ?? 365 * 86_400;
     const now = Date.now();
-    const san = csr.getExtension(x509.SubjectAlternativeNameExtension);
+    const san = csr.extensions.find((extension) => extension instanceof x509.SubjectAlternativeNameExtension);
     const certificate = await x509.X509CertificateGenerator.create({
       serialNumber: Buffer.from(webcrypto.getRandomValues(new Uint8Array(8))).toString('hex').replace(/^[89a-f]/, '1'),
       subject: csr.subjectName,
@@ -104,7 +104,7 @@ export async function startFakeCsrApi(options: FakeCsrApiOptions): Promise<FakeC
         new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
         new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.clientAuth]),
         new x509.BasicConstraintsExtension(false, undefined, true),
-        ...(san === null ? [] : [san]),
+        ...(san === undefined ? [] : [san]),
       ],
     });
     object['status'].certificate = Buffer.from(certificate.toString('pem')).toString('base64');

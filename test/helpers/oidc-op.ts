@@ -125,7 +125,7 @@ export async function createTestCertificate(): Promise<{ cert: string; key: stri
   const algorithm = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
   const notBefore = new Date(Date.now() - 5 * 60_000);
   const notAfter = new Date(Date.now() + 24 * 3600_000);
-  const caKeys = (await webcrypto.subtle.generateKey(algorithm, true, ['sign', 'verify'])) as CryptoKeyPair;
+  const caKeys = (await webcrypto.subtle.generateKey(algorithm, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
   const caCert = await x509.X509CertificateGenerator.createSelfSigned({
     serialNumber: randomBytes(8).toString('hex'),
     name: 'CN=clusterprofile test OP CA',
@@ -138,7 +138,7 @@ export async function createTestCertificate(): Promise<{ cert: string; key: stri
       new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
     ],
   });
-  const leafKeys = (await webcrypto.subtle.generateKey(algorithm, true, ['sign', 'verify'])) as CryptoKeyPair;
+  const leafKeys = (await webcrypto.subtle.generateKey(algorithm, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
   const leaf = await x509.X509CertificateGenerator.create({
     serialNumber: randomBytes(8).toString('hex'),
     subject: 'CN=127.0.0.1',
@@ -314,7 +314,7 @@ export async function startTestOpenIdProvider(options: TestOpOptions = {}): Prom
     // Put scope-requested claims (groups) into the ID token too: kube-apiserver reads the ID token.
     conformIdTokenClaims: false,
     scopes: ['openid', 'offline_access', 'groups', 'email'],
-    async findAccount(_ctx, sub) {
+    async findAccount(_ctx: unknown, sub: string) {
       const account = options.accounts?.[sub];
       return {
         accountId: sub,
@@ -323,7 +323,7 @@ export async function startTestOpenIdProvider(options: TestOpOptions = {}): Prom
         },
       };
     },
-    async extraTokenClaims(_ctx, token) {
+    async extraTokenClaims(_ctx: unknown, token: any) {
       // JWT access tokens carry groups too: for people from their account, for machines from `clientGroups`.
       const exchanged = (token as { extra?: Record<string, unknown> }).extra;
       if (exchanged?.exchanged_sub) return exchanged; // set by the token-exchange grant below
@@ -345,10 +345,10 @@ export async function startTestOpenIdProvider(options: TestOpOptions = {}): Prom
     },
     pkce: { required: () => true },
     rotateRefreshToken: true,
-    issueRefreshToken: async (_ctx, client, code) => client.grantTypeAllowed('refresh_token') && code.scopes.has('offline_access'),
+    issueRefreshToken: async (_ctx: unknown, client: any, code: any) => client.grantTypeAllowed('refresh_token') && code.scopes.has('offline_access'),
     ttl: {
-      AccessToken: (_ctx, token) => token.resourceServer?.accessTokenTTL ?? accessTokenTTL,
-      ClientCredentials: (_ctx, token) => token.resourceServer?.accessTokenTTL ?? accessTokenTTL,
+      AccessToken: (_ctx: unknown, token: any) => token.resourceServer?.accessTokenTTL ?? accessTokenTTL,
+      ClientCredentials: (_ctx: unknown, token: any) => token.resourceServer?.accessTokenTTL ?? accessTokenTTL,
       IdToken: idTokenTTL,
       RefreshToken: refreshTokenTTL,
       AuthorizationCode: 60,
@@ -365,9 +365,9 @@ export async function startTestOpenIdProvider(options: TestOpOptions = {}): Prom
       introspection: { enabled: true },
       resourceIndicators: {
         enabled: true,
-        defaultResource: async (_ctx, _client, oneOf) => oneOf ?? audience,
+        defaultResource: async (_ctx: unknown, _client: unknown, oneOf: string | undefined) => oneOf ?? audience,
         useGrantedResource: async () => true,
-        getResourceServerInfo: async (_ctx, resourceIndicator) => {
+        getResourceServerInfo: async (_ctx: unknown, resourceIndicator: string) => {
           if (!audiences.includes(resourceIndicator)) throw new errors.InvalidTarget(`unknown resource ${resourceIndicator}`);
           return {
             scope: 'groups',

@@ -17,7 +17,7 @@ export interface TestSigner {
 }
 
 export async function createSigner(name = 'tenant-cert-test-ca'): Promise<TestSigner> {
-  const keys = (await webcrypto.subtle.generateKey(ecdsa, true, ['sign', 'verify'])) as CryptoKeyPair;
+  const keys = (await webcrypto.subtle.generateKey(ecdsa, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
   const caCert = await x509.X509CertificateGenerator.createSelfSigned({
     serialNumber: '01',
     name: `CN=${name}`,
@@ -37,7 +37,7 @@ export async function createSigner(name = 'tenant-cert-test-ca'): Promise<TestSi
           : publicKey.asymmetricKeyType === 'ec'
             ? { name: 'ECDSA', namedCurve: 'P-256' }
             : { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' };
-      const subjectKey = publicKey.toCryptoKey(algorithm as never, true, ['verify']) as unknown as CryptoKey;
+      const subjectKey = publicKey.toCryptoKey(algorithm as never, true, ['verify']) as unknown as webcrypto.CryptoKey;
       const subject = [...(options.groups ?? []).map((group) => ({ O: [group] })), { CN: [options.cn] }];
       const cert = await x509.X509CertificateGenerator.create({
         serialNumber: (serial++).toString(16).padStart(2, '0'),

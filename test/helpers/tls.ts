@@ -18,7 +18,7 @@ import type { TLSSocket } from 'node:tls';
 import './tls-reflect.js';
 import * as x509 from '@peculiar/x509';
 
-x509.cryptoProvider.set(webcrypto as unknown as Crypto);
+x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
 
 const algorithm = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
 
@@ -61,11 +61,11 @@ function toPem(der: ArrayBuffer, label: string): string {
   return `-----BEGIN ${label}-----\n${lines.join('\n')}\n-----END ${label}-----\n`;
 }
 
-async function keyPair(): Promise<CryptoKeyPair> {
-  return (await webcrypto.subtle.generateKey(algorithm, true, ['sign', 'verify'])) as CryptoKeyPair;
+async function keyPair(): Promise<webcrypto.CryptoKeyPair> {
+  return (await webcrypto.subtle.generateKey(algorithm, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
 }
 
-async function privateKeyPem(key: CryptoKey): Promise<string> {
+async function privateKeyPem(key: webcrypto.CryptoKey): Promise<string> {
   return toPem(await webcrypto.subtle.exportKey('pkcs8', key), 'PRIVATE KEY');
 }
 

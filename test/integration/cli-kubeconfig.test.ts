@@ -110,7 +110,7 @@ describe('clusterprofile kubeconfig (built bin)', () => {
         name: 'test-cluster',
         cluster: {
           server: 'https://test-server.com',
-          'certificate-authority-data': buildProfile().status!.accessProviders![0]!.cluster['certificate-authority-data'],
+          'certificate-authority-data': buildProfile().status!.accessProviders![0]!.cluster!['certificate-authority-data'],
           'proxy-url': 'http://proxy.example.com',
           extensions: [{ name: 'client.authentication.k8s.io/exec', extension: { clusterName: 'spoke-1', audience: 'spoke' } }],
         },

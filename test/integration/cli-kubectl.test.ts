@@ -32,7 +32,7 @@ function kubectl(args: string[]): Promise<{ code: number; stdout: string; stderr
 async function kubeconfigFor(clusterName: string): Promise<string> {
   const profile = buildProfile();
   profile.metadata = { name: clusterName, namespace: 'fleet' };
-  const cluster = profile.status!.accessProviders![0]!.cluster;
+  const cluster = profile.status!.accessProviders![0]!.cluster!;
   cluster.server = server.url;
   cluster['certificate-authority-data'] = ca.certBase64;
   delete cluster['proxy-url'];

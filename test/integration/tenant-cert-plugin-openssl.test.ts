@@ -48,7 +48,7 @@ describe('openssl verifies what the plugin signs', () => {
 
     // A flipped byte in the message is refused by openssl: the check above can fail.
     const tampered = readFileSync(join(dir, 'message.bin'));
-    tampered[tampered.length - 1] ^= 1;
+    tampered.writeUInt8(tampered.readUInt8(tampered.length - 1) ^ 1, tampered.length - 1);
     writeFileSync(join(dir, 'tampered.bin'), tampered);
     const args =
       algorithm === 'ed25519'

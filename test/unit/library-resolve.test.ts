@@ -112,8 +112,8 @@ describe('resolveClusterAccess: provider lookup (upstream getExecConfigAndFlagsF
   it('returns a deep copy: changing the profile afterwards does not change the result', () => {
     const p = buildProfile();
     const access = resolveClusterAccess(p, catProvider({ profileSourcedCLIArgsPolicy: 'Append' }));
-    p.status!.accessProviders![0]!.cluster.server = 'modified-server';
-    (p.status!.accessProviders![0]!.cluster.extensions![0]!.extension as { clusterName: string }).clusterName = 'changed';
+    p.status!.accessProviders![0]!.cluster!.server = 'modified-server';
+    (p.status!.accessProviders![0]!.cluster!.extensions![0]!.extension as { clusterName: string }).clusterName = 'changed';
     expect(access.cluster.server).toBe('https://test-server.com');
     expect(access.cluster.config).toEqual({ clusterName: 'spoke-1', audience: 'spoke' });
   });

@@ -75,7 +75,7 @@ function literals(name: string, member?: string): string[] {
       type = property !== undefined && ts.isPropertySignature(property) ? property.type : undefined;
     }
   });
-  const parts = type !== undefined && ts.isUnionTypeNode(type) ? type.types : type === undefined ? [] : [type];
+  const parts: readonly ts.TypeNode[] = type !== undefined && ts.isUnionTypeNode(type) ? type.types : type === undefined ? [] : [type];
   return parts
     .filter((part): part is ts.LiteralTypeNode => ts.isLiteralTypeNode(part) && ts.isStringLiteral(part.literal))
     .map((part) => (part.literal as ts.StringLiteral).text)
@@ -172,7 +172,7 @@ describe('src/library/types.ts agrees with the schemas', () => {
     const legacy: ClusterProfile = {
       ...profile,
       apiVersion: 'multicluster.x-k8s.io/v1alpha1',
-      status: { credentialProviders: profile.status!.accessProviders!.map((entry) => ({ ...entry, cluster: { ...entry.cluster, 'certificate-authority': '/ca.crt' } })) },
+      status: { credentialProviders: profile.status!.accessProviders!.map((entry) => ({ ...entry, cluster: { ...entry.cluster!, 'certificate-authority': '/ca.crt' } })) },
     };
     expect(validateDocument('clusterprofile.v1alpha1', legacy)).toEqual([]);
 
