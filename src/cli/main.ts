@@ -12,7 +12,7 @@
  * ```
  */
 import yargs, { type Argv } from 'yargs';
-import { CredentialsError, formatError } from '../library/errors.js';
+import { CredentialsError, formatError, isCredentialsError } from '../library/errors.js';
 import type { Run } from '../plugin/io.js';
 import type { CommandArgs, CommandContext, CommandModule } from './command.js';
 import { commands } from './commands/index.js';
@@ -86,7 +86,8 @@ export const run: Run = async (argv, env, io) => {
     return await module.run(parsed.args, context);
   } catch (error) {
     io.stderr.write(`${formatError(error)}\n`);
-    return 1;
+    // A usage error a command finds itself (a flag its action needs) exits like one yargs finds.
+    return isCredentialsError(error) && error.code === 'ERR_USAGE' ? 2 : 1;
   }
 };
 

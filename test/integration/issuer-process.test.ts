@@ -263,3 +263,16 @@ describe('the manual flow (tenant nonce | generate | accept)', () => {
     expect(parse(accepted.stdout)).toMatchObject({ apiVersion: 'authentication.liqo.io/v1beta1', kind: 'Identity', spec: { type: 'ControlPlane', namespace: 'liqo-tenant-cl-consumer' } });
   });
 });
+
+describe('issuer and tenant commands: a missing flag is a usage error', () => {
+  it.each([
+    [['issuer', 'serve'], '--data-dir'],
+    [['issuer', 'trust', '--data-dir', 'x'], '--cluster-id'],
+    [['tenant', 'generate', '--cluster-id', 'c1'], '--provider-cluster-id'],
+  ])('%j: exit 2 (as documented for ERR_USAGE), nothing on stdout', async (args, flag) => {
+    const result = await cli(args, { cwd: work });
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toMatch(new RegExp(`^ERR_USAGE: .*${flag.slice(2)}`));
+    expect(result.code).toBe(2);
+  });
+});
