@@ -13,10 +13,8 @@
  * const alice = await clientCa.issueClientCert('alice', { groups: ['devs'] });
  */
 import { generateKeyPairSync, webcrypto } from 'node:crypto';
-import './tls-reflect.js';
-import * as x509 from '@peculiar/x509';
-
-x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
+// @peculiar/x509 configured once for the whole project (crypto provider, the Reflect shim it needs).
+import { x509 } from '../../src/providers/tenant-cert/x509.js';
 
 type CryptoKeyPair = webcrypto.CryptoKeyPair;
 type CryptoKey = webcrypto.CryptoKey;

@@ -15,10 +15,8 @@ import https from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { TLSSocket } from 'node:tls';
-import './tls-reflect.js';
-import * as x509 from '@peculiar/x509';
-
-x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
+// @peculiar/x509 configured once for the whole project (crypto provider, the Reflect shim it needs).
+import { x509 } from '../../src/providers/tenant-cert/x509.js';
 
 const algorithm = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
 
