@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { isCredentialsError } from '../../src/library/errors.js';
 import {
+  isExpectedState,
   audienceParams,
   authorizationUrl,
   clientCredentialsParams,
@@ -152,5 +153,15 @@ describe('discovery: every endpoint we send to is https', () => {
   it.each(['device_authorization_endpoint', 'authorization_endpoint'])('a plain-http %s is refused (client secrets / device codes / the login page would travel in the clear)', (name) => {
     const doc = { issuer: ISSUER, token_endpoint: `${ISSUER}/token`, jwks_uri: `${ISSUER}/jwks`, [name]: 'http://op.test/realm/endpoint' };
     expect(codeOf(() => processDiscoveryResponse(ISSUER, json(200, doc)))).toBe('ERR_OIDC_DISCOVERY');
+  });
+});
+
+describe('the loopback state check', () => {
+  it('only the exact state is accepted, whatever its length', () => {
+    expect(isExpectedState('abc123', 'abc123')).toBe(true);
+    expect(isExpectedState('abc124', 'abc123')).toBe(false);
+    expect(isExpectedState('abc12', 'abc123')).toBe(false);
+    expect(isExpectedState('', 'abc123')).toBe(false);
+    expect(isExpectedState(null, 'abc123')).toBe(false);
   });
 });

@@ -23,6 +23,7 @@ import {
   grantError,
   jwksRequest,
   OAuthErrorResponse,
+  isExpectedState,
   processAuthorizationCallback,
   processDeviceAuthorizationResponse,
   processDiscoveryResponse,
@@ -64,11 +65,14 @@ const sleepDefault = (ms: number, signal: AbortSignal): Promise<void> =>
     signal.addEventListener('abort', onAbort, { once: true });
   });
 
-/** `xdg-open` / `open` / `start`, detached, errors ignored: the URL is on stderr anyway. */
+/**
+ * `xdg-open` / `open` / the Windows URL handler, detached, errors ignored: the URL is on stderr anyway. Never through
+ * `cmd /c start`: cmd treats `&` in the authorization URL as a command separator.
+ */
 async function openBrowserDefault(url: string): Promise<void> {
   const { spawn } = await import('node:child_process');
   const [command, args] =
-    process.platform === 'darwin' ? ['open', [url]] : process.platform === 'win32' ? ['cmd', ['/c', 'start', '""', url]] : ['xdg-open', [url]];
+    process.platform === 'darwin' ? ['open', [url]] : process.platform === 'win32' ? ['rundll32', ['url.dll,FileProtocolHandler', url]] : ['xdg-open', [url]];
   try {
     const child = spawn(command as string, args as string[], { detached: true, stdio: 'ignore' });
     child.on('error', () => {});
@@ -283,7 +287,7 @@ class Flow {
       const url = authorizationUrl(metadata, { clientID: settings.clientID, redirectUri: loopback.redirectUri, scopes: settings.scopes, audience: settings.audience, state, nonce, codeChallenge });
       this.say(`to log in, open this URL in a browser:\n  ${url}`);
       if (settings.openBrowser) (this.deps.openBrowser ?? ((u: string) => void openBrowserDefault(u)))(url);
-      const callback = await loopback.next((received) => received.searchParams.get('state') === state);
+      const callback = await loopback.next((received) => isExpectedState(received.searchParams.get('state'), state));
       const code = processAuthorizationCallback(callback, state);
       return await this.accept(await this.token('authorization_code', authorizationCodeParams({ code, redirectUri: loopback.redirectUri, codeVerifier })), nonce);
     } finally {

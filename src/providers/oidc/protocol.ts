@@ -7,6 +7,7 @@
  * (refresh); RFC 8693 (token exchange); RFC 8628 (device authorization); RFC 7636 (PKCE); RFC 8252 §7.3 (loopback
  * redirect); RFC 8707 (resource indicators).
  */
+import { timingSafeEqual } from 'node:crypto';
 import { CredentialsError } from '../../library/errors.js';
 import type { OidcErrorCode } from './errors.js';
 
@@ -338,6 +339,14 @@ export function authorizationUrl(
   return url.toString();
 }
 
+/** Compares a received `state` with ours in constant time (it is a secret bound to this login). */
+export function isExpectedState(received: string | null, expected: string): boolean {
+  if (received === null) return false;
+  const a = Buffer.from(received);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
 /** The redirect back to the loopback listener: `code` if `state` matches, else `ERR_OIDC_LOGIN_FAILED`. */
 export function processAuthorizationCallback(callback: URL, expectedState: string): string {
   const params = callback.searchParams;
@@ -346,7 +355,7 @@ export function processAuthorizationCallback(callback: URL, expectedState: strin
     const description = params.get('error_description');
     throw error('ERR_OIDC_LOGIN_FAILED', `the login failed: ${params.get('error')}${description === null ? '' : ` (${description})`}`, 'redirect_uri');
   }
-  if (state !== expectedState) throw error('ERR_OIDC_LOGIN_FAILED', 'the redirect carried a wrong state (another login, or a forged redirect)', 'redirect_uri');
+  if (!isExpectedState(state, expectedState)) throw error('ERR_OIDC_LOGIN_FAILED', 'the redirect carried a wrong state (another login, or a forged redirect)', 'redirect_uri');
   const code = params.get('code');
   if (code === null || code === '') throw error('ERR_OIDC_LOGIN_FAILED', 'the redirect carried no authorization code', 'redirect_uri');
   return code;
