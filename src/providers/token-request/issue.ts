@@ -5,25 +5,14 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CredentialsError, isCredentialsError } from '../../library/errors.js';
 import type { ExecCluster } from '../../library/types.js';
+import { endpointFromCluster } from '../../kube/endpoint.js';
 import { loadInClusterAccess, loadKubeconfigAccess } from '../../kube/kubeconfig.js';
 import { createKubeTransport } from '../../kube/transport.js';
-import type { KubeCredential, KubeEndpoint, KubeRequest, KubeResponse, SendKubeRequest } from '../../kube/types.js';
+import type { KubeCredential, KubeRequest, KubeResponse, SendKubeRequest } from '../../kube/types.js';
 import type { IssueContext, IssuedCredential } from '../../plugin/provider.js';
 import { buildTokenRequest, processTokenRequestResponse } from './protocol.js';
 import type { Bootstrap, TokenRequestProviderSettings } from './provider.js';
 import { buildSecretRequest, parseSecretReaderSettings, processSecretResponse } from './secret-reader.js';
-
-/** The member cluster as the exec input describes it, for the transport. */
-export function endpointOf(cluster: ExecCluster): KubeEndpoint {
-  const ca = cluster['certificate-authority-data'];
-  return {
-    server: cluster.server,
-    ...(ca === undefined || ca === '' ? {} : { caPem: Buffer.from(ca, 'base64').toString('utf8') }),
-    ...(cluster['tls-server-name'] === undefined ? {} : { tlsServerName: cluster['tls-server-name'] }),
-    ...(cluster['insecure-skip-tls-verify'] === true ? { insecureSkipTlsVerify: true } : {}),
-    ...(cluster['proxy-url'] === undefined ? {} : { proxyUrl: cluster['proxy-url'] }),
-  };
-}
 
 async function bootstrapCredential(bootstrap: Bootstrap, cluster: ExecCluster, context: IssueContext): Promise<KubeCredential> {
   switch (bootstrap.kind) {
@@ -82,7 +71,7 @@ export async function issueToken(settings: TokenRequestProviderSettings, context
       path: '--bootstrap-kubeconfig',
     });
   }
-  const member = createKubeTransport(endpointOf(settings.cluster), credential);
+  const member = createKubeTransport(endpointFromCluster(settings.cluster), credential);
   try {
     const sentAt = context.now();
     const response = await sendWithRetries(member.send, buildTokenRequest(settings.request), context.signal);

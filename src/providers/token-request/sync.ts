@@ -10,7 +10,8 @@
  */
 import { CredentialsError, formatError } from '../../library/errors.js';
 import { resolveClusterAccess } from '../../library/resolve.js';
-import type { AccessConfig, ClusterProfile, ExecCluster } from '../../library/types.js';
+import type { AccessConfig, ClusterProfile } from '../../library/types.js';
+import { endpointFromCluster } from '../../kube/endpoint.js';
 import type { KubeCredential, KubeEndpoint, KubeRequest, SendKubeRequest } from '../../kube/types.js';
 import { buildTokenRequest, processTokenRequestResponse, statusMessage } from './protocol.js';
 import { parseTokenRequestSettings, type TokenRequestSettingsSources } from './settings.js';
@@ -77,17 +78,6 @@ function renewAtOf(secret: unknown): Date | undefined {
   return date === undefined || Number.isNaN(date.getTime()) ? undefined : date;
 }
 
-function memberEndpoint(cluster: ExecCluster): KubeEndpoint {
-  const ca = cluster['certificate-authority-data'];
-  return {
-    server: cluster.server,
-    ...(ca === undefined || ca === '' ? {} : { caPem: Buffer.from(ca, 'base64').toString('utf8') }),
-    ...(cluster['tls-server-name'] === undefined ? {} : { tlsServerName: cluster['tls-server-name'] }),
-    ...(cluster['insecure-skip-tls-verify'] === true ? { insecureSkipTlsVerify: true } : {}),
-    ...(cluster['proxy-url'] === undefined ? {} : { proxyUrl: cluster['proxy-url'] }),
-  };
-}
-
 async function writeSecret(hub: SendKubeRequest, namespace: string, name: string, exists: boolean, data: { token: string; renewAt: Date; expiresAt: Date }): Promise<void> {
   const body = {
     apiVersion: 'v1',
@@ -127,7 +117,7 @@ async function syncOne(profile: ClusterProfile, options: TokenSyncOptions, deps:
     flags: options.defaults,
   });
   const credential = await deps.bootstrap(access);
-  const member = deps.member(memberEndpoint(access.cluster), credential);
+  const member = deps.member(endpointFromCluster(access.cluster), credential);
   try {
     const sentAt = deps.now();
     const response = await member.send(buildTokenRequest(settings));
