@@ -1,9 +1,9 @@
 // Runs the runtime's fixture provider (test/fixtures/runtime) as a real child process.
-import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildFixture } from '../fixtures/runtime/build.mjs';
+import { runNode } from './process.js';
 
 export interface ChildResult {
   code: number | null;
@@ -24,18 +24,8 @@ export function execInfo(apiVersion: string, cluster: unknown = { server: 'https
   return JSON.stringify({ kind: 'ExecCredential', apiVersion, spec: { interactive, cluster } });
 }
 
-/** Runs `node <stub> ...args` with only the given environment (plus PATH), stdin closed. */
-export function runChild(stub: string, args: readonly string[], env: Record<string, string | undefined>, nodeArgs: readonly string[] = []): Promise<ChildResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...nodeArgs, stub, ...args], {
-      env: { PATH: process.env['PATH'], HOME: process.env['HOME'], ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    child.on('error', reject);
-    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
-  });
+/** Runs `node <stub> ...args` with only the given environment (plus PATH and HOME), stdin closed. */
+export async function runChild(stub: string, args: readonly string[], env: Record<string, string | undefined>, nodeArgs: readonly string[] = []): Promise<ChildResult> {
+  const { code, signal, stdout, stderr } = await runNode(stub, args, { env, nodeArgs });
+  return { code, signal, stdout, stderr };
 }

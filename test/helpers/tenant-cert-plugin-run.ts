@@ -6,6 +6,7 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
+import { runNode as runNodeProcess } from './process.js';
 import { fileURLToPath } from 'node:url';
 import type { TestCa } from './tls.js';
 
@@ -22,22 +23,9 @@ export interface Result {
   ms: number;
 }
 
-/** Runs `node <script> ...args` with PATH/HOME plus `env`; stdin empty. */
+/** Runs `node <script> ...args` with PATH/HOME plus `env`; stdin empty unless given. */
 export function runNode(script: string, args: readonly string[], env: Record<string, string | undefined> = {}, stdin?: string): Promise<Result> {
-  const started = performance.now();
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [script, ...args], {
-      env: { PATH: process.env['PATH'], HOME: process.env['HOME'], ...env },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr, ms: performance.now() - started }));
-    child.stdin.end(stdin ?? '');
-  });
+  return runNodeProcess(script, args, { env, ...(stdin === undefined ? {} : { stdin }) });
 }
 
 export function execInfo(apiVersion: string, config: unknown, server = 'https://member.example:6443'): string {

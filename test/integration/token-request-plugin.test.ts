@@ -2,31 +2,18 @@
  * The clusterprofile-token-request binary as a real child process against a local HTTPS API server that implements
  * TokenRequest and Secrets faithfully (test/helpers/kube-api.ts). Each minted token is proven by using it.
  */
-import { spawn } from 'node:child_process';
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { startFakeKubeApi, type FakeKubeApi } from '../helpers/kube-api.js';
+import { runNode } from '../helpers/process.js';
 import { createTestCa, startHttpsServer, type TestCa } from '../helpers/tls.js';
 
 const BIN = join(import.meta.dirname, '../../bin/clusterprofile-token-request.mjs');
 
-interface Result { code: number | null; stdout: string; stderr: string }
-
-function runPlugin(args: string[], execInfo: unknown, env: Record<string, string> = {}): Promise<Result> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...(execInfo === undefined ? {} : { KUBERNETES_EXEC_INFO: JSON.stringify(execInfo) }), ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk) => (stdout += chunk));
-    child.stderr.on('data', (chunk) => (stderr += chunk));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+function runPlugin(args: string[], execInfo: unknown, env: Record<string, string> = {}) {
+  return runNode(BIN, args, { env: { ...(execInfo === undefined ? {} : { KUBERNETES_EXEC_INFO: JSON.stringify(execInfo) }), ...env } });
 }
 
 function kubeconfig(server: string, caBase64: string, user: Record<string, string>): string {

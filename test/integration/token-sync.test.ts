@@ -3,28 +3,20 @@
  * (a real child process) as the bootstrap identity, TokenRequest on the member, Secrets written on the hub in the
  * Secret Reader layout — then read back by the Secret Reader plugin, the whole push model.
  */
-import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Agent, request } from 'undici';
 import { afterEach, beforeEach, expect, test } from 'vitest';
 import { startFakeKubeApi, type FakeKubeApi } from '../helpers/kube-api.js';
+import { runNode } from '../helpers/process.js';
 import { createTestCa, type TestCa } from '../helpers/tls.js';
 
 const ROOT = join(import.meta.dirname, '../..');
 const PLUGIN = join(ROOT, 'test/fixtures/token-request/static-token-plugin.mjs');
 
-function run(bin: string, args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(ROOT, 'bin', bin), ...args], { env: { PATH: process.env.PATH ?? '', HOME: dir, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk) => (stdout += chunk));
-    child.stderr.on('data', (chunk) => (stderr += chunk));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+function run(bin: string, args: string[], env: Record<string, string> = {}) {
+  return runNode(join(ROOT, 'bin', bin), args, { env: { HOME: dir, ...env } });
 }
 
 let ca: TestCa;

@@ -1,0 +1,42 @@
+/**
+ * Runs a Node script as a real child process on this Node (the project's Node 24 when tests run through npm), with a
+ * minimal environment: PATH and HOME plus what the test gives — so nothing of the developer's environment leaks in.
+ */
+import { spawn } from 'node:child_process';
+
+export interface NodeRunResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+  /** Wall time of the run. */
+  ms: number;
+}
+
+export interface NodeRunOptions {
+  /** Added to PATH and HOME (a value of `undefined` removes the variable). */
+  env?: Record<string, string | undefined>;
+  /** Written to the child's stdin, which is then closed; default: stdin closed at once. */
+  stdin?: string;
+  cwd?: string;
+  /** Node options before the script, e.g. `['--import', hook]`. */
+  nodeArgs?: readonly string[];
+}
+
+export function runNode(script: string, args: readonly string[], options: NodeRunOptions = {}): Promise<NodeRunResult> {
+  const started = performance.now();
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [...(options.nodeArgs ?? []), script, ...args], {
+      env: { PATH: process.env['PATH'], HOME: process.env['HOME'], ...options.env },
+      ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.on('error', reject);
+    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr, ms: performance.now() - started }));
+    child.stdin.end(options.stdin ?? '');
+  });
+}
