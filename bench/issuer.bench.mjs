@@ -2,7 +2,8 @@
 //
 // The issuer runs as a real `clusterprofile issuer serve` process (built bin) on 127.0.0.1 over TLS; this process is
 // the load: CONCURRENCY clients over keep-alive HTTPS connections (undici, trusting serving-ca.crt), each doing
-// complete handshakes back to back — POST /v1/nonces, sign the context-v1 message, POST /v1/tenants — for
+// complete handshakes back to back — POST /v1/nonces (signed by the consumer key: proof of possession), sign the
+// context-v1 message, POST /v1/tenants — for
 // DURATION_MS after a warm-up. A consumer's CSR is built once and reused (as a plugin could), the signature is
 // fresh per nonce. Both processes share the machine's cores, so the number is what one machine does end to end.
 // Knobs: ISSUER_BENCH_CONCURRENCY (16), ISSUER_BENCH_DURATION_MS (5000), ISSUER_BENCH_CONSUMERS (8).
@@ -17,7 +18,7 @@ import { Agent, request } from 'undici';
 const root = fileURLToPath(new URL('..', import.meta.url));
 const { generateClusterKeyPair } = await import(`${root}dist/providers/tenant-cert/keys.js`);
 const { buildCsr } = await import(`${root}dist/providers/tenant-cert/csr.js`);
-const { signTenant } = await import(`${root}dist/providers/tenant-cert/message.js`);
+const { signNonceRequest, signTenant } = await import(`${root}dist/providers/tenant-cert/message.js`);
 
 const CLI = join(root, 'bin', 'clusterprofile.mjs');
 const CONCURRENCY = Number(process.env.ISSUER_BENCH_CONCURRENCY ?? 16);
@@ -77,7 +78,7 @@ async function post(path, body) {
 }
 
 async function handshake(consumer) {
-  const nonce = await post('/v1/nonces', { consumerClusterID: consumer.id });
+  const nonce = await post('/v1/nonces', signNonceRequest(consumer.privateKey, { consumerClusterID: consumer.id, providerClusterID: 'bench-provider' }, new Date()));
   const signature = signTenant(consumer.privateKey, {
     providerClusterID: 'bench-provider',
     consumerClusterID: consumer.id,

@@ -8,8 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildTenant } from '../../src/providers/tenant-cert/documents.js';
 import { encodeBase64, generateClusterKeyPair, toCryptoKeyPair, webCryptoAlgorithm, type KeyAlgorithm } from '../../src/providers/tenant-cert/keys.js';
-import { signTenant } from '../../src/providers/tenant-cert/message.js';
-import type { TenantDocument } from '../../src/providers/tenant-cert/protocol.js';
+import { signNonceRequest, signTenant } from '../../src/providers/tenant-cert/message.js';
+import type { NonceRequest, TenantDocument } from '../../src/providers/tenant-cert/protocol.js';
 import { openDataDir } from '../../src/providers/tenant-cert/issuer/data-dir.js';
 import { embeddedSigner } from '../../src/providers/tenant-cert/issuer/embedded-signer.js';
 import { Issuer, type IssuerOptions } from '../../src/providers/tenant-cert/issuer/issuer.js';
@@ -37,7 +37,10 @@ export interface IssuerFixture {
   clientCaPem: string;
   /** Trusts a new consumer and returns its private key. */
   consumer(id: string, algorithm?: KeyAlgorithm, groups?: string[]): Promise<KeyObject>;
+  /** A nonce for a consumer made by {@link consumer}, asked for with a properly signed request. */
   nonce(id: string): Promise<string>;
+  /** A nonce request for `id`, signed by its key (or `key`), timestamped now (or `at`). */
+  nonceRequest(id: string, options?: { key?: KeyObject; at?: Date }): NonceRequest;
   close(): Promise<void>;
 }
 
@@ -47,6 +50,15 @@ export async function issuerFixture(options: Partial<Omit<IssuerOptions, 'trust'
   const data = await openDataDir(join(dir, 'data'), 'p1', clock.now());
   const trust = new TrustStore(data.dir);
   const nonces = await NonceStore.open(data.noncesFile, clock.now(), { now: clock.now });
+  const keys = new Map<string, KeyObject>();
+  const nonceRequest = (id: string, request: { key?: KeyObject; at?: Date } = {}): NonceRequest => {
+    const key = request.key ?? keys.get(id);
+    if (key === undefined) {
+      throw new TypeError(`no key for consumer ${id}: pass one`);
+    }
+    // The issuer's own clock (a test may have swapped it for the real one).
+    return signNonceRequest(key, { providerClusterID: 'p1', consumerClusterID: id }, request.at ?? issuer.options.now());
+  };
   const issuer = new Issuer({
     providerClusterID: 'p1',
     groups: [],
@@ -70,11 +82,13 @@ export async function issuerFixture(options: Partial<Omit<IssuerOptions, 'trust'
       const pair = generateClusterKeyPair(algorithm);
       const key = createPrivateKey(pair.privateKeyPem);
       await trust.trust(id, createPublicKey(key), groups, clock.now());
+      keys.set(id, key);
       return key;
     },
     async nonce(id) {
-      return (await issuer.issueNonce({ consumerClusterID: id })).nonce;
+      return (await issuer.issueNonce(nonceRequest(id))).nonce;
     },
+    nonceRequest,
     async close() {
       await nonces.close();
       await rm(dir, { recursive: true, force: true });

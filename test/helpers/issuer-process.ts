@@ -3,10 +3,13 @@
  * serving-ca.crt (undici, verifying TLS).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createPrivateKey, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'undici';
+import { signNonceRequest } from '../../src/providers/tenant-cert/message.js';
+import type { NonceRequest } from '../../src/providers/tenant-cert/protocol.js';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const CLI = join(ROOT, 'bin', 'clusterprofile.mjs');
@@ -111,4 +114,10 @@ export function issuerClient(issuer: { url: string; dataDir: string }, options: 
     },
     close: () => agent.close(),
   };
+}
+
+/** A `POST /v1/nonces` body signed with the consumer's key (a PEM file or a key), timestamped now (or `at`). */
+export function nonceRequest(key: string | KeyObject, consumer: string, provider = 'p1', at = new Date()): NonceRequest {
+  const privateKey = typeof key === 'string' ? createPrivateKey(readFileSync(key, 'utf8')) : key;
+  return signNonceRequest(privateKey, { consumerClusterID: consumer, providerClusterID: provider }, at);
 }

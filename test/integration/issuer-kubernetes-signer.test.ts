@@ -9,7 +9,7 @@ import type { IdentityDocument } from '../../src/providers/tenant-cert/protocol.
 import { kubernetesSigner } from '../../src/providers/tenant-cert/issuer/kubernetes-signer.js';
 import { issuerFixture, type IssuerFixture } from '../helpers/issuer-fixtures.js';
 import { fakeKubeconfig, startFakeCsrApi, type FakeCsrApi, type FakeCsrApiOptions } from '../helpers/issuer-kube-csr-api.js';
-import { cli, issuerClient, serveIssuer } from '../helpers/issuer-process.js';
+import { cli, issuerClient, serveIssuer, nonceRequest } from '../helpers/issuer-process.js';
 
 const TOKEN = 'issuer-token';
 let api: FakeCsrApi | undefined;
@@ -38,7 +38,7 @@ async function setup(apiOptions: Partial<FakeCsrApiOptions> = {}, timeoutMs = 10
 
 async function tenantFor(f: IssuerFixture, exact = true) {
   const key = await f.consumer('c1');
-  const nonce = await f.issuer.issueNonce({ consumerClusterID: 'c1' });
+  const nonce = await f.issuer.issueNonce(f.nonceRequest('c1'));
   return buildTenant({ privateKey: key, consumerClusterID: 'c1', providerClusterID: 'p1', nonce: nonce.nonce, ...(exact ? { organizations: nonce.subject.organizations } : {}) });
 }
 
@@ -124,7 +124,7 @@ describe('the Kubernetes CSR signer (certificates.k8s.io/v1 against a faithful l
       const issuer = await serveIssuer(dataDir, 'p1', ['--signer', 'kubernetes', '--kubeconfig', kubeconfig, '--cert-lifetime', '1h', '--group', 'tenants']);
       const client = issuerClient(issuer);
       try {
-        const nonce = await client.call('POST', '/v1/nonces', { consumerClusterID: 'c1' });
+        const nonce = await client.call('POST', '/v1/nonces', nonceRequest(keyFile, 'c1'));
         const tenant = await buildTenant({
           privateKey: createPrivateKey(readFileSync(keyFile, 'utf8')),
           consumerClusterID: 'c1',

@@ -34,6 +34,33 @@ function contextMessage(provider: string, consumer: string, nonce: string, csrPe
   ]);
 }
 
+/** The documented nonce request message, written out by hand too. */
+function nonceRequestMessage(provider: string, consumer: string, timestamp: string): Buffer {
+  const field = (bytes: Buffer) => {
+    const length = Buffer.alloc(4);
+    length.writeUInt32BE(bytes.length);
+    return Buffer.concat([length, bytes]);
+  };
+  return Buffer.concat([
+    field(Buffer.from('clusterprofile-credentials/tenant-cert/v1 nonce request')),
+    field(Buffer.from(provider)),
+    field(Buffer.from(consumer)),
+    field(Buffer.from(timestamp)),
+  ]);
+}
+
+/** A nonce request signed by the openssl CLI with NAME.key (Ed25519 raw, else ECDSA/RSA over SHA-256). */
+function opensslNonceRequest(name: string, consumer: string): Record<string, string> {
+  const timestamp = new Date().toISOString();
+  writeFileSync(join(work, `${name}.nreq`), nonceRequestMessage('p1', consumer, timestamp));
+  if (name === 'ed25519' || name === 'san') {
+    openssl('pkeyutl', '-sign', '-inkey', `${name}.key`, '-rawin', '-in', `${name}.nreq`, '-out', `${name}.nsig`);
+  } else {
+    openssl('dgst', '-sha256', '-sign', `${name}.key`, '-out', `${name}.nsig`, `${name}.nreq`);
+  }
+  return { consumerClusterID: consumer, providerClusterID: 'p1', timestamp, signature: readFileSync(join(work, `${name}.nsig`)).toString('base64') };
+}
+
 beforeAll(async () => {
   issuer = await serveIssuer(dataDir, 'p1');
 });
@@ -57,7 +84,7 @@ describe('openssl interop', () => {
 
     const client = issuerClient(issuer);
     try {
-      const nonce = (await client.call('POST', '/v1/nonces', { consumerClusterID: consumer })).body.nonce as string;
+      const nonce = (await client.call('POST', '/v1/nonces', opensslNonceRequest(name, consumer))).body.nonce as string;
       const csrPem = readFileSync(join(work, `${name}.csr`), 'utf8');
       writeFileSync(join(work, `${name}.msg`), contextMessage('p1', consumer, nonce, csrPem));
       if (name === 'ed25519') {
@@ -98,7 +125,7 @@ describe('openssl interop', () => {
     expect((await cli(['issuer', 'trust', '--data-dir', dataDir, '--cluster-id', 'openssl-san', '--public-key', join(work, 'san.pub')])).code).toBe(0);
     const client = issuerClient(issuer);
     try {
-      const nonce = (await client.call('POST', '/v1/nonces', { consumerClusterID: 'openssl-san' })).body.nonce as string;
+      const nonce = (await client.call('POST', '/v1/nonces', opensslNonceRequest('san', 'openssl-san'))).body.nonce as string;
       const csrPem = readFileSync(join(work, 'san.csr'), 'utf8');
       writeFileSync(join(work, 'san.msg'), contextMessage('p1', 'openssl-san', nonce, csrPem));
       openssl('pkeyutl', '-sign', '-inkey', 'san.key', '-rawin', '-in', 'san.msg', '-out', 'san.sig');

@@ -9,7 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { buildTenant } from '../../src/providers/tenant-cert/documents.js';
 import { createTestCa } from '../helpers/tls.js';
-import { cli, issuerClient, serveIssuer, type IssuerProcess } from '../helpers/issuer-process.js';
+import { cli, issuerClient, nonceRequest, serveIssuer, type IssuerProcess } from '../helpers/issuer-process.js';
 
 const work = mkdtempSync(join(tmpdir(), 'cpc-issuer-it-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
@@ -37,7 +37,7 @@ async function trust(dataDir: string, consumer: string, pubFile: string, extra: 
 async function handshake(issuer: IssuerProcess, consumer: string, keyFile: string, provider = 'p1') {
   const client = issuerClient(issuer);
   try {
-    const nonce = await client.call('POST', '/v1/nonces', { consumerClusterID: consumer });
+    const nonce = await client.call('POST', '/v1/nonces', nonceRequest(keyFile, consumer, provider));
     expect(nonce.status).toBe(201);
     const tenant = await buildTenant({ privateKey: createPrivateKey(readFileSync(keyFile, 'utf8')), consumerClusterID: consumer, providerClusterID: provider, nonce: nonce.body.nonce });
     const identity = await client.call('POST', '/v1/tenants', tenant);
@@ -131,9 +131,9 @@ describe('clusterprofile issuer serve (a real process over real TLS)', () => {
   it('bad input gets a coded error and leaves the issuer working', async () => {
     const client = issuerClient(shared.issuer);
     try {
-      expect(await client.call('POST', '/v1/nonces', { consumerClusterID: 'stranger' })).toMatchObject({ status: 403, body: { code: 'ERR_TENANT_UNKNOWN_CONSUMER' } });
+      expect(await client.call('POST', '/v1/nonces', nonceRequest(shared.keyFile, 'stranger'))).toMatchObject({ status: 403, body: { code: 'ERR_TENANT_UNKNOWN_CONSUMER' } });
       expect(await client.call('POST', '/v1/nonces', '{not json')).toMatchObject({ status: 400, body: { code: 'ERR_TENANT_INVALID_DOCUMENT' } });
-      expect(await client.call('POST', '/v1/nonces', { consumerClusterID: 'c1', extra: 1 })).toMatchObject({ status: 400, body: { code: 'ERR_TENANT_INVALID_DOCUMENT' } });
+      expect(await client.call('POST', '/v1/nonces', { ...nonceRequest(shared.keyFile, 'c1'), extra: 1 })).toMatchObject({ status: 400, body: { code: 'ERR_TENANT_INVALID_DOCUMENT' } });
       expect(await client.call('POST', '/v1/tenants', 'x', { 'content-type': 'text/plain' })).toMatchObject({ status: 415, body: { code: 'ERR_ISSUER_UNSUPPORTED_MEDIA_TYPE' } });
       expect(await client.call('POST', '/v1/tenants', JSON.stringify({ pad: 'x'.repeat(70_000) }))).toMatchObject({ status: 413, body: { code: 'ERR_ISSUER_BODY_TOO_LARGE' } });
       expect(await client.call('GET', '/v1/tenants')).toMatchObject({ status: 405, body: { code: 'ERR_ISSUER_METHOD_NOT_ALLOWED' } });
@@ -162,7 +162,7 @@ describe('clusterprofile issuer serve (a real process over real TLS)', () => {
     expect(listed.stdout).toMatch(/^c9\ted25519\tSHA256:/m);
     expect((await cli(['issuer', 'untrust', '--data-dir', shared.dataDir, '--cluster-id', 'c9'])).code).toBe(0);
     const client = issuerClient(shared.issuer);
-    expect(await client.call('POST', '/v1/nonces', { consumerClusterID: 'c9' })).toMatchObject({ status: 403, body: { code: 'ERR_TENANT_UNKNOWN_CONSUMER' } });
+    expect(await client.call('POST', '/v1/nonces', nonceRequest(keyFile, 'c9'))).toMatchObject({ status: 403, body: { code: 'ERR_TENANT_UNKNOWN_CONSUMER' } });
     await client.close();
   });
 
@@ -183,7 +183,7 @@ describe('restarts and crashes', () => {
     const spent = await handshake(issuer, 'c1', keyFile);
     expect(spent.identity.status).toBe(201);
     const client = issuerClient(issuer);
-    const outstanding = (await client.call('POST', '/v1/nonces', { consumerClusterID: 'c1' })).body.nonce as string;
+    const outstanding = (await client.call('POST', '/v1/nonces', nonceRequest(keyFile, 'c1'))).body.nonce as string;
     await client.close();
     // Make sure the unsynced "issue" line reached the file before the kill (the server does not fsync issues).
     await new Promise((resolve) => setTimeout(resolve, 200));

@@ -198,7 +198,8 @@ describe('tenant-cert plugin ⇄ issuer (real processes, real TLS)', () => {
     const result = await runPlugin(s);
     expect(result.code).toBe(1);
     expect(result.stdout).toBe('');
-    expect(result.stderr).toMatch(/ERR_TENANT_KEY_NOT_TRUSTED|ERR_TENANT_SIGNATURE_INVALID/);
+    // The nonce request is already signed with the cluster key: the wrong key is refused there, before any nonce.
+    expect(result.stderr).toMatch(/^clusterprofile-tenant-cert: ERR_TENANT_NONCE_REQUEST_SIGNATURE_INVALID: /);
     expect(cacheEntries(s.cacheDir)).toEqual([]);
   });
 

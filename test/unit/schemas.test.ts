@@ -374,7 +374,8 @@ describe('JSON paths', () => {
 
   test('an unknown property is named in the path where a schema forbids unknown keys', () => {
     // tenant-cert-nonce-request (the tenant-cert issuer's request body) is closed: additionalProperties false.
-    expect(issues('tenant-cert-nonce-request', { consumerClusterID: 'c1', 'extra key': 1, extra: 2 })).toEqual([
+    const signed = { consumerClusterID: 'c1', providerClusterID: 'p1', timestamp: '2026-03-01T12:00:00Z', signature: 'AAAA' };
+    expect(issues('tenant-cert-nonce-request', { ...signed, 'extra key': 1, extra: 2 })).toEqual([
       { path: "$['extra key']", message: 'is not a known property here' },
       { path: '$.extra', message: 'is not a known property here' },
     ]);

@@ -19,7 +19,7 @@ describe('issuer: the happy path', () => {
   it.each(KEY_ALGORITHMS)('%s: issues a client certificate whose subject the issuer decided', async (algorithm) => {
     f = await issuerFixture({ groups: ['tenants', 'tenant:{clusterID}'], apiServer: 'https://api.example:6443' });
     const key = await f.consumer('c1', algorithm, ['extra']);
-    const nonce = await f.issuer.issueNonce({ consumerClusterID: 'c1' });
+    const nonce = await f.issuer.issueNonce(f.nonceRequest('c1'));
     expect(nonce.nonce).toMatch(/^[A-Za-z0-9+/]{86}==$/);
     expect(Buffer.from(nonce.nonce, 'base64')).toHaveLength(64);
     expect(nonce.subject).toEqual({ commonName: 'c1', organizations: ['tenants', 'tenant:c1', 'extra'] });
@@ -68,8 +68,8 @@ describe('issuer: every check refuses with its own code', () => {
   }
 
   it('unknown consumer: no nonce, no certificate', async () => {
-    await expect(f.issuer.issueNonce({ consumerClusterID: 'stranger' })).rejects.toMatchObject({ code: 'ERR_TENANT_UNKNOWN_CONSUMER' });
     const key = parsePrivateKeyPem(generateClusterKeyPair().privateKeyPem);
+    await expect(f.issuer.issueNonce(f.nonceRequest('stranger', { key }))).rejects.toMatchObject({ code: 'ERR_TENANT_UNKNOWN_CONSUMER' });
     const tenant = await buildTenant({ privateKey: key, consumerClusterID: 'stranger', providerClusterID: 'p1', nonce: Buffer.alloc(64).toString('base64') });
     await expect(f.issuer.acceptTenant(tenant)).rejects.toMatchObject({ code: 'ERR_TENANT_UNKNOWN_CONSUMER', path: '$.spec.clusterID' });
   });
@@ -256,7 +256,7 @@ describe('issuer: a signer that copies the CSR subject (Kubernetes)', () => {
     await expect(f.issuer.acceptTenant(await buildTenant({ privateKey: key, consumerClusterID: 'c1', providerClusterID: 'p1', nonce }))).rejects.toMatchObject({
       code: 'ERR_TENANT_CSR_GROUPS',
     });
-    const nonce2 = await f.issuer.issueNonce({ consumerClusterID: 'c1' });
+    const nonce2 = await f.issuer.issueNonce(f.nonceRequest('c1'));
     const tenant = await buildTenant({ privateKey: key, consumerClusterID: 'c1', providerClusterID: 'p1', nonce: nonce2.nonce, organizations: nonce2.subject.organizations });
     await expect(f.issuer.acceptTenant(tenant)).resolves.toBeDefined();
     expect(signed).toEqual(['c1']);

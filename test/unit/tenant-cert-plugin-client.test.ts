@@ -6,6 +6,8 @@ import { CredentialsError } from '../../src/library/errors.js';
 import { clockOffset, toIssuerRequest } from '../../src/providers/tenant-cert/client.js';
 import { retryableError, withRetries } from '../../src/providers/tenant-cert/client-transport.js';
 import { buildNonceRequest } from '../../src/providers/tenant-cert/protocol.js';
+import { generateClusterKeyPair, parsePrivateKeyPem } from '../../src/providers/tenant-cert/keys.js';
+import { signNonceRequest } from '../../src/providers/tenant-cert/message.js';
 import { identityFile, loadImportedIdentity, parseIdentity, storeIdentity } from '../../src/providers/tenant-cert/plugin-identity.js';
 import { createKeyFile, createSigner, liqoIdentityYaml, ourIdentity, type TestKey, type TestSigner } from '../helpers/tenant-cert-plugin.js';
 
@@ -104,10 +106,12 @@ describe('tenant-cert client: retries inside a deadline', () => {
   });
 
   it('builds absolute issuer requests from the protocol\'s specs', () => {
-    const request = toIssuerRequest('https://issuer.example:8443/base/', buildNonceRequest('c1'));
+    const key = parsePrivateKeyPem(generateClusterKeyPair().privateKeyPem);
+    const signed = signNonceRequest(key, { consumerClusterID: 'c1', providerClusterID: 'p1' }, new Date('2026-06-01T12:00:00Z'));
+    const request = toIssuerRequest('https://issuer.example:8443/base/', buildNonceRequest(signed));
     expect(request.url.href).toBe('https://issuer.example:8443/base/v1/nonces');
     expect(request.method).toBe('POST');
-    expect(JSON.parse(request.body ?? '')).toEqual({ consumerClusterID: 'c1' });
+    expect(JSON.parse(request.body ?? '')).toEqual({ consumerClusterID: 'c1', providerClusterID: 'p1', timestamp: '2026-06-01T12:00:00.000Z', signature: signed.signature });
   });
 
   it('measures the issuer\'s clock offset from its Date header', () => {

@@ -13,9 +13,9 @@ describe('tenant-cert documents against their schemas', () => {
     const f = await issuerFixture({ groups: ['g'] });
     try {
       const key = await f.consumer('c1');
-      const nonce = await f.issuer.issueNonce({ consumerClusterID: 'c1' });
+      const nonce = await f.issuer.issueNonce(f.nonceRequest('c1'));
       expect(validateDocument('tenant-cert-nonce-response', nonce)).toEqual([]);
-      expect(validateDocument('tenant-cert-nonce-request', { consumerClusterID: 'c1' })).toEqual([]);
+      expect(validateDocument('tenant-cert-nonce-request', f.nonceRequest('c1'))).toEqual([]);
       const tenant = await buildTenant({ privateKey: key, consumerClusterID: 'c1', providerClusterID: 'p1', nonce: nonce.nonce });
       expect(validateDocument('tenant-cert-tenant', tenant)).toEqual([]);
       const accepted = await f.issuer.acceptTenant(tenant);

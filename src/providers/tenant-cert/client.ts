@@ -1,5 +1,5 @@
 /**
- * The consumer's client of the tenant-cert issuer: one handshake (nonce → Tenant → Identity) over HTTPS that
+ * The consumer's client of the tenant-cert issuer: one handshake (signed nonce request → nonce → Tenant → Identity) over HTTPS that
  * trusts only the issuer's CA, retried as a whole — with a fresh nonce — when the issuer is down, slow, answers 5xx
  * or the nonce went stale, inside one overall deadline. Requests are built and responses processed by the pure
  * functions of ./protocol.ts (STYLE 2); this module is the seam in between.
@@ -9,7 +9,11 @@
  * const { identity, clockOffsetMs } = await issuerHandshake(
  *   { issuerURL: 'https://issuer:8443', issuerCA: pem, timeoutMs: 30_000, now: () => new Date() },
  *   { consumerClusterID: 'c1', providerClusterID: 'p1' },
- *   async (nonce) => makeTenant(nonce), // signs and builds the CSR: the private key stays with the caller
+ *   {
+ *     // both sign with the cluster key, which stays with the caller
+ *     nonceRequest: (at) => signNonceRequest(privateKey, { consumerClusterID: 'c1', providerClusterID: 'p1' }, at),
+ *     tenant: async (nonce) => makeTenant(nonce), // also builds the CSR
+ *   },
  * );
  * ```
  */
@@ -25,6 +29,7 @@ import {
   processNonceResponse,
   type HttpRequestSpec,
   type IdentityDocument,
+  type NonceRequest,
   type NonceResponse,
   type TenantDocument,
 } from './protocol.js';
@@ -113,30 +118,42 @@ function annotate(error: unknown, url: string): never {
   throw error;
 }
 
+/** The documents only the key holder can make; the private key never reaches this module. */
+export interface HandshakeSigner {
+  /** The signed nonce request, timestamped `at` (our clock corrected by the issuer's, once known). */
+  nonceRequest(at: Date): NonceRequest;
+  /** The signed Tenant for a fresh nonce. */
+  tenant(nonce: NonceResponse): Promise<TenantDocument> | TenantDocument;
+}
+
 /**
- * Runs the handshake: `makeTenant` receives the fresh nonce and returns the signed Tenant (the private key never
- * reaches this module). Non-retryable refusals (unknown consumer, untrusted key, bad signature...) are thrown at
- * once with the issuer's code.
+ * Runs the handshake. Non-retryable refusals (unknown consumer, untrusted key, bad signature...) are thrown at once
+ * with the issuer's code. A nonce request refused as stale (our clock is more than 5 minutes off the issuer's) is
+ * signed again, once per attempt, at the issuer's time taken from its answer's `Date` header.
  */
 export async function issuerHandshake(
   options: IssuerClientOptions,
   ids: { consumerClusterID: string; providerClusterID: string },
-  makeTenant: (nonce: NonceResponse) => Promise<TenantDocument> | TenantDocument,
+  signer: HandshakeSigner,
 ): Promise<HandshakeResult> {
   const dispatcher = options.dispatcher ?? issuerDispatcher(options.issuerCA);
   const nowMs = () => options.now().getTime();
   const deadline = nowMs() + options.timeoutMs;
   const perRequest = options.requestTimeoutMs ?? 10_000;
+  // The issuer's clock minus ours, as last measured (0 until an answer says otherwise).
+  let issuerOffsetMs = 0;
   try {
     return await withRetries(
       async (remaining, number) => {
-        const nonceRequest = toIssuerRequest(options.issuerURL, buildNonceRequest(ids.consumerClusterID));
+        const signed = signer.nonceRequest(new Date(nowMs() + issuerOffsetMs));
+        const nonceRequest = toIssuerRequest(options.issuerURL, buildNonceRequest(signed));
         const nonceResponse = await sendIssuerRequest(nonceRequest, {
           dispatcher,
           timeoutMs: Math.min(perRequest, remaining),
           ...(options.signal === undefined ? {} : { signal: options.signal }),
         });
         const clockOffsetMs = clockOffset(nonceResponse, options.now());
+        issuerOffsetMs = clockOffsetMs;
         rejectTransient(nonceResponse);
         let nonce: NonceResponse;
         try {
@@ -144,7 +161,7 @@ export async function issuerHandshake(
         } catch (error) {
           annotate(error, nonceResponse.url);
         }
-        const tenant = await makeTenant(nonce);
+        const tenant = await signer.tenant(nonce);
         const tenantRequest = toIssuerRequest(options.issuerURL, buildTenantRequest(tenant));
         const left = deadline - nowMs();
         if (left <= 0) {

@@ -11,15 +11,24 @@
  * String fields are their UTF-8 bytes; `nonce` is the 88-character base64 string exactly as the issuer gave it;
  * the CSR hash is over the DER of the PKCS#10 request (so PEM line wrapping does not matter).
  *
+ * The nonce request (`POST /v1/nonces`) is signed with the same key over the same encoding, with its own purpose tag
+ * (so neither signature can be passed off as the other):
+ * ```text
+ * nonceRequestMessage = field(NONCE_REQUEST_PURPOSE) || field(providerClusterID) || field(consumerClusterID) || field(timestamp)
+ * NONCE_REQUEST_PURPOSE = "clusterprofile-credentials/tenant-cert/v1 nonce request"   (UTF-8)
+ * ```
+ * `timestamp` is the RFC 3339 string exactly as sent in the request body.
+ *
  * `liqo-nonce` (Liqo compatibility, only when the issuer enables it): the message is the UTF-8 bytes of the nonce
  * string alone, as Liqo's `liqoctl generate tenant` signs it. It binds nothing else: a signed nonce can be paired with
  * any CSR, which is why the issuer refuses it by default.
  */
 import { createHash, type KeyObject } from 'node:crypto';
 import { signBytes, verifyBytes } from './keys.js';
-import type { SignatureFormat } from './protocol.js';
+import type { NonceRequest, SignatureFormat } from './protocol.js';
 
 export const SIGNATURE_PURPOSE = 'clusterprofile-credentials/tenant-cert/v1 tenant signature';
+export const NONCE_REQUEST_PURPOSE = 'clusterprofile-credentials/tenant-cert/v1 nonce request';
 
 export interface TenantContext {
   providerClusterID: string;
@@ -71,4 +80,45 @@ export function verifyTenant(
   format: SignatureFormat = 'context-v1',
 ): boolean {
   return verifyBytes(publicKey, tenantMessage(context, format), signature);
+}
+
+export interface NonceRequestContext {
+  providerClusterID: string;
+  consumerClusterID: string;
+  /** RFC 3339, exactly as sent. */
+  timestamp: string;
+}
+
+/** The exact bytes a nonce request's signature covers. */
+export function nonceRequestMessage(context: NonceRequestContext): Buffer {
+  const utf8 = (text: string): Buffer => Buffer.from(text, 'utf8');
+  return Buffer.concat([
+    field(utf8(NONCE_REQUEST_PURPOSE)),
+    field(utf8(context.providerClusterID)),
+    field(utf8(context.consumerClusterID)),
+    field(utf8(context.timestamp)),
+  ]);
+}
+
+/**
+ * A signed `POST /v1/nonces` body: the consumer proves it holds its registered key, so nobody else can make the
+ * issuer retire its outstanding nonces.
+ *
+ * @example
+ * ```ts
+ * const body = signNonceRequest(privateKey, { providerClusterID: 'p1', consumerClusterID: 'c1' }, new Date());
+ * ```
+ */
+export function signNonceRequest(
+  privateKey: KeyObject,
+  ids: { providerClusterID: string; consumerClusterID: string },
+  at: Date,
+): NonceRequest {
+  const context = { providerClusterID: ids.providerClusterID, consumerClusterID: ids.consumerClusterID, timestamp: at.toISOString() };
+  return { ...context, signature: signBytes(privateKey, nonceRequestMessage(context)).toString('base64') };
+}
+
+/** True when `signature` is the consumer's signature over this nonce request context. Never throws. */
+export function verifyNonceRequest(publicKey: KeyObject, context: NonceRequestContext, signature: Uint8Array): boolean {
+  return verifyBytes(publicKey, nonceRequestMessage(context), signature);
 }

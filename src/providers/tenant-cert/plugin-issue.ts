@@ -3,7 +3,7 @@
  *
  * 1. an Identity imported for (our cluster, the provider) whose certificate is ours and before its renewal point is
  *    served as is;
- * 2. otherwise the issuer handshake: nonce → CSR + context-bound signature made here (the private key never leaves
+ * 2. otherwise the issuer handshake: nonce request signed with the cluster key → nonce → CSR + context-bound signature made here (the private key never leaves
  *    the process) → Tenant → Identity;
  * 3. the returned certificate is checked (CN = our cluster ID, our public key, signed by the chain the issuer sent,
  *    not expired, clock skew) and served with `expirationTimestamp` at 2/3 of its own lifetime.
@@ -14,6 +14,7 @@ import type { IssueContext, IssuedCredential } from '../../plugin/provider.js';
 import { issuerHandshake } from './client.js';
 import { buildTenant } from './documents.js';
 import { parsePrivateKeyPem } from './keys.js';
+import { signNonceRequest } from './message.js';
 import { checkCertificate, type CheckedCertificate } from './plugin-certificate.js';
 import { identityFile, parseCertificateBundle } from './plugin-settings.js';
 import { existsSync } from 'node:fs';
@@ -127,21 +128,25 @@ export async function issueTenantCertificate(
       ...(options.initialBackoffMs === undefined ? {} : { initialBackoffMs: options.initialBackoffMs }),
     },
     { consumerClusterID: settings.clusterID, providerClusterID: settings.providerClusterID },
-    async (nonce) => {
-      if (nonce.subject.commonName !== settings.clusterID) {
-        throw new CredentialsError<TenantCertIssueErrorCode>(
-          'ERR_TENANT_CERT_SUBJECT',
-          `the issuer would certify CN ${JSON.stringify(nonce.subject.commonName)}, not our cluster ID ${JSON.stringify(settings.clusterID)}`,
-          { path: settings.issuerURL },
-        );
-      }
-      return buildTenant({
-        privateKey,
-        consumerClusterID: settings.clusterID,
-        providerClusterID: settings.providerClusterID,
-        nonce: nonce.nonce,
-        organizations: nonce.subject.organizations,
-      });
+    {
+      // Proof of possession: only the holder of the registered key can make the issuer hand out (and retire) nonces.
+      nonceRequest: (at) => signNonceRequest(privateKey, { consumerClusterID: settings.clusterID, providerClusterID: settings.providerClusterID }, at),
+      tenant: async (nonce) => {
+        if (nonce.subject.commonName !== settings.clusterID) {
+          throw new CredentialsError<TenantCertIssueErrorCode>(
+            'ERR_TENANT_CERT_SUBJECT',
+            `the issuer would certify CN ${JSON.stringify(nonce.subject.commonName)}, not our cluster ID ${JSON.stringify(settings.clusterID)}`,
+            { path: settings.issuerURL },
+          );
+        }
+        return buildTenant({
+          privateKey,
+          consumerClusterID: settings.clusterID,
+          providerClusterID: settings.providerClusterID,
+          nonce: nonce.nonce,
+          organizations: nonce.subject.organizations,
+        });
+      },
     },
   );
 

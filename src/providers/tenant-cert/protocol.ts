@@ -4,7 +4,7 @@
  *
  * The handshake (one client certificate):
  * ```text
- * POST /v1/nonces   {"consumerClusterID":"c1"}                       -> 201 NonceResponse
+ * POST /v1/nonces   NonceRequest (signed by the consumer's key)       -> 201 NonceResponse
  * POST /v1/tenants  Tenant (credentials.clusterprofile.io/v1alpha1)  -> 201 Identity
  * GET  /healthz                                                      -> 200 {"status":"ok"}
  * any failure                                                        -> 4xx/5xx ErrorResponse {"code","message"}
@@ -43,6 +43,9 @@ export type TenantCertErrorCode =
   // who is asking
   | 'ERR_TENANT_UNKNOWN_CONSUMER'
   | 'ERR_TENANT_KEY_NOT_TRUSTED'
+  // the nonce request's proof of possession
+  | 'ERR_TENANT_NONCE_REQUEST_SIGNATURE_INVALID'
+  | 'ERR_TENANT_NONCE_REQUEST_STALE'
   // freshness
   | 'ERR_TENANT_NONCE_UNKNOWN'
   | 'ERR_TENANT_NONCE_REUSED'
@@ -82,6 +85,8 @@ export const HTTP_STATUS: Readonly<Record<TenantCertErrorCode, number>> = {
   ERR_TENANT_LIQO_COMPAT_DISABLED: 400,
   ERR_TENANT_UNKNOWN_CONSUMER: 403,
   ERR_TENANT_KEY_NOT_TRUSTED: 403,
+  ERR_TENANT_NONCE_REQUEST_SIGNATURE_INVALID: 403,
+  ERR_TENANT_NONCE_REQUEST_STALE: 403,
   ERR_TENANT_NONCE_UNKNOWN: 403,
   ERR_TENANT_NONCE_REUSED: 403,
   ERR_TENANT_NONCE_EXPIRED: 403,
@@ -107,6 +112,7 @@ export const HTTP_STATUS: Readonly<Record<TenantCertErrorCode, number>> = {
 
 /** Codes after which a client should fetch a fresh nonce and try the handshake once more. */
 export const NONCE_RETRY_CODES: ReadonlySet<string> = new Set([
+  'ERR_TENANT_NONCE_REQUEST_STALE',
   'ERR_TENANT_NONCE_EXPIRED',
   'ERR_TENANT_NONCE_REUSED',
   'ERR_TENANT_NONCE_UNKNOWN',
@@ -123,9 +129,21 @@ export function tenantError(
 // ---------------------------------------------------------------------------------------------------------------
 // Documents (schemas/tenant-cert-*.schema.json are the source of truth; these types follow them)
 
-/** POST /v1/nonces body. Schema: `tenant-cert-nonce-request`. */
+/** How far a nonce request's timestamp may be from the issuer's clock (either way). */
+export const NONCE_REQUEST_MAX_SKEW_MS = 5 * 60_000;
+
+/**
+ * POST /v1/nonces body. Schema: `tenant-cert-nonce-request`. Made by
+ * {@link import('./message.js').signNonceRequest}: the signature is the consumer's registered key over
+ * {@link import('./message.js').nonceRequestMessage}.
+ */
 export interface NonceRequest {
   consumerClusterID: string;
+  providerClusterID: string;
+  /** RFC 3339 time of the request; refused beyond {@link NONCE_REQUEST_MAX_SKEW_MS} of the issuer's clock. */
+  timestamp: string;
+  /** Standard base64 of the raw signature bytes. */
+  signature: string;
 }
 
 /** The subject the issuer will put in the certificate; a CSR may ask for it, or for less, never for more. */
@@ -256,13 +274,12 @@ export interface HttpResponseSpec {
 /**
  * @example
  * ```ts
- * const request = buildNonceRequest('c1');
+ * const request = buildNonceRequest(signNonceRequest(privateKey, { consumerClusterID: 'c1', providerClusterID: 'p1' }, now));
  * const response = await send(issuerURL, request); // the caller's HTTPS seam
  * const nonce = processNonceResponse(response, { consumerClusterID: 'c1', providerClusterID: 'p1' });
  * ```
  */
-export function buildNonceRequest(consumerClusterID: string): HttpRequestSpec {
-  const body: NonceRequest = { consumerClusterID };
+export function buildNonceRequest(body: NonceRequest): HttpRequestSpec {
   return jsonRequest(API_PATHS.nonces, body);
 }
 

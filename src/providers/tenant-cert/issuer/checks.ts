@@ -6,11 +6,36 @@
 import type { KeyObject } from 'node:crypto';
 import type { ReceivedTenant } from '../documents.js';
 import { OID, type ParsedCsr } from '../csr.js';
-import { samePublicKey } from '../keys.js';
-import { verifyTenant } from '../message.js';
-import { tenantError, type GrantedSubject } from '../protocol.js';
+import { decodeBase64, samePublicKey } from '../keys.js';
+import { verifyNonceRequest, verifyTenant } from '../message.js';
+import { NONCE_REQUEST_MAX_SKEW_MS, tenantError, type GrantedSubject, type NonceRequest } from '../protocol.js';
 import { x509 } from '../x509.js';
 import type { NonceRecord } from './nonces.js';
+
+/** A nonce request's timestamp is within {@link NONCE_REQUEST_MAX_SKEW_MS} of the issuer's clock (either way). */
+export function checkNonceRequestTime(timestamp: string, now: Date): void {
+  const at = Date.parse(timestamp);
+  if (!Number.isFinite(at) || Math.abs(at - now.getTime()) > NONCE_REQUEST_MAX_SKEW_MS) {
+    throw tenantError(
+      'ERR_TENANT_NONCE_REQUEST_STALE',
+      `the nonce request's timestamp ${timestamp} is more than ${NONCE_REQUEST_MAX_SKEW_MS / 60_000} minutes from the issuer's clock (${now.toISOString()})`,
+      { path: '$.timestamp', hint: 'sign a new request with the current time; check the clocks (NTP)' },
+    );
+  }
+}
+
+/** A nonce request's signature is the trusted consumer key's over (purpose, provider, consumer, timestamp). */
+export function checkNonceRequestSignature(request: NonceRequest, providerClusterID: string, trustedKey: KeyObject): void {
+  const signature = decodeBase64(request.signature, '$.signature');
+  const context = { providerClusterID, consumerClusterID: request.consumerClusterID, timestamp: request.timestamp };
+  if (!verifyNonceRequest(trustedKey, context, signature)) {
+    throw tenantError(
+      'ERR_TENANT_NONCE_REQUEST_SIGNATURE_INVALID',
+      `the nonce request is not signed by the key registered for ${request.consumerClusterID}`,
+      { path: '$.signature', hint: 'sign the nonce request with the cluster key the provider admin registered (clusterprofile issuer trust)' },
+    );
+  }
+}
 
 /** The nonce exists, was issued for this consumer, is not expired and not used. */
 export function checkNonce(record: NonceRecord | undefined, consumerClusterID: string, now: Date): void {

@@ -22,7 +22,7 @@ import {
   type GrantedSubject,
 } from '../protocol.js';
 import { samePublicKey } from '../keys.js';
-import { checkCsr, checkKeys, checkNonce, checkSignature } from './checks.js';
+import { checkCsr, checkKeys, checkNonce, checkNonceRequestSignature, checkNonceRequestTime, checkSignature } from './checks.js';
 import type { NonceStore } from './nonces.js';
 import { grantedSubject } from './policy.js';
 import type { Signer } from './signer.js';
@@ -75,14 +75,33 @@ export class Issuer {
     return grantedSubject(consumer.clusterID, this.options.groups, consumer.groups);
   }
 
-  /** POST /v1/nonces: a single-use nonce for a trusted consumer. `durable` for the CLI (exits right after). */
+  /**
+   * POST /v1/nonces: a single-use nonce for a trusted consumer that proved possession of its registered key. Every
+   * refusal (bad document, other provider, stale timestamp, unknown consumer, bad signature) happens before any
+   * nonce is created or retired, so nobody but the consumer can spend its outstanding nonces.
+   * `durable` for the CLI (exits right after).
+   */
   async issueNonce(body: unknown, durable = false): Promise<NonceResponse> {
-    const request = assertDocument<NonceRequest>('tenant-cert-nonce-request', body, {
-      code: 'ERR_TENANT_INVALID_DOCUMENT',
-      what: 'the nonce request',
-    });
-    const consumer = await this.trusted(request.consumerClusterID, '$.consumerClusterID');
-    return this.nonceFor(consumer, this.options.nonceTtlMs, durable);
+    let consumerForLog = '?';
+    try {
+      const request = assertDocument<NonceRequest>('tenant-cert-nonce-request', body, {
+        code: 'ERR_TENANT_INVALID_DOCUMENT',
+        what: 'the nonce request',
+      });
+      consumerForLog = request.consumerClusterID;
+      if (request.providerClusterID !== this.options.providerClusterID) {
+        throw tenantError('ERR_TENANT_PROVIDER_MISMATCH', `the nonce request is for provider ${request.providerClusterID}; this issuer is ${this.options.providerClusterID}`, {
+          path: '$.providerClusterID',
+        });
+      }
+      checkNonceRequestTime(request.timestamp, this.options.now());
+      const consumer = await this.trusted(request.consumerClusterID, '$.consumerClusterID');
+      checkNonceRequestSignature(request, this.options.providerClusterID, consumer.publicKey);
+      return await this.nonceFor(consumer, this.options.nonceTtlMs, durable);
+    } catch (error) {
+      this.options.log?.(`nonce request ${consumerForLog}: refused ${describe(error)}`);
+      throw error;
+    }
   }
 
   async nonceFor(consumer: TrustedConsumer, ttlMs: number, durable: boolean): Promise<NonceResponse> {
@@ -107,8 +126,7 @@ export class Issuer {
       this.options.log?.(`tenant ${tenant.consumerClusterID}: certificate issued, valid until ${accepted.notAfter.toISOString()}`);
       return accepted;
     } catch (error) {
-      const code = (error as { code?: unknown }).code;
-      this.options.log?.(`tenant ${consumerForLog}: refused ${typeof code === 'string' ? code : 'ERR_ISSUER_INTERNAL'}`);
+      this.options.log?.(`tenant ${consumerForLog}: refused ${describe(error)}`);
       throw error;
     }
   }
@@ -191,6 +209,18 @@ export class Issuer {
       notAfter: input.notAfter,
     };
   }
+}
+
+/**
+ * One log line's worth of an error: `CODE: message` with the details a client is not told (file paths, the API
+ * server's answers), on one line.
+ */
+export function describe(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  const message = error instanceof Error ? error.message : String(error);
+  const path = (error as { path?: unknown } | null)?.path;
+  const text = `${typeof code === 'string' && code.startsWith('ERR_') ? code : 'ERR_ISSUER_INTERNAL'}: ${message}${typeof path === 'string' ? ` (at ${path})` : ''}`;
+  return text.replace(/[\r\n]+/g, ' ');
 }
 
 /** What a signer returned is a certificate for the Tenant's key and the granted CN (guards the Kubernetes path). */

@@ -37,20 +37,57 @@ function send(response: ServerResponse, status: number, body: unknown, headers: 
   response.end(text);
 }
 
-function sendError(response: ServerResponse, error: unknown, log?: (line: string) => void): void {
-  if (isCredentialsError(error)) {
-    const status = HTTP_STATUS[error.code as TenantCertErrorCode] ?? (error.code === 'ERR_ISSUER_TRUST_RECORD' ? 500 : 400);
-    const body: ErrorResponse = {
-      code: error.code,
-      message: error.message,
-      ...(error.path === undefined || error.path.startsWith('/') ? {} : { path: error.path }),
-      ...(error.hint === undefined ? {} : { hint: error.hint }),
+/**
+ * Codes whose message, path and hint a client may read: they are about the request it sent (its document, nonce,
+ * signature, CSR) and quote nothing but that and the issuer's public policy. Every other error (the data dir, a
+ * trust record, the signer, the Kubernetes API server, anything unexpected) is answered with its code and a generic
+ * message only: the answer goes to unauthenticated clients, the details go to the issuer's log.
+ */
+const CLIENT_FACING: ReadonlySet<string> = new Set(
+  Object.keys(HTTP_STATUS).filter((code) => code.startsWith('ERR_TENANT_')).concat([
+    'ERR_ISSUER_NOT_FOUND',
+    'ERR_ISSUER_METHOD_NOT_ALLOWED',
+    'ERR_ISSUER_BODY_TOO_LARGE',
+    'ERR_ISSUER_UNSUPPORTED_MEDIA_TYPE',
+    'ERR_ISSUER_BUSY',
+  ]),
+);
+
+/** What a client is told for a code that is not {@link CLIENT_FACING}. */
+const GENERIC_MESSAGES: Readonly<Record<string, string>> = {
+  ERR_ISSUER_SIGNER_FAILED: 'the certificate signer failed; try again later (details in the issuer log)',
+  ERR_ISSUER_SIGNER_DENIED: 'the certificate signer refused to sign (details in the issuer log)',
+  ERR_ISSUER_SIGNER_TIMEOUT: 'the certificate signer did not answer in time; try again later',
+};
+const GENERIC_MESSAGE = 'internal error (details in the issuer log)';
+
+/** The answer a client gets for an error: see {@link CLIENT_FACING}. */
+export function errorAnswer(error: unknown): { status: number; body: ErrorResponse } {
+  if (isCredentialsError(error) && CLIENT_FACING.has(error.code)) {
+    return {
+      status: HTTP_STATUS[error.code as TenantCertErrorCode],
+      body: {
+        code: error.code,
+        message: error.message,
+        // JSON paths into the request only (a file path is never sent).
+        ...(error.path?.startsWith('$') === true ? { path: error.path } : {}),
+        ...(error.hint === undefined ? {} : { hint: error.hint }),
+      },
     };
-    send(response, status, body);
-    return;
   }
-  log?.(`internal error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
-  send(response, 500, { code: 'ERR_ISSUER_INTERNAL', message: 'internal error (see the issuer log)' } satisfies ErrorResponse);
+  if (isCredentialsError(error) && /^ERR_[A-Z0-9_]+$/.test(error.code)) {
+    const status = HTTP_STATUS[error.code as TenantCertErrorCode] ?? 500;
+    return { status, body: { code: error.code, message: GENERIC_MESSAGES[error.code] ?? GENERIC_MESSAGE } };
+  }
+  return { status: 500, body: { code: 'ERR_ISSUER_INTERNAL', message: GENERIC_MESSAGE } };
+}
+
+function sendError(response: ServerResponse, error: unknown, log?: (line: string) => void): void {
+  if (!isCredentialsError(error)) {
+    log?.(`internal error: ${(error instanceof Error ? (error.stack ?? error.message) : String(error)).replace(/[\r\n]+\s*/g, ' | ')}`);
+  }
+  const { status, body } = errorAnswer(error);
+  send(response, status, body);
 }
 
 async function readJson(request: IncomingMessage): Promise<unknown> {

@@ -109,7 +109,14 @@ export class TrustStore {
     if (record.clusterID !== clusterID) {
       throw new CredentialsError<TrustErrorCode>('ERR_ISSUER_TRUST_RECORD', `the trust record ${file} names ${record.clusterID}`, { path: file });
     }
-    const consumer = { clusterID, publicKey: parsePublicKey(record.publicKey, file), groups: record.groups, addedAt: record.addedAt };
+    let publicKey: KeyObject;
+    try {
+      publicKey = parsePublicKey(record.publicKey, file);
+    } catch (cause) {
+      // The record's fault, not the client's: never reported with the client-facing ERR_TENANT_* key codes.
+      throw new CredentialsError<TrustErrorCode>('ERR_ISSUER_TRUST_RECORD', `the trust record ${file} holds no usable public key: ${(cause as Error).message}`, { path: file, cause });
+    }
+    const consumer = { clusterID, publicKey, groups: record.groups, addedAt: record.addedAt };
     this.cache.set(clusterID, { stamp, consumer });
     return consumer;
   }
