@@ -8,7 +8,9 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { issuerHandshake } from '../../src/providers/tenant-cert/client.js';
 import { buildTenant } from '../../src/providers/tenant-cert/documents.js';
+import { signNonceRequest } from '../../src/providers/tenant-cert/message.js';
 import { cli, issuerClient, nonceRequest, serveIssuer, type IssuerClient, type IssuerProcess } from '../helpers/issuer-process.js';
 
 const work = mkdtempSync(join(tmpdir(), 'cpc-issuer-nreq-'));
@@ -82,6 +84,27 @@ describe('nonce starvation: POST /v1/nonces needs the consumer\'s signature', ()
       expect((await client.call('POST', '/v1/nonces', nonceRequest(keys['attacker']!, 'attacker'))).status).toBe(201);
     }
     expect((await client.call('POST', '/v1/tenants', await tenantWith('victim', victimNonce))).status).toBe(201);
+  });
+});
+
+describe('the plugin\'s client and a clock 10 minutes behind', () => {
+  it('its first nonce request is refused as stale; it re-signs at the issuer\'s time (Date header) and gets its certificate', async () => {
+    const privateKey = createPrivateKey(readFileSync(keys['victim']!, 'utf8'));
+    const behind = () => new Date(Date.now() - 10 * 60_000);
+    const lines: string[] = [];
+    const ids = { consumerClusterID: 'victim', providerClusterID: 'p1' };
+    const result = await issuerHandshake(
+      { issuerURL: issuer.url, issuerCA: readFileSync(join(dataDir, 'serving-ca.crt'), 'utf8'), timeoutMs: 20_000, now: behind, initialBackoffMs: 10, log: (line) => lines.push(line) },
+      ids,
+      {
+        nonceRequest: (at) => signNonceRequest(privateKey, ids, at),
+        tenant: (nonce) => buildTenant({ privateKey, ...ids, nonce: nonce.nonce }),
+      },
+    );
+    expect(result.attempts).toBe(2);
+    expect(lines).toEqual([expect.stringContaining('attempt 1 failed (ERR_TENANT_NONCE_REQUEST_STALE: ')]);
+    expect(result.identity.spec.consumerClusterID).toBe('victim');
+    expect(result.clockOffsetMs).toBeGreaterThan(9 * 60_000);
   });
 });
 
