@@ -5,7 +5,7 @@
  */
 import { Agent, ProxyAgent, request as undiciRequest, type Dispatcher } from 'undici';
 import { CredentialsError } from '../library/errors.js';
-import type { KubeCredential, KubeEndpoint, KubeRequest, KubeResponse, SendKubeRequest } from './types.js';
+import type { KubeCredential, KubeEndpoint, KubeRequest, SendKubeRequest } from './types.js';
 
 export type KubeTransportErrorCode = 'ERR_KUBE_UNREACHABLE' | 'ERR_KUBE_ENDPOINT' | 'ERR_KUBE_RESPONSE_TOO_LARGE';
 

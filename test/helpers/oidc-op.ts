@@ -205,11 +205,6 @@ function memoryAdapterFactory(store: Map<string, { payload: AdapterPayload; expi
   };
 }
 
-function pemOf(der: ArrayBuffer | Buffer, label: string): string {
-  const b64 = Buffer.from(der as ArrayBuffer).toString('base64');
-  return `-----BEGIN ${label}-----\n${b64.match(/.{1,64}/g)!.join('\n')}\n-----END ${label}-----\n`;
-}
-
 /** Starts the OP; see the module comment. Always `close()` it (afterAll). */
 export async function startTestOpenIdProvider(options: TestOpOptions = {}): Promise<TestOpenIdProvider> {
   const material = options.certificate

@@ -12,7 +12,7 @@
  * ```
  */
 import { createPrivateKey } from 'node:crypto';
-import { open, readFile, rename, unlink } from 'node:fs/promises';
+import { open, rename, unlink } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import type { Argv } from 'yargs';
@@ -23,6 +23,7 @@ import { checkCertificate } from '../../providers/tenant-cert/plugin-certificate
 import { parseIdentity, storeIdentity, type ParsedIdentity } from '../../providers/tenant-cert/plugin-identity.js';
 import { defaultIdentityDir, readKeyFile } from '../../providers/tenant-cert/plugin-settings.js';
 import type { CommandArgs, CommandContext } from '../command.js';
+import { readInput } from '../input.js';
 
 export type IdentityCommandErrorCode = 'ERR_IDENTITY_READ' | 'ERR_IDENTITY_MISMATCH' | 'ERR_IDENTITY_KUBECONFIG';
 
@@ -45,25 +46,6 @@ export function builder(parser: Argv): Argv<any> {
       requiresArg: true,
       describe: 'the plugin command the kubeconfig runs',
     });
-}
-
-async function readInput(file: string, ctx: CommandContext): Promise<{ text: string; source: string }> {
-  try {
-    if (file === '-') {
-      const chunks: Buffer[] = [];
-      for await (const chunk of ctx.io.stdin) {
-        chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk)));
-      }
-      return { text: Buffer.concat(chunks).toString('utf8'), source: 'stdin' };
-    }
-    const path = resolve(ctx.cwd, file);
-    return { text: await readFile(path, 'utf8'), source: path };
-  } catch (cause) {
-    throw new CredentialsError<IdentityCommandErrorCode>('ERR_IDENTITY_READ', `cannot read the Identity: ${(cause as Error).message}`, {
-      path: file,
-      cause,
-    });
-  }
 }
 
 /** The kubeconfig for an imported Identity: its API server and CA, a user running the plugin with our flags. */
@@ -120,7 +102,9 @@ export async function run(args: CommandArgs, ctx: CommandContext): Promise<numbe
   }
   const keyFile = resolve(ctx.cwd, String(args['key-file']));
   const identityDir = defaultIdentityDir(ctx.env, args['identity-dir'] as string | undefined, ctx.cwd);
-  const { text, source } = await readInput(file, ctx);
+  const { text, source } = await readInput(file, ctx, (cause, path) =>
+    new CredentialsError<IdentityCommandErrorCode>('ERR_IDENTITY_READ', `cannot read the Identity: ${(cause as Error).message}`, { path, cause }),
+  );
   const identity = parseIdentity(text, source);
 
   const clusterID = args['cluster-id'] as string | undefined;

@@ -10,7 +10,6 @@
  * SIGTERM stop it cleanly (exit 0).
  */
 import { createHash } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Argv } from 'yargs';
@@ -22,6 +21,7 @@ import { startIssuerServer } from '../../providers/tenant-cert/issuer/server.js'
 import { configError, openIssuer, parseListen, type IssuerSettings } from '../../providers/tenant-cert/issuer/setup.js';
 import { TrustStore, checkClusterId } from '../../providers/tenant-cert/issuer/trust.js';
 import { parseDuration } from '../duration.js';
+import { readInput } from '../input.js';
 import type { CommandArgs, CommandContext } from '../command.js';
 
 const ACTIONS = ['serve', 'trust', 'untrust', 'list'] as const;
@@ -135,20 +135,10 @@ async function serve(args: CommandArgs, ctx: CommandContext): Promise<number> {
   return 0;
 }
 
-async function readPublicKey(file: string, ctx: CommandContext): Promise<{ text: string; source: string }> {
-  if (file === '-') {
-    const chunks: Buffer[] = [];
-    for await (const chunk of ctx.io.stdin) {
-      chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk)));
-    }
-    return { text: Buffer.concat(chunks).toString('utf8'), source: 'stdin' };
-  }
-  const path = resolve(ctx.cwd, file);
-  try {
-    return { text: await readFile(path, 'utf8'), source: path };
-  } catch (cause) {
-    throw new CredentialsError('ERR_ISSUER_CONFIG', `cannot read --public-key ${path}: ${(cause as Error).message}`, { path, cause });
-  }
+function readPublicKey(file: string, ctx: CommandContext): Promise<{ text: string; source: string }> {
+  return readInput(file, ctx, (cause, path) =>
+    new CredentialsError('ERR_ISSUER_CONFIG', `cannot read --public-key ${path}: ${(cause as Error).message}`, { path, cause }),
+  );
 }
 
 export async function run(args: CommandArgs, ctx: CommandContext): Promise<number> {

@@ -24,6 +24,7 @@ import { openIssuer } from '../../providers/tenant-cert/issuer/setup.js';
 import { checkClusterId } from '../../providers/tenant-cert/issuer/trust.js';
 import { issuerSettings } from './issuer.js';
 import { parseDuration } from '../duration.js';
+import { readInput } from '../input.js';
 import type { CommandArgs, CommandContext } from '../command.js';
 
 export type TenantCommandErrorCode = 'ERR_TENANT_INPUT';
@@ -64,22 +65,9 @@ function required(args: CommandArgs, flag: string, action: string): string {
 }
 
 async function readDocument(file: string | undefined, ctx: CommandContext): Promise<unknown> {
-  let text: string;
-  let source: string;
-  // yargs hands a lone "-" over as an empty string.
-  if (file === undefined || file === '-' || file === '') {
-    const chunks: Buffer[] = [];
-    for await (const chunk of ctx.io.stdin) {
-      chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk)));
-    }
-    text = Buffer.concat(chunks).toString('utf8');
-    source = 'stdin';
-  } else {
-    source = resolve(ctx.cwd, file);
-    text = await readFile(source, 'utf8').catch((cause: unknown) => {
-      throw new CredentialsError<TenantCommandErrorCode>('ERR_TENANT_INPUT', `cannot read ${source}: ${(cause as Error).message}`, { path: source, cause });
-    });
-  }
+  const { text, source } = await readInput(file, ctx, (cause, path) =>
+    new CredentialsError<TenantCommandErrorCode>('ERR_TENANT_INPUT', `cannot read ${path}: ${(cause as Error).message}`, { path, cause }),
+  );
   try {
     return parse(text, { prettyErrors: false, maxAliasCount: 0 });
   } catch (cause) {
