@@ -6,7 +6,8 @@
 // context-v1 message, POST /v1/tenants — for
 // DURATION_MS after a warm-up. A consumer's CSR is built once and reused (as a plugin could), the signature is
 // fresh per nonce. Both processes share the machine's cores, so the number is what one machine does end to end.
-// Knobs: ISSUER_BENCH_CONCURRENCY (16), ISSUER_BENCH_DURATION_MS (5000), ISSUER_BENCH_CONSUMERS (8).
+// Knobs: ISSUER_BENCH_CONCURRENCY (16), ISSUER_BENCH_DURATION_MS (5000), ISSUER_BENCH_CONSUMERS (= concurrency: one
+// consumer per client, as two signed nonce requests of one consumer in the same millisecond are the same request).
 import { spawn, spawnSync } from 'node:child_process';
 import { createPrivateKey, createPublicKey } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -23,7 +24,7 @@ const { signNonceRequest, signTenant } = await import(`${root}dist/providers/ten
 const CLI = join(root, 'bin', 'clusterprofile.mjs');
 const CONCURRENCY = Number(process.env.ISSUER_BENCH_CONCURRENCY ?? 16);
 const DURATION_MS = Number(process.env.ISSUER_BENCH_DURATION_MS ?? 5000);
-const CONSUMERS = Number(process.env.ISSUER_BENCH_CONSUMERS ?? 8);
+const CONSUMERS = Number(process.env.ISSUER_BENCH_CONSUMERS ?? CONCURRENCY);
 const WARMUP_MS = 1000;
 
 const work = mkdtempSync(join(tmpdir(), 'cpc-issuer-bench-'));

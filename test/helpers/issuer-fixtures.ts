@@ -51,13 +51,15 @@ export async function issuerFixture(options: Partial<Omit<IssuerOptions, 'trust'
   const trust = new TrustStore(data.dir);
   const nonces = await NonceStore.open(data.noncesFile, clock.now(), { now: clock.now });
   const keys = new Map<string, KeyObject>();
+  let sequence = 0;
   const nonceRequest = (id: string, request: { key?: KeyObject; at?: Date } = {}): NonceRequest => {
     const key = request.key ?? keys.get(id);
     if (key === undefined) {
       throw new TypeError(`no key for consumer ${id}: pass one`);
     }
-    // The issuer's own clock (a test may have swapped it for the real one).
-    return signNonceRequest(key, { providerClusterID: 'p1', consumerClusterID: id }, request.at ?? issuer.options.now());
+    // The issuer's own clock (a test may have swapped it for the real one), a millisecond further each time: on a
+    // frozen clock two requests would otherwise be the same request (ERR_TENANT_NONCE_REQUEST_REPLAYED).
+    return signNonceRequest(key, { providerClusterID: 'p1', consumerClusterID: id }, request.at ?? new Date(issuer.options.now().getTime() + sequence++));
   };
   const issuer = new Issuer({
     providerClusterID: 'p1',

@@ -45,8 +45,10 @@ afterAll(async () => {
 });
 
 describe('nonce starvation: POST /v1/nonces needs the consumer\'s signature', () => {
-  it('unsigned, forged, stolen-identity and stale requests (20 of each, over the limit of 16) are refused; the victim\'s nonce still works', async () => {
-    const issued = await client.call('POST', '/v1/nonces', nonceRequest(keys['victim']!, 'victim'));
+  it('unsigned, forged, stolen-identity, stale and replayed requests (20 of each, over the limit of 16) are refused; the victim\'s nonce still works', async () => {
+    // The victim's genuine request, which an attacker captured (and replays below).
+    const captured = nonceRequest(keys['victim']!, 'victim');
+    const issued = await client.call('POST', '/v1/nonces', captured);
     expect(issued.status).toBe(201);
     const outstanding = issued.body.nonce as string;
 
@@ -63,6 +65,8 @@ describe('nonce starvation: POST /v1/nonces needs the consumer\'s signature', ()
       [nonceRequest(attackerKey, 'victim'), 403, 'ERR_TENANT_NONCE_REQUEST_SIGNATURE_INVALID'],
       // a genuine request of the victim, replayed 10 minutes later
       [stale, 403, 'ERR_TENANT_NONCE_REQUEST_STALE'],
+      // the captured request, replayed at once
+      [captured, 403, 'ERR_TENANT_NONCE_REQUEST_REPLAYED'],
     ];
     for (const [body, status, code] of attempts) {
       for (let index = 0; index < 20; index++) {

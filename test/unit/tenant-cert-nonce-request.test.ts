@@ -122,6 +122,25 @@ describe('POST /v1/nonces needs proof of possession (nonce starvation)', () => {
     await expect(f.issuer.issueNonce(f.nonceRequest('victim', { at: new Date(now + 300_000) }))).resolves.toMatchObject({ consumerClusterID: 'victim' });
   });
 
+  it('the victim\'s own signed request, replayed (even with an ECDSA signature re-encoded), is answered once', async () => {
+    f = await issuerFixture();
+    const key = await f.consumer('victim', 'ecdsa-p256');
+    const captured = f.nonceRequest('victim');
+    const nonce = (await f.issuer.issueNonce(captured)).nonce;
+    for (let index = 0; index < 20; index++) {
+      await expect(f.issuer.issueNonce(captured)).rejects.toMatchObject({ code: 'ERR_TENANT_NONCE_REQUEST_REPLAYED', path: '$.signature' });
+    }
+    // Another valid signature over the same request (ECDSA signs with fresh randomness): still the same request.
+    const { signNonceRequest } = await import('../../src/providers/tenant-cert/message.js');
+    const resigned = signNonceRequest(key, { providerClusterID: 'p1', consumerClusterID: 'victim' }, new Date(captured.timestamp));
+    expect(resigned.signature).not.toBe(captured.signature);
+    await expect(f.issuer.issueNonce(resigned)).rejects.toMatchObject({ code: 'ERR_TENANT_NONCE_REQUEST_REPLAYED' });
+    await stillWorks(nonce, key);
+    // Once the timestamp has left the window the record may go: a replay is then stale.
+    f.clock.advance(300_001);
+    await expect(f.issuer.issueNonce(captured)).rejects.toMatchObject({ code: 'ERR_TENANT_NONCE_REQUEST_STALE' });
+  });
+
   it('an unknown consumer is refused before anything is issued', async () => {
     f = await issuerFixture();
     const key = parsePrivateKeyPem(generateClusterKeyPair().privateKeyPem);

@@ -46,6 +46,7 @@ export type TenantCertErrorCode =
   // the nonce request's proof of possession
   | 'ERR_TENANT_NONCE_REQUEST_SIGNATURE_INVALID'
   | 'ERR_TENANT_NONCE_REQUEST_STALE'
+  | 'ERR_TENANT_NONCE_REQUEST_REPLAYED'
   // freshness
   | 'ERR_TENANT_NONCE_UNKNOWN'
   | 'ERR_TENANT_NONCE_REUSED'
@@ -87,6 +88,7 @@ export const HTTP_STATUS: Readonly<Record<TenantCertErrorCode, number>> = {
   ERR_TENANT_KEY_NOT_TRUSTED: 403,
   ERR_TENANT_NONCE_REQUEST_SIGNATURE_INVALID: 403,
   ERR_TENANT_NONCE_REQUEST_STALE: 403,
+  ERR_TENANT_NONCE_REQUEST_REPLAYED: 403,
   ERR_TENANT_NONCE_UNKNOWN: 403,
   ERR_TENANT_NONCE_REUSED: 403,
   ERR_TENANT_NONCE_EXPIRED: 403,
@@ -113,6 +115,7 @@ export const HTTP_STATUS: Readonly<Record<TenantCertErrorCode, number>> = {
 /** Codes after which a client should fetch a fresh nonce and try the handshake once more. */
 export const NONCE_RETRY_CODES: ReadonlySet<string> = new Set([
   'ERR_TENANT_NONCE_REQUEST_STALE',
+  'ERR_TENANT_NONCE_REQUEST_REPLAYED',
   'ERR_TENANT_NONCE_EXPIRED',
   'ERR_TENANT_NONCE_REUSED',
   'ERR_TENANT_NONCE_UNKNOWN',

@@ -20,6 +20,7 @@ import {
   type NonceRequest,
   type NonceResponse,
   type GrantedSubject,
+  NONCE_REQUEST_MAX_SKEW_MS,
 } from '../protocol.js';
 import { samePublicKey } from '../keys.js';
 import { checkCsr, checkKeys, checkNonce, checkNonceRequestSignature, checkNonceRequestTime, checkSignature } from './checks.js';
@@ -57,6 +58,14 @@ export interface AcceptedTenant {
 }
 
 export class Issuer {
+  /**
+   * Signed nonce requests already answered, until their timestamp leaves the window (then the stale check refuses a
+   * replay): `consumer timestamp` → the time it may be forgotten. Keyed by what the signature covers, not by the
+   * signature bytes (an ECDSA signature can be re-encoded into another valid one). Only requests whose signature
+   * verified are recorded, so its size is bounded by what the trusted consumers themselves send.
+   */
+  private readonly answeredRequests = new Map<string, number>();
+
   constructor(readonly options: IssuerOptions) {}
 
   /** The trusted consumer, or ERR_TENANT_UNKNOWN_CONSUMER. */
@@ -97,11 +106,34 @@ export class Issuer {
       checkNonceRequestTime(request.timestamp, this.options.now());
       const consumer = await this.trusted(request.consumerClusterID, '$.consumerClusterID');
       checkNonceRequestSignature(request, this.options.providerClusterID, consumer.publicKey);
+      this.firstAnswer(`${request.consumerClusterID} ${request.timestamp}`, Date.parse(request.timestamp) + NONCE_REQUEST_MAX_SKEW_MS);
       return await this.nonceFor(consumer, this.options.nonceTtlMs, durable);
     } catch (error) {
       this.options.log?.(`nonce request ${consumerForLog}: refused ${describe(error)}`);
       throw error;
     }
+  }
+
+  /**
+   * Records a verified nonce request; ERR_TENANT_NONCE_REQUEST_REPLAYED when the same signed request came before
+   * (a captured request sent again inside its window would otherwise still rotate the consumer's nonces).
+   */
+  private firstAnswer(key: string, forgetAtMs: number): void {
+    const nowMs = this.options.now().getTime();
+    // Insertion order is roughly expiry order: drop expired entries from the front.
+    for (const [seen, until] of this.answeredRequests) {
+      if (until > nowMs) {
+        break;
+      }
+      this.answeredRequests.delete(seen);
+    }
+    if (this.answeredRequests.has(key)) {
+      throw tenantError('ERR_TENANT_NONCE_REQUEST_REPLAYED', 'a nonce request of this consumer with this timestamp was already answered (a request is good for one nonce)', {
+        path: '$.signature',
+        hint: 'sign a new request',
+      });
+    }
+    this.answeredRequests.set(key, forgetAtMs);
   }
 
   async nonceFor(consumer: TrustedConsumer, ttlMs: number, durable: boolean): Promise<NonceResponse> {
