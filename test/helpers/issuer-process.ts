@@ -116,8 +116,16 @@ export function issuerClient(issuer: { url: string; dataDir: string }, options: 
   };
 }
 
-/** A `POST /v1/nonces` body signed with the consumer's key (a PEM file or a key), timestamped now (or `at`). */
-export function nonceRequest(key: string | KeyObject, consumer: string, provider = 'p1', at = new Date()): NonceRequest {
+let lastDefaultAt = 0;
+
+/**
+ * A `POST /v1/nonces` body signed with the consumer's key (a PEM file or a key), timestamped now (or `at`). Default
+ * timestamps never repeat (two requests in one millisecond would be one request: ERR_TENANT_NONCE_REQUEST_REPLAYED).
+ */
+export function nonceRequest(key: string | KeyObject, consumer: string, provider = 'p1', at?: Date): NonceRequest {
   const privateKey = typeof key === 'string' ? createPrivateKey(readFileSync(key, 'utf8')) : key;
-  return signNonceRequest(privateKey, { consumerClusterID: consumer, providerClusterID: provider }, at);
+  if (at === undefined) {
+    lastDefaultAt = Math.max(Date.now(), lastDefaultAt + 1);
+  }
+  return signNonceRequest(privateKey, { consumerClusterID: consumer, providerClusterID: provider }, at ?? new Date(lastDefaultAt));
 }
