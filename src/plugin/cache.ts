@@ -13,7 +13,7 @@ import { sha256Hex } from './sha256.js';
 
 // Built-ins come from process.getBuiltinModule, not `import`: an ESM import of a built-in builds its namespace,
 // which runs every lazy getter (fs.promises, streams, WebCrypto...) and loads ~30 more internal modules on each
-// plugin start (see docs/readme/plugin-runtime.md, "Start-up").
+// plugin start (see README.md, "The plugin runtime", "Start-up").
 const { closeSync, constants, fstatSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, writeSync } =
   process.getBuiltinModule('node:fs');
 const { join } = process.getBuiltinModule('node:path');

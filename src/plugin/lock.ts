@@ -9,7 +9,7 @@ import { errno } from './cache.js';
 
 // Built-ins come from process.getBuiltinModule, not `import`: an ESM import of a built-in builds its namespace,
 // which runs every lazy getter (fs.promises, streams, WebCrypto...) and loads ~30 more internal modules on each
-// plugin start (see docs/readme/plugin-runtime.md, "Start-up").
+// plugin start (see README.md, "The plugin runtime", "Start-up").
 const { closeSync, constants, openSync, readFileSync, statSync, unlinkSync, writeSync } = process.getBuiltinModule('node:fs');
 // Only a miss takes a lock: node:os is loaded then, not on a hit.
 const hostname = (): string => process.getBuiltinModule('node:os').hostname();
