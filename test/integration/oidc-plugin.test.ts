@@ -296,6 +296,10 @@ describe('clusterprofile-oidc: people (interactive grants)', () => {
     const dir = cacheDir();
     const first = await deviceLogin(dir);
     const oldRefresh = cacheEntries(dir)[0]!.entry.state!.refreshToken!;
+    // An ID token has no jti: one refreshed within the same second as the login is byte-identical to it. Let the
+    // clock pass the first token's iat so that "a new token was printed" can be told apart from "the old one was".
+    const issuedAt = (token: string): number => JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()).iat;
+    while (Math.floor(Date.now() / 1000) <= issuedAt(first)) await new Promise((resolve) => setTimeout(resolve, 50));
     expireCachedToken(dir);
     const before = grantsOf('refresh_token').length;
     const runs = await Promise.all(
@@ -305,6 +309,7 @@ describe('clusterprofile-oidc: people (interactive grants)', () => {
     const tokens = new Set(runs.map((run) => credential(run.stdout).status.token));
     expect(tokens.size).toBe(1);
     expect(tokens.has(first)).toBe(false);
+    expect(issuedAt([...tokens][0]!)).toBeGreaterThan(issuedAt(first));
     expect(grantsOf('refresh_token').slice(before)).toEqual([expect.objectContaining({ outcome: 'success' })]);
     const newRefresh = cacheEntries(dir)[0]!.entry.state!.refreshToken!;
     expect(newRefresh).not.toBe(oldRefresh); // rotated and stored
