@@ -5,6 +5,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
+import { pluginBundleOptions } from './bundle-options.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 process.chdir(root);
@@ -37,21 +38,10 @@ run(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.json',
 
 const present = binaries.filter((binary) => existsSync(binary.entry));
 await build({
+  ...pluginBundleOptions,
   entryPoints: Object.fromEntries(present.map((binary) => [binary.name, binary.entry])),
   outdir: `${out}/bin`,
-  outExtension: { '.js': '.mjs' },
-  chunkNames: 'chunks/[name]-[hash]',
-  bundle: true,
-  splitting: true,
-  format: 'esm',
-  platform: 'node',
-  target: 'node22',
   sourcemap: 'linked',
-  // A peer dependency: the host's own copy is used, never bundled.
-  external: ['@kubernetes/client-node'],
-  // Some bundled CommonJS dependencies call require(); give ESM output a real one.
-  banner: { js: "import { createRequire as __cpcCreateRequire } from 'node:module'; const require = __cpcCreateRequire(import.meta.url);" },
-  logLevel: 'warning',
 });
 
 // Swap: the previous build stays next to it for a few minutes (a running binary may still import its chunks).
