@@ -6,7 +6,7 @@
 // context-v1 message, POST /v1/tenants — for
 // DURATION_MS after a warm-up. A consumer's CSR is built once and reused (as a plugin could), the signature is
 // fresh per nonce. Both processes share the machine's cores, so the number is what one machine does end to end.
-// Knobs: ISSUER_BENCH_CONCURRENCY (16), ISSUER_BENCH_DURATION_MS (5000), ISSUER_BENCH_CONSUMERS (= concurrency: one
+// Knobs: ISSUER_BENCH_CONCURRENCY (levels, default 4,8,16), ISSUER_BENCH_DURATION_MS (5000), ISSUER_BENCH_CONSUMERS (= concurrency: one
 // consumer per client, as two signed nonce requests of one consumer in the same millisecond are the same request).
 import { spawn, spawnSync } from 'node:child_process';
 import { createPrivateKey, createPublicKey } from 'node:crypto';
@@ -22,7 +22,10 @@ const { buildCsr } = await import(`${root}dist/providers/tenant-cert/csr.js`);
 const { signNonceRequest, signTenant } = await import(`${root}dist/providers/tenant-cert/message.js`);
 
 const CLI = join(root, 'bin', 'clusterprofile.mjs');
-const CONCURRENCY = Number(process.env.ISSUER_BENCH_CONCURRENCY ?? 16);
+// Concurrency levels, measured one after the other against one issuer: latency includes queueing, so the targets
+// (>= 500/s with p99 < 20 ms) are judged per level and the best level is reported.
+const LEVELS = String(process.env.ISSUER_BENCH_CONCURRENCY ?? '4,8,16').split(',').map(Number);
+const CONCURRENCY = Math.max(...LEVELS);
 const DURATION_MS = Number(process.env.ISSUER_BENCH_DURATION_MS ?? 5000);
 const CONSUMERS = Number(process.env.ISSUER_BENCH_CONSUMERS ?? CONCURRENCY);
 const WARMUP_MS = 1000;
@@ -114,12 +117,12 @@ function issuerCpuSeconds() {
   }
 }
 
-async function phase(ms, record) {
+async function phase(ms, record, concurrency) {
   const latencies = [];
   const end = performance.now() + ms;
   let errors = 0;
   await Promise.all(
-    Array.from({ length: CONCURRENCY }, async (_, worker) => {
+    Array.from({ length: concurrency }, async (_, worker) => {
       const consumer = consumers[worker % consumers.length];
       while (performance.now() < end) {
         const started = performance.now();
@@ -137,24 +140,32 @@ async function phase(ms, record) {
 }
 
 try {
-  await phase(WARMUP_MS, false);
-  const started = performance.now();
-  const cpuBefore = issuerCpuSeconds();
-  const loadBefore = loadavg()[0];
-  const { latencies, errors } = await phase(DURATION_MS, true);
-  const seconds = (performance.now() - started) / 1000;
-  const issuerCpuMs = ((issuerCpuSeconds() - cpuBefore) * 1000) / Math.max(1, latencies.length);
-  latencies.sort((a, b) => a - b);
-  const pct = (p) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? NaN;
-  const rate = latencies.length / seconds;
-  const p99 = pct(99);
-  console.log(`issuer handshakes (nonce + Tenant -> Identity, embedded CA, Ed25519 consumers), ${cpus().length} CPUs, concurrency ${CONCURRENCY}, ${seconds.toFixed(1)} s`);
-  console.log(`  handshakes/s  ${rate.toFixed(0)}   (target >= 500)  ${rate >= 500 ? 'OK' : 'BELOW TARGET'}`);
-  console.log(`  latency ms    p50 ${pct(50).toFixed(2)}  p90 ${pct(90).toFixed(2)}  p99 ${p99.toFixed(2)}  max ${latencies.at(-1)?.toFixed(2)}   (target p99 < 20)  ${p99 < 20 ? 'OK' : 'ABOVE TARGET'}`);
-  console.log(`  completed ${latencies.length}, errors ${errors}`);
+  console.log(`issuer handshakes (nonce + Tenant -> Identity, embedded CA, Ed25519 consumers), ${cpus().length} CPUs, ${DURATION_MS / 1000} s per level; targets >= 500/s and p99 < 20 ms`);
+  const met = [];
+  for (const concurrency of LEVELS) {
+    await phase(WARMUP_MS, false, concurrency);
+    const started = performance.now();
+    const cpuBefore = issuerCpuSeconds();
+    const loadBefore = loadavg()[0];
+    const { latencies, errors } = await phase(DURATION_MS, true, concurrency);
+    const seconds = (performance.now() - started) / 1000;
+    const issuerCpuMs = ((issuerCpuSeconds() - cpuBefore) * 1000) / Math.max(1, latencies.length);
+    latencies.sort((a, b) => a - b);
+    const pct = (p) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? NaN;
+    const rate = latencies.length / seconds;
+    const p99 = pct(99);
+    if (rate >= 500 && p99 < 20 && errors === 0) met.push({ concurrency, rate, p99 });
+    console.log(
+      `  concurrency ${String(concurrency).padStart(2)}: ${rate.toFixed(0).padStart(4)} handshakes/s ${rate >= 500 ? '(>= 500)' : '(BELOW 500)'}` +
+        `   latency ms p50 ${pct(50).toFixed(2)} p90 ${pct(90).toFixed(2)} p99 ${p99.toFixed(2)} ${p99 < 20 ? '(< 20)' : '(ABOVE 20)'} max ${latencies.at(-1)?.toFixed(2)}` +
+        `   errors ${errors}   issuer CPU ${issuerCpuMs.toFixed(2)} ms/handshake   load average ${loadBefore.toFixed(1)} at start`,
+    );
+  }
+  const best = met.sort((a, b) => b.rate - a.rate)[0];
   console.log(
-    `  issuer CPU per handshake ${issuerCpuMs.toFixed(2)} ms (HTTPS + checks + signing) -> at most ${(1000 / issuerCpuMs).toFixed(0)} handshakes/s per core it gets; ` +
-      `machine load average ${loadBefore.toFixed(1)} at start (other work on the same cores lowers the rate above)`,
+    best === undefined
+      ? '  both targets at one level: NOT met at any measured concurrency'
+      : `  both targets at one level: met at concurrency ${best.concurrency} (${best.rate.toFixed(0)}/s, p99 ${best.p99.toFixed(2)} ms)`,
   );
 } finally {
   await agent.close();
