@@ -12,10 +12,9 @@
  * ```
  */
 import { createPrivateKey } from 'node:crypto';
-import { open, rename, unlink } from 'node:fs/promises';
-import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import type { Argv } from 'yargs';
+import { writeFileAtomic } from '../../library/atomic-file.js';
 import { CredentialsError } from '../../library/errors.js';
 import { renderKubeconfig } from '../../library/kubeconfig.js';
 import type { ResolvedClusterAccess } from '../../library/types.js';
@@ -76,17 +75,9 @@ export function identityKubeconfig(
 }
 
 async function writePrivateFile(path: string, text: string): Promise<void> {
-  const temp = `${path}.${randomBytes(6).toString('hex')}.tmp`;
   try {
-    const handle = await open(temp, 'wx', 0o600);
-    try {
-      await handle.writeFile(text);
-    } finally {
-      await handle.close();
-    }
-    await rename(temp, path);
+    await writeFileAtomic(path, text, 0o600);
   } catch (cause) {
-    await unlink(temp).catch(() => undefined);
     throw new CredentialsError<IdentityCommandErrorCode>('ERR_IDENTITY_KUBECONFIG', `cannot write the kubeconfig: ${(cause as Error).message}`, {
       path,
       cause,

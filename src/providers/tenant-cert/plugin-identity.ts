@@ -6,10 +6,11 @@
  *
  * Loaded on a cache miss only (YAML parser).
  */
-import { randomBytes, X509Certificate } from 'node:crypto';
-import { chmod, mkdir, open, readFile, rename, stat, unlink } from 'node:fs/promises';
+import { X509Certificate } from 'node:crypto';
+import { chmod, mkdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseDocument } from 'yaml';
+import { writeFileAtomic } from '../../library/atomic-file.js';
 import { CredentialsError } from '../../library/errors.js';
 import { readIdentity, type ReceivedIdentity } from './documents.js';
 import { CLUSTER_ID_PATTERN, identityFile } from './plugin-settings.js';
@@ -96,20 +97,11 @@ export function parseIdentity(text: string, source: string): ParsedIdentity {
 export async function storeIdentity(identityDir: string, identity: ParsedIdentity, text: string): Promise<string> {
   const file = identityFile(identityDir, identity.consumerClusterID, identity.providerClusterID);
   const dir = join(identityDir, identity.consumerClusterID);
-  const temp = `${file}.${randomBytes(6).toString('hex')}.tmp`;
   try {
     await mkdir(dir, { recursive: true, mode: 0o700 });
     await chmod(dir, 0o700);
-    const handle = await open(temp, 'wx', 0o600);
-    try {
-      await handle.writeFile(text);
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    await rename(temp, file);
+    await writeFileAtomic(file, text, 0o600);
   } catch (cause) {
-    await unlink(temp).catch(() => undefined);
     throw new CredentialsError<ImportedIdentityErrorCode>('ERR_TENANT_CERT_IDENTITY_STORE', `cannot store the Identity: ${(cause as Error).message}`, {
       path: file,
       cause,

@@ -3,9 +3,9 @@
  * directory, fsync, rename, fsync of the directory), private files are 0600 and directories 0700, and an exclusive
  * lock file keeps two writers of the same data dir apart.
  */
-import { randomBytes } from 'node:crypto';
-import { mkdir, open, readFile, rename, stat, unlink } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { mkdir, open, readFile, stat, unlink } from 'node:fs/promises';
+import { join } from 'node:path';
+import { writeFileAtomic as writeAtomically } from '../../../library/atomic-file.js';
 import { CredentialsError } from '../../../library/errors.js';
 
 export type IssuerFileErrorCode = 'ERR_ISSUER_DATA_DIR' | 'ERR_ISSUER_DATA_DIR_LOCKED';
@@ -43,31 +43,11 @@ export async function ensurePrivateDir(dir: string): Promise<void> {
   }
 }
 
-async function syncDir(dir: string): Promise<void> {
-  const handle = await open(dir, 'r');
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-}
-
-/** Replaces `file` atomically and durably with `data` (mode `mode`, default 0600). */
+/** Replaces `file` atomically and durably with `data` (mode `mode`, default 0600); a failure is ERR_ISSUER_DATA_DIR. */
 export async function writeFileAtomic(file: string, data: string | Uint8Array, mode = 0o600): Promise<void> {
-  const temp = join(dirname(file), `.${basename(file)}.${randomBytes(6).toString('hex')}.tmp`);
   try {
-    const handle = await open(temp, 'wx', mode);
-    try {
-      await handle.writeFile(data);
-      await handle.chmod(mode);
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    await rename(temp, file);
-    await syncDir(dirname(file));
+    await writeAtomically(file, data, mode);
   } catch (error) {
-    await unlink(temp).catch(() => undefined);
     throw dataDirError(`cannot write ${file}: ${(error as Error).message}`, file, error);
   }
 }
