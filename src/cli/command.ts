@@ -4,6 +4,7 @@
  * `src/cli/commands/index.ts`. Modules are imported only when their command runs (each is its own bundle chunk).
  */
 import type { Argv } from 'yargs';
+import { CredentialsError } from '../library/errors.js';
 import type { Env, ProcessIo } from '../plugin/io.js';
 
 /** What a subcommand receives besides its arguments: the process's side effects, passed in (STYLE 3). */
@@ -38,4 +39,16 @@ export interface CommandEntry {
   describe: string;
   /** `() => import('./<name>.js')`: loaded only when the command runs. */
   load(): Promise<CommandModule>;
+}
+
+/**
+ * A flag an action of a command cannot do without (yargs cannot express "required for this action only"): its
+ * string value, or `ERR_USAGE` (exit 2) naming the flag, e.g. `issuer trust needs --public-key`.
+ */
+export function requiredFlag(args: CommandArgs, flag: string, usage: string): string {
+  const value = args[flag];
+  if (typeof value !== 'string' || value === '') {
+    throw new CredentialsError('ERR_USAGE', `${usage} needs --${flag}`, { path: `--${flag}` });
+  }
+  return value;
 }

@@ -17,3 +17,13 @@ test.each([
   expect(result.stderr).toContain(code);
   expect(result.stderr).not.toMatch(/\n\s+at /);
 });
+
+test.each([
+  [['issuer', 'trust', '--data-dir', '/nonexistent/data', '--cluster-id', 'c1'], 'ERR_USAGE: issuer trust needs --public-key (at --public-key)'],
+  [['tenant', 'generate', '--cluster-id', 'c1', '--provider-cluster-id', 'p1', '--key-file', '/nonexistent/key'], 'ERR_USAGE: tenant generate needs --nonce (at --nonce)'],
+])('a flag the action needs is a usage error: clusterprofile %j', async (args, message) => {
+  const result = await runNode(CLI, args);
+  expect(result.stdout).toBe('');
+  expect(result.code).toBe(2);
+  expect(result.stderr).toContain(message);
+});

@@ -22,7 +22,7 @@ import { configError, openIssuer, parseListen, type IssuerSettings } from '../..
 import { TrustStore, checkClusterId } from '../../providers/tenant-cert/issuer/trust.js';
 import { parseDuration } from '../duration.js';
 import { readInput } from '../input.js';
-import type { CommandArgs, CommandContext } from '../command.js';
+import { requiredFlag, type CommandArgs, type CommandContext } from '../command.js';
 
 const ACTIONS = ['serve', 'trust', 'untrust', 'list'] as const;
 const MINUTE = 60_000;
@@ -60,13 +60,7 @@ export function builder(parser: Argv): Argv<any> {
     .option('public-key', { type: 'string', requiresArg: true, describe: 'trust: the consumer\'s public key, PEM SPKI ("-": stdin)' });
 }
 
-function required(args: CommandArgs, flag: string, action: string): string {
-  const value = args[flag];
-  if (typeof value !== 'string' || value === '') {
-    throw new CredentialsError('ERR_USAGE', `issuer ${action} needs --${flag}`, { path: `--${flag}` });
-  }
-  return value;
-}
+const required = (args: CommandArgs, flag: string, action: string): string => requiredFlag(args, flag, `issuer ${action}`);
 
 function strings(value: unknown): string[] {
   return Array.isArray(value) ? value.map(String) : typeof value === 'string' ? [value] : [];

@@ -25,7 +25,7 @@ import { checkClusterId } from '../../providers/tenant-cert/issuer/trust.js';
 import { issuerSettings } from './issuer.js';
 import { parseDuration } from '../duration.js';
 import { readInput } from '../input.js';
-import type { CommandArgs, CommandContext } from '../command.js';
+import { requiredFlag, type CommandArgs, type CommandContext } from '../command.js';
 
 export type TenantCommandErrorCode = 'ERR_TENANT_INPUT';
 
@@ -56,13 +56,7 @@ export function builder(parser: Argv): Argv<any> {
     .option('liqo-compat', { type: 'boolean', default: false, describe: 'accept: also accept Liqo Tenants' });
 }
 
-function required(args: CommandArgs, flag: string, action: string): string {
-  const value = args[flag];
-  if (typeof value !== 'string' || value === '') {
-    throw new CredentialsError('ERR_USAGE', `tenant ${action} needs --${flag}`, { path: `--${flag}` });
-  }
-  return value;
-}
+const required = (args: CommandArgs, flag: string, action: string): string => requiredFlag(args, flag, `tenant ${action}`);
 
 async function readDocument(file: string | undefined, ctx: CommandContext): Promise<unknown> {
   const { text, source } = await readInput(file, ctx, (cause, path) =>
