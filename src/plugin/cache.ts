@@ -10,6 +10,7 @@ import { parseTimestamp } from './exec-credential.js';
 import type { Env } from './io.js';
 import type { CachedCredential } from './provider.js';
 import { sha256Hex } from './sha256.js';
+import { canonicalJson } from '../library/canonical-json.js';
 
 // Built-ins come from process.getBuiltinModule, not `import`: an ESM import of a built-in builds its namespace,
 // which runs every lazy getter (fs.promises, streams, WebCrypto...) and loads ~30 more internal modules on each
@@ -47,15 +48,6 @@ export function cacheKey(providerName: string, identity: unknown): string {
   return sha256Hex(canonicalJson(['clusterprofile-credentials cache v1', providerName, identity ?? null]));
 }
 
-/** JSON with object keys sorted at every level. */
-export function canonicalJson(value: unknown): string {
-  return JSON.stringify(value, (_key, item: unknown) => {
-    if (item === null || typeof item !== 'object' || Array.isArray(item)) return item;
-    const sorted: Record<string, unknown> = {};
-    for (const name of Object.keys(item).sort()) sorted[name] = (item as Record<string, unknown>)[name];
-    return sorted;
-  });
-}
 
 /** What {@link readEntry} found. */
 export type EntryRead<State> =

@@ -2,7 +2,8 @@ import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync,
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { cacheDirectory, cacheKey, canonicalJson, cleanDirectory, ensurePrivateDirectory, readEntry, writeEntry } from '../../src/plugin/cache.js';
+import { canonicalJson } from '../../src/library/canonical-json.js';
+import { cacheDirectory, cacheKey, cleanDirectory, ensurePrivateDirectory, readEntry, writeEntry } from '../../src/plugin/cache.js';
 
 function freshDir(): string {
   return join(mkdtempSync(join(tmpdir(), 'cpc-cache-unit-')), 'cache');

@@ -7,6 +7,7 @@
 import type { ExecCluster, ExecConfig } from '../types.js';
 import type { ExecCredential } from './output.js';
 import { runExecPlugin, type ExecRunOptions } from './runner.js';
+import { canonicalJson } from '../canonical-json.js';
 
 /** Default: refresh this long before `expirationTimestamp` (capped at half the credential's lifetime). */
 export const DEFAULT_REFRESH_MARGIN_MS = 60_000;
@@ -116,20 +117,6 @@ export class ExecAuthenticator {
   }
 }
 
-function canonical(value: unknown): string {
-  if (Array.isArray(value)) {
-    return `[${value.map(canonical).join(',')}]`;
-  }
-  if (typeof value === 'object' && value !== null) {
-    const entries = Object.keys(value)
-      .filter((key) => (value as Record<string, unknown>)[key] !== undefined)
-      .sort()
-      .map((key) => `${JSON.stringify(key)}:${canonical((value as Record<string, unknown>)[key])}`);
-    return `{${entries.join(',')}}`;
-  }
-  return JSON.stringify(value) ?? 'null';
-}
-
 /**
  * The cache key: everything the plugin sees. The exec config (command, args, env, apiVersion, interactiveMode,
  * provideClusterInfo) and, when `provideClusterInfo`, the cluster incl. `config` — the plugin cannot tell clusters
@@ -137,7 +124,7 @@ function canonical(value: unknown): string {
  */
 export function execCacheKey(exec: ExecConfig, cluster: ExecCluster | undefined): string {
   const { installHint: _hint, ...identity } = exec;
-  return canonical({ exec: identity, cluster: exec.provideClusterInfo === true ? cluster : undefined });
+  return canonicalJson({ exec: identity, cluster: exec.provideClusterInfo === true ? cluster : undefined });
 }
 
 /**
