@@ -7,6 +7,7 @@
  */
 import { CredentialsError } from '../../library/errors.js';
 import type { KubeRequest, KubeResponse } from '../../kube/types.js';
+import { parseTimestamp } from '../../plugin/exec-credential.js';
 import type { TokenRequestSettings } from './settings.js';
 
 export type TokenRequestErrorCode =
@@ -120,7 +121,8 @@ export function processTokenRequestResponse(
   if (typeof token !== 'string' || token === '' || /\s/.test(token)) {
     throw malformed('status.token is missing or not a token', context.server);
   }
-  const expiresAt = typeof expirationTimestamp === 'string' ? parseRfc3339(expirationTimestamp) : undefined;
+  const expiresMs = typeof expirationTimestamp === 'string' ? parseTimestamp(expirationTimestamp) : undefined;
+  const expiresAt = expiresMs === undefined ? undefined : new Date(expiresMs);
   if (expiresAt === undefined) {
     throw malformed(`status.expirationTimestamp ${JSON.stringify(expirationTimestamp)} is not an RFC 3339 time`, context.server);
   }
@@ -129,14 +131,4 @@ export function processTokenRequestResponse(
     throw malformed(`the token expired at ${expirationTimestamp}, before it was received (check the clocks)`, context.server);
   }
   return { token, expiresAt, renewAt: new Date(context.now.getTime() + Math.floor(lifetime * RENEW_AFTER_FRACTION)) };
-}
-
-const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
-
-export function parseRfc3339(value: string): Date | undefined {
-  if (!RFC3339.test(value)) {
-    return undefined;
-  }
-  const date = new Date(value);
-  return Number.isNaN(date.getTime()) ? undefined : date;
 }
