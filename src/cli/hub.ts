@@ -7,6 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { delimiter, join } from 'node:path';
 import { CredentialsError } from '../library/errors.js';
 import type { Env } from '../plugin/io.js';
+import { statusMessage } from '../kube/status.js';
 
 export type HubErrorCode = 'ERR_HUB_CONFIG' | 'ERR_HUB_REQUEST' | 'ERR_PROFILE_NOT_FOUND';
 
@@ -121,20 +122,6 @@ function translate(cause: unknown, namespace: string, name: string, url: string)
     `cannot read ClusterProfile ${namespace}/${name} from the hub: ${message(cause)}`,
     { path: url, cause },
   );
-}
-
-function statusMessage(body: unknown): string | undefined {
-  let value = body;
-  if (typeof value === 'string') {
-    try {
-      value = JSON.parse(value);
-    } catch {
-      const trimmed = (value as string).trim();
-      return trimmed === '' ? undefined : trimmed.slice(0, 200);
-    }
-  }
-  const text = (value as { message?: unknown } | null)?.message;
-  return typeof text === 'string' && text !== '' ? text : undefined;
 }
 
 function yamlProblem(error: unknown): string | undefined {

@@ -6,6 +6,7 @@
  * `POST /api/v1/namespaces/{namespace}/serviceaccounts/{name}/token` (authentication.k8s.io/v1 TokenRequest).
  */
 import { CredentialsError } from '../../library/errors.js';
+import { statusMessage } from '../../kube/status.js';
 import type { KubeRequest, KubeResponse } from '../../kube/types.js';
 import { parseTimestamp } from '../../plugin/exec-credential.js';
 import type { TokenRequestSettings } from './settings.js';
@@ -48,18 +49,9 @@ export function buildTokenRequest(settings: TokenRequestSettings): KubeRequest {
   };
 }
 
-/** The `message` of a Kubernetes Status body, if the body is one. */
-export function statusMessage(body: unknown): string | undefined {
-  if (typeof body === 'object' && body !== null && (body as { kind?: unknown }).kind === 'Status') {
-    const message = (body as { message?: unknown }).message;
-    return typeof message === 'string' ? message : undefined;
-  }
-  return undefined;
-}
-
 function describeFailure(response: KubeResponse, settings: TokenRequestSettings, server: string): CredentialsError<TokenRequestErrorCode> {
   const account = `${settings.namespace}/${settings.serviceAccount}`;
-  const detail = statusMessage(response.body) ?? (typeof response.body === 'string' ? response.body.slice(0, 200) : '');
+  const detail = statusMessage(response.body) ?? '';
   const said = detail === '' ? '' : `: ${detail}`;
   const path = `${server}${tokenRequestPath(settings.namespace, settings.serviceAccount)}`;
   switch (response.status) {

@@ -6,7 +6,7 @@
 import { CredentialsError } from '../../library/errors.js';
 import { checkDns1123Label, checkDns1123Subdomain } from './settings.js';
 import type { KubeRequest, KubeResponse } from '../../kube/types.js';
-import { statusMessage } from './protocol.js';
+import { statusMessage } from '../../kube/status.js';
 
 export type SecretReaderErrorCode =
   | 'ERR_SECRET_READER_CONFIG'

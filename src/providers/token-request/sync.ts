@@ -13,7 +13,8 @@ import { resolveClusterAccess } from '../../library/resolve.js';
 import type { AccessConfig, ClusterProfile } from '../../library/types.js';
 import { endpointFromCluster } from '../../kube/endpoint.js';
 import type { KubeCredential, KubeEndpoint, KubeRequest, SendKubeRequest } from '../../kube/types.js';
-import { buildTokenRequest, processTokenRequestResponse, statusMessage } from './protocol.js';
+import { statusMessage } from '../../kube/status.js';
+import { buildTokenRequest, processTokenRequestResponse } from './protocol.js';
 import { parseTokenRequestSettings, type TokenRequestSettingsSources } from './settings.js';
 
 export type TokenSyncErrorCode = 'ERR_TOKEN_SYNC_HUB';

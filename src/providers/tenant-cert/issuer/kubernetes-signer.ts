@@ -17,6 +17,7 @@ import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { loadInClusterAccess, loadKubeconfigAccess } from '../../../kube/kubeconfig.js';
+import { statusMessage } from '../../../kube/status.js';
 import { createKubeTransport } from '../../../kube/transport.js';
 import type { KubeRequest, KubeResponse, SendKubeRequest } from '../../../kube/types.js';
 import type { Env } from '../../../plugin/io.js';
@@ -81,8 +82,8 @@ export function buildApprovalRequest(created: CsrObject, consumerClusterID: stri
 }
 
 function failure(response: KubeResponse, what: string): Error {
-  const message = (response.body as { message?: unknown } | null)?.message;
-  const detail = typeof message === 'string' ? `: ${message}` : '';
+  const message = statusMessage(response.body);
+  const detail = message === undefined ? '' : `: ${message}`;
   if (response.status === 401 || response.status === 403) {
     return tenantError('ERR_ISSUER_SIGNER_DENIED', `the API server refused to ${what} (HTTP ${response.status})${detail}`, {
       hint: 'the issuer\'s identity needs the RBAC of deploy/issuer-rbac.yaml',
