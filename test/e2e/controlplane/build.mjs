@@ -5,8 +5,10 @@
  *
  *   npm run controlplane:build          # prints the binary paths and versions
  *
- * Everything Go writes stays under <repo>/.cache/ (GOMODCACHE=.cache/go/mod, GOCACHE=.cache/go/build, binaries in
- * .cache/controlplane/<target>-<version>-<hash>/), so a clean CI clone is self-contained and `rm -rf .cache` resets it.
+ * Everything Go writes stays under one cache directory outside the clone, so a second clone (CI on the same machine)
+ * reuses a build that took many minutes: $CPC_CACHE_DIR, else $XDG_CACHE_HOME/clusterprofile-credentials, else
+ * ~/.cache/clusterprofile-credentials (GOMODCACHE=<cache>/go/mod, GOCACHE=<cache>/go/build, binaries in
+ * <cache>/controlplane/<target>-<version>-<hash>/). Removing that directory resets it.
  * A target is rebuilt only when its key changes: the module version read from its go.mod plus a hash of go.mod,
  * go.sum, its Go sources and the build flags. A second run builds nothing.
  *
@@ -17,12 +19,17 @@ import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const repoRoot = path.resolve(here, '../../..');
-export const cacheRoot = path.join(repoRoot, '.cache');
+/** Outside the clone: a fresh clone of the repository reuses the Go builds of the previous one. */
+export const cacheRoot = path.resolve(
+  process.env.CPC_CACHE_DIR ||
+    path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'clusterprofile-credentials'),
+);
 
 /** Thrown when Go is missing or too old; the message is what the user sees. */
 export class GoRequirementError extends Error {
@@ -98,7 +105,7 @@ function compareMinor(a, b) {
   return aMajor - bMajor || aMinor - bMinor;
 }
 
-/** Environment for every `go` call: caches inside the repository, no toolchain downloads, no cgo. */
+/** Environment for every `go` call: caches in cacheRoot, no toolchain downloads, no cgo. */
 export function goEnv(env = process.env) {
   return {
     ...env,
@@ -106,7 +113,7 @@ export function goEnv(env = process.env) {
     GOCACHE: path.join(cacheRoot, 'go', 'build'),
     GOTOOLCHAIN: 'local',
     CGO_ENABLED: '0',
-    // Module cache files are read-only by default, which makes `rm -rf .cache` fail.
+    // Module cache files are read-only by default, which makes `rm -rf` of the cache fail.
     GOFLAGS: [env.GOFLAGS ?? '', '-modcacherw'].join(' ').trim(),
   };
 }
