@@ -4,8 +4,8 @@
  * `src/cli/commands/index.ts`. Modules are imported only when their command runs (each is its own bundle chunk).
  */
 import type { Argv } from 'yargs';
-import { CredentialsError } from '../library/errors.js';
-import type { Env, ProcessIo } from '../plugin/io.js';
+import { CredentialsError } from '../core/errors.js';
+import type { Env, ProcessIo } from '../core/io.js';
 
 /** What a subcommand receives besides its arguments: the process's side effects, passed in (STYLE 3). */
 export interface CommandContext {

@@ -5,8 +5,8 @@
  */
 import { readFile } from 'node:fs/promises';
 import { delimiter, join } from 'node:path';
-import { CredentialsError } from '../library/errors.js';
-import type { Env } from '../plugin/io.js';
+import { CredentialsError } from '../core/errors.js';
+import type { Env } from '../core/io.js';
 import { statusMessage } from '../kube/status.js';
 
 export type HubErrorCode = 'ERR_HUB_CONFIG' | 'ERR_HUB_REQUEST' | 'ERR_PROFILE_NOT_FOUND';

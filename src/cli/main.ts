@@ -12,8 +12,8 @@
  * ```
  */
 import yargs, { type Argv } from 'yargs';
-import { CredentialsError, formatError, isCredentialsError } from '../library/errors.js';
-import type { Run } from '../plugin/io.js';
+import { CredentialsError, formatError, isCredentialsError } from '../core/errors.js';
+import type { Run } from '../core/io.js';
 import type { CommandArgs, CommandContext, CommandModule } from './command.js';
 import { commands } from './commands/index.js';
 

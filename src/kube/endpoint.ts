@@ -2,7 +2,7 @@
  * The connection to a member cluster as an exec plugin receives it (KUBERNETES_EXEC_INFO `spec.cluster`, or a
  * resolved ClusterProfile) in the shape the transport takes: the base64 CA decoded, every TLS and proxy field carried.
  */
-import type { ExecCluster } from '../library/types.js';
+import type { ExecCluster } from '../core/exec-credential.js';
 import type { KubeEndpoint } from './types.js';
 
 export function endpointFromCluster(cluster: ExecCluster): KubeEndpoint {

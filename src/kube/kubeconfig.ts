@@ -6,8 +6,8 @@
 import { readFile } from 'node:fs/promises';
 import { dirname, isAbsolute, join } from 'node:path';
 import { parse } from 'yaml';
-import { CredentialsError } from '../library/errors.js';
-import type { Env } from '../plugin/io.js';
+import { CredentialsError } from '../core/errors.js';
+import type { Env } from '../core/io.js';
 import type { KubeCredential, KubeEndpoint } from './types.js';
 
 export type KubeconfigErrorCode = 'ERR_KUBECONFIG_READ' | 'ERR_KUBECONFIG_INVALID' | 'ERR_IN_CLUSTER_UNAVAILABLE';

@@ -4,7 +4,7 @@
  * `ERR_KUBE_UNREACHABLE` naming the server; HTTP statuses are returned for the protocol layer to judge.
  */
 import { Agent, ProxyAgent, request as undiciRequest, type Dispatcher } from 'undici';
-import { CredentialsError } from '../library/errors.js';
+import { CredentialsError } from '../core/errors.js';
 import type { KubeCredential, KubeEndpoint, KubeRequest, SendKubeRequest } from './types.js';
 
 export type KubeTransportErrorCode = 'ERR_KUBE_UNREACHABLE' | 'ERR_KUBE_ENDPOINT' | 'ERR_KUBE_RESPONSE_TOO_LARGE';

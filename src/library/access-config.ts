@@ -8,7 +8,7 @@
 import { readFile } from 'node:fs/promises';
 import { parse as parseYaml } from 'yaml';
 import { assertDocument } from '../schemas/index.js';
-import { CredentialsError, jsonSyntaxProblem } from './errors.js';
+import { CredentialsError, jsonSyntaxProblem } from '../core/errors.js';
 import type { AccessConfig, ExecConfig, ProviderConfig } from './types.js';
 
 /** Codes raised while reading the providers file. */

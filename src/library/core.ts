@@ -1,6 +1,6 @@
 // `clusterprofile-credentials/core`: everything that does not need @kubernetes/client-node (providers file,
 // resolution, kubeconfig rendering, the exec implementation). Only named exports.
-export { CredentialsError, isCredentialsError, formatError } from './errors.js';
+export { CredentialsError, isCredentialsError, formatError } from '../core/errors.js';
 export type {
   AccessConfig,
   AccessProvider,

@@ -7,7 +7,7 @@
  */
 import { assertDocument, validateDocument, type SchemaId } from '../schemas/index.js';
 import { normalizeAccessConfig } from './access-config.js';
-import { CredentialsError } from './errors.js';
+import { CredentialsError } from '../core/errors.js';
 import type {
   AccessConfig,
   AccessProvider,

@@ -43,8 +43,10 @@ export interface ClusterProfile {
   };
 }
 
-export type ExecApiVersion = 'client.authentication.k8s.io/v1' | 'client.authentication.k8s.io/v1beta1';
-export type InteractiveMode = 'Never' | 'IfAvailable' | 'Always';
+
+import type { ExecApiVersion, ExecCluster, ExecCredentialStatus, InteractiveMode } from '../core/exec-credential.js';
+
+export type { ExecApiVersion, ExecCluster, ExecCredentialStatus, InteractiveMode };
 
 /** kubeconfig's `users[].user.exec` (ExecConfig). */
 export interface ExecConfig {
@@ -73,21 +75,6 @@ export interface AccessConfig {
   providers: ProviderConfig[];
 }
 
-/**
- * The cluster as an exec plugin sees it: exactly the shape of KUBERNETES_EXEC_INFO `spec.cluster`
- * (client.authentication.k8s.io v1 / v1beta1 `Cluster`). `config` is the raw object of the cluster extension named
- * `client.authentication.k8s.io/exec`.
- */
-export interface ExecCluster {
-  server: string;
-  'tls-server-name'?: string;
-  'insecure-skip-tls-verify'?: boolean;
-  /** Base64 of the PEM CA bundle (as in kubeconfig and the ClusterProfile). */
-  'certificate-authority-data'?: string;
-  'proxy-url'?: string;
-  'disable-compression'?: boolean;
-  config?: unknown;
-}
 
 /**
  * What {@link resolveClusterAccess} returns: plain data for callers that do not use client-node. `exec` is the
@@ -101,13 +88,4 @@ export interface ResolvedClusterAccess {
   profile: { namespace?: string; name: string };
   cluster: ExecCluster;
   exec: ExecConfig & { args: string[]; env: { name: string; value: string }[]; interactiveMode: 'Never' };
-}
-
-/** The credential an exec plugin returns (ExecCredential `status`). PEM strings are raw PEM, not base64. */
-export interface ExecCredentialStatus {
-  /** RFC 3339. */
-  expirationTimestamp?: string;
-  token?: string;
-  clientCertificateData?: string;
-  clientKeyData?: string;
 }

@@ -4,13 +4,13 @@
  *
  * Layout: `<dir>/<key>.json` (entry), `<dir>/<key>.lock` (lock), `<dir>/<key>.json.<random>.tmp` (a write in progress).
  */
-import { CredentialsError } from '../library/errors.js';
-import type { ExecCredentialStatus } from '../library/types.js';
-import { parseTimestamp } from './exec-credential.js';
-import type { Env } from './io.js';
+import { CredentialsError, errno } from '../core/errors.js';
+import type { ExecCredentialStatus } from '../core/exec-credential.js';
+import { parseTimestamp } from '../core/exec-credential.js';
+import type { Env } from '../core/io.js';
 import type { CachedCredential } from './provider.js';
-import { sha256Hex } from './sha256.js';
-import { canonicalJson } from '../library/canonical-json.js';
+import { sha256Hex } from '../core/sha256.js';
+import { canonicalJson } from '../core/canonical-json.js';
 
 // Built-ins come from process.getBuiltinModule, not `import`: an ESM import of a built-in builds its namespace,
 // which runs every lazy getter (fs.promises, streams, WebCrypto...) and loads ~30 more internal modules on each
@@ -254,8 +254,4 @@ function removeQuietly(file: string): void {
   } catch {
     // already gone
   }
-}
-
-export function errno(error: unknown): string | undefined {
-  return (error as { code?: unknown } | null)?.code as string | undefined;
 }

@@ -3,7 +3,7 @@
  * (yargs costs tens of milliseconds to import; a plugin runs on every kubectl call).
  */
 import type { ParseArgsOptionsConfig } from 'node:util';
-import { CredentialsError } from '../library/errors.js';
+import { CredentialsError } from '../core/errors.js';
 import type { CredentialProvider, FlagSpecs, FlagValues } from './provider.js';
 
 // Built-ins come from process.getBuiltinModule, not `import`: an ESM import of a built-in builds its namespace,

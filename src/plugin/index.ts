@@ -1,14 +1,14 @@
 // The exec-plugin runtime: input, flags, cache, lock, output. Only named exports.
 export { runPlugin, EXIT } from './run.js';
 export type { RunErrorCode, RunPluginOptions } from './run.js';
-export { readExecInfo, renderExecCredential, assertUsableStatus } from './exec-credential.js';
-export type { ExecCredentialErrorCode } from './exec-credential.js';
+export { readExecInfo, renderExecCredential, assertUsableStatus } from '../core/exec-credential.js';
+export type { ExecCredentialErrorCode } from '../core/exec-credential.js';
 export { cacheKey, cacheDirectory } from './cache.js';
 export type { CacheErrorCode } from './cache.js';
-export type { LockErrorCode } from './lock.js';
+export type { LockErrorCode } from '../core/lock.js';
 export { COMMON_FLAGS } from './flags.js';
 export type { PluginUsageErrorCode } from './flags.js';
-export type { Env, ProcessIo, Run } from './io.js';
+export type { Env, ProcessIo, Run } from '../core/io.js';
 export type {
   CachedCredential,
   CredentialProvider,

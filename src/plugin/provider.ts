@@ -39,20 +39,11 @@
  *
  * @see https://github.com/kubernetes/enhancements/tree/master/keps/sig-auth/541-external-credential-providers
  */
-import type { ExecApiVersion, ExecCluster, ExecCredentialStatus } from '../library/types.js';
-import type { Env } from './io.js';
+import type { ExecCredentialInput, ExecCredentialStatus } from '../core/exec-credential.js';
 
-/** KUBERNETES_EXEC_INFO after validation (v1 and v1beta1 have the same shape). */
-export interface ExecCredentialInput {
-  apiVersion: ExecApiVersion;
-  kind: 'ExecCredential';
-  spec: {
-    /** Whether the plugin may prompt (stdin was handed over). Never prompt when false. */
-    interactive?: boolean;
-    /** Present when the kubeconfig sets `provideClusterInfo: true`; `config` is the provider's per-cluster settings. */
-    cluster?: ExecCluster;
-  };
-}
+export type { ExecCredentialInput };
+import type { Env } from '../core/io.js';
+
 
 /**
  * One command-line flag of a provider, in the shape of `node:util` `parseArgs` options (no yargs on the hot path).

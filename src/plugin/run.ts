@@ -2,8 +2,8 @@
  * The runtime every plugin binary shares: flags, KUBERNETES_EXEC_INFO, the cache with double-checked locking, the
  * single ExecCredential document on stdout, diagnostics on stderr, exit codes.
  */
-import { CredentialsError, formatError, isCredentialsError } from '../library/errors.js';
-import type { ExecCredentialStatus } from '../library/types.js';
+import { CredentialsError, formatError, isCredentialsError } from '../core/errors.js';
+import type { ExecCredentialStatus } from '../core/exec-credential.js';
 import {
   cacheDirectory,
   cacheKey,
@@ -17,10 +17,10 @@ import {
   writeEntry,
   type EntryRead,
 } from './cache.js';
-import { assertUsableStatus, readExecInfo, renderExecCredential } from './exec-credential.js';
+import { assertUsableStatus, readExecInfo, renderExecCredential } from '../core/exec-credential.js';
 import { assertNoFlagClash, helpText, parseCommand } from './flags.js';
-import { writeStdout, type Env, type ProcessIo, type Run } from './io.js';
-import { acquireLock, isLockHeld, type HeldLock } from './lock.js';
+import { writeStdout, type Env, type ProcessIo, type Run } from '../core/io.js';
+import { acquireLock, isLockHeld, type HeldLock } from '../core/lock.js';
 import type { CredentialProvider, ExecCredentialInput, FlagSpecs } from './provider.js';
 
 /** Knobs of the runtime; production defaults, overridden by tests. */

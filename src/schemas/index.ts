@@ -15,7 +15,7 @@
  * });
  * ```
  */
-import { CredentialsError } from '../library/errors.js';
+import { CredentialsError } from '../core/errors.js';
 import { messages, validators } from '../generated/validators.js';
 import type { SchemaId } from '../generated/validators.js';
 import type { ValidatorError } from './runtime.js';

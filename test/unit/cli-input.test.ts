@@ -1,6 +1,6 @@
 import { PassThrough, Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { CredentialsError } from '../../src/library/errors.js';
+import { CredentialsError } from '../../src/core/errors.js';
 import { readInput } from '../../src/cli/input.js';
 import type { CommandContext } from '../../src/cli/command.js';
 

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWTPayload } from 'jose';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { isCredentialsError } from '../../src/library/errors.js';
+import { isCredentialsError } from '../../src/core/errors.js';
 import type { IssueContext } from '../../src/plugin/provider.js';
 import { issueOidcToken, type OidcState } from '../../src/providers/oidc/issue.js';
 import type { HttpRequest, HttpResponse } from '../../src/providers/oidc/protocol.js';

@@ -1,6 +1,6 @@
 // clusterprofile-oidc settings from spec.cluster.config and flags: defaults and clear errors naming the field/flag.
 import { describe, expect, it } from 'vitest';
-import { isCredentialsError } from '../../src/library/errors.js';
+import { isCredentialsError } from '../../src/core/errors.js';
 import type { ExecCredentialInput, FlagValues } from '../../src/plugin/provider.js';
 import { oidcCacheKey, parseOidcSettings, type OidcFlags } from '../../src/providers/oidc/settings.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { assertUsableStatus, parseTimestamp, readExecInfo, renderExecCredential } from '../../src/plugin/exec-credential.js';
+import { assertUsableStatus, parseTimestamp, readExecInfo, renderExecCredential } from '../../src/core/exec-credential.js';
 import { validateDocument } from '../../src/schemas/index.js';
 
 const V1 = 'client.authentication.k8s.io/v1';

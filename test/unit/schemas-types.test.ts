@@ -1,4 +1,5 @@
-// The TypeScript types of src/library/types.ts and the JSON Schemas describe the same documents: typed samples
+// The TypeScript types of src/library/types.ts (and the exec types it re-exports from src/core/exec-credential.ts)
+// and the JSON Schemas describe the same documents: typed samples
 // validate, and each interface has the same keys (and required keys) as its schema object. The interfaces are read
 // with the TypeScript compiler API, so a key added on one side only fails here.
 import { readFileSync } from 'node:fs';
@@ -31,7 +32,11 @@ function at(document: Node, pointer: string): Node {
     .reduce<Node>((node, key) => node[key], document);
 }
 
-const source = ts.createSourceFile('types.ts', readFileSync(`${root}src/library/types.ts`, 'utf8'), ts.ScriptTarget.Latest);
+// The library's document types, with the exec types (ExecCluster, ExecCredentialStatus, ...) that live in the base layer.
+const sources = ['src/library/types.ts', 'src/core/exec-credential.ts'].map((file) =>
+  ts.createSourceFile(file, readFileSync(`${root}${file}`, 'utf8'), ts.ScriptTarget.Latest),
+);
+const source = { forEachChild: (visit: (node: ts.Node) => void) => sources.forEach((file) => file.forEachChild(visit)) };
 
 /** Keys of an interface (or of an inline object type of one of its members: `ClusterProfile.metadata`). */
 function members(name: string, member?: string): { keys: string[]; required: string[] } {
@@ -42,7 +47,7 @@ function members(name: string, member?: string): { keys: string[]; required: str
     }
   });
   if (found === undefined) {
-    throw new Error(`interface ${name} not found in src/library/types.ts`);
+    throw new Error(`interface ${name} not found in src/library/types.ts or src/core/exec-credential.ts`);
   }
   if (member !== undefined) {
     const property = found.find((element) => element.name !== undefined && nameOf(element.name) === member);
@@ -60,7 +65,7 @@ function members(name: string, member?: string): { keys: string[]; required: str
 }
 
 function nameOf(name: ts.PropertyName): string {
-  return ts.isIdentifier(name) || ts.isStringLiteral(name) ? name.text : name.getText(source);
+  return ts.isIdentifier(name) || ts.isStringLiteral(name) ? name.text : name.getText(sources.find((file) => file.fileName === name.getSourceFile()?.fileName) ?? sources[0]);
 }
 
 /** String literals of a type alias (`ExecApiVersion`) or of an interface member (`ClusterProfile.apiVersion`). */

@@ -3,7 +3,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CredentialsError } from '../../src/library/errors.js';
+import { CredentialsError } from '../../src/core/errors.js';
 import { generateClusterKeyPair, parsePrivateKeyPem } from '../../src/providers/tenant-cert/keys.js';
 import { nonceRequestMessage, NONCE_REQUEST_PURPOSE, SIGNATURE_PURPOSE, tenantMessage, verifyTenant } from '../../src/providers/tenant-cert/message.js';
 import { processPollResponse } from '../../src/providers/tenant-cert/issuer/kubernetes-signer.js';

@@ -2,7 +2,7 @@ import { mkdtempSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { CredentialsError } from '../../src/library/errors.js';
+import { CredentialsError } from '../../src/core/errors.js';
 import { clockOffset, toIssuerRequest } from '../../src/providers/tenant-cert/client.js';
 import { retryableError, withRetries } from '../../src/providers/tenant-cert/client-transport.js';
 import { buildNonceRequest } from '../../src/providers/tenant-cert/protocol.js';

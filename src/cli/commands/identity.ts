@@ -14,8 +14,8 @@
 import { createPrivateKey } from 'node:crypto';
 import { resolve } from 'node:path';
 import type { Argv } from 'yargs';
-import { writeFileAtomic } from '../../library/atomic-file.js';
-import { CredentialsError } from '../../library/errors.js';
+import { writeFileAtomic } from '../../core/atomic-file.js';
+import { CredentialsError } from '../../core/errors.js';
 import { renderKubeconfig } from '../../library/kubeconfig.js';
 import type { ResolvedClusterAccess } from '../../library/types.js';
 import { checkCertificate } from '../../providers/tenant-cert/plugin-certificate.js';

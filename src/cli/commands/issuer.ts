@@ -13,7 +13,7 @@ import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Argv } from 'yargs';
-import { CredentialsError } from '../../library/errors.js';
+import { CredentialsError } from '../../core/errors.js';
 import { keyAlgorithm, parsePublicKey, spkiDer } from '../../providers/tenant-cert/keys.js';
 import { DATA_FILES, servingMaterial } from '../../providers/tenant-cert/issuer/data-dir.js';
 import { checkGroups } from '../../providers/tenant-cert/issuer/policy.js';

@@ -14,7 +14,7 @@ import { resolve } from 'node:path';
 import type { Argv } from 'yargs';
 import { parse as parseYaml } from 'yaml';
 import { loadAccessConfig } from '../../library/access-config.js';
-import { CredentialsError } from '../../library/errors.js';
+import { CredentialsError } from '../../core/errors.js';
 import { renderKubeconfig } from '../../library/kubeconfig.js';
 import { PROVIDER_FILE_OPTION, withProviderFileOption } from '../../library/provider-file-option.js';
 import { resolveClusterAccess } from '../../library/resolve.js';

@@ -15,7 +15,7 @@ import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { Argv } from 'yargs';
 import { parse, stringify } from 'yaml';
-import { CredentialsError } from '../../library/errors.js';
+import { CredentialsError } from '../../core/errors.js';
 import { buildTenant } from '../../providers/tenant-cert/documents.js';
 import { encodeBase64, parsePrivateKeyPem, publicKeyPem, signBytes } from '../../providers/tenant-cert/keys.js';
 import { buildCsr } from '../../providers/tenant-cert/csr.js';

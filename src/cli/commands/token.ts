@@ -7,13 +7,13 @@ import { resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Argv } from 'yargs';
 import { loadAccessConfig } from '../../library/access-config.js';
-import { CredentialsError } from '../../library/errors.js';
+import { CredentialsError } from '../../core/errors.js';
 import { runExecPlugin } from '../../library/exec/runner.js';
 import { PROVIDER_FILE_OPTION, withProviderFileOption } from '../../library/provider-file-option.js';
 import { loadInClusterAccess, loadKubeconfigAccess, type KubeAccess } from '../../kube/kubeconfig.js';
 import { createKubeTransport } from '../../kube/transport.js';
 import type { KubeCredential } from '../../kube/types.js';
-import { syncTokensOnce } from '../../providers/token-request/sync.js';
+import { syncTokensOnce } from '../token-sync.js';
 import { parseDuration } from '../duration.js';
 import type { CommandArgs, CommandContext } from '../command.js';
 

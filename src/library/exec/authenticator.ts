@@ -7,7 +7,7 @@
 import type { ExecCluster, ExecConfig } from '../types.js';
 import type { ExecCredential } from './output.js';
 import { runExecPlugin, type ExecRunOptions } from './runner.js';
-import { canonicalJson } from '../canonical-json.js';
+import { canonicalJson } from '../../core/canonical-json.js';
 
 /** Default: refresh this long before `expirationTimestamp` (capped at half the credential's lifetime). */
 export const DEFAULT_REFRESH_MARGIN_MS = 60_000;

@@ -1,4 +1,4 @@
-import { CredentialsError } from '../errors.js';
+import { CredentialsError } from '../../core/errors.js';
 
 /**
  * Codes raised by the exec credential implementation. Match on `error.code`.

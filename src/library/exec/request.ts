@@ -5,6 +5,8 @@
  * @see https://github.com/kubernetes/enhancements/tree/master/keps/sig-auth/541-external-credential-providers
  */
 import type { ExecApiVersion, ExecCluster, ExecConfig } from '../types.js';
+import { EXEC_API_VERSIONS } from '../../core/exec-credential.js';
+import type { Env } from '../../core/io.js';
 import { execError } from './errors.js';
 
 /** The environment variable counting how deeply exec plugins are nested (the recursion guard). */
@@ -12,9 +14,8 @@ export const EXEC_DEPTH_ENV = 'CLUSTERPROFILE_EXEC_DEPTH';
 /** Default limit of nested exec plugins: a plugin may run a client that execs another plugin, once or twice. */
 export const DEFAULT_MAX_EXEC_DEPTH = 3;
 
-const API_VERSIONS: readonly string[] = ['client.authentication.k8s.io/v1', 'client.authentication.k8s.io/v1beta1'];
+const API_VERSIONS: readonly string[] = EXEC_API_VERSIONS;
 
-export type Env = Readonly<Record<string, string | undefined>>;
 
 export interface ExecRequestOptions {
   /** The parent environment the plugin inherits. Production default: `process.env` (read by the caller, not here). */

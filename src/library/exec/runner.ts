@@ -7,7 +7,8 @@ import { spawn } from 'node:child_process';
 import type { ExecCluster, ExecConfig } from '../types.js';
 import { execError, type ExecError } from './errors.js';
 import { parseExecCredential, type ExecCredential } from './output.js';
-import { buildExecRequest, type Env, type ExecRequest } from './request.js';
+import type { Env } from '../../core/io.js';
+import { buildExecRequest, type ExecRequest } from './request.js';
 
 /** Default time a plugin may run before it is killed (client-go has none: kubernetes#108849). */
 export const DEFAULT_EXEC_TIMEOUT_MS = 60_000;

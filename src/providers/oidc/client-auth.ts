@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { importPKCS8, SignJWT } from 'jose';
-import { CredentialsError } from '../../library/errors.js';
+import { CredentialsError } from '../../core/errors.js';
 import type { OidcErrorCode } from './errors.js';
 import type { ClientAuthentication } from './protocol.js';
 import type { ClientAuthMethod } from './settings.js';

@@ -4,7 +4,7 @@
  * node's errors (`UND_ERR_*`, `ECONNREFUSED`, TLS codes) into `ERR_OIDC_ISSUER_UNREACHABLE` in one place.
  */
 import { Agent, EnvHttpProxyAgent, request, type Dispatcher } from 'undici';
-import { CredentialsError } from '../../library/errors.js';
+import { CredentialsError } from '../../core/errors.js';
 import type { OidcErrorCode } from './errors.js';
 import type { HttpRequest, HttpResponse } from './protocol.js';
 

@@ -6,8 +6,8 @@
  * Side effects come in through {@link IssueDeps} (network, clock, sleep, browser) so tests can run every path.
  */
 import { randomBytes, createHash } from 'node:crypto';
-import { CredentialsError, isCredentialsError } from '../../library/errors.js';
-import type { ExecCredentialStatus } from '../../library/types.js';
+import { CredentialsError, isCredentialsError } from '../../core/errors.js';
+import type { ExecCredentialStatus } from '../../core/exec-credential.js';
 import type { IssueContext, IssuedCredential } from '../../plugin/provider.js';
 import { clientAuthentication, loadClientCredential, readCredentialFile, type ClientCredential } from './client-auth.js';
 import type { OidcErrorCode } from './errors.js';

@@ -5,7 +5,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { CredentialsError } from '../../library/errors.js';
+import { CredentialsError } from '../../core/errors.js';
 import type { OidcErrorCode } from './errors.js';
 
 export interface LoopbackListener {

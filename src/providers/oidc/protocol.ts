@@ -8,7 +8,7 @@
  * redirect); RFC 8707 (resource indicators).
  */
 import { timingSafeEqual } from 'node:crypto';
-import { CredentialsError } from '../../library/errors.js';
+import { CredentialsError } from '../../core/errors.js';
 import type { OidcErrorCode } from './errors.js';
 
 export interface HttpRequest {

@@ -7,8 +7,8 @@
  * - Controller-side, from flags: `--grant`, `--client-secret-file`, `--client-auth`, `--private-key-file`,
  *   `--subject-token-file`, … (see {@link oidcFlags}).
  */
-import { CredentialsError, withoutUserinfo } from '../../library/errors.js';
-import type { Env } from '../../plugin/io.js';
+import { CredentialsError, withoutUserinfo } from '../../core/errors.js';
+import type { Env } from '../../core/io.js';
 import type { ExecCredentialInput, FlagValues } from '../../plugin/provider.js';
 import type { OidcErrorCode } from './errors.js';
 

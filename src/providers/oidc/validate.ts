@@ -5,7 +5,7 @@
  * module chooses what to require and translates jose's errors into `ERR_OIDC_TOKEN_INVALID`.
  */
 import { createLocalJWKSet, errors as joseErrors, jwtVerify, type JSONWebKeySet, type JWTPayload } from 'jose';
-import { CredentialsError } from '../../library/errors.js';
+import { CredentialsError } from '../../core/errors.js';
 import type { OidcErrorCode } from './errors.js';
 
 export interface TokenExpectations {

@@ -6,7 +6,7 @@
  * Loaded on a cache miss only (undici is heavy).
  */
 import { Agent, request, type Dispatcher } from 'undici';
-import { CredentialsError } from '../../library/errors.js';
+import { CredentialsError } from '../../core/errors.js';
 
 export type IssuerTransportErrorCode =
   | 'ERR_TENANT_CERT_ISSUER_UNREACHABLE'

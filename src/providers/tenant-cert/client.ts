@@ -18,7 +18,7 @@
  * ```
  */
 import type { Dispatcher } from 'undici';
-import { CredentialsError } from '../../library/errors.js';
+import { CredentialsError } from '../../core/errors.js';
 import {
   buildNonceRequest,
   buildTenantRequest,

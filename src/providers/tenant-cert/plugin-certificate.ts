@@ -3,7 +3,7 @@
  * when the client must come back for a new one. Pure: the clock and the measured clock offset are parameters.
  */
 import { createPublicKey, type KeyObject, X509Certificate } from 'node:crypto';
-import { CredentialsError } from '../../library/errors.js';
+import { CredentialsError } from '../../core/errors.js';
 
 export type TenantCertCertificateErrorCode = 'ERR_TENANT_CERT_BAD_CERTIFICATE' | 'ERR_TENANT_CERT_CLOCK_SKEW';
 

@@ -10,8 +10,8 @@ import { X509Certificate } from 'node:crypto';
 import { chmod, mkdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseDocument } from 'yaml';
-import { writeFileAtomic } from '../../library/atomic-file.js';
-import { CredentialsError } from '../../library/errors.js';
+import { writeFileAtomic } from '../../core/atomic-file.js';
+import { CredentialsError } from '../../core/errors.js';
 import { readIdentity, type ReceivedIdentity } from './documents.js';
 import { CLUSTER_ID_PATTERN, identityFile } from './plugin-settings.js';
 

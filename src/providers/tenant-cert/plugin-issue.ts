@@ -9,7 +9,7 @@
  *    not expired, clock skew) and served with `expirationTimestamp` at 2/3 of its own lifetime.
  */
 import { X509Certificate } from 'node:crypto';
-import { CredentialsError } from '../../library/errors.js';
+import { CredentialsError } from '../../core/errors.js';
 import type { IssueContext, IssuedCredential } from '../../plugin/provider.js';
 import { issuerHandshake } from './client.js';
 import { buildTenant } from './documents.js';
@@ -18,7 +18,7 @@ import { signNonceRequest } from './message.js';
 import { checkCertificate, type CheckedCertificate } from './plugin-certificate.js';
 import { identityFile, parseCertificateBundle } from './plugin-settings.js';
 import { existsSync } from 'node:fs';
-import type { TenantCertPluginSettings, TenantCertState } from './plugin.js';
+import type { TenantCertPluginSettings, TenantCertState } from './plugin-settings.js';
 import type { Dispatcher } from 'undici';
 
 export type TenantCertIssueErrorCode = 'ERR_TENANT_CERT_NO_ISSUER' | 'ERR_TENANT_CERT_SUBJECT' | 'ERR_TENANT_CERT_CONFIG';

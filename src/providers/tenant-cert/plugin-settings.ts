@@ -13,9 +13,9 @@
  */
 import { readFileSync, statSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
-import { CredentialsError } from '../../library/errors.js';
-import type { Env } from '../../plugin/io.js';
-import { sha256Hex } from '../../plugin/sha256.js';
+import { CredentialsError } from '../../core/errors.js';
+import type { Env } from '../../core/io.js';
+import { sha256Hex } from '../../core/sha256.js';
 
 export type TenantCertSettingsErrorCode = 'ERR_TENANT_CERT_CONFIG' | 'ERR_TENANT_CERT_KEY_FILE' | 'ERR_TENANT_CERT_FLAG';
 
@@ -259,4 +259,16 @@ export function tenantCertSettings(flags: TenantCertFlags, config: unknown, env:
     ...key,
     identityDir: defaultIdentityDir(env, flags['identity-dir'], cwd),
   };
+}
+
+export interface TenantCertPluginSettings extends TenantCertSettings {
+  /** Overall handshake deadline (ms). */
+  timeoutMs: number;
+}
+
+/** What the cache entry keeps besides the status. */
+export interface TenantCertState {
+  source: 'issuer' | 'imported';
+  serialNumber: string;
+  notAfter: string;
 }

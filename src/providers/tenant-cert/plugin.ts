@@ -16,8 +16,10 @@
  * with the cluster's `client.authentication.k8s.io/exec` extension holding `{issuerURL, issuerCA, providerClusterID}`.
  */
 import type { CredentialProvider } from '../../plugin/provider.js';
-import { CredentialsError } from '../../library/errors.js';
-import { tenantCertSettings, type TenantCertSettings } from './plugin-settings.js';
+import { CredentialsError } from '../../core/errors.js';
+import { tenantCertSettings, type TenantCertPluginSettings, type TenantCertState } from './plugin-settings.js';
+
+export type { TenantCertPluginSettings, TenantCertState };
 
 export const tenantCertFlags = {
   'cluster-id': {
@@ -46,17 +48,6 @@ export const tenantCertFlags = {
 
 export type TenantCertFlagSpecs = typeof tenantCertFlags;
 
-export interface TenantCertPluginSettings extends TenantCertSettings {
-  /** Overall handshake deadline (ms). */
-  timeoutMs: number;
-}
-
-/** What the cache entry keeps besides the status. */
-export interface TenantCertState {
-  source: 'issuer' | 'imported';
-  serialNumber: string;
-  notAfter: string;
-}
 
 export type TenantCertFlagErrorCode = 'ERR_TENANT_CERT_FLAG';
 

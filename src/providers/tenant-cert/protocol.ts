@@ -14,7 +14,7 @@
  *
  * @see ../../../README.md ("The tenant-cert issuer")
  */
-import { CredentialsError } from '../../library/errors.js';
+import { CredentialsError } from '../../core/errors.js';
 
 export const API_PATHS = {
   nonces: '/v1/nonces',

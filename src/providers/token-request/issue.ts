@@ -3,15 +3,15 @@
  * import, so a cache hit never parses undici or YAML.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CredentialsError, isCredentialsError } from '../../library/errors.js';
-import type { ExecCluster } from '../../library/types.js';
+import { CredentialsError, isCredentialsError } from '../../core/errors.js';
+import type { ExecCluster } from '../../core/exec-credential.js';
 import { endpointFromCluster } from '../../kube/endpoint.js';
 import { loadInClusterAccess, loadKubeconfigAccess } from '../../kube/kubeconfig.js';
 import { createKubeTransport } from '../../kube/transport.js';
 import type { KubeCredential, KubeRequest, KubeResponse, SendKubeRequest } from '../../kube/types.js';
 import type { IssueContext, IssuedCredential } from '../../plugin/provider.js';
 import { buildTokenRequest, processTokenRequestResponse } from './protocol.js';
-import type { Bootstrap, TokenRequestProviderSettings } from './provider.js';
+import type { Bootstrap, TokenRequestProviderSettings } from './settings.js';
 import { buildSecretRequest, parseSecretReaderSettings, processSecretResponse } from './secret-reader.js';
 
 async function bootstrapCredential(bootstrap: Bootstrap, cluster: ExecCluster, context: IssueContext): Promise<KubeCredential> {

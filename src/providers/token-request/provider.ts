@@ -7,10 +7,11 @@
  * a kubeconfig (`--bootstrap-kubeconfig`) or the in-cluster service account, each needing only `create` on
  * `serviceaccounts/token` for one service account.
  */
-import { CredentialsError } from '../../library/errors.js';
-import type { ExecCluster } from '../../library/types.js';
+import { CredentialsError } from '../../core/errors.js';
 import type { CredentialProvider, FlagValues } from '../../plugin/provider.js';
-import { parseTokenRequestSettings, type TokenRequestSettings } from './settings.js';
+import { parseTokenRequestSettings, type Bootstrap, type TokenRequestProviderSettings } from './settings.js';
+
+export type { Bootstrap, TokenRequestProviderSettings };
 
 export const tokenRequestFlags = {
   mode: { type: 'string', description: 'token-request (default) or secret-reader', placeholder: 'MODE' },
@@ -28,14 +29,6 @@ export const tokenRequestFlags = {
 
 type Flags = typeof tokenRequestFlags;
 
-export type Bootstrap =
-  | { kind: 'kubeconfig'; file: string }
-  | { kind: 'in-cluster' }
-  | { kind: 'tenant-cert'; clusterId: string; keyFile: string };
-
-export type TokenRequestProviderSettings =
-  | { mode: 'token-request'; cluster: ExecCluster; request: TokenRequestSettings; bootstrap: Bootstrap }
-  | { mode: 'secret-reader'; config: unknown; hubKubeconfig: string | undefined; secretNamespace: string | undefined };
 
 export type TokenRequestProviderErrorCode = 'ERR_TOKEN_REQUEST_USAGE';
 

@@ -5,7 +5,8 @@
  *
  * @see https://kubernetes.io/docs/reference/kubernetes-api/authentication-resources/token-request-v1/
  */
-import { CredentialsError } from '../../library/errors.js';
+import { CredentialsError } from '../../core/errors.js';
+import type { ExecCluster } from '../../core/exec-credential.js';
 
 export type TokenRequestSettingsErrorCode = 'ERR_TOKEN_REQUEST_SETTINGS';
 
@@ -175,3 +176,13 @@ export function parseTokenRequestSettings(sources: TokenRequestSettingsSources):
     ...(boundObjectRef === undefined ? {} : { boundObjectRef }),
   };
 }
+
+/** Where the identity that may create TokenRequests comes from. */
+export type Bootstrap =
+  | { kind: 'kubeconfig'; file: string }
+  | { kind: 'in-cluster' }
+  | { kind: 'tenant-cert'; clusterId: string; keyFile: string };
+
+export type TokenRequestProviderSettings =
+  | { mode: 'token-request'; cluster: ExecCluster; request: TokenRequestSettings; bootstrap: Bootstrap }
+  | { mode: 'secret-reader'; config: unknown; hubKubeconfig: string | undefined; secretNamespace: string | undefined };

@@ -5,14 +5,14 @@
  * certificate is shared with a standalone `clusterprofile-tenant-cert` for that cluster and renewed by the same rules.
  */
 import { PassThrough, Readable } from 'node:stream';
-import { CredentialsError } from '../../library/errors.js';
-import type { ExecCluster } from '../../library/types.js';
+import { CredentialsError } from '../../core/errors.js';
+import type { ExecCluster } from '../../core/exec-credential.js';
 import type { KubeCredential } from '../../kube/types.js';
 import { runPlugin } from '../../plugin/run.js';
 import type { IssueContext } from '../../plugin/provider.js';
 import { LOCK_TIMEOUT_MS } from '../tenant-cert/main.js';
 import { tenantCertProvider } from '../tenant-cert/plugin.js';
-import type { Bootstrap } from './provider.js';
+import type { Bootstrap } from './settings.js';
 
 export type TenantCertBootstrapErrorCode = 'ERR_TOKEN_REQUEST_BOOTSTRAP';
 

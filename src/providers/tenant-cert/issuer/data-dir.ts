@@ -15,7 +15,7 @@
 import { X509Certificate, createPrivateKey } from 'node:crypto';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
-import { CredentialsError } from '../../../library/errors.js';
+import { CredentialsError } from '../../../core/errors.js';
 import {
   createCertificateAuthority,
   issueServingCertificate,

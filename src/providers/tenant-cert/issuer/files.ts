@@ -5,8 +5,8 @@
  */
 import { mkdir, open, readFile, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
-import { writeFileAtomic as writeAtomically } from '../../../library/atomic-file.js';
-import { CredentialsError } from '../../../library/errors.js';
+import { writeFileAtomic as writeAtomically } from '../../../core/atomic-file.js';
+import { CredentialsError } from '../../../core/errors.js';
 
 export type IssuerFileErrorCode = 'ERR_ISSUER_DATA_DIR' | 'ERR_ISSUER_DATA_DIR_LOCKED';
 

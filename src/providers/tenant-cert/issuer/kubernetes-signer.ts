@@ -20,10 +20,10 @@ import { loadInClusterAccess, loadKubeconfigAccess } from '../../../kube/kubecon
 import { statusMessage } from '../../../kube/status.js';
 import { createKubeTransport } from '../../../kube/transport.js';
 import type { KubeRequest, KubeResponse, SendKubeRequest } from '../../../kube/types.js';
-import type { Env } from '../../../plugin/io.js';
+import type { Env } from '../../../core/io.js';
 import { csrPem } from '../csr.js';
 import { tenantError } from '../protocol.js';
-import type { IssuerSettings } from './setup.js';
+import type { IssuerSettings } from './settings.js';
 import type { SignRequest, Signer } from './signer.js';
 
 export const SIGNER_NAME = 'kubernetes.io/kube-apiserver-client';

@@ -11,7 +11,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { open, type FileHandle } from 'node:fs/promises';
-import { CredentialsError } from '../../../library/errors.js';
+import { CredentialsError } from '../../../core/errors.js';
 import { readOptional, writeFileAtomic } from './files.js';
 
 export type NonceStoreErrorCode = 'ERR_ISSUER_BUSY';

@@ -5,7 +5,7 @@
 import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { isCredentialsError } from '../../../library/errors.js';
+import { isCredentialsError } from '../../../core/errors.js';
 import { API_PATHS, HTTP_STATUS, MAX_BODY_BYTES, tenantError, type ErrorResponse, type TenantCertErrorCode } from '../protocol.js';
 import type { ServingMaterial } from './data-dir.js';
 import type { Issuer } from './issuer.js';

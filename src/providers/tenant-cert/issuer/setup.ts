@@ -4,15 +4,18 @@
  */
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { CredentialsError } from '../../../library/errors.js';
-import type { Env } from '../../../plugin/io.js';
+import { CredentialsError } from '../../../core/errors.js';
+import type { Env } from '../../../core/io.js';
 import { openDataDir, type DataDir } from './data-dir.js';
 import { embeddedSigner } from './embedded-signer.js';
 import { ensurePrivateDir, lockDataDir, readOptional, writeFileAtomic, type DataDirLock } from './files.js';
 import { Issuer } from './issuer.js';
 import { NonceStore } from './nonces.js';
 import { checkGroups } from './policy.js';
+import type { IssuerSettings } from './settings.js';
 import type { Signer } from './signer.js';
+
+export type { IssuerSettings };
 import { TrustStore, checkClusterId } from './trust.js';
 import { CLUSTER_ID_MAX_LENGTH, CLUSTER_ID_PATTERN } from '../protocol.js';
 
@@ -32,21 +35,6 @@ export function parseListen(text: string): { host: string; port: number } {
   return { host: match[1] ?? (match[2] === '' ? '0.0.0.0' : (match[2] ?? '0.0.0.0')), port };
 }
 
-export interface IssuerSettings {
-  dataDir: string;
-  /** The provider cluster ID; absent: the one recorded in DATA_DIR/issuer.json. */
-  providerClusterID?: string;
-  apiServer?: string;
-  apiServerCaFile?: string;
-  certLifetimeMs: number;
-  nonceTtlMs: number;
-  groups: readonly string[];
-  liqoCompat: boolean;
-  signer: 'embedded' | 'kubernetes';
-  kubeconfig?: string;
-  kubeContext?: string;
-  signerTimeoutMs?: number;
-}
 
 export interface OpenIssuer {
   issuer: Issuer;

@@ -7,7 +7,7 @@ import type { KeyObject } from 'node:crypto';
 import { statSync } from 'node:fs';
 import { readdir, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
-import { CredentialsError } from '../../../library/errors.js';
+import { CredentialsError } from '../../../core/errors.js';
 import { assertDocument } from '../../../schemas/index.js';
 import { parsePublicKey, publicKeyPem } from '../keys.js';
 import { CLUSTER_ID_MAX_LENGTH, CLUSTER_ID_PATTERN } from '../protocol.js';

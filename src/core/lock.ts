@@ -4,8 +4,7 @@
  * a lock whose owner is dead (same host) or that is older than `staleMs` is broken, under a second exclusive
  * `<key>.lock.break` file so two waiters never both break it and then both hold it.
  */
-import { CredentialsError } from '../library/errors.js';
-import { errno } from './cache.js';
+import { CredentialsError, errno } from './errors.js';
 
 // Built-ins come from process.getBuiltinModule, not `import`: an ESM import of a built-in builds its namespace,
 // which runs every lazy getter (fs.promises, streams, WebCrypto...) and loads ~30 more internal modules on each

@@ -3,17 +3,58 @@
  *
  * @see https://kubernetes.io/docs/reference/access-authn-authz/authentication/#input-and-output-formats
  */
-import { CredentialsError, jsonSyntaxProblem } from '../library/errors.js';
-import type { ExecApiVersion, ExecCredentialStatus } from '../library/types.js';
+import { CredentialsError, jsonSyntaxProblem } from './errors.js';
 import type { Env } from './io.js';
-import type { ExecCredentialInput } from './provider.js';
+
+/** The exec credential API versions a client may speak, newest first. */
+export const EXEC_API_VERSIONS = ['client.authentication.k8s.io/v1', 'client.authentication.k8s.io/v1beta1'] as const;
+
+export type ExecApiVersion = 'client.authentication.k8s.io/v1' | 'client.authentication.k8s.io/v1beta1';
+export type InteractiveMode = 'Never' | 'IfAvailable' | 'Always';
+
+/**
+ * The cluster as an exec plugin sees it: exactly the shape of KUBERNETES_EXEC_INFO `spec.cluster`
+ * (client.authentication.k8s.io v1 / v1beta1 `Cluster`). `config` is the raw object of the cluster extension named
+ * `client.authentication.k8s.io/exec`.
+ */
+export interface ExecCluster {
+  server: string;
+  'tls-server-name'?: string;
+  'insecure-skip-tls-verify'?: boolean;
+  /** Base64 of the PEM CA bundle (as in kubeconfig and the ClusterProfile). */
+  'certificate-authority-data'?: string;
+  'proxy-url'?: string;
+  'disable-compression'?: boolean;
+  config?: unknown;
+}
+
+/** The credential an exec plugin returns (ExecCredential `status`). PEM strings are raw PEM, not base64. */
+export interface ExecCredentialStatus {
+  /** RFC 3339. */
+  expirationTimestamp?: string;
+  token?: string;
+  clientCertificateData?: string;
+  clientKeyData?: string;
+}
+
+/** KUBERNETES_EXEC_INFO after validation (v1 and v1beta1 have the same shape). */
+export interface ExecCredentialInput {
+  apiVersion: ExecApiVersion;
+  kind: 'ExecCredential';
+  spec: {
+    /** Whether the plugin may prompt (stdin was handed over). Never prompt when false. */
+    interactive?: boolean;
+    /** Present when the kubeconfig sets `provideClusterInfo: true`; `config` is the provider's per-cluster settings. */
+    cluster?: ExecCluster;
+  };
+}
 
 /** Codes of a bad KUBERNETES_EXEC_INFO (exit 2) and of a provider returning an unusable credential (exit 1). */
 export type ExecCredentialErrorCode = 'ERR_PLUGIN_EXEC_INFO' | 'ERR_PLUGIN_BAD_CREDENTIAL';
 
 // As in the schema: base64 with the line breaks Go and the API server accept.
 const BASE64 = /^[A-Za-z0-9+/\r\n]*={0,2}[\r\n]*$/;
-const API_VERSIONS: readonly string[] = ['client.authentication.k8s.io/v1', 'client.authentication.k8s.io/v1beta1'];
+const API_VERSIONS: readonly string[] = EXEC_API_VERSIONS;
 
 /**
  * Reads and validates KUBERNETES_EXEC_INFO. Without the variable (very old clients) the answer is v1beta1 and the

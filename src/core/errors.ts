@@ -61,3 +61,8 @@ export function jsonSyntaxProblem(error: unknown): string {
 export function withoutUserinfo(url: string): string {
   return url.replace(/(^|\/\/)[^/@\s]*@/g, '$1***@');
 }
+
+/** The `code` of a Node system error (`ENOENT`, `EACCES`...), or undefined. */
+export function errno(error: unknown): string | undefined {
+  return (error as { code?: unknown } | null)?.code as string | undefined;
+}

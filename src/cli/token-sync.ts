@@ -8,14 +8,14 @@
  * chosen provider's `client.authentication.k8s.io/exec` extension, with flags as defaults. A Secret is rewritten only
  * once its recorded renewal time (80% of the token's lifetime) has passed.
  */
-import { CredentialsError, formatError } from '../../library/errors.js';
-import { resolveClusterAccess } from '../../library/resolve.js';
-import type { AccessConfig, ClusterProfile } from '../../library/types.js';
-import { endpointFromCluster } from '../../kube/endpoint.js';
-import type { KubeCredential, KubeEndpoint, KubeRequest, SendKubeRequest } from '../../kube/types.js';
-import { statusMessage } from '../../kube/status.js';
-import { buildTokenRequest, processTokenRequestResponse } from './protocol.js';
-import { parseTokenRequestSettings, type TokenRequestSettingsSources } from './settings.js';
+import { CredentialsError, formatError } from '../core/errors.js';
+import { resolveClusterAccess } from '../library/resolve.js';
+import type { AccessConfig, ClusterProfile } from '../library/types.js';
+import { endpointFromCluster } from '../kube/endpoint.js';
+import type { KubeCredential, KubeEndpoint, KubeRequest, SendKubeRequest } from '../kube/types.js';
+import { statusMessage } from '../kube/status.js';
+import { buildTokenRequest, processTokenRequestResponse } from '../providers/token-request/protocol.js';
+import { parseTokenRequestSettings, type TokenRequestSettingsSources } from '../providers/token-request/settings.js';
 
 export type TokenSyncErrorCode = 'ERR_TOKEN_SYNC_HUB';
 

@@ -1,0 +1,118 @@
+/**
+ * The layering of src/ (docs/architecture.md): imports only point down, and no module imports itself back through
+ * a chain of others (static, dynamic and type-only imports all count: a type import still ties two rooms together).
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, normalize, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const src = fileURLToPath(new URL('../../src/', import.meta.url));
+
+/** Lowest first. A module may import from its own layer or any layer below. */
+const LAYERS = ['core', 'schemas', 'kube', 'plugin', 'providers', 'library', 'cli'] as const;
+const LAYER_OF: Record<string, number> = { ...Object.fromEntries(LAYERS.map((name, rank) => [name, rank])), generated: 1 };
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const file = join(dir, entry.name);
+    if (entry.isDirectory()) return sourceFiles(file);
+    return /\.(ts|js)$/.test(entry.name) && !entry.name.endsWith('.d.ts') ? [file] : [];
+  });
+}
+
+/** Comments can quote `import('./x.js')` in TSDoc links; strings cannot hold a `from` of ours. */
+function withoutComments(text: string): string {
+  return text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:'"`])\/\/.*$/gm, '$1');
+}
+
+const IMPORT = /(?:\bfrom\s*|\bimport\s*\(\s*|\bimport\s+)['"](\.{1,2}\/[^'"]+)['"]/g;
+
+function importsOf(file: string, known: Set<string>): string[] {
+  const text = withoutComments(readFileSync(file, 'utf8'));
+  const targets: string[] = [];
+  for (const match of text.matchAll(IMPORT)) {
+    const spec = match[1]!;
+    const base = normalize(join(dirname(file), spec));
+    const candidate = [base.replace(/\.js$/, '.ts'), base].find((name) => known.has(name));
+    if (candidate === undefined) throw new Error(`${relative(src, file)}: cannot resolve ${spec}`);
+    targets.push(candidate);
+  }
+  return targets;
+}
+
+const files = sourceFiles(src);
+const known = new Set(files);
+const graph = new Map(files.map((file) => [file, importsOf(file, known)]));
+const room = (file: string): string => relative(src, file).split('/')[0]!.replace(/\.(ts|js)$/, '');
+
+/** Strongly connected components with more than one member, or a module importing itself (Tarjan). */
+function cycles(): string[][] {
+  let counter = 0;
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const found: string[][] = [];
+  const visit = (node: string): void => {
+    index.set(node, counter);
+    low.set(node, counter);
+    counter += 1;
+    stack.push(node);
+    onStack.add(node);
+    for (const next of graph.get(node) ?? []) {
+      if (!index.has(next)) {
+        visit(next);
+        low.set(node, Math.min(low.get(node)!, low.get(next)!));
+      } else if (onStack.has(next)) {
+        low.set(node, Math.min(low.get(node)!, index.get(next)!));
+      }
+    }
+    if (low.get(node) === index.get(node)) {
+      const component: string[] = [];
+      let member: string;
+      do {
+        member = stack.pop()!;
+        onStack.delete(member);
+        component.push(relative(src, member));
+      } while (member !== node);
+      if (component.length > 1 || graph.get(node)!.includes(node)) found.push(component.sort());
+    }
+  };
+  for (const file of files) if (!index.has(file)) visit(file);
+  return found;
+}
+
+describe('src/ architecture', () => {
+  it('every module is in a known room', () => {
+    const unknown = files.map(room).filter((name) => LAYER_OF[name] === undefined);
+    expect([...new Set(unknown)]).toEqual([]);
+  });
+
+  it('has no import cycles', () => {
+    expect(cycles()).toEqual([]);
+  });
+
+  it('imports only point down the layers (core < schemas < kube < plugin < providers < library < cli)', () => {
+    const upward: string[] = [];
+    for (const [file, targets] of graph) {
+      for (const target of targets) {
+        if (LAYER_OF[room(target)]! > LAYER_OF[room(file)]!) upward.push(`${relative(src, file)} -> ${relative(src, target)}`);
+      }
+    }
+    expect(upward).toEqual([]);
+  });
+
+  it('detects a cycle and an upward import when there is one (the check itself can fail)', () => {
+    const saved = new Map(graph);
+    const a = join(src, 'core', 'errors.ts');
+    const b = join(src, 'core', 'io.ts');
+    try {
+      graph.set(a, [...(graph.get(a) ?? []), b]);
+      graph.set(b, [...(graph.get(b) ?? []), a]);
+      expect(cycles().some((component) => component.includes('core/errors.ts') && component.includes('core/io.ts'))).toBe(true);
+    } finally {
+      for (const [key, value] of saved) graph.set(key, value);
+    }
+  });
+});
