@@ -7,8 +7,15 @@
 // The conversion yields a structural schema (what apiextensions.k8s.io/v1 requires): $refs inlined, a type on every
 // node, nullable instead of a "null" type, const as a one-value enum, base64 strings as format: byte, the object's
 // apiVersion/kind/metadata as plain string/string/object; x-kubernetes-* keys pass through; a pattern standing in for a
-// CEL rule (x-kubernetes-validations on the same node) is left to the rule. Anything a structural
-// schema cannot express (anyOf, not, if, ...) is an error here rather than a surprise on the API server.
+// CEL rule (x-kubernetes-validations on the same node) is left to the rule; `x-crd` holds x-kubernetes-* keys for the
+// CRD only (the validators compiled from the schemas do not enforce them). Anything a structural schema cannot express
+// (anyOf, not, if, ...) is an error here rather than a surprise on the API server.
+//
+// The list types, list-map keys, limits and CEL rules in the schemas follow upstream (sigs.k8s.io/cluster-inventory-api);
+// test/unit/schemas-crd-upstream.test.ts compares the result with upstream, per version:
+//   v1alpha1  release v0.1.0 (same CRD through v0.1.2): config/crd/bases/multicluster.x-k8s.io_clusterprofiles.yaml
+//   v1alpha2  not released; the kubebuilder markers of apis/v1alpha2/clusterprofile_types.go at commit
+//             2c9add11d437cd535d559a6d636800f4aa69a1cc (main, intended for v0.2.0)
 import { readdirSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
@@ -16,7 +23,10 @@ import { stringify } from 'yaml';
 const root = fileURLToPath(new URL('..', import.meta.url));
 export const crdPath = 'schemas/crd/multicluster.x-k8s.io_clusterprofiles.yaml';
 
-/** The version the API server stores (upstream: v1alpha1; v1alpha2 is served alongside). */
+/**
+ * The version the API server stores: v1alpha1, as upstream (v0.1.0 serves only v1alpha1; its v0.2.0 upgrade notes,
+ * docs/api-versions.md on main, keep v1alpha1 the storage version with v1alpha2 served alongside).
+ */
 const storageVersion = 'v1alpha1';
 
 /** Printer columns per version, as upstream's kubebuilder markers declare them. */
@@ -89,6 +99,13 @@ export function toStructural(schema, rootSchema, where = '#', depth = 0) {
     }
     if (copied.has(key) || key.startsWith('x-kubernetes-')) {
       out[key] = structuredClone(value);
+    } else if (key === 'x-crd') {
+      for (const [name, marker] of Object.entries(value)) {
+        if (!name.startsWith('x-kubernetes-') || schema[name] !== undefined) {
+          throw new Error(`${where}: x-crd may only add x-kubernetes-* keys the node does not have, got ${name}`);
+        }
+        out[name] = structuredClone(marker);
+      }
     } else if (key === 'const') {
       out.enum = [value];
     } else if (key === 'contentEncoding') {
