@@ -78,10 +78,14 @@ describe('the ClusterProfile CRD', () => {
     }
   });
 
-  test('follows upstream: v1alpha1 has both provider lists (atomic), v1alpha2 keyed lists and no credentialProviders', () => {
+  test('follows upstream: v1alpha1 has both provider lists (keyed, as since v0.1.0), v1alpha2 keyed lists and no credentialProviders', () => {
     const v1alpha1 = version('v1alpha1').schema.openAPIV3Schema.properties.status.properties;
     expect(Object.keys(v1alpha1)).toEqual(['conditions', 'version', 'properties', 'credentialProviders', 'accessProviders']);
-    expect(v1alpha1.accessProviders['x-kubernetes-list-type']).toBeUndefined();
+    for (const list of ['accessProviders', 'credentialProviders', 'properties']) {
+      expect(v1alpha1[list], list).toMatchObject({ 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['name'] });
+    }
+    expect(v1alpha1.conditions['x-kubernetes-list-map-keys']).toEqual(['type']);
+    expect(v1alpha1.accessProviders.maxItems).toBeUndefined();
     expect(v1alpha1.accessProviders.items.properties.cluster.properties['certificate-authority-data']).toMatchObject({
       type: 'string',
       format: 'byte',
@@ -142,6 +146,16 @@ describe('the ClusterProfile CRD', () => {
       const { metadata: _metadata, ...rest } = profile;
       check(rest, version(name).schema.openAPIV3Schema, '$');
     }
+  });
+
+  test('x-crd adds its x-kubernetes-* keys to the CRD node only; anything else there is refused', () => {
+    const schema = { type: 'array', items: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } }, 'x-crd': { 'x-kubernetes-list-type': 'set' } };
+    expect(toStructural(schema, schema)).toMatchObject({ type: 'array', 'x-kubernetes-list-type': 'set' });
+    expect(toStructural(schema, schema)['x-crd']).toBeUndefined();
+    const other = { type: 'array', 'x-crd': { maxItems: 3 } };
+    expect(() => toStructural(other, other)).toThrow('#: x-crd may only add x-kubernetes-* keys the node does not have, got maxItems');
+    const clash = { type: 'array', 'x-kubernetes-list-type': 'atomic', 'x-crd': { 'x-kubernetes-list-type': 'set' } };
+    expect(() => toStructural(clash, clash)).toThrow('got x-kubernetes-list-type');
   });
 
   test('the generator refuses what a structural schema cannot express, naming where', () => {
