@@ -80,8 +80,8 @@ export function parseDocument(text: string, options: ParseDocumentOptions): unkn
     });
   };
   const maxBytes = options.maxBytes ?? DEFAULT_MAX_BYTES;
-  // A UTF-8 byte is at most one UTF-16 unit: only a long text needs counting.
-  if (text.length > maxBytes && Buffer.byteLength(text, 'utf8') > maxBytes) {
+  // A UTF-16 unit is at most 3 UTF-8 bytes: a short text needs no counting.
+  if (text.length * 3 > maxBytes && Buffer.byteLength(text, 'utf8') > maxBytes) {
     fail(`larger than ${maxBytes} bytes`, undefined);
   }
   if (format === 'json' || (format === 'auto' && /^\s*[[{]/.test(text))) {

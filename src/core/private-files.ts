@@ -84,7 +84,8 @@ export function checkPrivateDirectory(dir: string, options: { create?: boolean }
     try {
       mkdirSync(dir, { recursive: true, mode: 0o700 });
     } catch (cause) {
-      return { kind: 'io', operation: 'create', cause };
+      // EEXIST: something that is not a directory is in the way; reported below.
+      if (errno(cause) !== 'EEXIST') return { kind: 'io', operation: 'create', cause };
     }
   }
   let stats;
