@@ -121,27 +121,26 @@ function parseJson(text: string): Parsed {
  */
 function firstDuplicateKey(text: string): number | undefined {
   const scopes: (Set<string> | undefined)[] = []; // a Set per open object, undefined per open array
-  const special = /["{}[\]]/g;
-  for (let match = special.exec(text); match !== null; match = special.exec(text)) {
-    const at = match.index;
-    const char = text[at];
-    if (char === '"') {
+  let keys: Set<string> | undefined;
+  for (let at = 0; at < text.length; at += 1) {
+    const char = text.charCodeAt(at);
+    if (char === 0x22 /* " */) {
       let end = text.indexOf('"', at + 1);
       while (isEscaped(text, end)) end = text.indexOf('"', end + 1);
-      special.lastIndex = end + 1;
-      const keys = scopes[scopes.length - 1];
-      if (keys !== undefined && text[skipSpace(text, end + 1)] === ':') {
-        const raw = text.slice(at, end + 1);
-        const key = raw.includes('\\') ? (JSON.parse(raw) as string) : raw.slice(1, -1);
+      if (keys !== undefined && text.charCodeAt(skipSpace(text, end + 1)) === 0x3a /* : */) {
+        const raw = text.slice(at + 1, end);
+        const key = raw.includes('\\') ? (JSON.parse(`"${raw}"`) as string) : raw;
         if (keys.has(key)) return at;
         keys.add(key);
       }
-    } else if (char === '{') {
-      scopes.push(new Set());
-    } else if (char === '[') {
-      scopes.push(undefined);
-    } else {
+      at = end;
+    } else if (char === 0x7b /* { */) {
+      scopes.push((keys = new Set()));
+    } else if (char === 0x5b /* [ */) {
+      scopes.push((keys = undefined));
+    } else if (char === 0x7d /* } */ || char === 0x5d /* ] */) {
       scopes.pop();
+      keys = scopes[scopes.length - 1];
     }
   }
   return undefined;
