@@ -3,9 +3,8 @@
  * current context, or a named one) or the in-cluster service account. Only static credentials are read (client
  * certificate, token, token file); a kubeconfig user with `exec` or `auth-provider` is refused with a clear error.
  */
-import { readFile } from 'node:fs/promises';
 import { dirname, isAbsolute, join } from 'node:path';
-import { parse } from 'yaml';
+import { parseDocument, readDocumentText } from '../core/document.js';
 import { CredentialsError } from '../core/errors.js';
 import type { Env } from '../core/io.js';
 import type { KubeCredential, KubeEndpoint } from './types.js';
@@ -45,7 +44,7 @@ function findNamed(list: unknown, name: string, key: 'cluster' | 'user' | 'conte
 
 async function readMaybe(path: string, file: string, what: string): Promise<string> {
   try {
-    return await readFile(path, 'utf8');
+    return await readDocumentText(path);
   } catch (cause) {
     throw new CredentialsError('ERR_KUBECONFIG_READ', `cannot read ${what} ${path}: ${(cause as Error).message}`, { path: file, cause });
   }
@@ -61,15 +60,7 @@ function decodeData(value: unknown, path: string): string {
 /** Reads `file` and resolves the named context (default: current-context). */
 export async function loadKubeconfigAccess(file: string, options: { context?: string } = {}): Promise<KubeAccess> {
   const text = await readMaybe(file, file, 'kubeconfig');
-  let doc: unknown;
-  try {
-    // prettyErrors off: the pretty message quotes the offending line, and a kubeconfig line can be a token or a key.
-    doc = parse(text, { prettyErrors: false });
-  } catch (cause) {
-    const offset = (cause as { pos?: [number, number] }).pos?.[0];
-    const where = offset === undefined ? '' : ` at line ${text.slice(0, offset).split('\n').length}`;
-    throw new CredentialsError('ERR_KUBECONFIG_INVALID', `kubeconfig ${file} is not YAML: ${(cause as Error).message}${where}`, { path: file, cause });
-  }
+  const doc = parseDocument(text, { source: file, code: 'ERR_KUBECONFIG_INVALID' satisfies KubeconfigErrorCode, format: 'yaml', message: `kubeconfig ${file} is not YAML` });
   const config = record(doc, 'a kubeconfig', `${file}: $`);
   const contextName = options.context ?? config['current-context'];
   if (typeof contextName !== 'string' || contextName === '') {
@@ -137,7 +128,7 @@ export async function loadInClusterAccess(env: Env, options: { root?: string } =
   }
   const read = async (name: string) => {
     try {
-      return await readFile(join(dir, name), 'utf8');
+      return await readDocumentText(join(dir, name));
     } catch (cause) {
       throw new CredentialsError('ERR_IN_CLUSTER_UNAVAILABLE', `cannot read the in-cluster service account ${name}: ${(cause as Error).message}`, { path: join(dir, name), cause });
     }

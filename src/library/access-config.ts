@@ -5,10 +5,9 @@
  *
  * @see https://github.com/kubernetes/enhancements/tree/master/keps/sig-multicluster/5339-clusterprofile-plugin-credentials
  */
-import { readFile } from 'node:fs/promises';
-import { parse as parseYaml } from 'yaml';
 import { assertDocument } from '../schemas/index.js';
-import { CredentialsError, jsonSyntaxProblem } from '../core/errors.js';
+import { CredentialsError } from '../core/errors.js';
+import { parseDocument as readDocument, readDocumentText, readProblem } from '../core/document.js';
 import type { AccessConfig, ExecConfig, ProviderConfig } from './types.js';
 
 /** Codes raised while reading the providers file. */
@@ -20,7 +19,7 @@ export interface AccessConfigFs {
 }
 
 export interface LoadAccessConfigOptions {
-  /** Defaults to `node:fs/promises`. */
+  /** Defaults to the file system (a file of at most 4 MiB). */
   fs?: AccessConfigFs;
 }
 
@@ -39,12 +38,12 @@ export interface LoadAccessConfigOptions {
  * ```
  */
 export async function loadAccessConfig(path: string, options: LoadAccessConfigOptions = {}): Promise<AccessConfig> {
-  const fs = options.fs ?? { readFile };
+  const fs = options.fs ?? { readFile: (file: string) => readDocumentText(file) };
   let text: string;
   try {
     text = await fs.readFile(path, 'utf8');
   } catch (cause) {
-    const reason = (cause as { code?: unknown }).code === 'ENOENT' ? 'no such file' : describe(cause);
+    const reason = readProblem(cause);
     throw new CredentialsError<AccessConfigErrorCode>(
       'ERR_ACCESS_CONFIG_READ',
       `failed to read access config file ${path}: ${reason}`,
@@ -111,22 +110,12 @@ function normalizeExec(exec: Nullable<ExecConfig>): ExecConfig {
 }
 
 function parseDocument(text: string, source: string): Record<string, unknown> {
-  let document: unknown;
-  try {
-    document = JSON.parse(text);
-  } catch (jsonError) {
-    try {
-      document = parseYaml(text, { uniqueKeys: true, prettyErrors: false });
-    } catch {
-      // Report the JSON error: JSON is the documented format, YAML a courtesy.
-      throw new CredentialsError<AccessConfigErrorCode>(
-        'ERR_ACCESS_CONFIG_PARSE',
-        `failed to unmarshal access providers from ${source}: ${jsonSyntaxProblem(jsonError)}`,
-        // No cause: V8's SyntaxError quotes the file.
-        { path: source },
-      );
-    }
-  }
+  // JSON is the documented format, YAML a courtesy: a text that starts like JSON gets the JSON error.
+  const document = readDocument(text, {
+    source,
+    code: 'ERR_ACCESS_CONFIG_PARSE' satisfies AccessConfigErrorCode,
+    message: `failed to unmarshal access providers from ${source}`,
+  });
   if (document === null || document === undefined || typeof document !== 'object' || Array.isArray(document)) {
     throw new CredentialsError<AccessConfigErrorCode>(
       'ERR_ACCESS_CONFIG_PARSE',
@@ -140,8 +129,4 @@ function parseDocument(text: string, source: string): Record<string, unknown> {
 function kindOf(value: unknown): string {
   if (value === null || value === undefined) return 'an empty document';
   return Array.isArray(value) ? 'an array' : `a ${typeof value}`;
-}
-
-function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

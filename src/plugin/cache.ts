@@ -1,6 +1,6 @@
 /**
  * The on-disk credential cache: one 0600 JSON file per identity in a 0700 directory owned by the user. Reads are
- * lock-free (writers replace files atomically); writes happen under the entry's lock (see lock.ts).
+ * lock-free (writers replace files atomically); writes happen under the entry's lock (core/private-files.ts: checks, atomic write, pid lock).
  *
  * Layout: `<dir>/<key>.json` (entry), `<dir>/<key>.lock` (lock), `<dir>/<key>.json.<random>.tmp` (a write in progress).
  */
@@ -11,12 +11,12 @@ import type { Env } from '../core/io.js';
 import type { CachedCredential } from './provider.js';
 import { sha256Hex } from '../core/sha256.js';
 import { canonicalJson } from '../core/canonical-json.js';
+import { checkPrivateDirectory as privateDirectoryProblem, readPrivateFile, removeTemporaryFiles, writeFileAtomicSync, type PrivacyProblem } from '../core/private-files.js';
 
 // Built-ins come from process.getBuiltinModule, not `import`: an ESM import of a built-in builds its namespace,
 // which runs every lazy getter (fs.promises, streams, WebCrypto...) and loads ~30 more internal modules on each
 // plugin start (see README.md, "The plugin runtime", "Start-up").
-const { closeSync, constants, fstatSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, writeSync } =
-  process.getBuiltinModule('node:fs');
+const { readdirSync, unlinkSync } = process.getBuiltinModule('node:fs');
 const { join } = process.getBuiltinModule('node:path');
 
 /** Codes of cache failures (exit 1). */
@@ -61,23 +61,13 @@ export type EntryRead<State> =
  */
 export function readEntry<State>(dir: string, key: string): EntryRead<State> {
   const file = entryPath(dir, key);
-  let fd: number;
-  try {
-    fd = openSync(file, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0));
-  } catch (error) {
-    if (errno(error) === 'ENOENT') return { kind: 'missing' };
-    if (errno(error) === 'ELOOP') {
-      throw insecure(file, 'is a symbolic link', `remove it: rm '${file}'`);
-    }
-    throw ioError(`cannot read the cache entry ${file}`, file, error);
+  const read = readPrivateFile(file, { followSymlinks: false });
+  if ('problem' in read) {
+    if (read.problem.kind === 'missing') return { kind: 'missing' };
+    if (read.problem.kind === 'io' && errno(read.problem.cause) === 'EFBIG') return { kind: 'corrupted', reason: 'larger than 1 MiB' };
+    throw problemError(read.problem, file, 'file');
   }
-  let text: string;
-  try {
-    assertPrivate(fstatSync(fd), file, 'file');
-    text = readFileSync(fd, 'utf8');
-  } finally {
-    closeSync(fd);
-  }
+  const text = read.text;
   let document: unknown;
   try {
     document = JSON.parse(text);
@@ -110,25 +100,13 @@ export function readEntry<State>(dir: string, key: string): EntryRead<State> {
  */
 export function writeEntry<State>(dir: string, key: string, entry: CachedCredential<State>): void {
   const file = entryPath(dir, key);
-  for (const name of readdirSync(dir)) {
-    if (name.startsWith(`${key}.json.`) && name.endsWith('.tmp')) removeQuietly(join(dir, name));
-  }
-  const temporary = `${file}.${process.getBuiltinModule('node:crypto').randomBytes(6).toString('hex')}.tmp`;
   const body = `${JSON.stringify({ version: ENTRY_VERSION, key, issuedAt: entry.issuedAt, status: entry.status, ...(entry.state === undefined ? {} : { state: entry.state }) })}\n`;
-  let fd: number | undefined;
   try {
-    fd = openSync(temporary, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0), 0o600);
-    writeSync(fd, body);
-    fsyncSync(fd);
-    closeSync(fd);
-    fd = undefined;
-    renameSync(temporary, file);
+    removeTemporaryFiles(file);
+    writeFileAtomicSync(file, body, 0o600);
   } catch (error) {
-    if (fd !== undefined) closeSync(fd);
-    removeQuietly(temporary);
     throw ioError(`cannot write the cache entry ${file}`, file, error);
   }
-  syncDirectory(dir);
 }
 
 /** Removes an entry (a corrupted one, or before `clean`); a missing file is fine. */
@@ -141,30 +119,15 @@ export function removeEntry(dir: string, key: string): void {
  * with no group or other permissions. Throws `ERR_PLUGIN_CACHE_INSECURE` with a fix otherwise.
  */
 export function ensurePrivateDirectory(dir: string): void {
-  try {
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
-  } catch (error) {
-    throw ioError(`cannot create the cache directory ${dir}`, dir, error);
-  }
-  checkPrivateDirectory(dir);
+  const problem = privateDirectoryProblem(dir, { create: true });
+  if (problem !== undefined) throw problemError(problem, dir, 'directory');
 }
 
 /** Checks an existing directory as {@link ensurePrivateDirectory} does; false when it does not exist. */
 export function checkPrivateDirectory(dir: string): boolean {
-  let stats;
-  try {
-    stats = statSync(dir);
-  } catch (error) {
-    if (errno(error) === 'ENOENT') return false;
-    throw ioError(`cannot inspect the cache directory ${dir}`, dir, error);
-  }
-  if (!stats.isDirectory()) {
-    throw new CredentialsError('ERR_PLUGIN_CACHE_IO', `the cache directory ${dir} is not a directory`, {
-      path: dir,
-      hint: 'point --cache-dir at a directory',
-    });
-  }
-  assertPrivate(stats, dir, 'directory');
+  const problem = privateDirectoryProblem(dir);
+  if (problem?.kind === 'missing') return false;
+  if (problem !== undefined) throw problemError(problem, dir, 'directory');
   return true;
 }
 
@@ -207,20 +170,26 @@ export function lockPath(dir: string, key: string): string {
   return join(dir, `${key}.lock`);
 }
 
-function assertPrivate(stats: { mode: number; uid: number }, path: string, what: 'file' | 'directory'): void {
-  // Windows has no POSIX modes (Node reports 0o666/0o777); there the user profile's ACLs protect ~/.kube/cache.
-  if (process.platform === 'win32') return;
-  const uid = process.getuid?.();
-  if (uid !== undefined && stats.uid !== uid) {
-    throw insecure(path, `is owned by uid ${stats.uid}, not by you (uid ${uid})`, `use a cache directory of your own (--cache-dir)`);
-  }
-  if ((stats.mode & 0o077) !== 0) {
-    const mode = (stats.mode & 0o777).toString(8).padStart(3, '0');
-    throw insecure(
-      path,
-      `is accessible by group or others (mode ${mode})`,
-      `chmod ${what === 'directory' ? '700' : '600'} '${path}'`,
-    );
+/** The cache's error for what keeps `path` from being a private cache directory or entry. */
+function problemError(problem: PrivacyProblem, path: string, what: 'file' | 'directory'): CredentialsError<CacheErrorCode> {
+  switch (problem.kind) {
+    case 'owner':
+      return insecure(path, `is owned by uid ${problem.uid}, not by you (uid ${problem.user})`, `use a cache directory of your own (--cache-dir)`);
+    case 'mode':
+      return insecure(path, `is accessible by group or others (mode ${problem.mode.toString(8).padStart(3, '0')})`, `chmod ${what === 'directory' ? '700' : '600'} '${path}'`);
+    case 'symlink':
+      return insecure(path, 'is a symbolic link', `remove it: rm '${path}'`);
+    case 'type':
+      if (what === 'directory') {
+        return new CredentialsError('ERR_PLUGIN_CACHE_IO', `the cache directory ${path} is not a directory`, { path, hint: 'point --cache-dir at a directory' });
+      }
+      return new CredentialsError('ERR_PLUGIN_CACHE_IO', `the cache entry ${path} is not a regular file`, { path, hint: `remove it: rm -r '${path}'` });
+    case 'missing':
+      return new CredentialsError('ERR_PLUGIN_CACHE_IO', `the cache ${what === 'directory' ? 'directory' : 'entry'} ${path} disappeared`, { path });
+    case 'io': {
+      const action = problem.operation === 'create' ? 'cannot create' : problem.operation === 'inspect' ? 'cannot inspect' : 'cannot read';
+      return ioError(`${action} the cache ${what === 'directory' ? 'directory' : 'entry'} ${path}`, path, problem.cause);
+    }
   }
 }
 
@@ -234,18 +203,6 @@ function insecure(path: string, problem: string, fix: string): CredentialsError<
 function ioError(message: string, path: string, cause: unknown): CredentialsError<CacheErrorCode> {
   const detail = cause instanceof Error ? cause.message : String(cause);
   return new CredentialsError('ERR_PLUGIN_CACHE_IO', `${message}: ${detail}`, { path, cause });
-}
-
-function syncDirectory(dir: string): void {
-  let fd: number | undefined;
-  try {
-    fd = openSync(dir, constants.O_RDONLY);
-    fsyncSync(fd);
-  } catch {
-    // Not every file system lets a directory be fsynced; the rename is atomic regardless.
-  } finally {
-    if (fd !== undefined) closeSync(fd);
-  }
 }
 
 function removeQuietly(file: string): void {

@@ -20,7 +20,7 @@ import {
 import { assertUsableStatus, readExecInfo, renderExecCredential } from '../core/exec-credential.js';
 import { assertNoFlagClash, helpText, parseCommand } from './flags.js';
 import { writeStdout, type Env, type ProcessIo, type Run } from '../core/io.js';
-import { acquireLock, isLockHeld, type HeldLock } from '../core/lock.js';
+import { acquireLock, isLockHeld, type HeldLock } from '../core/private-files.js';
 import type { CredentialProvider, ExecCredentialInput, FlagSpecs } from './provider.js';
 
 /** Knobs of the runtime; production defaults, overridden by tests. */

@@ -14,7 +14,7 @@
 import { createPrivateKey } from 'node:crypto';
 import { resolve } from 'node:path';
 import type { Argv } from 'yargs';
-import { writeFileAtomic } from '../../core/atomic-file.js';
+import { writeFileAtomic } from '../../core/private-files.js';
 import { CredentialsError } from '../../core/errors.js';
 import { renderKubeconfig } from '../../library/kubeconfig.js';
 import type { ResolvedClusterAccess } from '../../library/types.js';

@@ -9,12 +9,11 @@
  * kubectl --kubeconfig spoke-1.kubeconfig get nodes
  * ```
  */
-import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { Argv } from 'yargs';
-import { parse as parseYaml } from 'yaml';
 import { loadAccessConfig } from '../../library/access-config.js';
 import { CredentialsError } from '../../core/errors.js';
+import { readDocumentFile } from '../../core/document.js';
 import { renderKubeconfig } from '../../library/kubeconfig.js';
 import { PROVIDER_FILE_OPTION, withProviderFileOption } from '../../library/provider-file-option.js';
 import { resolveClusterAccess } from '../../library/resolve.js';
@@ -72,26 +71,13 @@ export async function run(args: CommandArgs, ctx: CommandContext): Promise<numbe
 }
 
 async function readProfile(file: string): Promise<unknown> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (cause) {
-    const reason = (cause as { code?: unknown }).code === 'ENOENT' ? 'no such file' : (cause as Error).message;
-    throw new CredentialsError<KubeconfigCommandErrorCode>('ERR_PROFILE_READ', `cannot read ClusterProfile file ${file}: ${reason}`, {
-      path: file,
-      cause,
-    });
-  }
-  let document: unknown;
-  try {
-    document = parseYaml(text, { uniqueKeys: true, prettyErrors: false });
-  } catch (cause) {
-    throw new CredentialsError<KubeconfigCommandErrorCode>(
-      'ERR_PROFILE_PARSE',
-      `cannot parse ClusterProfile file ${file}: ${(cause as Error).message.split('\n')[0]}`,
-      { path: file, cause },
-    );
-  }
+  const document = await readDocumentFile(file, {
+    code: 'ERR_PROFILE_PARSE' satisfies KubeconfigCommandErrorCode,
+    readCode: 'ERR_PROFILE_READ' satisfies KubeconfigCommandErrorCode,
+    format: 'yaml',
+    message: `cannot parse ClusterProfile file ${file}`,
+    readMessage: `cannot read ClusterProfile file ${file}`,
+  });
   if (document === null || typeof document !== 'object' || Array.isArray(document)) {
     throw new CredentialsError<KubeconfigCommandErrorCode>(
       'ERR_PROFILE_PARSE',

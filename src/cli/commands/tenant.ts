@@ -14,7 +14,8 @@
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { Argv } from 'yargs';
-import { parse, stringify } from 'yaml';
+import { stringify } from 'yaml';
+import { parseDocument } from '../../core/document.js';
 import { CredentialsError } from '../../core/errors.js';
 import { buildTenant } from '../../providers/tenant-cert/documents.js';
 import { encodeBase64, parsePrivateKeyPem, publicKeyPem, signBytes } from '../../providers/tenant-cert/keys.js';
@@ -62,11 +63,7 @@ async function readDocument(file: string | undefined, ctx: CommandContext): Prom
   const { text, source } = await readInput(file, ctx, (cause, path) =>
     new CredentialsError<TenantCommandErrorCode>('ERR_TENANT_INPUT', `cannot read ${path}: ${(cause as Error).message}`, { path, cause }),
   );
-  try {
-    return parse(text, { prettyErrors: false, maxAliasCount: 0 });
-  } catch (cause) {
-    throw new CredentialsError('ERR_TENANT_INVALID_DOCUMENT', `${source} is not YAML or JSON`, { path: source, cause });
-  }
+  return parseDocument(text, { source, code: 'ERR_TENANT_INVALID_DOCUMENT', message: `${source} is not YAML or JSON` });
 }
 
 export async function run(args: CommandArgs, ctx: CommandContext): Promise<number> {

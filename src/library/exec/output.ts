@@ -6,6 +6,7 @@
  */
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { parse as parseYaml } from 'yaml';
+import { YAML_OPTIONS } from '../../core/document.js';
 import type { ExecApiVersion, ExecCredentialStatus } from '../types.js';
 import { execError } from './errors.js';
 
@@ -50,7 +51,7 @@ function parseDocument(stdout: string): unknown {
     }
   }
   try {
-    return parseYaml(text, { prettyErrors: false });
+    return parseYaml(text, YAML_OPTIONS);
   } catch (error) {
     throw decodeError(`${(error as Error).message.split('\n')[0] ?? 'not JSON or YAML'}`, error);
   }

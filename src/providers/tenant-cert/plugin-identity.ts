@@ -7,10 +7,9 @@
  * Loaded on a cache miss only (YAML parser).
  */
 import { X509Certificate } from 'node:crypto';
-import { chmod, mkdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { parseDocument } from 'yaml';
-import { writeFileAtomic } from '../../core/atomic-file.js';
+import { parseDocument } from '../../core/document.js';
+import { checkPrivateDirectory, readPrivateFile, writeFileAtomic, type PrivacyProblem } from '../../core/private-files.js';
 import { CredentialsError } from '../../core/errors.js';
 import { readIdentity, type ReceivedIdentity } from './documents.js';
 import { CLUSTER_ID_PATTERN, identityFile } from './plugin-settings.js';
@@ -46,11 +45,7 @@ function invalid(message: string, path: string, source: string): CredentialsErro
  * ERR_TENANT_BAD_BASE64, ERR_TENANT_BAD_PEM) with the JSON path of the bad field.
  */
 export function parseIdentity(text: string, source: string): ParsedIdentity {
-  const document = parseDocument(text, { prettyErrors: false });
-  if (document.errors.length > 0) {
-    throw invalid(`not YAML/JSON: ${document.errors[0]?.message ?? 'parse error'}`, '$', source);
-  }
-  const value = document.toJS() as unknown;
+  const value = parseDocument(text, { source, code: 'ERR_TENANT_CERT_IDENTITY_INVALID' satisfies ImportedIdentityErrorCode, message: `${source}: not YAML/JSON` });
   const doc = value as { spec?: { type?: unknown } } | null;
   if (doc?.spec?.type !== undefined && doc.spec.type !== 'ControlPlane') {
     throw invalid(`spec.type is ${JSON.stringify(doc.spec.type)}: only ControlPlane identities carry a client certificate for us`, '$.spec.type', source);
@@ -97,9 +92,11 @@ export function parseIdentity(text: string, source: string): ParsedIdentity {
 export async function storeIdentity(identityDir: string, identity: ParsedIdentity, text: string): Promise<string> {
   const file = identityFile(identityDir, identity.consumerClusterID, identity.providerClusterID);
   const dir = join(identityDir, identity.consumerClusterID);
+  const problem = checkPrivateDirectory(dir, { create: true });
+  if (problem !== undefined) {
+    throw storeError(problem, dir, 'directory');
+  }
   try {
-    await mkdir(dir, { recursive: true, mode: 0o700 });
-    await chmod(dir, 0o700);
     await writeFileAtomic(file, text, 0o600);
   } catch (cause) {
     throw new CredentialsError<ImportedIdentityErrorCode>('ERR_TENANT_CERT_IDENTITY_STORE', `cannot store the Identity: ${(cause as Error).message}`, {
@@ -117,23 +114,14 @@ export async function loadImportedIdentity(
   providerClusterID: string,
 ): Promise<{ file: string; identity: ParsedIdentity } | undefined> {
   const file = identityFile(identityDir, consumerClusterID, providerClusterID);
-  let text: string;
-  try {
-    const info = await stat(file);
-    if ((info.mode & 0o022) !== 0) {
-      throw new CredentialsError<ImportedIdentityErrorCode>('ERR_TENANT_CERT_IDENTITY_STORE', 'the imported Identity is writable by others; refusing to use it', {
-        path: file,
-        hint: `chmod 600 ${file}`,
-      });
-    }
-    text = await readFile(file, 'utf8');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
+  const read = readPrivateFile(file);
+  if ('problem' in read) {
+    if (read.problem.kind === 'missing') {
       return undefined;
     }
-    throw error;
+    throw storeError(read.problem, file, 'file');
   }
-  const identity = parseIdentity(text, file);
+  const identity = parseIdentity(read.text, file);
   if (identity.providerClusterID !== providerClusterID || identity.consumerClusterID !== consumerClusterID) {
     throw new CredentialsError<ImportedIdentityErrorCode>(
       'ERR_TENANT_CERT_IDENTITY_INVALID',
@@ -142,4 +130,27 @@ export async function loadImportedIdentity(
     );
   }
   return { file, identity };
+}
+
+/** The store's error for a directory or Identity file that is not private (or cannot be made or read). */
+function storeError(problem: PrivacyProblem, path: string, what: 'file' | 'directory'): CredentialsError<ImportedIdentityErrorCode> {
+  const subject = what === 'file' ? 'the imported Identity' : `the Identity directory ${path}`;
+  const fail = (message: string, hint?: string, cause?: unknown) =>
+    new CredentialsError<ImportedIdentityErrorCode>('ERR_TENANT_CERT_IDENTITY_STORE', message, {
+      path,
+      ...(hint === undefined ? {} : { hint }),
+      ...(cause === undefined ? {} : { cause }),
+    });
+  switch (problem.kind) {
+    case 'mode':
+      return fail(`${subject} is accessible by others (mode ${problem.mode.toString(8).padStart(4, '0')}); refusing to use it`, `chmod ${what === 'file' ? '600' : '700'} ${path}`);
+    case 'owner':
+      return fail(`${subject} is owned by uid ${problem.uid}, not by you (uid ${problem.user}); refusing to use it`, `use an --identity-dir of your own, or chown ${problem.user} ${path}`);
+    case 'type':
+      return fail(`${subject} is ${problem.found === 'directory' ? 'a directory' : problem.found === 'file' ? 'a file' : 'not a regular file'}`, `remove it and import the Identity again`);
+    case 'io':
+      return fail(`cannot ${problem.operation} ${subject}: ${(problem.cause as Error).message}`, undefined, problem.cause);
+    default:
+      return fail(`cannot use ${subject}: ${problem.kind}`);
+  }
 }

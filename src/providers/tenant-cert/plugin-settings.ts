@@ -11,11 +11,11 @@
  * - Controller-wide, from flags: `--cluster-id` (ours, the consumer's), `--key-file` (PKCS#8 PEM),
  *   `--identity-dir` (where `clusterprofile identity import` stores Identities).
  */
-import { readFileSync, statSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
 import { CredentialsError } from '../../core/errors.js';
 import type { Env } from '../../core/io.js';
 import { sha256Hex } from '../../core/sha256.js';
+import { readPrivateFile, type PrivacyProblem } from '../../core/private-files.js';
 
 export type TenantCertSettingsErrorCode = 'ERR_TENANT_CERT_CONFIG' | 'ERR_TENANT_CERT_KEY_FILE' | 'ERR_TENANT_CERT_FLAG';
 
@@ -185,25 +185,12 @@ function decodeCaField(field: string, value: unknown, file: string): string {
  * PKCS#8 PEM key. Parsing happens on a cache miss only.
  */
 export function readKeyFile(file: string): { keyPem: string; keyDigest: string } {
-  let mode: number;
-  try {
-    mode = statSync(file).mode;
-  } catch (cause) {
-    throw new CredentialsError<TenantCertSettingsErrorCode>('ERR_TENANT_CERT_KEY_FILE', `cannot read the key file: ${(cause as Error).message}`, {
-      path: file,
-      hint: 'make one with: clusterprofile keygen --out FILE',
-      cause,
-    });
+  // Its owner is not checked: a key provisioned for us by another user (a mounted volume) is fine if only we can read it.
+  const read = readPrivateFile(file, { owner: false, maxBytes: 1 << 20 });
+  if ('problem' in read) {
+    throw keyFileError(read.problem, file);
   }
-  if ((mode & 0o077) !== 0) {
-    throw new CredentialsError<TenantCertSettingsErrorCode>(
-      'ERR_TENANT_CERT_KEY_FILE',
-      `the key file is accessible by others (mode ${(mode & 0o777).toString(8).padStart(4, '0')}); refusing to use it`,
-      { path: file, hint: `chmod 600 ${file}` },
-    );
-  }
-  const bytes = readFileSync(file);
-  const keyPem = bytes.toString('utf8');
+  const keyPem = read.text;
   if (!/-----BEGIN PRIVATE KEY-----[\s\S]+-----END PRIVATE KEY-----/.test(keyPem)) {
     throw new CredentialsError<TenantCertSettingsErrorCode>(
       'ERR_TENANT_CERT_KEY_FILE',
@@ -212,6 +199,27 @@ export function readKeyFile(file: string): { keyPem: string; keyDigest: string }
     );
   }
   return { keyPem, keyDigest: sha256Hex(keyPem) };
+}
+
+function keyFileError(problem: PrivacyProblem, file: string): CredentialsError<TenantCertSettingsErrorCode> {
+  if (problem.kind === 'mode') {
+    return new CredentialsError('ERR_TENANT_CERT_KEY_FILE', `the key file is accessible by others (mode ${problem.mode.toString(8).padStart(4, '0')}); refusing to use it`, {
+      path: file,
+      hint: `chmod 600 ${file}`,
+    });
+  }
+  if (problem.kind === 'type') {
+    return new CredentialsError('ERR_TENANT_CERT_KEY_FILE', `the key file ${file} is ${problem.found === 'directory' ? 'a directory' : 'not a regular file'}`, {
+      path: file,
+      hint: 'pass the PKCS#8 PEM file that clusterprofile keygen --out FILE made',
+    });
+  }
+  const reason = problem.kind === 'io' ? (problem.cause as Error).message : problem.kind === 'missing' ? 'no such file' : problem.kind;
+  return new CredentialsError('ERR_TENANT_CERT_KEY_FILE', `cannot read the key file ${file}: ${reason}`, {
+    path: file,
+    hint: 'make one with: clusterprofile keygen --out FILE',
+    ...(problem.kind === 'io' ? { cause: problem.cause } : {}),
+  });
 }
 
 /** Where `clusterprofile identity import` stores the Identity of `provider` for `consumer`. */

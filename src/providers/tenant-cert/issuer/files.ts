@@ -1,11 +1,12 @@
 /**
  * Crash-safe files for the issuer's data dir: a file is replaced whole or not at all (temporary file in the same
  * directory, fsync, rename, fsync of the directory), private files are 0600 and directories 0700, and an exclusive
- * lock file keeps two writers of the same data dir apart.
+ * lock file keeps two writers of the same data dir apart. The rules are the core's (core/private-files.ts); this
+ * module gives their failures the issuer's codes.
  */
-import { mkdir, open, readFile, stat, unlink } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { writeFileAtomic as writeAtomically } from '../../../core/atomic-file.js';
+import { acquireLock, checkPrivateDirectory, writeFileAtomic as writeAtomically } from '../../../core/private-files.js';
 import { CredentialsError } from '../../../core/errors.js';
 
 export type IssuerFileErrorCode = 'ERR_ISSUER_DATA_DIR' | 'ERR_ISSUER_DATA_DIR_LOCKED';
@@ -14,32 +15,28 @@ function dataDirError(message: string, path: string, cause?: unknown): Credentia
   return new CredentialsError('ERR_ISSUER_DATA_DIR', message, { path, ...(cause === undefined ? {} : { cause }) });
 }
 
-/** Creates `dir` (and parents) with mode 0700; refuses an existing one that group or others can access. */
+/** Creates `dir` (and parents) with mode 0700; refuses an existing one that is not the issuer's alone. */
 export async function ensurePrivateDir(dir: string): Promise<void> {
-  try {
-    await mkdir(dir, { recursive: true, mode: 0o700 });
-    const info = await stat(dir);
-    if (!info.isDirectory()) {
+  const problem = checkPrivateDirectory(dir, { create: true });
+  switch (problem?.kind) {
+    case undefined:
+      return;
+    case 'type':
       throw dataDirError(`${dir} is not a directory`, dir);
-    }
-    const uid = process.getuid?.();
-    if (uid !== undefined && info.uid !== uid) {
-      throw new CredentialsError('ERR_ISSUER_DATA_DIR', `${dir} is owned by uid ${info.uid}, not by the issuer's user (uid ${uid})`, {
+    case 'owner':
+      throw new CredentialsError('ERR_ISSUER_DATA_DIR', `${dir} is owned by uid ${problem.uid}, not by the issuer's user (uid ${problem.user})`, {
         path: dir,
-        hint: `whoever owns it can replace trust records and CA keys: chown ${uid} ${dir}, or use a data dir of the issuer's user`,
+        hint: `whoever owns it can replace trust records and CA keys: chown ${problem.user} ${dir}, or use a data dir of the issuer's user`,
       });
-    }
-    if ((info.mode & 0o077) !== 0) {
-      throw new CredentialsError('ERR_ISSUER_DATA_DIR', `${dir} is accessible by other users (mode ${(info.mode & 0o777).toString(8)})`, {
+    case 'mode':
+      throw new CredentialsError('ERR_ISSUER_DATA_DIR', `${dir} is accessible by other users (mode ${problem.mode.toString(8)})`, {
         path: dir,
         hint: `chmod 700 ${dir}`,
       });
-    }
-  } catch (error) {
-    if ((error as { name?: unknown }).name === 'CredentialsError') {
-      throw error;
-    }
-    throw dataDirError(`cannot create ${dir}: ${(error as Error).message}`, dir, error);
+    case 'io':
+      throw dataDirError(`cannot create ${dir}: ${(problem.cause as Error).message}`, dir, problem.cause);
+    default:
+      throw dataDirError(`cannot create ${dir}`, dir);
   }
 }
 
@@ -68,50 +65,35 @@ export interface DataDirLock {
   release(): Promise<void>;
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /**
- * Takes `DIR/issuer.lock` (created exclusively, holding our pid). A lock left by a process that no longer exists is
- * taken over; a live holder → ERR_ISSUER_DATA_DIR_LOCKED.
+ * Takes `DIR/issuer.lock` (the core's pid lock, naming `holder`). A lock left by a process that no longer exists is
+ * taken over; a live holder → ERR_ISSUER_DATA_DIR_LOCKED at once, naming its pid.
  */
 export async function lockDataDir(dir: string, holder: string): Promise<DataDirLock> {
   const file = join(dir, 'issuer.lock');
-  for (let attempt = 0; attempt < 3; attempt++) {
-    try {
-      const handle = await open(file, 'wx', 0o600);
-      await handle.writeFile(`${process.pid} ${holder}\n`);
-      await handle.close();
-      let released = false;
-      return {
-        async release() {
-          if (!released) {
-            released = true;
-            await unlink(file).catch(() => undefined);
-          }
-        },
-      };
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') {
-        throw dataDirError(`cannot lock ${dir}: ${(error as Error).message}`, file, error);
-      }
-      const content = (await readOptional(file)) ?? '';
-      const pid = Number.parseInt(content, 10);
-      if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && alive(pid)) {
-        throw new CredentialsError<IssuerFileErrorCode>('ERR_ISSUER_DATA_DIR_LOCKED', `the data dir ${dir} is in use by process ${pid} (${content.trim().split(' ').slice(1).join(' ')})`, {
+  const lock = await acquireLock(file, {
+    timeoutMs: 0,
+    pollMs: 10,
+    // `issuer serve` holds it for as long as it runs: only a dead holder's lock is stale.
+    staleMs: Number.POSITIVE_INFINITY,
+    now: () => new Date(),
+    holder,
+    busyError: (owner) =>
+      new CredentialsError<IssuerFileErrorCode>(
+        'ERR_ISSUER_DATA_DIR_LOCKED',
+        owner === undefined
+          ? `the data dir ${dir} is in use by another process`
+          : `the data dir ${dir} is in use by process ${owner.pid}${owner.holder === undefined ? '' : ` (${owner.holder})`}`,
+        {
           path: file,
           hint: 'stop that process, or use the running issuer\'s HTTPS API (POST /v1/nonces, POST /v1/tenants)',
-        });
-      }
-      // Stale (holder gone or torn file): remove and retry.
-      await unlink(file).catch(() => undefined);
-    }
-  }
-  throw new CredentialsError<IssuerFileErrorCode>('ERR_ISSUER_DATA_DIR_LOCKED', `cannot lock the data dir ${dir}`, { path: file });
+        },
+      ),
+    ioError: (problem, path, cause) => dataDirError(`cannot lock ${dir}: ${problem}: ${(cause as Error).message}`, path, cause),
+  });
+  return {
+    async release() {
+      lock.release();
+    },
+  };
 }

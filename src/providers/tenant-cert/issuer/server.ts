@@ -5,6 +5,7 @@
 import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { parseDocument } from '../../../core/document.js';
 import { isCredentialsError } from '../../../core/errors.js';
 import { API_PATHS, HTTP_STATUS, MAX_BODY_BYTES, tenantError, type ErrorResponse, type TenantCertErrorCode } from '../protocol.js';
 import type { ServingMaterial } from './data-dir.js';
@@ -108,11 +109,8 @@ async function readJson(request: IncomingMessage): Promise<unknown> {
     }
     chunks.push(chunk);
   }
-  try {
-    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
-  } catch (cause) {
-    throw tenantError('ERR_TENANT_INVALID_DOCUMENT', 'the body is not JSON', { cause });
-  }
+  // `$`: the error's path, which the answer carries (JSON paths into the request only).
+  return parseDocument(Buffer.concat(chunks).toString('utf8'), { source: '$', code: 'ERR_TENANT_INVALID_DOCUMENT', format: 'json', message: 'the body is not JSON', maxBytes: MAX_BODY_BYTES });
 }
 
 const ROUTES: Readonly<Record<string, string>> = {

@@ -4,6 +4,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
+import { parseDocument } from '../../../core/document.js';
 import { CredentialsError } from '../../../core/errors.js';
 import type { Env } from '../../../core/io.js';
 import { openDataDir, type DataDir } from './data-dir.js';
@@ -48,18 +49,11 @@ interface IssuerRecord {
 }
 
 function parseRecord(text: string, file: string): IssuerRecord {
-  let record: unknown;
-  try {
-    record = JSON.parse(text);
-  } catch {
-    record = undefined;
-  }
+  const hint = 'restore it from a backup, or write {"providerClusterID": "<the provider cluster ID>"}';
+  const record = parseDocument(text, { source: file, code: 'ERR_ISSUER_DATA_DIR', format: 'json', message: `${file} does not name a provider cluster ID`, hint });
   const id = (record as { providerClusterID?: unknown } | null | undefined)?.providerClusterID;
   if (typeof id !== 'string' || id.length > CLUSTER_ID_MAX_LENGTH || !CLUSTER_ID_PATTERN.test(id)) {
-    throw new CredentialsError('ERR_ISSUER_DATA_DIR', `${file} does not name a provider cluster ID`, {
-      path: file,
-      hint: 'restore it from a backup, or write {"providerClusterID": "<the provider cluster ID>"}',
-    });
+    throw new CredentialsError('ERR_ISSUER_DATA_DIR', `${file} does not name a provider cluster ID`, { path: file, hint });
   }
   return { providerClusterID: id };
 }

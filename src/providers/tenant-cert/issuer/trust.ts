@@ -7,6 +7,7 @@ import type { KeyObject } from 'node:crypto';
 import { statSync } from 'node:fs';
 import { readdir, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
+import { parseDocument } from '../../../core/document.js';
 import { CredentialsError } from '../../../core/errors.js';
 import { assertDocument } from '../../../schemas/index.js';
 import { parsePublicKey, publicKeyPem } from '../keys.js';
@@ -99,12 +100,7 @@ export class TrustStore {
     if (text === undefined) {
       return undefined;
     }
-    let document: unknown;
-    try {
-      document = JSON.parse(text);
-    } catch (cause) {
-      throw new CredentialsError<TrustErrorCode>('ERR_ISSUER_TRUST_RECORD', `the trust record ${file} is not JSON`, { path: file, cause });
-    }
+    const document = parseDocument(text, { source: file, code: 'ERR_ISSUER_TRUST_RECORD' satisfies TrustErrorCode, format: 'json', message: `the trust record ${file} is not JSON` });
     const record = assertDocument<TrustRecord>('issuer-trust-record', document, { code: 'ERR_ISSUER_TRUST_RECORD', what: `the trust record ${file}` });
     if (record.clusterID !== clusterID) {
       throw new CredentialsError<TrustErrorCode>('ERR_ISSUER_TRUST_RECORD', `the trust record ${file} names ${record.clusterID}`, { path: file });
