@@ -200,7 +200,7 @@ describe('clusterprofile.v1alpha1', () => {
     expect(issues('clusterprofile.v1alpha1', upstreamProfileV1alpha1())).toEqual([]);
   });
 
-  test('the file validator lets two providers share a name (the API server refuses it: upstream v0.1.0 keys accessProviders by name); resolution uses the last, as upstream's map does', () => {
+  test('the file validator lets two providers share a name (the API server refuses it: upstream v0.1.0 keys accessProviders by name); resolution uses the last, as the map upstream builds does', () => {
     const profile = referenceProfile();
     profile.status.accessProviders.push(structuredClone(profile.status.accessProviders[0]));
     expect(issues('clusterprofile.v1alpha1', profile)).toEqual([]);
