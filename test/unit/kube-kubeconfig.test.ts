@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadKubeconfigAccess } from '../../src/kube/kubeconfig.js';
+import { loadKubeAccess } from '../../src/kube/kubeconfig.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'kube-kubeconfig-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -11,14 +11,14 @@ async function failure(text: string): Promise<{ code: string; message: string; h
   const file = join(dir, `config-${Math.random().toString(16).slice(2)}`);
   writeFileSync(file, text, { mode: 0o600 });
   try {
-    await loadKubeconfigAccess(file);
+    await loadKubeAccess({ kubeconfig: file }, { env: {}, cwd: dir });
   } catch (error) {
     return error as { code: string; message: string };
   }
   throw new Error('expected an error');
 }
 
-describe('loadKubeconfigAccess: a broken kubeconfig', () => {
+describe('loadKubeAccess: a broken kubeconfig', () => {
   it('names the line of a YAML syntax error without echoing the file (it holds tokens and keys)', async () => {
     const secret = 'sha256~Zm9vYmFyU0VDUkVUVE9LRU4';
     const error = await failure(`apiVersion: v1\nkind: Config\nusers:\n- name: u\n  user:\n    token: ${secret}: oops\n`);

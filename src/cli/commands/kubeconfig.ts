@@ -9,32 +9,32 @@
  * kubectl --kubeconfig spoke-1.kubeconfig get nodes
  * ```
  */
-import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { Argv } from 'yargs';
-import { parse as parseYaml } from 'yaml';
 import { loadAccessConfig } from '../../library/access-config.js';
 import { CredentialsError } from '../../core/errors.js';
+import { readClusterProfileFile, type ClusterProfileObject } from '../../kube/cluster-profile.js';
 import { renderKubeconfig } from '../../library/kubeconfig.js';
 import { PROVIDER_FILE_OPTION, withProviderFileOption } from '../../library/provider-file-option.js';
 import { resolveClusterAccess } from '../../library/resolve.js';
 import type { ClusterProfile } from '../../library/types.js';
 import type { CommandArgs, CommandContext } from '../command.js';
 
-export type KubeconfigCommandErrorCode = 'ERR_PROFILE_READ' | 'ERR_PROFILE_PARSE';
+/** ERR_PROFILE_READ and the other reading errors come from src/kube/cluster-profile.ts. */
+export type KubeconfigCommandErrorCode = 'ERR_PROFILE_PARSE';
 
 export function builder(parser: Argv): Argv<any> {
   return withProviderFileOption(parser)
     .option('profile', {
       type: 'string',
       requiresArg: true,
-      describe: 'Read the ClusterProfile from this file (YAML or JSON)',
+      describe: 'Read the ClusterProfile from this file (YAML or JSON; a List holding one profile is accepted)',
     })
     .option('namespace', {
       alias: 'n',
       type: 'string',
       requiresArg: true,
-      describe: 'Namespace of the ClusterProfile on the hub (hub access from KUBECONFIG or in-cluster)',
+      describe: 'Namespace of the ClusterProfile on the hub (hub access: KUBECONFIG, else in-cluster, else ~/.kube/config)',
     })
     .option('name', { type: 'string', requiresArg: true, describe: 'Name of the ClusterProfile on the hub' })
     .option('context-name', {
@@ -71,39 +71,22 @@ export async function run(args: CommandArgs, ctx: CommandContext): Promise<numbe
   return 0;
 }
 
-async function readProfile(file: string): Promise<unknown> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (cause) {
-    const reason = (cause as { code?: unknown }).code === 'ENOENT' ? 'no such file' : (cause as Error).message;
-    throw new CredentialsError<KubeconfigCommandErrorCode>('ERR_PROFILE_READ', `cannot read ClusterProfile file ${file}: ${reason}`, {
-      path: file,
-      cause,
-    });
-  }
-  let document: unknown;
-  try {
-    document = parseYaml(text, { uniqueKeys: true, prettyErrors: false });
-  } catch (cause) {
+/** The one ClusterProfile of a file (a single profile, or a List holding exactly one). */
+async function readProfile(file: string): Promise<ClusterProfileObject> {
+  const profiles = await readClusterProfileFile(file);
+  if (profiles.length !== 1) {
+    const names = profiles.map((profile) => `${profile.metadata.namespace ?? ''}/${profile.metadata.name}`.replace(/^\//, ''));
     throw new CredentialsError<KubeconfigCommandErrorCode>(
       'ERR_PROFILE_PARSE',
-      `cannot parse ClusterProfile file ${file}: ${(cause as Error).message.split('\n')[0]}`,
-      { path: file, cause },
+      `ClusterProfile file ${file} holds ${profiles.length === 0 ? 'no ClusterProfile' : `${profiles.length} ClusterProfiles (${names.join(', ')})`}: expected one`,
+      { path: file, hint: 'give a file with one ClusterProfile, or read it from the hub with --namespace and --name' },
     );
   }
-  if (document === null || typeof document !== 'object' || Array.isArray(document)) {
-    throw new CredentialsError<KubeconfigCommandErrorCode>(
-      'ERR_PROFILE_PARSE',
-      `cannot parse ClusterProfile file ${file}: expected one ClusterProfile object`,
-      { path: file },
-    );
-  }
-  return document;
+  return profiles[0]!;
 }
 
-async function fetchProfile(ctx: CommandContext, namespace: string, name: string): Promise<unknown> {
+async function fetchProfile(ctx: CommandContext, namespace: string, name: string): Promise<ClusterProfileObject> {
   const { connectHub } = await import('../hub.js');
-  const hub = await connectHub(ctx.env);
+  const hub = await connectHub(ctx.env, ctx.cwd);
   return hub.getClusterProfile(namespace, name);
 }
