@@ -433,10 +433,10 @@ export async function loadKubeAccess(options: KubeAccessOptions, deps: KubeAcces
   const tried = [
     ...(options.flag === undefined ? [] : [`no ${options.flag}`]),
     'KUBECONFIG is not set',
-    ...(options.context === undefined ? ['not in a pod (KUBERNETES_SERVICE_HOST/PORT unset)'] : []),
+    ...(options.context === undefined ? ['not in a pod (KUBERNETES_SERVICE_HOST/PORT are not set)'] : []),
     homeFile === undefined ? 'HOME is not set' : `${homeFile} does not exist`,
   ];
-  throw new CredentialsError<KubeconfigErrorCode>('ERR_KUBECONFIG_READ', `no ${what}: ${tried.join(', ')}`, {
+  throw new CredentialsError<KubeconfigErrorCode>('ERR_KUBECONFIG_READ', `cannot find ${what}: ${tried.join(', ')}`, {
     path: homeFile ?? 'HOME',
     hint: `${flagHint}set KUBECONFIG, or create ~/.kube/config${options.context === undefined ? '; in a pod, the service account token must be mounted' : ''}`,
   });
