@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { writeSplitKubeconfig } from '../helpers/kubeconfig-split.js';
-import { runBin } from '../helpers/library-cli.js';
+import { BIN, runBin } from '../helpers/library-cli.js';
+import { runNode } from '../helpers/process.js';
 import { buildProfile } from '../helpers/library-fixtures.js';
 import { createTestCa, startHttpsServer, type TestCa, type TestHttpsServer } from '../helpers/tls.js';
 
@@ -193,6 +194,21 @@ describe('clusterprofile kubeconfig (built bin)', () => {
       `ERR_HUB_CONFIG: cannot find the hub's kubeconfig: KUBECONFIG is not set, not in a pod (KUBERNETES_SERVICE_HOST/PORT are not set), ${join(empty, '.kube', 'config')} does not exist`,
     );
     expect(none.stderr).toContain('hint: set KUBECONFIG, or create ~/.kube/config');
+  });
+
+  it('reads the hub without @kubernetes/client-node (an optional peer dependency)', async () => {
+    const hook = `import { registerHooks } from 'node:module';
+      registerHooks({ resolve(specifier, context, next) {
+        if (specifier === '@kubernetes/client-node') throw new Error('client-node was loaded');
+        return next(specifier, context);
+      } });`;
+    const result = await runNode(BIN, ['kubeconfig', '-n', 'fleet', '--name', 'spoke-1', '--clusterprofile-provider-file', providers], {
+      env: { KUBECONFIG: hubKubeconfig },
+      nodeArgs: ['--import', `data:text/javascript,${encodeURIComponent(hook)}`],
+    });
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    expect(parse(result.stdout)['current-context']).toBe('fleet/spoke-1');
   });
 
   it('reports a profile the hub does not have (404 Status) clearly, exit 1, nothing on stdout', async () => {
