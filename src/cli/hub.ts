@@ -13,8 +13,6 @@ import { createKubeTransport } from '../kube/transport.js';
 export type HubErrorCode = 'ERR_HUB_CONFIG' | 'ERR_HUB_REQUEST' | 'ERR_PROFILE_NOT_FOUND';
 
 export interface Hub {
-  /** Where the hub identity came from, for messages. */
-  source: string;
   /** The ClusterProfile, checked against its schema. */
   getClusterProfile(namespace: string, name: string): Promise<ClusterProfileObject>;
 }
@@ -36,7 +34,6 @@ export async function connectHub(env: Env, cwd: string): Promise<Hub> {
     });
   }
   return {
-    source: access.source,
     async getClusterProfile(namespace, name) {
       const transport = createKubeTransport(access.endpoint, access.credential);
       try {
