@@ -8,9 +8,10 @@
  * chosen provider's `client.authentication.k8s.io/exec` extension, with flags as defaults. A Secret is rewritten only
  * once its recorded renewal time (80% of the token's lifetime) has passed.
  */
-import { CredentialsError, formatError } from '../core/errors.js';
+import { CredentialsError, formatError, isCredentialsError } from '../core/errors.js';
 import { resolveClusterAccess } from '../library/resolve.js';
 import type { AccessConfig, ClusterProfile } from '../library/types.js';
+import { listClusterProfiles } from '../kube/cluster-profile.js';
 import { endpointFromCluster } from '../kube/endpoint.js';
 import type { KubeCredential, KubeEndpoint, KubeRequest, SendKubeRequest } from '../kube/types.js';
 import { statusMessage } from '../kube/status.js';
@@ -28,6 +29,8 @@ export const MANAGED_BY = 'clusterprofile-token-sync';
 export interface TokenSyncDependencies {
   /** Requests to the hub API server (ClusterProfiles and Secrets). */
   hub: SendKubeRequest;
+  /** The hub's URL, for messages. */
+  hubServer: string;
   /** The credential the selected exec plugin gives for a member cluster. */
   bootstrap(access: ReturnType<typeof resolveClusterAccess>): Promise<KubeCredential>;
   /** A transport to one member cluster as one identity. */
@@ -57,20 +60,21 @@ function hubError(message: string, path: string): CredentialsError<TokenSyncErro
   return new CredentialsError('ERR_TOKEN_SYNC_HUB', message, { path });
 }
 
-const profilesPath = (namespace: string) => `/apis/multicluster.x-k8s.io/v1alpha1/namespaces/${encodeURIComponent(namespace)}/clusterprofiles`;
 const secretPath = (namespace: string, name?: string) =>
   `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets${name === undefined ? '' : `/${encodeURIComponent(name)}`}`;
 
-async function listProfiles(hub: SendKubeRequest, namespace: string): Promise<ClusterProfile[]> {
-  const response = await hub({ method: 'GET', path: profilesPath(namespace) });
-  if (response.status !== 200) {
-    throw hubError(`cannot list ClusterProfiles in namespace ${namespace}: ${statusMessage(response.body) ?? `HTTP ${response.status}`}`, profilesPath(namespace));
+/** The namespace's ClusterProfiles (src/kube/cluster-profile.ts: v1alpha1, else v1alpha2), by name. */
+async function listProfiles(deps: TokenSyncDependencies, namespace: string): Promise<{ name: string; profile?: ClusterProfile; error?: CredentialsError }[]> {
+  let listed;
+  try {
+    listed = await listClusterProfiles({ send: deps.hub, server: deps.hubServer }, namespace);
+  } catch (error) {
+    if (!isCredentialsError(error) || error.code !== 'ERR_HUB_REQUEST') throw error;
+    throw new CredentialsError<TokenSyncErrorCode>('ERR_TOKEN_SYNC_HUB', error.message, { ...(error.path === undefined ? {} : { path: error.path }), cause: error });
   }
-  const items = (response.body as { items?: unknown }).items;
-  if (!Array.isArray(items)) {
-    throw hubError('the ClusterProfile list has no items', profilesPath(namespace));
-  }
-  return [...(items as ClusterProfile[])].sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
+  return listed
+    .map((item) => (item.profile === undefined ? item : { name: item.name, profile: item.profile as unknown as ClusterProfile }))
+    .sort((a, b) => a.name.localeCompare(b.name));
 }
 
 function renewAtOf(secret: unknown): Date | undefined {
@@ -135,19 +139,20 @@ async function syncOne(profile: ClusterProfile, options: TokenSyncOptions, deps:
  * list itself failing throws.
  */
 export async function syncTokensOnce(options: TokenSyncOptions, deps: TokenSyncDependencies): Promise<ClusterSyncResult[]> {
-  const profiles = (await listProfiles(deps.hub, options.namespace)).filter(
-    (profile) => options.names === undefined || options.names.length === 0 || options.names.includes(profile.metadata.name),
+  const listed = (await listProfiles(deps, options.namespace)).filter(
+    (item) => options.names === undefined || options.names.length === 0 || options.names.includes(item.name),
   );
   const results: ClusterSyncResult[] = [];
-  for (const profile of profiles) {
+  for (const item of listed) {
     try {
-      const result = await syncOne(profile, options, deps);
+      if (item.profile === undefined) throw item.error;
+      const result = await syncOne(item.profile, options, deps);
       deps.log(`${result.cluster}: ${result.outcome === 'fresh' ? 'still fresh' : 'token minted'}, renew at ${result.renewAt}`);
       results.push(result);
     } catch (error) {
       const message = formatError(error);
-      deps.log(`${profile.metadata.name}: failed: ${message}`);
-      results.push({ cluster: profile.metadata.name, outcome: 'failed', error: message });
+      deps.log(`${item.name}: failed: ${message}`);
+      results.push({ cluster: item.name, outcome: 'failed', error: message });
     }
   }
   return results;

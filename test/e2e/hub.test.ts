@@ -11,6 +11,8 @@ import { fileURLToPath } from 'node:url';
 import { AuthenticationV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { loadKubeAccess } from '../../src/kube/kubeconfig.js';
+import { createKubeTransport } from '../../src/kube/transport.js';
 import { buildConfigFromClusterProfile, loadAccessConfig, type ClusterProfile } from '../../src/library/index.js';
 import {
   applyAsAdmin,
@@ -118,6 +120,30 @@ describe('hub: ClusterProfiles on the API server', () => {
     const secrets = await kubectl(kubeconfig, ['get', 'secrets', '-n', 'kube-system']);
     expect(secrets.code).not.toBe(0);
     expect(secrets.stderr).toContain(`User "${USER}" cannot list resource "secrets"`);
+  });
+
+  it('a profile the hub does not have is ERR_PROFILE_NOT_FOUND; the API server names the object in that 404 and names nothing for a version it does not serve (the rule the v1alpha2 fallback relies on)', async () => {
+    const { controlPlane } = e2eContext();
+    const result = await exec(process.execPath, [cli, 'kubeconfig', '--namespace', NAMESPACE, '--name', 'member-9', '--clusterprofile-provider-file', providersFile], {
+      env: { ...process.env, KUBECONFIG: controlPlane.adminKubeconfig },
+    });
+    expect(result.code).toBe(1);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toContain(`ERR_PROFILE_NOT_FOUND: ClusterProfile ${NAMESPACE}/member-9 not found on the hub: clusterprofiles.multicluster.x-k8s.io "member-9" not found`);
+    expect(result.stderr).toContain('hint: check --namespace and --name');
+
+    const access = await loadKubeAccess({ kubeconfig: controlPlane.adminKubeconfig }, { env: {}, cwd: repo });
+    const kube = createKubeTransport(access.endpoint, access.credential);
+    try {
+      const missing = await kube.send({ method: 'GET', path: `/apis/multicluster.x-k8s.io/v1alpha1/namespaces/${NAMESPACE}/clusterprofiles/member-9` });
+      expect(missing.status).toBe(404);
+      expect((missing.body as { details?: { name?: string } }).details?.name).toBe('member-9');
+      const unserved = await kube.send({ method: 'GET', path: `/apis/multicluster.x-k8s.io/v1alpha9/namespaces/${NAMESPACE}/clusterprofiles/member-1` });
+      expect(unserved.status).toBe(404);
+      expect((unserved.body as { details?: { name?: string } }).details?.name ?? '').toBe('');
+    } finally {
+      await kube.close();
+    }
   });
 
   it('a controller-style loop over every ClusterProfile reaches each member cluster with buildConfigFromClusterProfile', async () => {

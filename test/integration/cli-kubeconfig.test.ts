@@ -2,12 +2,14 @@
  * `clusterprofile kubeconfig` as users run it: the built bin as a child process, a profile from a file or from a local
  * HTTPS "hub" that serves ClusterProfiles like the API server, and bad input.
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
-import { runBin } from '../helpers/library-cli.js';
+import { writeSplitKubeconfig } from '../helpers/kubeconfig-split.js';
+import { BIN, runBin } from '../helpers/library-cli.js';
+import { runNode } from '../helpers/process.js';
 import { buildProfile } from '../helpers/library-fixtures.js';
 import { createTestCa, startHttpsServer, type TestCa, type TestHttpsServer } from '../helpers/tls.js';
 
@@ -159,6 +161,54 @@ describe('clusterprofile kubeconfig (built bin)', () => {
     expect(doc['current-context']).toBe('fleet/spoke-1');
     expect(doc.contexts).toEqual([{ name: 'fleet/spoke-1', context: { cluster: 'fleet/spoke-1', user: 'fleet/spoke-1' } }]);
     expect(doc.clusters[0].cluster.server).toBe('https://test-server.com');
+  });
+
+  it('KUBECONFIG=a:b is merged as kubectl merges it: the context from a, the cluster and the user (a tokenFile relative to b) from b', async () => {
+    const split = await writeSplitKubeconfig(join(dir, 'split'), { server: hub.url, caBase64: ca.certBase64, token: HUB_TOKEN });
+    const before = hub.requests.length;
+    const result = await runBin(['kubeconfig', '-n', 'fleet', '--name', 'spoke-1', '--clusterprofile-provider-file', providers], {
+      env: { KUBECONFIG: split.KUBECONFIG },
+    });
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    const served = hub.requests.slice(before);
+    expect(served.map((r) => `${r.method} ${r.url}`)).toEqual([`GET ${PATH_PREFIX}fleet/clusterprofiles/spoke-1`]);
+    expect(served[0]!.bearer).toBe(HUB_TOKEN);
+    expect(parse(result.stdout)['current-context']).toBe('fleet/spoke-1');
+  });
+
+  it('without KUBECONFIG the hub is reached through $HOME/.kube/config; with neither, the error says where it looked', async () => {
+    const home = join(dir, 'home');
+    await mkdir(join(home, '.kube'), { recursive: true });
+    await writeFile(join(home, '.kube', 'config'), await readFile(hubKubeconfig, 'utf8'));
+    const result = await runBin(['kubeconfig', '-n', 'fleet', '--name', 'spoke-1', '--clusterprofile-provider-file', providers], { env: { HOME: home } });
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+
+    const empty = join(dir, 'empty-home');
+    await mkdir(empty, { recursive: true });
+    const none = await runBin(['kubeconfig', '-n', 'fleet', '--name', 'spoke-1', '--clusterprofile-provider-file', providers], { env: { HOME: empty } });
+    expect(none.code).toBe(1);
+    expect(none.stdout).toBe('');
+    expect(none.stderr).toContain(
+      `ERR_HUB_CONFIG: cannot find the hub's kubeconfig: KUBECONFIG is not set, not in a pod (KUBERNETES_SERVICE_HOST/PORT are not set), ${join(empty, '.kube', 'config')} does not exist`,
+    );
+    expect(none.stderr).toContain('hint: set KUBECONFIG, or create ~/.kube/config');
+  });
+
+  it('reads the hub without @kubernetes/client-node (an optional peer dependency)', async () => {
+    const hook = `import { registerHooks } from 'node:module';
+      registerHooks({ resolve(specifier, context, next) {
+        if (specifier === '@kubernetes/client-node') throw new Error('client-node was loaded');
+        return next(specifier, context);
+      } });`;
+    const result = await runNode(BIN, ['kubeconfig', '-n', 'fleet', '--name', 'spoke-1', '--clusterprofile-provider-file', providers], {
+      env: { KUBECONFIG: hubKubeconfig },
+      nodeArgs: ['--import', `data:text/javascript,${encodeURIComponent(hook)}`],
+    });
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    expect(parse(result.stdout)['current-context']).toBe('fleet/spoke-1');
   });
 
   it('reports a profile the hub does not have (404 Status) clearly, exit 1, nothing on stdout', async () => {

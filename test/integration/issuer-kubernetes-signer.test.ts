@@ -10,6 +10,7 @@ import { kubernetesSigner } from '../../src/providers/tenant-cert/issuer/kuberne
 import { issuerFixture, type IssuerFixture } from '../helpers/issuer-fixtures.js';
 import { fakeKubeconfig, startFakeCsrApi, type FakeCsrApi, type FakeCsrApiOptions } from '../helpers/issuer-kube-csr-api.js';
 import { cli, issuerClient, serveIssuer, nonceRequest } from '../helpers/issuer-process.js';
+import { writeSplitKubeconfig } from '../helpers/kubeconfig-split.js';
 
 const TOKEN = 'issuer-token';
 let api: FakeCsrApi | undefined;
@@ -144,6 +145,40 @@ describe('the Kubernetes CSR signer (certificates.k8s.io/v1 against a faithful l
       const broken = await cli(['issuer', 'serve', '--data-dir', dataDir, '--listen', '127.0.0.1:0', '--cluster-id', 'p1', '--signer', 'kubernetes', '--kubeconfig', join(work, 'missing')]);
       expect(broken.code).toBe(1);
       expect(broken.stderr).toMatch(/^ERR_KUBECONFIG_READ/);
+    } finally {
+      rmSync(work, { recursive: true, force: true });
+    }
+  });
+  it('`issuer serve --signer kubernetes` without --kubeconfig takes KUBECONFIG=a:b, merged as kubectl merges it', async () => {
+    api = await startFakeCsrApi({ token: TOKEN });
+    const work = mkdtempSync(join(tmpdir(), 'cpc-issuer-kube-split-'));
+    try {
+      const split = await writeSplitKubeconfig(join(work, 'split'), { server: api.url, caBase64: Buffer.from(api.caPem).toString('base64'), token: TOKEN });
+      const keyFile = join(work, 'c1.key');
+      const made = await cli(['keygen', '--out', keyFile, '--algorithm', 'ecdsa-p256']);
+      writeFileSync(`${keyFile}.pub`, made.stdout);
+      const dataDir = join(work, 'data');
+      expect((await cli(['issuer', 'trust', '--data-dir', dataDir, '--cluster-id', 'c1', '--public-key', `${keyFile}.pub`])).code).toBe(0);
+      const issuer = await serveIssuer(dataDir, 'p1', ['--signer', 'kubernetes', '--cert-lifetime', '1h', '--group', 'tenants'], { KUBECONFIG: split.KUBECONFIG });
+      const client = issuerClient(issuer);
+      try {
+        const nonce = await client.call('POST', '/v1/nonces', nonceRequest(keyFile, 'c1'));
+        const tenant = await buildTenant({
+          privateKey: createPrivateKey(readFileSync(keyFile, 'utf8')),
+          consumerClusterID: 'c1',
+          providerClusterID: 'p1',
+          nonce: nonce.body.nonce,
+          organizations: nonce.body.subject.organizations,
+        });
+        const identity = await client.call('POST', '/v1/tenants', tenant);
+        expect(identity.status).toBe(201);
+        const certificate = new X509Certificate(Buffer.from(identity.body.spec.authParams.signedCRT, 'base64'));
+        expect(certificate.checkIssued(new X509Certificate(api.clusterCaPem))).toBe(true);
+        expect(api.requests[0]).toMatchObject({ method: 'POST', path: '/apis/certificates.k8s.io/v1/certificatesigningrequests' });
+      } finally {
+        await client.close();
+        await issuer.stop();
+      }
     } finally {
       rmSync(work, { recursive: true, force: true });
     }

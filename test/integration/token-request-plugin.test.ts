@@ -2,11 +2,12 @@
  * The clusterprofile-token-request binary as a real child process against a local HTTPS API server that implements
  * TokenRequest and Secrets faithfully (test/helpers/kube-api.ts). Each minted token is proven by using it.
  */
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { startFakeKubeApi, type FakeKubeApi } from '../helpers/kube-api.js';
+import { writeSplitKubeconfig } from '../helpers/kubeconfig-split.js';
 import { runNode } from '../helpers/process.js';
 import { createTestCa, startHttpsServer, type TestCa } from '../helpers/tls.js';
 
@@ -89,6 +90,32 @@ describe('token-request mode', () => {
     expect(renewIn).toBeLessThanOrEqual(0.8 * 3600_000 + 1_000);
     expect(await useToken(credential.status.token)).toBe(200);
     expect(await useToken(credential.status.token, 'other')).toBe(403);
+  });
+
+  test.each([
+    ['--bootstrap kubeconfig', ['--bootstrap', 'kubeconfig']],
+    ['no bootstrap flag (the default)', []],
+  ])('%s without --bootstrap-kubeconfig: the identity comes from KUBECONFIG=a:b, merged as kubectl merges it', async (_name, flags) => {
+    const split = await writeSplitKubeconfig(join(dir, 'split'), { server: 'https://hub.invalid', caBase64: ca.certBase64, token: 'bootstrap-token' });
+    const result = await runPlugin([...flags, ...cacheArgs()], execInfo(goodConfig), { KUBECONFIG: split.KUBECONFIG });
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    expect(api.minted).toHaveLength(1);
+    expect(api.server.requests.map((r) => r.bearer)).toEqual(['bootstrap-token']);
+    expect(await useToken(JSON.parse(result.stdout).status.token)).toBe(200);
+  });
+
+  test('outside a pod with no kubeconfig anywhere, the error says what was tried and what to do', async () => {
+    const home = join(dir, 'home');
+    await mkdir(home);
+    const result = await runPlugin(cacheArgs(), execInfo(goodConfig), { HOME: home });
+    expect(result.code).toBe(1);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toContain(
+      `ERR_KUBECONFIG_READ: cannot find the bootstrap kubeconfig: no --bootstrap-kubeconfig, KUBECONFIG is not set, not in a pod (KUBERNETES_SERVICE_HOST/PORT are not set), ${join(home, '.kube', 'config')} does not exist`,
+    );
+    expect(result.stderr).toContain('hint: pass --bootstrap-kubeconfig FILE, set KUBECONFIG, or create ~/.kube/config');
+    expect(api.server.requests).toHaveLength(0);
   });
 
   test('a second run is served from the cache: no second TokenRequest; v1beta1 answered in v1beta1', async () => {
@@ -217,6 +244,15 @@ describe('secret-reader mode', () => {
     const result = await runPlugin(['--mode', 'secret-reader', ...cacheArgs()], readerInfo({ clusterName: 'spoke-1' }), { KUBECONFIG: hubKubeconfig });
     expect(result.code).toBe(0);
     expect(JSON.parse(result.stdout).status.token).toBe('pushed-token');
+  });
+
+  test('without --hub-kubeconfig the hub comes from KUBECONFIG=a:b, merged as kubectl merges it (namespace from a\'s context)', async () => {
+    const split = await writeSplitKubeconfig(join(dir, 'split'), { server: api.url, caBase64: ca.certBase64, token: 'hub-reader', namespace: 'fleet' });
+    const result = await runPlugin(['--mode', 'secret-reader', ...cacheArgs()], readerInfo({ clusterName: 'spoke-1' }), { KUBECONFIG: split.KUBECONFIG });
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    expect(JSON.parse(result.stdout).status.token).toBe('pushed-token');
+    expect(api.server.requests.map((r) => `${r.bearer} ${r.method} ${r.url}`)).toEqual(['hub-reader GET /api/v1/namespaces/fleet/secrets/spoke-1']);
   });
 
   test.each([

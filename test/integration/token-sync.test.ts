@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { Agent, request } from 'undici';
 import { afterEach, beforeEach, expect, test } from 'vitest';
 import { startFakeKubeApi, type FakeKubeApi } from '../helpers/kube-api.js';
+import { writeSplitKubeconfig } from '../helpers/kubeconfig-split.js';
 import { runNode } from '../helpers/process.js';
 import { createTestCa, type TestCa } from '../helpers/tls.js';
 
@@ -92,6 +93,17 @@ test('one pass fills a Secret per ClusterProfile; the Secret Reader hands the to
   });
   expect(reader.code).toBe(0);
   expect(JSON.parse(reader.stdout).status.token).toBe(tokenA);
+});
+
+test('without --hub-kubeconfig the hub comes from KUBECONFIG=a:b, merged as kubectl merges it (context and namespace from a, cluster and user from b)', async () => {
+  const split = await writeSplitKubeconfig(join(dir, 'split'), { server: api.url, caBase64: ca.certBase64, token: 'hub-sync', namespace: 'fleet' });
+  const result = await run('clusterprofile.mjs', ['token', 'sync', '--clusterprofile-provider-file', join(dir, 'providers.json'), '--token-namespace', 'fleet'], { KUBECONFIG: split.KUBECONFIG });
+  expect(result.stderr).toMatch(/spoke-a: token minted/);
+  expect(result.stderr).toMatch(/spoke-b: token minted/);
+  expect(result.code).toBe(0);
+  expect(Object.keys(api.secrets).sort()).toEqual(['fleet/spoke-a', 'fleet/spoke-b']);
+  const hubCalls = api.server.requests.filter((r) => r.url.startsWith('/apis/multicluster.x-k8s.io/') || r.url.includes('/secrets'));
+  expect(new Set(hubCalls.map((r) => r.bearer))).toEqual(new Set(['hub-sync']));
 });
 
 test('a cluster that fails is reported, the others are still synced, and the exit code is 1', async () => {

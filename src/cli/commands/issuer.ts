@@ -47,7 +47,7 @@ export function builder(parser: Argv): Argv<any> {
     .option('cert-lifetime', { type: 'string', default: '24h', requiresArg: true, describe: 'lifetime of issued certificates (5m..365d)' })
     .option('nonce-ttl', { type: 'string', default: '60s', requiresArg: true, describe: 'how long a nonce may wait for its Tenant (5s..1h)' })
     .option('signer', { type: 'string', choices: ['embedded', 'kubernetes'], default: 'embedded', describe: 'who signs: the data dir\'s client CA, or the Kubernetes CSR API' })
-    .option('kubeconfig', { type: 'string', requiresArg: true, describe: '--signer kubernetes: kubeconfig (default $KUBECONFIG, else in-cluster)' })
+    .option('kubeconfig', { type: 'string', requiresArg: true, describe: '--signer kubernetes: kubeconfig (default: KUBECONFIG, else ~/.kube/config, else in-cluster)' })
     .option('context', { type: 'string', requiresArg: true, describe: '--signer kubernetes: kubeconfig context' })
     .option('signer-timeout', { type: 'string', default: '30s', requiresArg: true, describe: '--signer kubernetes: wait this long for the certificate' })
     .option('group', {

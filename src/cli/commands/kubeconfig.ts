@@ -13,27 +13,28 @@ import { resolve } from 'node:path';
 import type { Argv } from 'yargs';
 import { loadAccessConfig } from '../../library/access-config.js';
 import { CredentialsError } from '../../core/errors.js';
-import { readDocumentFile } from '../../core/document.js';
+import { readClusterProfileFile, type ClusterProfileObject } from '../../kube/cluster-profile.js';
 import { renderKubeconfig } from '../../library/kubeconfig.js';
 import { PROVIDER_FILE_OPTION, withProviderFileOption } from '../../library/provider-file-option.js';
 import { resolveClusterAccess } from '../../library/resolve.js';
 import type { ClusterProfile } from '../../library/types.js';
 import type { CommandArgs, CommandContext } from '../command.js';
 
-export type KubeconfigCommandErrorCode = 'ERR_PROFILE_READ' | 'ERR_PROFILE_PARSE';
+/** ERR_PROFILE_READ and the other reading errors come from src/kube/cluster-profile.ts. */
+export type KubeconfigCommandErrorCode = 'ERR_PROFILE_PARSE';
 
 export function builder(parser: Argv): Argv<any> {
   return withProviderFileOption(parser)
     .option('profile', {
       type: 'string',
       requiresArg: true,
-      describe: 'Read the ClusterProfile from this file (YAML or JSON)',
+      describe: 'Read the ClusterProfile from this file (YAML or JSON; a List holding one profile is accepted)',
     })
     .option('namespace', {
       alias: 'n',
       type: 'string',
       requiresArg: true,
-      describe: 'Namespace of the ClusterProfile on the hub (hub access from KUBECONFIG or in-cluster)',
+      describe: 'Namespace of the ClusterProfile on the hub (hub access: KUBECONFIG, else ~/.kube/config, else in-cluster)',
     })
     .option('name', { type: 'string', requiresArg: true, describe: 'Name of the ClusterProfile on the hub' })
     .option('context-name', {
@@ -70,26 +71,22 @@ export async function run(args: CommandArgs, ctx: CommandContext): Promise<numbe
   return 0;
 }
 
-async function readProfile(file: string): Promise<unknown> {
-  const document = await readDocumentFile(file, {
-    code: 'ERR_PROFILE_PARSE' satisfies KubeconfigCommandErrorCode,
-    readCode: 'ERR_PROFILE_READ' satisfies KubeconfigCommandErrorCode,
-    format: 'yaml',
-    message: `cannot parse ClusterProfile file ${file}`,
-    readMessage: `cannot read ClusterProfile file ${file}`,
-  });
-  if (document === null || typeof document !== 'object' || Array.isArray(document)) {
+/** The one ClusterProfile of a file (a single profile, or a List holding exactly one). */
+async function readProfile(file: string): Promise<ClusterProfileObject> {
+  const profiles = await readClusterProfileFile(file);
+  if (profiles.length !== 1) {
+    const names = profiles.map((profile) => `${profile.metadata.namespace ?? ''}/${profile.metadata.name}`.replace(/^\//, ''));
     throw new CredentialsError<KubeconfigCommandErrorCode>(
       'ERR_PROFILE_PARSE',
-      `cannot parse ClusterProfile file ${file}: expected one ClusterProfile object`,
-      { path: file },
+      `ClusterProfile file ${file} holds ${profiles.length === 0 ? 'no ClusterProfile' : `${profiles.length} ClusterProfiles (${names.join(', ')})`}: expected one`,
+      { path: file, hint: 'give a file with one ClusterProfile, or read it from the hub with --namespace and --name' },
     );
   }
-  return document;
+  return profiles[0]!;
 }
 
-async function fetchProfile(ctx: CommandContext, namespace: string, name: string): Promise<unknown> {
+async function fetchProfile(ctx: CommandContext, namespace: string, name: string): Promise<ClusterProfileObject> {
   const { connectHub } = await import('../hub.js');
-  const hub = await connectHub(ctx.env);
+  const hub = await connectHub(ctx.env, ctx.cwd);
   return hub.getClusterProfile(namespace, name);
 }

@@ -10,7 +10,7 @@ import { loadAccessConfig } from '../../library/access-config.js';
 import { CredentialsError } from '../../core/errors.js';
 import { runExecPlugin } from '../../library/exec/runner.js';
 import { PROVIDER_FILE_OPTION, withProviderFileOption } from '../../library/provider-file-option.js';
-import { loadInClusterAccess, loadKubeconfigAccess, type KubeAccess } from '../../kube/kubeconfig.js';
+import { loadKubeAccess } from '../../kube/kubeconfig.js';
 import { createKubeTransport } from '../../kube/transport.js';
 import type { KubeCredential } from '../../kube/types.js';
 import { syncTokensOnce } from '../token-sync.js';
@@ -24,7 +24,7 @@ export function builder(parser: Argv): Argv<any> {
     .positional('action', { choices: ['sync'] as const, describe: 'sync: mint member tokens into hub Secrets' })
     .option('namespace', { alias: 'n', type: 'string', requiresArg: true, describe: 'Hub namespace of the ClusterProfiles and the token Secrets (default: the hub context\'s or pod\'s namespace)' })
     .option('cluster', { type: 'string', array: true, requiresArg: true, describe: 'Only these ClusterProfiles (repeatable; default all in the namespace)' })
-    .option('hub-kubeconfig', { type: 'string', requiresArg: true, describe: 'kubeconfig of the hub (default: KUBECONFIG, then in-cluster)' })
+    .option('hub-kubeconfig', { type: 'string', requiresArg: true, describe: 'kubeconfig of the hub (default: KUBECONFIG, else ~/.kube/config, else in-cluster)' })
     .option('token-namespace', { type: 'string', requiresArg: true, describe: 'Default namespace of the member service account (spec.cluster.config.namespace wins)' })
     .option('service-account', { type: 'string', requiresArg: true, describe: 'Default member service account (spec.cluster.config.serviceAccount wins)' })
     .option('audience', { type: 'string', array: true, requiresArg: true, describe: 'Default token audiences (spec.cluster.config.audiences wins)' })
@@ -34,15 +34,13 @@ export function builder(parser: Argv): Argv<any> {
     .example('$0 token sync -n fleet --interval 1m', 'keep the Secrets fresh');
 }
 
-async function hubAccess(args: CommandArgs, ctx: CommandContext): Promise<KubeAccess> {
-  const file = typeof args['hub-kubeconfig'] === 'string' ? args['hub-kubeconfig'] : ctx.env['KUBECONFIG']?.split(':')[0];
-  return file === undefined || file === '' ? loadInClusterAccess(ctx.env) : loadKubeconfigAccess(resolve(ctx.cwd, file));
-}
-
 export async function run(args: CommandArgs, ctx: CommandContext): Promise<number> {
   const intervalMs = typeof args.interval === 'string' ? parseDuration(args.interval, { flag: '--interval', min: 1000, max: 86_400_000, code: 'ERR_TOKEN_SYNC_USAGE' }) : undefined;
   const accessConfig = await loadAccessConfig(resolve(ctx.cwd, String(args[PROVIDER_FILE_OPTION])));
-  const access = await hubAccess(args, ctx);
+  const access = await loadKubeAccess(
+    { kubeconfig: args['hub-kubeconfig'] as string | undefined, flag: '--hub-kubeconfig', what: "the hub's kubeconfig" },
+    { env: ctx.env, cwd: ctx.cwd },
+  );
   const namespace = (args.namespace as string | undefined) ?? access.namespace ?? 'default';
   const hub = createKubeTransport(access.endpoint, access.credential);
   const log = (line: string) => ctx.io.stderr.write(`${line}\n`);
@@ -70,6 +68,7 @@ export async function run(args: CommandArgs, ctx: CommandContext): Promise<numbe
   };
   const deps = {
     hub: hub.send,
+    hubServer: access.endpoint.server,
     bootstrap,
     member: (endpoint: Parameters<typeof createKubeTransport>[0], credential: KubeCredential) => createKubeTransport(endpoint, credential),
     now: () => new Date(),

@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { CredentialsError, isCredentialsError } from '../../core/errors.js';
 import type { ExecCluster } from '../../core/exec-credential.js';
 import { endpointFromCluster } from '../../kube/endpoint.js';
-import { loadInClusterAccess, loadKubeconfigAccess } from '../../kube/kubeconfig.js';
+import { loadInClusterAccess, loadKubeAccess, type KubeAccessDeps } from '../../kube/kubeconfig.js';
 import { createKubeTransport } from '../../kube/transport.js';
 import type { KubeCredential, KubeRequest, KubeResponse, SendKubeRequest } from '../../kube/types.js';
 import type { IssueContext, IssuedCredential } from '../../plugin/provider.js';
@@ -14,15 +14,20 @@ import { buildTokenRequest, processTokenRequestResponse } from './protocol.js';
 import type { Bootstrap, TokenRequestProviderSettings } from './settings.js';
 import { buildSecretRequest, parseSecretReaderSettings, processSecretResponse } from './secret-reader.js';
 
-async function bootstrapCredential(bootstrap: Bootstrap, cluster: ExecCluster, context: IssueContext): Promise<KubeCredential> {
+/** Relative file names (flags, KUBECONFIG entries) resolve against the directory the plugin runs in. */
+function kubeDeps(context: IssueContext): KubeAccessDeps {
+  return { env: context.env, cwd: process.cwd() };
+}
+
+async function bootstrapCredential(bootstrap: Bootstrap, cluster: ExecCluster, context: IssueContext): Promise<{ credential: KubeCredential; source: string }> {
   switch (bootstrap.kind) {
     case 'kubeconfig':
-      return (await loadKubeconfigAccess(bootstrap.file)).credential;
+      return loadKubeAccess({ kubeconfig: bootstrap.file, flag: '--bootstrap-kubeconfig', what: 'the bootstrap kubeconfig' }, kubeDeps(context));
     case 'in-cluster':
-      return (await loadInClusterAccess(context.env)).credential;
+      return loadInClusterAccess(kubeDeps(context));
     case 'tenant-cert': {
       const { tenantCertCredential } = await import('./tenant-cert-bootstrap.js');
-      return tenantCertCredential(bootstrap, cluster, context);
+      return { credential: await tenantCertCredential(bootstrap, cluster, context), source: 'the tenant-cert identity' };
     }
   }
 }
@@ -49,7 +54,7 @@ export async function sendWithRetries(send: SendKubeRequest, request: KubeReques
 }
 
 async function readSecret(settings: Extract<TokenRequestProviderSettings, { mode: 'secret-reader' }>, context: IssueContext): Promise<IssuedCredential> {
-  const access = settings.hubKubeconfig === undefined ? await loadInClusterAccess(context.env) : await loadKubeconfigAccess(settings.hubKubeconfig);
+  const access = await loadKubeAccess({ kubeconfig: settings.hubKubeconfig, flag: '--hub-kubeconfig', what: "the hub's kubeconfig" }, kubeDeps(context));
   const reader = parseSecretReaderSettings(settings.config, settings.secretNamespace ?? access.namespace ?? 'default');
   const hub = createKubeTransport(access.endpoint, access.credential);
   try {
@@ -65,10 +70,10 @@ export async function issueToken(settings: TokenRequestProviderSettings, context
   if (settings.mode === 'secret-reader') {
     return readSecret(settings, context);
   }
-  const credential = await bootstrapCredential(settings.bootstrap, settings.cluster, context);
+  const { credential, source } = await bootstrapCredential(settings.bootstrap, settings.cluster, context);
   if (credential.kind === 'none') {
     throw new CredentialsError('ERR_TOKEN_REQUEST_USAGE', 'the bootstrap kubeconfig user has no credential (client certificate or token)', {
-      path: '--bootstrap-kubeconfig',
+      path: source,
     });
   }
   const member = createKubeTransport(endpointFromCluster(settings.cluster), credential);

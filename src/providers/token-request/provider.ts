@@ -4,8 +4,9 @@
  * hub keeps in Secret `<namespace>/<clusterName>` (KEP-4322's reference plugin).
  *
  * The bootstrap identity that may call TokenRequest is never a long-lived admin token: a tenant-cert identity,
- * a kubeconfig (`--bootstrap-kubeconfig`) or the in-cluster service account, each needing only `create` on
- * `serviceaccounts/token` for one service account.
+ * a kubeconfig (`--bootstrap-kubeconfig`, else found as kubectl would: KUBECONFIG, ~/.kube/config, in-cluster — the
+ * default) or only the in-cluster service account, each needing only `create` on `serviceaccounts/token` for one
+ * service account.
  */
 import { CredentialsError } from '../../core/errors.js';
 import type { CredentialProvider, FlagValues } from '../../plugin/provider.js';
@@ -19,11 +20,11 @@ export const tokenRequestFlags = {
   'service-account': { type: 'string', description: 'service account name (default for spec.cluster.config.serviceAccount)', placeholder: 'NAME' },
   audience: { type: 'string', multiple: true, description: 'token audience, repeatable (default for spec.cluster.config.audiences)', placeholder: 'AUD' },
   'expiration-seconds': { type: 'string', description: 'requested lifetime, 600..2^32 (default 3600)', placeholder: 'SECONDS' },
-  bootstrap: { type: 'string', description: 'identity that calls TokenRequest: tenant-cert, kubeconfig or in-cluster', placeholder: 'KIND' },
+  bootstrap: { type: 'string', description: 'identity that calls TokenRequest: kubeconfig (default: KUBECONFIG, else ~/.kube/config, else in-cluster), in-cluster (only) or tenant-cert', placeholder: 'KIND' },
   'bootstrap-kubeconfig': { type: 'string', description: 'kubeconfig whose current user calls TokenRequest (implies --bootstrap kubeconfig)', placeholder: 'FILE' },
   'cluster-id': { type: 'string', description: 'tenant-cert bootstrap: this (consumer) cluster\'s ID', placeholder: 'ID' },
   'key-file': { type: 'string', description: 'tenant-cert bootstrap: the consumer\'s PKCS#8 PEM private key', placeholder: 'FILE' },
-  'hub-kubeconfig': { type: 'string', description: 'secret-reader: kubeconfig of the hub (default: KUBECONFIG, then in-cluster)', placeholder: 'FILE' },
+  'hub-kubeconfig': { type: 'string', description: 'secret-reader: kubeconfig of the hub (default: KUBECONFIG, else ~/.kube/config, else in-cluster)', placeholder: 'FILE' },
   'secret-namespace': { type: 'string', description: 'secret-reader: namespace of the Secrets (default: the hub context\'s or pod\'s namespace, then "default")', placeholder: 'NS' },
 } as const;
 
@@ -37,13 +38,10 @@ function usage(message: string, path: string): CredentialsError<TokenRequestProv
 }
 
 function chooseBootstrap(flags: FlagValues<Flags>): Bootstrap {
-  const kind = flags.bootstrap ?? (flags['bootstrap-kubeconfig'] !== undefined ? 'kubeconfig' : flags['key-file'] !== undefined ? 'tenant-cert' : 'in-cluster');
+  const kind = flags.bootstrap ?? (flags['key-file'] !== undefined && flags['bootstrap-kubeconfig'] === undefined ? 'tenant-cert' : 'kubeconfig');
   switch (kind) {
     case 'kubeconfig':
-      if (flags['bootstrap-kubeconfig'] === undefined) {
-        throw usage('--bootstrap kubeconfig needs --bootstrap-kubeconfig FILE', '--bootstrap-kubeconfig');
-      }
-      return { kind, file: flags['bootstrap-kubeconfig'] };
+      return flags['bootstrap-kubeconfig'] === undefined ? { kind } : { kind, file: flags['bootstrap-kubeconfig'] };
     case 'in-cluster':
       return { kind };
     case 'tenant-cert':
@@ -71,13 +69,13 @@ export const tokenRequestProvider: CredentialProvider<Flags, TokenRequestProvide
   description: 'bound service-account tokens via the TokenRequest API, renewed before they expire (or Secret Reader mode)',
   flags: tokenRequestFlags,
   minRemainingSeconds: 60,
-  settings({ flags, input, env }) {
+  settings({ flags, input }) {
     const mode = flags.mode ?? 'token-request';
     if (mode === 'secret-reader') {
       return {
         mode,
         config: input.spec.cluster?.config,
-        hubKubeconfig: flags['hub-kubeconfig'] ?? (env['KUBECONFIG'] === '' ? undefined : env['KUBECONFIG']?.split(':')[0]),
+        hubKubeconfig: flags['hub-kubeconfig'],
         secretNamespace: flags['secret-namespace'],
       };
     }

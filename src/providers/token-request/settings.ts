@@ -177,12 +177,16 @@ export function parseTokenRequestSettings(sources: TokenRequestSettingsSources):
   };
 }
 
-/** Where the identity that may create TokenRequests comes from. */
+/**
+ * Where the identity that may create TokenRequests comes from. `kubeconfig`: `file` alone when given, else the order
+ * of src/kube/kubeconfig.ts (KUBECONFIG, ~/.kube/config, in-cluster); `in-cluster`: the pod's service account only.
+ */
 export type Bootstrap =
-  | { kind: 'kubeconfig'; file: string }
+  | { kind: 'kubeconfig'; file?: string }
   | { kind: 'in-cluster' }
   | { kind: 'tenant-cert'; clusterId: string; keyFile: string };
 
 export type TokenRequestProviderSettings =
   | { mode: 'token-request'; cluster: ExecCluster; request: TokenRequestSettings; bootstrap: Bootstrap }
+  /** `hubKubeconfig`: `--hub-kubeconfig`; undefined: the order of src/kube/kubeconfig.ts. */
   | { mode: 'secret-reader'; config: unknown; hubKubeconfig: string | undefined; secretNamespace: string | undefined };

@@ -14,9 +14,8 @@
  * signing so rotated service-account tokens and kubeconfig credentials are picked up.
  */
 import { randomBytes } from 'node:crypto';
-import { resolve } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
-import { loadInClusterAccess, loadKubeconfigAccess } from '../../../kube/kubeconfig.js';
+import { loadKubeAccess } from '../../../kube/kubeconfig.js';
 import { statusMessage } from '../../../kube/status.js';
 import { createKubeTransport } from '../../../kube/transport.js';
 import type { KubeRequest, KubeResponse, SendKubeRequest } from '../../../kube/types.js';
@@ -187,16 +186,15 @@ export function kubernetesSigner(options: KubernetesSignerOptions): Signer {
   };
 }
 
-/** The signer from `--kubeconfig`/`--context`, else $KUBECONFIG, else the pod's service account. */
+/**
+ * The signer's identity from `--kubeconfig` (with `--context`), else KUBECONFIG (merged), else the pod's service
+ * account, else ~/.kube/config (src/kube/kubeconfig.ts).
+ */
 export async function kubernetesSignerFromSettings(settings: IssuerSettings, deps: { env: Env; now(): Date; cwd: string }): Promise<Signer> {
   if (settings.certLifetimeMs < MIN_EXPIRATION_SECONDS * 1000) {
     throw tenantError('ERR_ISSUER_SIGNER_FAILED', `the Kubernetes signer issues certificates for at least ${MIN_EXPIRATION_SECONDS}s; raise --cert-lifetime`);
   }
-  const kubeconfig = settings.kubeconfig ?? deps.env['KUBECONFIG']?.split(':')[0];
-  const load = async () =>
-    kubeconfig !== undefined && kubeconfig !== ''
-      ? loadKubeconfigAccess(resolve(deps.cwd, kubeconfig), settings.kubeContext === undefined ? {} : { context: settings.kubeContext })
-      : loadInClusterAccess(deps.env);
+  const load = () => loadKubeAccess({ kubeconfig: settings.kubeconfig, context: settings.kubeContext, flag: '--kubeconfig' }, { env: deps.env, cwd: deps.cwd });
   await load(); // fail at start, not at the first Tenant
   return kubernetesSigner({
     async connect() {
