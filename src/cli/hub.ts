@@ -9,6 +9,9 @@ import type { Env } from '../core/io.js';
 import { getClusterProfile, type ClusterProfileObject } from '../kube/cluster-profile.js';
 import { loadKubeAccess, type KubeAccess } from '../kube/kubeconfig.js';
 import { createKubeTransport } from '../kube/transport.js';
+import type { KubeCredential } from '../kube/types.js';
+import type { ExecConfig } from '../library/types.js';
+import { assertDocument } from '../schemas/index.js';
 
 export type HubErrorCode = 'ERR_HUB_CONFIG' | 'ERR_HUB_REQUEST' | 'ERR_PROFILE_NOT_FOUND';
 
@@ -20,10 +23,12 @@ export interface Hub {
 const KUBECONFIG_CODES = new Set(['ERR_KUBECONFIG_READ', 'ERR_KUBECONFIG_INVALID', 'ERR_IN_CLUSTER_UNAVAILABLE']);
 
 /** The hub identity: KUBECONFIG (merged), else the in-cluster service account, else `$HOME/.kube/config`. */
-export async function connectHub(env: Env, cwd: string): Promise<Hub> {
+export async function connectHub(env: Env, cwd: string, options: { stderr?: NodeJS.WritableStream } = {}): Promise<Hub> {
   let access: KubeAccess;
   try {
-    access = await loadKubeAccess({ what: "the hub's kubeconfig" }, { env, cwd });
+    // A person's hub kubeconfig often authenticates through an exec plugin (EKS, GKE, AKS, OIDC login): run it as
+    // kubectl would, with client-go's exec semantics (src/library/exec).
+    access = await loadKubeAccess({ what: "the hub's kubeconfig", allowExec: true }, { env, cwd });
   } catch (error) {
     if (!isCredentialsError(error) || !KUBECONFIG_CODES.has(error.code)) throw error;
     // The loader's messages name the file and line, never its content (a kubeconfig line can be a token).
@@ -35,7 +40,8 @@ export async function connectHub(env: Env, cwd: string): Promise<Hub> {
   }
   return {
     async getClusterProfile(namespace, name) {
-      const transport = createKubeTransport(access.endpoint, access.credential);
+      const credential = access.exec === undefined ? access.credential : await execCredential(access, env, options.stderr);
+      const transport = createKubeTransport(access.endpoint, credential);
       try {
         return await getClusterProfile({ send: transport.send, server: access.endpoint.server }, namespace, name);
       } finally {
@@ -43,4 +49,25 @@ export async function connectHub(env: Env, cwd: string): Promise<Hub> {
       }
     },
   };
+}
+
+/** Runs the hub user's exec plugin once (a CLI call makes one request) and turns its answer into a credential. */
+async function execCredential(access: KubeAccess, env: Env, stderr: NodeJS.WritableStream | undefined): Promise<KubeCredential> {
+  const exec = assertDocument<ExecConfig>('exec-config', access.exec!.config, { code: 'ERR_HUB_CONFIG', what: `the hub user's exec (${access.exec!.path})` });
+  const { runExecPlugin } = await import('../library/exec/runner.js');
+  const { endpoint } = access;
+  const cluster =
+    exec.provideClusterInfo === true
+      ? {
+          server: endpoint.server,
+          ...(endpoint.caPem === undefined ? {} : { 'certificate-authority-data': Buffer.from(endpoint.caPem).toString('base64') }),
+          ...(endpoint.tlsServerName === undefined ? {} : { 'tls-server-name': endpoint.tlsServerName }),
+          ...(endpoint.insecureSkipTlsVerify === true ? { 'insecure-skip-tls-verify': true } : {}),
+          ...(endpoint.proxyUrl === undefined ? {} : { 'proxy-url': endpoint.proxyUrl }),
+        }
+      : undefined;
+  const result = await runExecPlugin(exec, cluster, { env, ...(stderr === undefined ? {} : { onStderr: (text) => stderr.write(text) }) });
+  return result.clientCertificate !== undefined && result.clientKey !== undefined
+    ? { kind: 'certificate', certificatePem: result.clientCertificate, keyPem: result.clientKey }
+    : { kind: 'token', token: result.token! };
 }

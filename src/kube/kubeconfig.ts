@@ -51,6 +51,8 @@ export interface KubeAccess {
   origin: KubeAccessOrigin;
   /** The context used; undefined in-cluster. */
   context?: string;
+  /** The user's `exec` config as written (only with {@link KubeAccessOptions.allowExec}); the credential is then none. */
+  exec?: { config: Record<string, unknown>; path: string };
 }
 
 /** The side effects the loader uses, passed in. */
@@ -74,6 +76,12 @@ export interface KubeAccessOptions {
   flag?: string;
   /** What the kubeconfig is for, in messages; default `kubeconfig` (e.g. `the hub's kubeconfig`). */
   what?: string;
+  /**
+   * Accept a user with `exec` (a person's kubeconfig for a managed hub: EKS, GKE, AKS, OIDC login plugins): the
+   * access then carries the raw exec config in {@link KubeAccess.exec} and no credential, for a caller above this
+   * layer to run it. Default false: an exec user is refused (a plugin of ours must not start other plugins).
+   */
+  allowExec?: boolean;
 }
 
 /** The files a pod's service account is mounted at. */
@@ -226,9 +234,10 @@ const UNSUPPORTED_USER_KEYS: readonly [string, string][] = [
   ['as-user-extra', 'impersonation (as, as-groups, as-uid, as-user-extra) is not supported here'],
 ];
 
-async function credentialOf(read: Read, user: Entry | undefined): Promise<KubeCredential> {
+async function credentialOf(read: Read, user: Entry | undefined, allowExec: boolean): Promise<KubeCredential> {
   if (user === undefined) return { kind: 'none' };
   for (const [key, message] of UNSUPPORTED_USER_KEYS) {
+    if (key === 'exec' && allowExec) continue;
     const value = user.value[key];
     if (value !== undefined && value !== null && value !== '' && !(Array.isArray(value) && value.length === 0)) {
       throw invalid(message, `${user.file}: ${user.at}.${key} (user ${JSON.stringify(user.name)})`);
@@ -276,10 +285,13 @@ async function accessFromKubeconfig(
   if (userName !== undefined && user === undefined) {
     throw invalid(`${what} ${label} has no user named ${JSON.stringify(userName)} (context ${JSON.stringify(name)})`, `${context.file}: ${context.at}.user`);
   }
-  const [endpoint, credential] = [await endpointOf(read, cluster), await credentialOf(read, user)];
+  const [endpoint, credential] = [await endpointOf(read, cluster), await credentialOf(read, user, options.allowExec === true)];
+  const exec = options.allowExec === true && user !== undefined ? user.value['exec'] : undefined;
+  if (exec !== undefined && exec !== null && !isRecord(exec)) throw invalid('exec must be a mapping', `${user!.file}: ${user!.at}.exec`);
   return {
     endpoint,
-    credential,
+    credential: isRecord(exec) ? { kind: 'none' } : credential,
+    ...(isRecord(exec) ? { exec: { config: exec, path: `${user!.file}: ${user!.at}.exec` } } : {}),
     namespace: optionalString(context, 'namespace'),
     source: `context ${JSON.stringify(name)} of ${label}`,
     origin,

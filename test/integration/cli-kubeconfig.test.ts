@@ -191,9 +191,53 @@ describe('clusterprofile kubeconfig (built bin)', () => {
     expect(none.code).toBe(1);
     expect(none.stdout).toBe('');
     expect(none.stderr).toContain(
-      `ERR_HUB_CONFIG: cannot find the hub's kubeconfig: KUBECONFIG is not set, not in a pod (KUBERNETES_SERVICE_HOST/PORT are not set), ${join(empty, '.kube', 'config')} does not exist`,
+      `ERR_HUB_CONFIG: cannot find the hub's kubeconfig: KUBECONFIG is not set, ${join(empty, '.kube', 'config')} does not exist, not in a pod (KUBERNETES_SERVICE_HOST/PORT are not set)`,
     );
     expect(none.stderr).toContain('hint: set KUBECONFIG, or create ~/.kube/config');
+  });
+
+  it('a hub user with an exec plugin (as managed hubs and OIDC logins have) is run as kubectl runs it; a failing one is ERR_EXEC_FAILED', async () => {
+    const plugin = join(dir, 'hub-login.mjs');
+    await writeFile(
+      plugin,
+      [
+        "const info = JSON.parse(process.env.KUBERNETES_EXEC_INFO);",
+        "if (process.argv[2] === 'fail') { process.stderr.write('login expired\\n'); process.exit(3); }",
+        "process.stderr.write('hub-login: cluster ' + (info.spec.cluster?.server ?? 'none') + '\\n');",
+        `process.stdout.write(JSON.stringify({ apiVersion: info.apiVersion, kind: 'ExecCredential', status: { token: ${JSON.stringify(HUB_TOKEN)} } }));`,
+      ].join('\n'),
+    );
+    const kubeconfigWithExec = async (args: string[]) => {
+      const file = join(dir, `hub-exec-${args.join('-') || 'ok'}.kubeconfig`);
+      await writeFile(
+        file,
+        stringify({
+          apiVersion: 'v1',
+          kind: 'Config',
+          clusters: [{ name: 'hub', cluster: { server: hub.url, 'certificate-authority-data': ca.certBase64 } }],
+          users: [{ name: 'person', user: { exec: { apiVersion: 'client.authentication.k8s.io/v1', command: process.execPath, args: [plugin, ...args], interactiveMode: 'Never', provideClusterInfo: true } } }],
+          contexts: [{ name: 'hub', context: { cluster: 'hub', user: 'person' } }],
+          'current-context': 'hub',
+        }),
+      );
+      return file;
+    };
+    const before = hub.requests.length;
+    const result = await runBin(['kubeconfig', '-n', 'fleet', '--name', 'spoke-1', '--clusterprofile-provider-file', providers], {
+      env: { KUBECONFIG: await kubeconfigWithExec([]) },
+    });
+    // The plugin's stderr reaches the user (prompts, notes) and shows it got the hub's cluster (provideClusterInfo).
+    expect(result.stderr).toBe(`hub-login: cluster ${hub.url}\n`);
+    expect(result.code).toBe(0);
+    expect(parse(result.stdout)['current-context']).toBe('fleet/spoke-1');
+    expect(hub.requests.slice(before).map((r) => r.bearer)).toEqual([HUB_TOKEN]);
+    const failing = await runBin(['kubeconfig', '-n', 'fleet', '--name', 'spoke-1', '--clusterprofile-provider-file', providers], {
+      env: { KUBECONFIG: await kubeconfigWithExec(['fail']) },
+    });
+    expect(failing.code).toBe(1);
+    expect(failing.stdout).toBe('');
+    expect(failing.stderr).toContain('ERR_EXEC_FAILED');
+    expect(failing.stderr).toContain('login expired');
   });
 
   it('reads the hub without @kubernetes/client-node (an optional peer dependency)', async () => {

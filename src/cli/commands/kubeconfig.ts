@@ -87,6 +87,6 @@ async function readProfile(file: string): Promise<ClusterProfileObject> {
 
 async function fetchProfile(ctx: CommandContext, namespace: string, name: string): Promise<ClusterProfileObject> {
   const { connectHub } = await import('../hub.js');
-  const hub = await connectHub(ctx.env, ctx.cwd);
+  const hub = await connectHub(ctx.env, ctx.cwd, { stderr: ctx.io.stderr });
   return hub.getClusterProfile(namespace, name);
 }
