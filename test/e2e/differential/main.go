@@ -79,7 +79,7 @@ type response struct {
 }
 
 // resolveResult: Stage is "providers" (NewFromFile failed), "profile" (the profile JSON does not decode into
-// v1alpha1.ClusterProfile), "build" (BuildConfigFromCP failed) or "ok".
+// v1alpha1.ClusterProfile), "build" (BuildConfigFromCP failed), "panic" (BuildConfigFromCP panicked) or "ok".
 type resolveResult struct {
 	Stage  string      `json:"stage"`
 	Error  string      `json:"error,omitempty"`
@@ -220,7 +220,11 @@ func resolveCase(path string, req request) []resolveResult {
 			results = append(results, resolveResult{Stage: "profile", Error: err.Error()})
 			continue
 		}
-		config, err := cfg.BuildConfigFromCP(&profile)
+		config, err, panicked := buildConfig(cfg, &profile)
+		if panicked != nil {
+			results = append(results, resolveResult{Stage: "panic", Error: fmt.Sprint(panicked)})
+			continue
+		}
 		if err != nil {
 			results = append(results, resolveResult{Stage: "build", Error: err.Error()})
 			continue
@@ -229,6 +233,13 @@ func resolveCase(path string, req request) []resolveResult {
 		results = append(results, resolveResult{Stage: "ok", Config: viewConfig(config)})
 	}
 	return results
+}
+
+// buildConfig calls BuildConfigFromCP and turns a panic (it has some) into a result.
+func buildConfig(cfg *access.Config, profile *v1alpha1.ClusterProfile) (config *rest.Config, err error, panicked any) {
+	defer func() { panicked = recover() }()
+	config, err = cfg.BuildConfigFromCP(profile)
+	return config, err, nil
 }
 
 func viewConfig(config *rest.Config) *configView {
