@@ -10,7 +10,8 @@
  *   exec authenticator whose plugin prints the same bytes).
  *
  * Any difference must belong to a listed class (LISTED below), each a row of the differences tables in
- * docs/library.md or docs/exec.md. Seed: CPC_DIFF_SEED (printed), cases: CPC_DIFF_CASES.
+ * docs/library.md or docs/exec.md. Seed: CPC_DIFF_SEED (printed), random cases: CPC_DIFF_CASES (400);
+ * CPC_DIFF_VERBOSE=1 also lists the cases both refuse for reasons that do not correspond (validation order differs).
  */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
