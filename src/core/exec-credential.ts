@@ -182,13 +182,37 @@ export function assertUsableStatus(status: ExecCredentialStatus): void {
   }
 }
 
-const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
+// What Go's time.Parse(time.RFC3339, ...) accepts, i.e. what client-go's metav1.Time reads from expirationTimestamp
+// (checked against client-go by test/e2e/differential.test.ts): a 4-digit year, 2-digit month, day, minute and second,
+// a 1- or 2-digit hour, an optional fraction after '.' or ',', then 'Z' or ±hh:mm. Uppercase T and Z only.
+const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})T(\d{1,2}):(\d{2}):(\d{2})(?:[.,](\d+))?(?:Z|([+-])(\d{2}):(\d{2}))$/;
+const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
 
-/** Milliseconds since the epoch of an RFC 3339 time, or undefined. */
+/**
+ * Milliseconds since the epoch of an RFC 3339 time as Go parses it, or undefined. Ranges are checked as Go does:
+ * month 1–12, a day that exists in that month (Feb 29 only in leap years), hour < 24, minute and second < 60 (no leap
+ * second); an offset's hours may be up to 24 and its minutes up to 60 (Go's tolerance). Fractions below a
+ * millisecond are truncated, like Go's UnixMilli.
+ */
 export function parseTimestamp(value: string): number | undefined {
-  if (!RFC3339.test(value)) return undefined;
-  const ms = Date.parse(value);
-  return Number.isNaN(ms) ? undefined : ms;
+  const match = RFC3339.exec(value);
+  if (match === null) return undefined;
+  const [year, month, day, hour, minute, second] = match.slice(1, 7).map(Number) as [number, number, number, number, number, number];
+  const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
+  const monthDays = month === 2 && leap ? 29 : DAYS_IN_MONTH[month - 1];
+  if (monthDays === undefined || day < 1 || day > monthDays || hour > 23 || minute > 59 || second > 59) return undefined;
+  let offsetMinutes = 0;
+  if (match[8] !== undefined) {
+    const offsetHours = Number(match[9]);
+    const offsetRest = Number(match[10]);
+    if (offsetHours > 24 || offsetRest > 60) return undefined;
+    offsetMinutes = (match[8] === '-' ? -1 : 1) * (offsetHours * 60 + offsetRest);
+  }
+  // setUTCFullYear, not Date.UTC: Date.UTC maps years 0–99 to 1900–1999.
+  const date = new Date(0);
+  date.setUTCFullYear(year, month - 1, day);
+  const fraction = match[7] === undefined ? 0 : Number(match[7].slice(0, 3).padEnd(3, '0'));
+  return date.getTime() + ((hour * 60 + minute - offsetMinutes) * 60 + second) * 1000 + fraction;
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

@@ -1,13 +1,14 @@
 /**
  * ClusterProfile + providers file → what it takes to reach the cluster: the algorithm of cluster-inventory-api's
- * `BuildConfigFromCP`, as plain data, without its faults (it never mutates its inputs, env order is deterministic,
- * every error carries a stable code).
+ * `BuildConfigFromCP`, as plain data, without its faults (it never mutates its inputs, never panics, env order is
+ * deterministic, every error carries a stable code). test/e2e/differential.test.ts compares both on the same inputs.
  *
  * @see https://github.com/kubernetes/enhancements/tree/master/keps/sig-multicluster/5339-clusterprofile-plugin-credentials
  */
 import { assertDocument, validateDocument, type SchemaId } from '../schemas/index.js';
 import { normalizeAccessConfig } from './access-config.js';
-import { CredentialsError } from '../core/errors.js';
+import { CredentialsError, withoutUserinfo } from '../core/errors.js';
+import { canonicalBase64, isGoBase64 } from './go-base64.js';
 import type {
   AccessConfig,
   AccessProvider,
@@ -60,16 +61,21 @@ type EnvVar = { name: string; value: string };
  * - The first providers-file entry (file order) whose name the profile lists is chosen; the profile's order does not
  *   matter. None: `ERR_NO_MATCHING_PROVIDER`. Chosen entry without `execConfig`: `ERR_NO_EXEC_CONFIG`.
  * - Reserved extensions on the chosen cluster, in their order: `…/additional-args` (policy `Append` appends them;
- *   `Ignore` or unset ignores them) and `…/additional-envs` (`AppendIfNotExists`: the file's env wins on a clash;
- *   `Replace`: the extension wins; `Ignore` or unset: ignored). The resulting env lists the file's variables in file
- *   order, then the extension's new keys sorted. An unknown policy is `ERR_POLICY_UNSUPPORTED`, but only when the
- *   matching extension is present; a payload of the wrong shape is `ERR_EXTENSION_INVALID` (path = the extension).
+ *   `Ignore` or unset ignores them; null items are dropped) and `…/additional-envs` (`AppendIfNotExists`: the file's
+ *   env wins on a clash; `Replace`: the extension wins; `Ignore` or unset: ignored; a null value is ""). The resulting
+ *   env lists the file's variables in file order, then the extension's new keys sorted. An unknown policy is
+ *   `ERR_POLICY_UNSUPPORTED`, but only when the matching extension is present; a payload upstream's YAML decoder
+ *   refuses is `ERR_EXTENSION_INVALID` (path = the extension or the item).
+ * - An extension name listed twice on the chosen cluster is `ERR_PROFILE_INVALID` (client-go's conversion to its
+ *   internal Cluster refuses it), unless every earlier one has a null payload.
  * - The `client.authentication.k8s.io/exec` extension becomes `cluster.config` (deep-copied); `interactiveMode` is
- *   always `Never`; server, CA data, tls-server-name, insecure-skip-tls-verify, proxy-url and disable-compression are
- *   carried; `certificate-authority` (a file path on the producer's side) is ignored.
+ *   always `Never`; server, CA data (re-encoded as Go writes it), tls-server-name, insecure-skip-tls-verify,
+ *   proxy-url and disable-compression are carried; `certificate-authority` (a file path on the producer's side) is
+ *   ignored.
  *
- * The profile is validated against its JSON Schema (`ERR_PROFILE_INVALID`, path = the JSON path). Inputs are never
- * mutated and the result shares no object with them: two calls give deep-equal, independent results.
+ * The profile is validated against its JSON Schema, every `certificate-authority-data` must be base64 Go decodes, and
+ * the chosen `proxy-url` must parse (`ERR_PROFILE_INVALID`, path = the JSON path). Inputs are never mutated and the
+ * result shares no object with them: two calls give deep-equal, independent results.
  *
  * @example
  * ```ts
@@ -135,7 +141,7 @@ export function resolveClusterAccess(
   }
   validateExecConfig(execConfig, chosenEntry.name, fileIndex);
 
-  // 4. Reserved extensions, in the cluster's order (a repeated extension is applied again, as upstream).
+  // 4. Reserved extensions, in the cluster's order; then the check of repeated names, which upstream makes after them.
   const cluster = chosen.provider.cluster;
   if (cluster === undefined || cluster === null) {
     throw new CredentialsError<ResolveErrorCode>(
@@ -165,12 +171,18 @@ export function resolveClusterAccess(
         break;
     }
   }
+  const clusterPath = `$.status.${chosen.field}[${chosen.index}].cluster`;
+  assertUniqueExtensionNames(extensions, clusterPath);
+  assertProxyUrl(cluster['proxy-url'], clusterPath);
 
   // 5. The result: fresh objects only.
   const execCluster: ExecCluster = { server: cluster.server };
   copyIfSet(execCluster, cluster, 'tls-server-name');
   copyIfSet(execCluster, cluster, 'insecure-skip-tls-verify');
-  copyIfSet(execCluster, cluster, 'certificate-authority-data');
+  const caData = cluster['certificate-authority-data'];
+  if (caData !== undefined && caData !== null && caData !== '') {
+    execCluster['certificate-authority-data'] = canonicalBase64(caData);
+  }
   copyIfSet(execCluster, cluster, 'proxy-url');
   copyIfSet(execCluster, cluster, 'disable-compression');
   if (execExtension !== undefined) {
@@ -223,6 +235,50 @@ function validateProfile(profile: unknown): void {
       { path: first.path },
     );
   }
+  // Go decodes the whole profile: bad base64 in any provider's CA data fails it, chosen or not.
+  const status = (profile as ClusterProfile).status ?? {};
+  for (const field of ['credentialProviders', 'accessProviders'] as const) {
+    const providers = status[field] ?? [];
+    for (let index = 0; index < providers.length; index++) {
+      const caData = providers[index]?.cluster?.['certificate-authority-data'];
+      if (typeof caData === 'string' && !isGoBase64(caData)) {
+        throw new CredentialsError<ResolveErrorCode>(
+          'ERR_PROFILE_INVALID',
+          'ClusterProfile is invalid: certificate-authority-data is not padded standard base64 (line breaks allowed)',
+          { path: `$.status.${field}[${index}].cluster['certificate-authority-data']` },
+        );
+      }
+    }
+  }
+}
+
+/**
+ * client-go converts the chosen cluster's extension list into a map and refuses a name it has already stored a
+ * payload for (a null payload is not stored, so a name may follow its null twin).
+ */
+function assertUniqueExtensionNames(extensions: readonly NamedExtension[], clusterPath: string): void {
+  const stored = new Set<string>();
+  for (let index = 0; index < extensions.length; index++) {
+    const { name, extension } = extensions[index] as NamedExtension;
+    if (stored.has(name)) {
+      throw new CredentialsError<ResolveErrorCode>(
+        'ERR_PROFILE_INVALID',
+        `ClusterProfile is invalid: duplicate extension name ${JSON.stringify(name)} in the cluster's extensions`,
+        { path: `${clusterPath}.extensions[${index}].name`, hint: 'list each extension name once' },
+      );
+    }
+    if (extension !== null && extension !== undefined) stored.add(name);
+  }
+}
+
+/** A proxy URL the client cannot parse fails every request (upstream: when the client is built); refuse it now. */
+function assertProxyUrl(proxyUrl: string | undefined, clusterPath: string): void {
+  if (proxyUrl === undefined || proxyUrl === '' || URL.canParse(proxyUrl)) return;
+  throw new CredentialsError<ResolveErrorCode>(
+    'ERR_PROFILE_INVALID',
+    `ClusterProfile is invalid: proxy-url ${JSON.stringify(withoutUserinfo(proxyUrl))} is not a URL`,
+    { path: `${clusterPath}['proxy-url']` },
+  );
 }
 
 function validateAccessConfig(accessConfig: unknown): readonly ProviderConfig[] {
@@ -318,37 +374,94 @@ function applyEnvs(
   return added.length === 0 ? merged : merged.concat(added);
 }
 
-/** Upstream decodes the payload with a YAML decoder into `[]string`: scalars become their text, null is empty. */
+/**
+ * Upstream decodes the payload's JSON text with a YAML decoder (gopkg.in/yaml.v3) into `[]string`: scalars become
+ * their text and null items are dropped.
+ */
 function stringList(payload: unknown, path: () => string): string[] {
+  const prefix = 'failed to unmarshal additional CLI args extension';
   if (payload === null || payload === undefined) return [];
   if (!Array.isArray(payload)) {
-    throw badExtension('failed to unmarshal additional CLI args extension', `expected a list of strings, got ${kind(payload)}`, path());
+    throw badExtension(prefix, `expected a list of strings, got ${kind(payload)}`, path());
   }
-  return payload.map((item, index) => {
+  const result: string[] = [];
+  for (let index = 0; index < payload.length; index++) {
+    const item: unknown = payload[index];
+    if (item === null) continue;
     const text = scalarText(item);
     if (text === undefined) {
-      throw badExtension('failed to unmarshal additional CLI args extension', `expected a string, got ${kind(item)}`, `${path()}[${index}]`);
+      throw badExtension(prefix, `expected a string, got ${kind(item)}`, `${path()}[${index}]`);
     }
-    return text;
-  });
+    assertYamlReadable(text, prefix, () => `${path()}[${index}]`);
+    result.push(text);
+  }
+  return result;
 }
 
-/** The additional-envs payload (a string map) as fresh name/value pairs, in the payload's key order. */
+/**
+ * The additional-envs payload (a string map, decoded like the args into `map[string]string`: a null value is "") as
+ * fresh name/value pairs, in the payload's key order.
+ */
 function stringMap(payload: unknown, path: () => string): EnvVar[] {
+  const prefix = 'failed to unmarshal additional env vars extension';
   const result: EnvVar[] = [];
   if (payload === null || payload === undefined) return result;
   if (typeof payload !== 'object' || Array.isArray(payload)) {
-    throw badExtension('failed to unmarshal additional env vars extension', `expected a map of strings, got ${kind(payload)}`, path());
+    throw badExtension(prefix, `expected a map of strings, got ${kind(payload)}`, path());
   }
   for (const name of Object.keys(payload)) {
     const value = (payload as Record<string, unknown>)[name];
     const text = scalarText(value);
     if (text === undefined) {
-      throw badExtension('failed to unmarshal additional env vars extension', `expected a string, got ${kind(value)}`, memberPath(path(), name));
+      throw badExtension(prefix, `expected a string, got ${kind(value)}`, memberPath(path(), name));
+    }
+    assertYamlReadable(name, prefix, () => memberPath(path(), name));
+    assertYamlReadable(text, prefix, () => memberPath(path(), name));
+    // Escapes take at most 6 characters: only long names need counting.
+    const keyLength = name.length * 6 + 2 > YAML_MAX_KEY_LENGTH ? jsonTextLength(name) : 0;
+    if (keyLength > YAML_MAX_KEY_LENGTH) {
+      throw badExtension(
+        prefix,
+        `variable name is ${keyLength} characters as JSON text; upstream's YAML decoder refuses a key over ${YAML_MAX_KEY_LENGTH}`,
+        memberPath(path(), name),
+      );
     }
     result.push({ name, value: text });
   }
   return result;
+}
+
+/** YAML's limit on an implicit key, which a JSON object key in a flow mapping is (quotes and escapes count). */
+const YAML_MAX_KEY_LENGTH = 1024;
+/** What YAML refuses in a stream (C0 are escaped in JSON text): DEL, C1 controls but NEL, U+FFFE/U+FFFF. */
+const YAML_FORBIDDEN = /[\u007f-\u0084\u0086-\u009f\ufffe\uffff]/;
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/**
+ * Refuses the characters upstream's YAML decoder refuses in the payload's JSON text, and NEL (U+0085), which it reads
+ * as a line break and folds into a space: refused here rather than passed on changed.
+ */
+function assertYamlReadable(text: string, prefix: string, path: () => string): void {
+  const bad = YAML_FORBIDDEN.exec(text) ?? LONE_SURROGATE.exec(text);
+  if (bad !== null) {
+    const code = `U+${(bad[0].codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0')}`;
+    throw badExtension(prefix, `character ${code} is not allowed (upstream's YAML decoder refuses it)`, path());
+  }
+  if (text.includes('\u0085')) {
+    throw badExtension(prefix, "character U+0085 (NEL) is not allowed (upstream's YAML decoder turns it into a space)", path());
+  }
+}
+
+/** Length in code points of `text` as Go's encoding/json writes a string (what the API server serves). */
+function jsonTextLength(text: string): number {
+  let length = 2;
+  for (const char of text) {
+    const code = char.codePointAt(0) ?? 0;
+    if (char === '"' || char === '\\' || char === '\n' || char === '\r' || char === '\t' || char === '\b' || char === '\f') length += 2;
+    else if (code < 0x20 || char === '<' || char === '>' || char === '&' || code === 0x2028 || code === 0x2029) length += 6;
+    else length += 1;
+  }
+  return length;
 }
 
 function memberPath(path: string, name: string): string {

@@ -43,6 +43,8 @@ export interface E2eBinaries {
   kubeControllerManager: string;
   /** test/e2e/goclient: lists namespaces through cluster-inventory-api pkg/access. */
   goclient: string;
+  /** test/e2e/differential: cluster-inventory-api and client-go's exec decoding, as a JSON-lines driver. */
+  differential: string;
   versions: Record<string, string>;
 }
 

@@ -288,6 +288,34 @@ describe('resolveClusterAccess: the result', () => {
     expect(access.profile).toEqual({ namespace: 'fleet', name: 'spoke-1' });
   });
 
+  it('refuses certificate-authority-data Go cannot decode, in any provider of the profile, and carries it as Go re-encodes it', () => {
+    const withCa = (data: string, chosen = true) =>
+      profile({
+        accessProviders: [
+          { name: 'test-provider-1', cluster: { server: 'https://a', ...(chosen ? { 'certificate-authority-data': data } : {}) } },
+          { name: 'other', cluster: { server: 'https://b', ...(chosen ? {} : { 'certificate-authority-data': data }) } },
+        ],
+      });
+    for (const bad of ['QQ', 'QQ=', 'QU JD', 'QQ==QQ==', '-_-_']) {
+      expect(codeOf(() => resolveClusterAccess(withCa(bad), upstreamProviders()))).toMatchObject({
+        code: 'ERR_PROFILE_INVALID',
+        path: "$.status.accessProviders[0].cluster['certificate-authority-data']",
+      });
+      expect(codeOf(() => resolveClusterAccess(withCa(bad, false), upstreamProviders())).path).toBe(
+        "$.status.accessProviders[1].cluster['certificate-authority-data']",
+      );
+    }
+    expect(resolveClusterAccess(withCa('QUJD\r\nRA==\n'), upstreamProviders()).cluster['certificate-authority-data']).toBe('QUJDRA==');
+    expect(resolveClusterAccess(withCa('QR=='), upstreamProviders()).cluster['certificate-authority-data']).toBe('QQ==');
+  });
+
+  it('refuses a proxy-url that does not parse, without echoing its password', () => {
+    const p = profile({ accessProviders: [{ name: 'test-provider-1', cluster: { server: 'https://a', 'proxy-url': 'http://user:s3cret@[::1' } }] });
+    const error = codeOf(() => resolveClusterAccess(p, upstreamProviders()));
+    expect(error).toMatchObject({ code: 'ERR_PROFILE_INVALID', path: "$.status.accessProviders[0].cluster['proxy-url']" });
+    expect(error.message).not.toContain('s3cret');
+  });
+
   it('never mutates inputs: deep-frozen inputs, two calls, deep-equal results sharing no object with inputs or each other', () => {
     const p = deepFreeze(buildProfile());
     const file = deepFreeze(catProvider({ profileSourcedCLIArgsPolicy: 'Append', profileSourcedEnvVarsPolicy: 'Replace' }));
@@ -346,13 +374,46 @@ describe('resolveClusterAccess: reserved extensions and policies', () => {
     return profile({ accessProviders: [{ name: 'test-provider-1', cluster: { server: 'https://a', extensions } }] });
   }
 
-  it('applies a repeated additional-args extension each time, in the cluster order', () => {
+  it('refuses an extension name listed twice on the chosen cluster (client-go’s conversion: duplicate name)', () => {
     const p = withExtensions([
       { name: ARGS_EXT, extension: ['--a'] },
       { name: EXEC_EXT, extension: { k: 1 } },
       { name: ARGS_EXT, extension: ['--b', 'c'] },
     ]);
-    expect(resolveClusterAccess(p, catProvider({ profileSourcedCLIArgsPolicy: 'Append' })).exec.args).toEqual(['/tmp/cred.json', '--a', '--b', 'c']);
+    expect(codeOf(() => resolveClusterAccess(p, catProvider({ profileSourcedCLIArgsPolicy: 'Append' })))).toMatchObject({
+      code: 'ERR_PROFILE_INVALID',
+      path: '$.status.accessProviders[0].cluster.extensions[2].name',
+    });
+  });
+
+  it('applies a name repeated after a null payload, in the cluster order (client-go stores no null payload)', () => {
+    const p = withExtensions([
+      { name: ARGS_EXT, extension: null },
+      { name: EXEC_EXT, extension: { k: 1 } },
+      { name: ARGS_EXT, extension: ['--b', 'c'] },
+    ]);
+    expect(resolveClusterAccess(p, catProvider({ profileSourcedCLIArgsPolicy: 'Append' })).exec.args).toEqual(['/tmp/cred.json', '--b', 'c']);
+  });
+
+  it('drops null items of an additional-args list, as the YAML decoder upstream does', () => {
+    const p = withExtensions([{ name: ARGS_EXT, extension: [null, '--a', null] }]);
+    expect(resolveClusterAccess(p, catProvider({ profileSourcedCLIArgsPolicy: 'Append' })).exec.args).toEqual(['/tmp/cred.json', '--a']);
+  });
+
+  it('refuses what upstream’s YAML decoder refuses in a payload: C1 controls, DEL, U+FFFE, env names over 1024 characters as JSON text', () => {
+    const args = catProvider({ profileSourcedCLIArgsPolicy: 'Append' });
+    const envs = catProvider({ profileSourcedEnvVarsPolicy: 'Replace' });
+    for (const bad of ['a\u0080b', '\u007f', '\ufffe', 'a\u0085b']) {
+      expect(codeOf(() => resolveClusterAccess(withExtensions([{ name: ARGS_EXT, extension: ['ok', bad] }]), args))).toMatchObject({
+        code: 'ERR_EXTENSION_INVALID',
+        path: '$.status.accessProviders[0].cluster.extensions[0].extension[1]',
+      });
+    }
+    expect(resolveClusterAccess(withExtensions([{ name: ENVS_EXT, extension: { ['K'.repeat(1022)]: 'v' } }]), envs).exec.env).toHaveLength(2);
+    for (const name of ['K'.repeat(1023), '<'.repeat(171), '\n'.repeat(512)]) {
+      expect(codeOf(() => resolveClusterAccess(withExtensions([{ name: ENVS_EXT, extension: { [name]: 'v' } }]), envs)).code).toBe('ERR_EXTENSION_INVALID');
+    }
+    expect(resolveClusterAccess(withExtensions([{ name: ENVS_EXT, extension: { ['\n'.repeat(511)]: 'v' } }]), envs).exec.env).toHaveLength(2);
   });
 
   it('turns scalar items into their text and null into nothing, as the YAML decoder upstream does', () => {
@@ -425,12 +486,17 @@ describe('resolveClusterAccess: reserved extensions and policies', () => {
     });
   });
 
-  it('takes the last exec extension when it is listed twice (kubeconfig extensions are a map)', () => {
-    const p = withExtensions([
+  it('refuses the exec extension listed twice; after a null payload it takes the later one', () => {
+    const twice = withExtensions([
       { name: EXEC_EXT, extension: { n: 1 } },
       { name: EXEC_EXT, extension: { n: 2 } },
     ]);
-    expect(resolveClusterAccess(p, catProvider()).cluster.config).toEqual({ n: 2 });
+    expect(codeOf(() => resolveClusterAccess(twice, catProvider())).code).toBe('ERR_PROFILE_INVALID');
+    const afterNull = withExtensions([
+      { name: EXEC_EXT, extension: null },
+      { name: EXEC_EXT, extension: { n: 2 } },
+    ]);
+    expect(resolveClusterAccess(afterNull, catProvider()).cluster.config).toEqual({ n: 2 });
   });
 });
 

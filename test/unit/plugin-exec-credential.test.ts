@@ -67,6 +67,37 @@ describe('parseTimestamp', () => {
     expect(parseTimestamp('2030-01-01')).toBeUndefined();
     expect(parseTimestamp('2030-13-01T00:00:00Z')).toBeUndefined();
   });
+
+  it('checks ranges as Go’s time.Parse(time.RFC3339) does (the differential e2e test compares them)', () => {
+    for (const bad of [
+      '2030-01-01T24:00:00Z', // hour 24
+      '2030-01-01T00:60:00Z',
+      '2030-12-31T23:59:60Z', // no leap second
+      '2030-02-29T00:00:00Z', // not a leap year
+      '1900-02-29T00:00:00Z',
+      '2030-04-31T00:00:00Z',
+      '2030-00-01T00:00:00Z',
+      '2030-01-00T00:00:00Z',
+      '2030-01-01T00:00:00+25:00',
+      '2030-01-01T00:00:00+01:61',
+      '2030-01-01T00:00:00+0100',
+      '2030-01-01t00:00:00Z', // lowercase t and z are refused by Go
+      '2030-01-01T00:00:00z',
+      '2030-01-01T00:00Z',
+      '2030-01-01T00:00:00',
+      '2030-01-01T00:00:00.Z',
+      '+2030-01-01T00:00:00Z',
+    ]) {
+      expect(parseTimestamp(bad), bad).toBeUndefined();
+    }
+    expect(parseTimestamp('2000-02-29T00:00:00Z')).toBe(Date.UTC(2000, 1, 29));
+    expect(parseTimestamp('2030-01-01T1:00:00Z')).toBe(Date.UTC(2030, 0, 1, 1));
+    expect(parseTimestamp('2030-01-01T00:00:00,25Z')).toBe(Date.UTC(2030, 0, 1) + 250);
+    expect(parseTimestamp('2030-01-01T00:00:00+24:00')).toBe(Date.UTC(2029, 11, 31));
+    expect(parseTimestamp('2030-01-01T00:00:00+01:60')).toBe(Date.UTC(2029, 11, 31, 22));
+    expect(parseTimestamp('1969-12-31T23:59:59.9999Z')).toBe(-1);
+    expect(parseTimestamp('0000-01-01T00:00:00Z')).toBe(-62167219200000);
+  });
 });
 
 describe('the hand check of KUBERNETES_EXEC_INFO agrees with schemas/execcredential-input.*.schema.json', () => {

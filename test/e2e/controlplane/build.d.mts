@@ -8,6 +8,8 @@ export interface ControlPlaneBinaries {
   kubeApiserver: string;
   kubeControllerManager: string;
   goclient: string;
+  /** test/e2e/differential: the Go reference answering the differential test's cases. */
+  differential: string;
   /** Binary name → the version it reports (`kube-apiserver --version`, `etcd --version`). */
   versions: Record<string, string>;
   targets: Record<string, { built: boolean; seconds: number; dir: string }>;

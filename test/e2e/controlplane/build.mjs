@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
  * Builds what the e2e tests run, from Go modules, into a git-ignored cache: etcd, kube-apiserver,
- * kube-controller-manager (wrapper modules next to this file) and the Go reference client (test/e2e/goclient).
+ * kube-controller-manager (wrapper modules next to this file), the Go reference client (test/e2e/goclient) and the
+ * differential driver (test/e2e/differential).
  *
  *   npm run controlplane:build          # prints the binary paths and versions
  *
@@ -85,6 +86,13 @@ const targets = [
     version: (goMod) => requiredVersion(goMod, 'sigs.k8s.io/cluster-inventory-api'),
     binaries: ['goclient'],
     buildArgs: () => ['-ldflags=-s -w', '-o', 'OUT/goclient', '.'],
+  },
+  {
+    name: 'differential',
+    moduleDir: path.resolve(here, '../differential'),
+    version: (goMod) => requiredVersion(goMod, 'sigs.k8s.io/cluster-inventory-api'),
+    binaries: ['differential'],
+    buildArgs: () => ['-ldflags=-s -w', '-o', 'OUT/differential', '.'],
   },
 ];
 
@@ -176,7 +184,7 @@ async function readStamp(dir) {
 
 async function binaryVersion(file) {
   const name = path.basename(file);
-  if (name === 'goclient') return undefined;
+  if (name === 'goclient' || name === 'differential') return undefined;
   const result = await run(file, ['--version']);
   const text = (result.stdout + result.stderr).trim();
   return name === 'etcd' ? /etcd Version:\s*(\S+)/.exec(text)?.[1] ?? text : text;
@@ -188,6 +196,7 @@ async function binaryVersion(file) {
  * @property {string} kubeApiserver
  * @property {string} kubeControllerManager
  * @property {string} goclient
+ * @property {string} differential
  * @property {Record<string, string>} versions binary name → version it reports
  * @property {Record<string, { built: boolean, seconds: number, dir: string }>} targets
  */
@@ -253,6 +262,7 @@ export async function ensureControlPlaneBinaries(options = {}) {
     kubeApiserver: paths['kube-apiserver'] ?? '',
     kubeControllerManager: paths['kube-controller-manager'] ?? '',
     goclient: paths.goclient ?? '',
+    differential: paths.differential ?? '',
     versions,
     targets: report,
   };
