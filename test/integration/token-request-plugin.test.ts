@@ -96,13 +96,40 @@ describe('token-request mode', () => {
     ['--bootstrap kubeconfig', ['--bootstrap', 'kubeconfig']],
     ['no bootstrap flag (the default)', []],
   ])('%s without --bootstrap-kubeconfig: the identity comes from KUBECONFIG=a:b, merged as kubectl merges it', async (_name, flags) => {
-    const split = await writeSplitKubeconfig(join(dir, 'split'), { server: 'https://hub.invalid', caBase64: ca.certBase64, token: 'bootstrap-token' });
+    const split = await writeSplitKubeconfig(join(dir, 'split'), { server: api.url, caBase64: ca.certBase64, token: 'bootstrap-token' });
     const result = await runPlugin([...flags, ...cacheArgs()], execInfo(goodConfig), { KUBECONFIG: split.KUBECONFIG });
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     expect(api.minted).toHaveLength(1);
     expect(api.server.requests.map((r) => r.bearer)).toEqual(['bootstrap-token']);
     expect(await useToken(JSON.parse(result.stdout).status.token)).toBe(200);
+  });
+
+  test('a ClusterProfile cannot redirect the bootstrap credential: another server, or a plain-http kubeconfig server, is refused before anything is sent', async () => {
+    const collector = await startHttpsServer({ ca, handler: (_request, _req, res) => res.end('{}') });
+    try {
+      const info = execInfo(goodConfig);
+      info.spec.cluster.server = `${collector.url}/`;
+      const result = await runPlugin(['--bootstrap-kubeconfig', bootstrapKubeconfig, ...cacheArgs()], info);
+      expect(result.code).toBe(1);
+      expect(result.stdout).toBe('');
+      expect(result.stderr).toContain(`ERR_TOKEN_REQUEST_BOOTSTRAP_SERVER: the ClusterProfile names the server ${collector.url}/, but the bootstrap identity`);
+      expect(result.stderr).toContain(`belongs to ${api.url}`);
+      expect(result.stderr).not.toContain('bootstrap-token');
+      expect(collector.requests).toHaveLength(0);
+      expect(api.server.requests).toHaveLength(0);
+      await expect(readdir(join(dir, 'cache')).then((names) => names.filter((name) => name.endsWith('.json')))).resolves.toEqual([]);
+
+      const plain = join(dir, 'plain.kubeconfig');
+      await writeFile(plain, kubeconfig(api.url.replace('https:', 'http:'), ca.certBase64, { token: 'bootstrap-token' }));
+      const http = await runPlugin(['--bootstrap-kubeconfig', plain, ...cacheArgs()], execInfo(goodConfig));
+      expect(http.code).toBe(1);
+      expect(http.stdout).toBe('');
+      expect(http.stderr).toContain('is not an https URL: its credential is never sent in the clear');
+      expect(api.server.requests).toHaveLength(0);
+    } finally {
+      await collector.close();
+    }
   });
 
   test('outside a pod with no kubeconfig anywhere, the error says what was tried and what to do', async () => {
@@ -112,7 +139,7 @@ describe('token-request mode', () => {
     expect(result.code).toBe(1);
     expect(result.stdout).toBe('');
     expect(result.stderr).toContain(
-      `ERR_KUBECONFIG_READ: cannot find the bootstrap kubeconfig: no --bootstrap-kubeconfig, KUBECONFIG is not set, not in a pod (KUBERNETES_SERVICE_HOST/PORT are not set), ${join(home, '.kube', 'config')} does not exist`,
+      `ERR_KUBECONFIG_READ: cannot find the bootstrap kubeconfig: no --bootstrap-kubeconfig, KUBECONFIG is not set, ${join(home, '.kube', 'config')} does not exist, not in a pod (KUBERNETES_SERVICE_HOST/PORT are not set)`,
     );
     expect(result.stderr).toContain('hint: pass --bootstrap-kubeconfig FILE, set KUBECONFIG, or create ~/.kube/config');
     expect(api.server.requests).toHaveLength(0);
@@ -200,11 +227,14 @@ describe('token-request mode', () => {
     try {
       const info = execInfo(goodConfig);
       info.spec.cluster.server = liar.url;
-      const result = await runPlugin(['--bootstrap-kubeconfig', bootstrapKubeconfig, ...cacheArgs()], info);
+      // The bootstrap identity is the liar's own (a credential goes only to the server its kubeconfig names).
+      const liarKubeconfig = join(dir, 'liar.kubeconfig');
+      await writeFile(liarKubeconfig, kubeconfig(liar.url, ca.certBase64, { token: 'bootstrap-token' }));
+      const result = await runPlugin(['--bootstrap-kubeconfig', liarKubeconfig, ...cacheArgs()], info);
       expect(result.code).toBe(1);
       expect(result.stdout).toBe('');
       expect(result.stderr).toContain('ERR_TOKEN_REQUEST_RESPONSE_INVALID');
-      const again = await runPlugin(['--bootstrap-kubeconfig', bootstrapKubeconfig, ...cacheArgs()], info);
+      const again = await runPlugin(['--bootstrap-kubeconfig', liarKubeconfig, ...cacheArgs()], info);
       expect(again.code).toBe(1);
       expect(liar.requests.length).toBe(2);
     } finally {
@@ -216,7 +246,10 @@ describe('token-request mode', () => {
     const otherCa = await createTestCa('other');
     const info = execInfo(goodConfig);
     info.spec.cluster['certificate-authority-data'] = otherCa.certBase64;
-    const result = await runPlugin(['--bootstrap-kubeconfig', bootstrapKubeconfig, ...cacheArgs()], info);
+    // The bootstrap identity trusts what its kubeconfig trusts: there, the other CA.
+    const otherTrust = join(dir, 'other-ca.kubeconfig');
+    await writeFile(otherTrust, kubeconfig(api.url, otherCa.certBase64, { token: 'bootstrap-token' }));
+    const result = await runPlugin(['--bootstrap-kubeconfig', otherTrust, ...cacheArgs()], info);
     expect(result.code).toBe(1);
     expect(result.stdout).toBe('');
     expect(result.stderr).toContain('ERR_KUBE_UNREACHABLE');

@@ -3,12 +3,12 @@
  * import, so a cache hit never parses undici or YAML.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CredentialsError, isCredentialsError } from '../../core/errors.js';
+import { CredentialsError, isCredentialsError, withoutUserinfo } from '../../core/errors.js';
 import type { ExecCluster } from '../../core/exec-credential.js';
 import { endpointFromCluster } from '../../kube/endpoint.js';
 import { loadInClusterAccess, loadKubeAccess, type KubeAccessDeps } from '../../kube/kubeconfig.js';
 import { createKubeTransport } from '../../kube/transport.js';
-import type { KubeCredential, KubeRequest, KubeResponse, SendKubeRequest } from '../../kube/types.js';
+import type { KubeCredential, KubeEndpoint, KubeRequest, KubeResponse, SendKubeRequest } from '../../kube/types.js';
 import type { IssueContext, IssuedCredential } from '../../plugin/provider.js';
 import { buildTokenRequest, processTokenRequestResponse } from './protocol.js';
 import type { Bootstrap, TokenRequestProviderSettings } from './settings.js';
@@ -19,7 +19,15 @@ function kubeDeps(context: IssueContext): KubeAccessDeps {
   return { env: context.env, cwd: process.cwd() };
 }
 
-async function bootstrapCredential(bootstrap: Bootstrap, cluster: ExecCluster, context: IssueContext): Promise<{ credential: KubeCredential; source: string }> {
+/** Where a bootstrap credential may be sent: its own API server (kubeconfig, in-cluster), or the profile's (tenant-cert). */
+interface BootstrapIdentity {
+  credential: KubeCredential;
+  source: string;
+  /** The endpoint the credential belongs to; undefined: the credential is made for the profile's cluster. */
+  endpoint?: KubeEndpoint;
+}
+
+async function bootstrapCredential(bootstrap: Bootstrap, cluster: ExecCluster, context: IssueContext): Promise<BootstrapIdentity> {
   switch (bootstrap.kind) {
     case 'kubeconfig':
       return loadKubeAccess({ kubeconfig: bootstrap.file, flag: '--bootstrap-kubeconfig', what: 'the bootstrap kubeconfig' }, kubeDeps(context));
@@ -70,13 +78,13 @@ export async function issueToken(settings: TokenRequestProviderSettings, context
   if (settings.mode === 'secret-reader') {
     return readSecret(settings, context);
   }
-  const { credential, source } = await bootstrapCredential(settings.bootstrap, settings.cluster, context);
+  const { credential, source, endpoint } = await bootstrapCredential(settings.bootstrap, settings.cluster, context);
   if (credential.kind === 'none') {
     throw new CredentialsError('ERR_TOKEN_REQUEST_USAGE', 'the bootstrap kubeconfig user has no credential (client certificate or token)', {
       path: source,
     });
   }
-  const member = createKubeTransport(endpointFromCluster(settings.cluster), credential);
+  const member = createKubeTransport(endpoint === undefined ? endpointFromCluster(settings.cluster) : boundEndpoint(endpoint, settings.cluster, source), credential);
   try {
     const sentAt = context.now();
     const response = await sendWithRetries(member.send, buildTokenRequest(settings.request), context.signal);
@@ -85,4 +93,40 @@ export async function issueToken(settings: TokenRequestProviderSettings, context
   } finally {
     await member.close();
   }
+}
+
+/** scheme://host:port/path without a trailing slash, default ports made explicit; undefined when not a URL. */
+function serverKey(server: string): string | undefined {
+  try {
+    const url = new URL(server);
+    const port = url.port === '' ? (url.protocol === 'https:' ? '443' : url.protocol === 'http:' ? '80' : '') : url.port;
+    return `${url.protocol}//${url.hostname.toLowerCase()}:${port}${url.pathname.replace(/\/+$/, '')}`;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A kubeconfig's or the pod's credential goes only to the API server it was issued for, over TLS, with that
+ * server's own trust settings — never to whatever `spec.cluster.server` a ClusterProfile's author wrote (who could
+ * otherwise collect the bootstrap token).
+ */
+function boundEndpoint(own: KubeEndpoint, cluster: ExecCluster, source: string): KubeEndpoint {
+  const ownKey = serverKey(own.server);
+  if (ownKey === undefined || !ownKey.startsWith('https:')) {
+    throw new CredentialsError('ERR_TOKEN_REQUEST_BOOTSTRAP_SERVER', `the bootstrap identity's API server ${withoutUserinfo(own.server)} is not an https URL: its credential is never sent in the clear`, {
+      path: source,
+    });
+  }
+  if (serverKey(cluster.server) !== ownKey) {
+    throw new CredentialsError(
+      'ERR_TOKEN_REQUEST_BOOTSTRAP_SERVER',
+      `the ClusterProfile names the server ${withoutUserinfo(cluster.server)}, but the bootstrap identity (${source}) belongs to ${withoutUserinfo(own.server)}: its credential is only sent to its own API server`,
+      {
+        path: 'KUBERNETES_EXEC_INFO $.spec.cluster.server',
+        hint: 'bootstrap from a kubeconfig (or the in-cluster account) of that member cluster, or use --bootstrap tenant-cert',
+      },
+    );
+  }
+  return own;
 }
