@@ -5,11 +5,9 @@
  */
 import { readFile } from 'node:fs/promises';
 import { delimiter, join } from 'node:path';
-import { CredentialsError } from '../core/errors.js';
+import { CredentialsError, isCredentialsError } from '../core/errors.js';
 import type { Env } from '../core/io.js';
 import { statusMessage } from '../kube/status.js';
-
-export type HubErrorCode = 'ERR_HUB_CONFIG' | 'ERR_HUB_REQUEST' | 'ERR_PROFILE_NOT_FOUND';
 
 export const CLUSTERPROFILE_GROUP = 'multicluster.x-k8s.io';
 export const CLUSTERPROFILE_VERSION = 'v1alpha1';
@@ -49,11 +47,11 @@ export async function connectHub(env: Env): Promise<Hub> {
       throw new Error('set KUBECONFIG, or run in a pod');
     }
   } catch (cause) {
-    if (cause instanceof CredentialsError) throw cause;
+    if (isCredentialsError(cause)) throw cause;
     // client-node's YAML errors (js-yaml) quote the lines around the mistake, and a kubeconfig line can be a token:
     // keep the reason and the line, not the excerpt (nor the error as cause, which carries it).
     const yaml = yamlProblem(cause);
-    throw new CredentialsError<HubErrorCode>('ERR_HUB_CONFIG', `cannot load the hub's kubeconfig: ${yaml ?? message(cause)}`, {
+    throw new CredentialsError('ERR_HUB_CONFIG', `cannot load the hub's kubeconfig: ${yaml ?? message(cause)}`, {
       path: 'KUBECONFIG',
       ...(yaml === undefined ? { cause } : {}),
       hint: 'point KUBECONFIG at the hub cluster, or pass --profile FILE',
@@ -61,7 +59,7 @@ export async function connectHub(env: Env): Promise<Hub> {
   }
   const cluster = kc.getCurrentCluster();
   if (cluster === null) {
-    throw new CredentialsError<HubErrorCode>('ERR_HUB_CONFIG', `the hub's kubeconfig (${source}) has no current cluster`, {
+    throw new CredentialsError('ERR_HUB_CONFIG', `the hub's kubeconfig (${source}) has no current cluster`, {
       path: 'KUBECONFIG',
     });
   }
@@ -88,7 +86,7 @@ async function readKubeconfig(file: string): Promise<string> {
   try {
     return await readFile(file, 'utf8');
   } catch (cause) {
-    throw new CredentialsError<HubErrorCode>('ERR_HUB_CONFIG', `cannot read the hub's kubeconfig ${file}: ${message(cause)}`, {
+    throw new CredentialsError('ERR_HUB_CONFIG', `cannot read the hub's kubeconfig ${file}: ${message(cause)}`, {
       path: file,
       cause,
     });
@@ -96,7 +94,7 @@ async function readKubeconfig(file: string): Promise<string> {
 }
 
 /** client-node's ApiException carries `code` (the HTTP status) and `body` (the Status object, parsed or text). */
-function translate(cause: unknown, namespace: string, name: string, url: string): CredentialsError<HubErrorCode> {
+function translate(cause: unknown, namespace: string, name: string, url: string): CredentialsError {
   const status = (cause as { code?: unknown }).code;
   if (typeof status === 'number') {
     const detail =
@@ -105,19 +103,19 @@ function translate(cause: unknown, namespace: string, name: string, url: string)
       /^Message: (.+)$/m.exec((cause as Error).message ?? '')?.[1]?.trim() ??
       `HTTP ${status}`;
     if (status === 404) {
-      return new CredentialsError<HubErrorCode>(
+      return new CredentialsError(
         'ERR_PROFILE_NOT_FOUND',
         `ClusterProfile ${namespace}/${name} not found on the hub: ${detail}`,
         { path: url, cause, hint: 'check --namespace and --name (kubectl get clusterprofiles -A)' },
       );
     }
-    return new CredentialsError<HubErrorCode>(
+    return new CredentialsError(
       'ERR_HUB_REQUEST',
       `cannot read ClusterProfile ${namespace}/${name} from the hub (HTTP ${status}): ${detail}`,
       { path: url, cause },
     );
   }
-  return new CredentialsError<HubErrorCode>(
+  return new CredentialsError(
     'ERR_HUB_REQUEST',
     `cannot read ClusterProfile ${namespace}/${name} from the hub: ${message(cause)}`,
     { path: url, cause },

@@ -17,8 +17,6 @@ import { statusMessage } from '../kube/status.js';
 import { buildTokenRequest, processTokenRequestResponse } from '../providers/token-request/protocol.js';
 import { parseTokenRequestSettings, type TokenRequestSettingsSources } from '../providers/token-request/settings.js';
 
-export type TokenSyncErrorCode = 'ERR_TOKEN_SYNC_HUB';
-
 /** Annotations on the Secrets the sync writes. */
 export const RENEW_AT_ANNOTATION = 'clusterprofile-credentials.x-k8s.io/renew-at';
 export const EXPIRES_AT_ANNOTATION = 'clusterprofile-credentials.x-k8s.io/expires-at';
@@ -53,7 +51,7 @@ export interface ClusterSyncResult {
   error?: string;
 }
 
-function hubError(message: string, path: string): CredentialsError<TokenSyncErrorCode> {
+function hubError(message: string, path: string): CredentialsError {
   return new CredentialsError('ERR_TOKEN_SYNC_HUB', message, { path });
 }
 

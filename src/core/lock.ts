@@ -4,7 +4,7 @@
  * a lock whose owner is dead (same host) or that is older than `staleMs` is broken, under a second exclusive
  * `<key>.lock.break` file so two waiters never both break it and then both hold it.
  */
-import { CredentialsError, errno } from './errors.js';
+import { CredentialsError, errno, type ErrorCodes } from './errors.js';
 
 // Built-ins come from process.getBuiltinModule, not `import`: an ESM import of a built-in builds its namespace,
 // which runs every lazy getter (fs.promises, streams, WebCrypto...) and loads ~30 more internal modules on each
@@ -14,7 +14,7 @@ const { closeSync, constants, openSync, readFileSync, statSync, unlinkSync, writ
 const hostname = (): string => process.getBuiltinModule('node:os').hostname();
 
 /** Code of a lock that could not be taken in time (exit 1). */
-export type LockErrorCode = 'ERR_PLUGIN_CACHE_LOCKED' | 'ERR_PLUGIN_CACHE_IO';
+export type LockErrorCode = ErrorCodes<'ERR_PLUGIN_CACHE_LOCKED' | 'ERR_PLUGIN_CACHE_IO'>;
 
 export interface LockOptions {
   /** Give up after this long (ms). */

@@ -10,8 +10,6 @@ import { CredentialsError } from '../core/errors.js';
 import type { Env } from '../core/io.js';
 import type { KubeCredential, KubeEndpoint } from './types.js';
 
-export type KubeconfigErrorCode = 'ERR_KUBECONFIG_READ' | 'ERR_KUBECONFIG_INVALID' | 'ERR_IN_CLUSTER_UNAVAILABLE';
-
 export interface KubeAccess {
   endpoint: KubeEndpoint;
   credential: KubeCredential;
@@ -23,7 +21,7 @@ export interface KubeAccess {
 
 type Named<T> = { name?: unknown } & T;
 
-function invalid(message: string, path: string): CredentialsError<KubeconfigErrorCode> {
+function invalid(message: string, path: string): CredentialsError {
   return new CredentialsError('ERR_KUBECONFIG_INVALID', message, { path });
 }
 

@@ -8,11 +8,11 @@
 import { readFile } from 'node:fs/promises';
 import { parse as parseYaml } from 'yaml';
 import { assertDocument } from '../schemas/index.js';
-import { CredentialsError, jsonSyntaxProblem } from '../core/errors.js';
+import { CredentialsError, jsonSyntaxProblem, type ErrorCodes } from '../core/errors.js';
 import type { AccessConfig, ExecConfig, ProviderConfig } from './types.js';
 
 /** Codes raised while reading the providers file. */
-export type AccessConfigErrorCode = 'ERR_ACCESS_CONFIG_READ' | 'ERR_ACCESS_CONFIG_PARSE' | 'ERR_ACCESS_CONFIG_INVALID';
+export type AccessConfigErrorCode = ErrorCodes<'ERR_ACCESS_CONFIG_READ' | 'ERR_ACCESS_CONFIG_PARSE' | 'ERR_ACCESS_CONFIG_INVALID'>;
 
 /** The file system seam of {@link loadAccessConfig}: only what it uses. */
 export interface AccessConfigFs {
@@ -45,7 +45,7 @@ export async function loadAccessConfig(path: string, options: LoadAccessConfigOp
     text = await fs.readFile(path, 'utf8');
   } catch (cause) {
     const reason = (cause as { code?: unknown }).code === 'ENOENT' ? 'no such file' : describe(cause);
-    throw new CredentialsError<AccessConfigErrorCode>(
+    throw new CredentialsError(
       'ERR_ACCESS_CONFIG_READ',
       `failed to read access config file ${path}: ${reason}`,
       { path, cause, hint: 'pass the providers file with --clusterprofile-provider-file' },
@@ -119,7 +119,7 @@ function parseDocument(text: string, source: string): Record<string, unknown> {
       document = parseYaml(text, { uniqueKeys: true, prettyErrors: false });
     } catch {
       // Report the JSON error: JSON is the documented format, YAML a courtesy.
-      throw new CredentialsError<AccessConfigErrorCode>(
+      throw new CredentialsError(
         'ERR_ACCESS_CONFIG_PARSE',
         `failed to unmarshal access providers from ${source}: ${jsonSyntaxProblem(jsonError)}`,
         // No cause: V8's SyntaxError quotes the file.
@@ -128,7 +128,7 @@ function parseDocument(text: string, source: string): Record<string, unknown> {
     }
   }
   if (document === null || document === undefined || typeof document !== 'object' || Array.isArray(document)) {
-    throw new CredentialsError<AccessConfigErrorCode>(
+    throw new CredentialsError(
       'ERR_ACCESS_CONFIG_PARSE',
       `failed to unmarshal access providers from ${source}: expected an object with "providers", got ${kindOf(document)}`,
       { path: source },

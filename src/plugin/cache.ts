@@ -4,7 +4,7 @@
  *
  * Layout: `<dir>/<key>.json` (entry), `<dir>/<key>.lock` (lock), `<dir>/<key>.json.<random>.tmp` (a write in progress).
  */
-import { CredentialsError, errno } from '../core/errors.js';
+import { CredentialsError, errno, type ErrorCodes } from '../core/errors.js';
 import type { ExecCredentialStatus } from '../core/exec-credential.js';
 import { parseTimestamp } from '../core/exec-credential.js';
 import type { Env } from '../core/io.js';
@@ -20,7 +20,7 @@ const { closeSync, constants, fstatSync, fsyncSync, mkdirSync, openSync, readdir
 const { join } = process.getBuiltinModule('node:path');
 
 /** Codes of cache failures (exit 1). */
-export type CacheErrorCode = 'ERR_PLUGIN_CACHE_INSECURE' | 'ERR_PLUGIN_CACHE_IO';
+export type CacheErrorCode = ErrorCodes<'ERR_PLUGIN_CACHE_INSECURE' | 'ERR_PLUGIN_CACHE_IO'>;
 
 const ENTRY_VERSION = 1;
 const KEY_PATTERN = /^[0-9a-f]{64}\.(json|lock)$|^[0-9a-f]{64}\.json\.[0-9a-f]+\.tmp$/;
@@ -224,14 +224,14 @@ function assertPrivate(stats: { mode: number; uid: number }, path: string, what:
   }
 }
 
-function insecure(path: string, problem: string, fix: string): CredentialsError<CacheErrorCode> {
+function insecure(path: string, problem: string, fix: string): CredentialsError {
   return new CredentialsError('ERR_PLUGIN_CACHE_INSECURE', `refusing to use the credential cache: ${path} ${problem}`, {
     path,
     hint: fix,
   });
 }
 
-function ioError(message: string, path: string, cause: unknown): CredentialsError<CacheErrorCode> {
+function ioError(message: string, path: string, cause: unknown): CredentialsError {
   const detail = cause instanceof Error ? cause.message : String(cause);
   return new CredentialsError('ERR_PLUGIN_CACHE_IO', `${message}: ${detail}`, { path, cause });
 }

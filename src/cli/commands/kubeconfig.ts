@@ -21,8 +21,6 @@ import { resolveClusterAccess } from '../../library/resolve.js';
 import type { ClusterProfile } from '../../library/types.js';
 import type { CommandArgs, CommandContext } from '../command.js';
 
-export type KubeconfigCommandErrorCode = 'ERR_PROFILE_READ' | 'ERR_PROFILE_PARSE';
-
 export function builder(parser: Argv): Argv<any> {
   return withProviderFileOption(parser)
     .option('profile', {
@@ -77,7 +75,7 @@ async function readProfile(file: string): Promise<unknown> {
     text = await readFile(file, 'utf8');
   } catch (cause) {
     const reason = (cause as { code?: unknown }).code === 'ENOENT' ? 'no such file' : (cause as Error).message;
-    throw new CredentialsError<KubeconfigCommandErrorCode>('ERR_PROFILE_READ', `cannot read ClusterProfile file ${file}: ${reason}`, {
+    throw new CredentialsError('ERR_PROFILE_READ', `cannot read ClusterProfile file ${file}: ${reason}`, {
       path: file,
       cause,
     });
@@ -86,14 +84,14 @@ async function readProfile(file: string): Promise<unknown> {
   try {
     document = parseYaml(text, { uniqueKeys: true, prettyErrors: false });
   } catch (cause) {
-    throw new CredentialsError<KubeconfigCommandErrorCode>(
+    throw new CredentialsError(
       'ERR_PROFILE_PARSE',
       `cannot parse ClusterProfile file ${file}: ${(cause as Error).message.split('\n')[0]}`,
       { path: file, cause },
     );
   }
   if (document === null || typeof document !== 'object' || Array.isArray(document)) {
-    throw new CredentialsError<KubeconfigCommandErrorCode>(
+    throw new CredentialsError(
       'ERR_PROFILE_PARSE',
       `cannot parse ClusterProfile file ${file}: expected one ClusterProfile object`,
       { path: file },

@@ -11,14 +11,12 @@ import { chmod, mkdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseDocument } from 'yaml';
 import { writeFileAtomic } from '../../core/atomic-file.js';
-import { CredentialsError } from '../../core/errors.js';
+import { CredentialsError, isCredentialsError } from '../../core/errors.js';
 import { readIdentity, type ReceivedIdentity } from './documents.js';
 import { CLUSTER_ID_PATTERN, identityFile } from './plugin-settings.js';
 
 export { identityFile };
 import { commonName } from './plugin-certificate.js';
-
-export type ImportedIdentityErrorCode = 'ERR_TENANT_CERT_IDENTITY_INVALID' | 'ERR_TENANT_CERT_IDENTITY_STORE';
 
 /** An Identity reduced to what a consumer uses. */
 export interface ParsedIdentity {
@@ -35,7 +33,7 @@ export interface ParsedIdentity {
   proxyURL?: string;
 }
 
-function invalid(message: string, path: string, source: string): CredentialsError<ImportedIdentityErrorCode> {
+function invalid(message: string, path: string, source: string): CredentialsError {
   return new CredentialsError('ERR_TENANT_CERT_IDENTITY_INVALID', `${source}: ${message}`, { path });
 }
 
@@ -59,7 +57,7 @@ export function parseIdentity(text: string, source: string): ParsedIdentity {
   try {
     received = readIdentity(value);
   } catch (error) {
-    if (error instanceof CredentialsError) {
+    if (isCredentialsError(error)) {
       throw new CredentialsError(error.code, `${source}: ${error.message}`, {
         ...(error.path === undefined ? {} : { path: error.path }),
         ...(error.hint === undefined ? {} : { hint: error.hint }),
@@ -72,7 +70,7 @@ export function parseIdentity(text: string, source: string): ParsedIdentity {
   try {
     certificate = new X509Certificate(received.certificatePem);
   } catch (cause) {
-    throw new CredentialsError<ImportedIdentityErrorCode>(
+    throw new CredentialsError(
       'ERR_TENANT_CERT_IDENTITY_INVALID',
       `${source}: spec.authParams.signedCRT cannot be parsed: ${(cause as Error).message}`,
       { path: '$.spec.authParams.signedCRT', cause },
@@ -102,7 +100,7 @@ export async function storeIdentity(identityDir: string, identity: ParsedIdentit
     await chmod(dir, 0o700);
     await writeFileAtomic(file, text, 0o600);
   } catch (cause) {
-    throw new CredentialsError<ImportedIdentityErrorCode>('ERR_TENANT_CERT_IDENTITY_STORE', `cannot store the Identity: ${(cause as Error).message}`, {
+    throw new CredentialsError('ERR_TENANT_CERT_IDENTITY_STORE', `cannot store the Identity: ${(cause as Error).message}`, {
       path: file,
       cause,
     });
@@ -121,7 +119,7 @@ export async function loadImportedIdentity(
   try {
     const info = await stat(file);
     if ((info.mode & 0o022) !== 0) {
-      throw new CredentialsError<ImportedIdentityErrorCode>('ERR_TENANT_CERT_IDENTITY_STORE', 'the imported Identity is writable by others; refusing to use it', {
+      throw new CredentialsError('ERR_TENANT_CERT_IDENTITY_STORE', 'the imported Identity is writable by others; refusing to use it', {
         path: file,
         hint: `chmod 600 ${file}`,
       });
@@ -135,7 +133,7 @@ export async function loadImportedIdentity(
   }
   const identity = parseIdentity(text, file);
   if (identity.providerClusterID !== providerClusterID || identity.consumerClusterID !== consumerClusterID) {
-    throw new CredentialsError<ImportedIdentityErrorCode>(
+    throw new CredentialsError(
       'ERR_TENANT_CERT_IDENTITY_INVALID',
       `${file} is the Identity of ${identity.providerClusterID} for ${identity.consumerClusterID}, not of ${providerClusterID} for ${consumerClusterID}`,
       { path: file, hint: 'import it again with clusterprofile identity import' },

@@ -6,11 +6,9 @@
 import { mkdir, open, readFile, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writeFileAtomic as writeAtomically } from '../../../core/atomic-file.js';
-import { CredentialsError } from '../../../core/errors.js';
+import { CredentialsError, isCredentialsError } from '../../../core/errors.js';
 
-export type IssuerFileErrorCode = 'ERR_ISSUER_DATA_DIR' | 'ERR_ISSUER_DATA_DIR_LOCKED';
-
-function dataDirError(message: string, path: string, cause?: unknown): CredentialsError<IssuerFileErrorCode> {
+function dataDirError(message: string, path: string, cause?: unknown): CredentialsError {
   return new CredentialsError('ERR_ISSUER_DATA_DIR', message, { path, ...(cause === undefined ? {} : { cause }) });
 }
 
@@ -36,7 +34,7 @@ export async function ensurePrivateDir(dir: string): Promise<void> {
       });
     }
   } catch (error) {
-    if ((error as { name?: unknown }).name === 'CredentialsError') {
+    if (isCredentialsError(error)) {
       throw error;
     }
     throw dataDirError(`cannot create ${dir}: ${(error as Error).message}`, dir, error);
@@ -104,7 +102,7 @@ export async function lockDataDir(dir: string, holder: string): Promise<DataDirL
       const content = (await readOptional(file)) ?? '';
       const pid = Number.parseInt(content, 10);
       if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && alive(pid)) {
-        throw new CredentialsError<IssuerFileErrorCode>('ERR_ISSUER_DATA_DIR_LOCKED', `the data dir ${dir} is in use by process ${pid} (${content.trim().split(' ').slice(1).join(' ')})`, {
+        throw new CredentialsError('ERR_ISSUER_DATA_DIR_LOCKED', `the data dir ${dir} is in use by process ${pid} (${content.trim().split(' ').slice(1).join(' ')})`, {
           path: file,
           hint: 'stop that process, or use the running issuer\'s HTTPS API (POST /v1/nonces, POST /v1/tenants)',
         });
@@ -113,5 +111,5 @@ export async function lockDataDir(dir: string, holder: string): Promise<DataDirL
       await unlink(file).catch(() => undefined);
     }
   }
-  throw new CredentialsError<IssuerFileErrorCode>('ERR_ISSUER_DATA_DIR_LOCKED', `cannot lock the data dir ${dir}`, { path: file });
+  throw new CredentialsError('ERR_ISSUER_DATA_DIR_LOCKED', `cannot lock the data dir ${dir}`, { path: file });
 }
