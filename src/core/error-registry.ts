@@ -9,7 +9,16 @@
  */
 
 /** Where a code is raised; groups the generated documentation. */
-export type ErrorArea = 'library' | 'exec' | 'plugin' | 'kube' | 'tenant-cert' | 'issuer' | 'token-request' | 'oidc' | 'cli';
+export type ErrorArea =
+  | 'library'
+  | 'exec'
+  | 'plugin'
+  | 'kube'
+  | 'tenant-cert'
+  | 'issuer'
+  | 'token-request'
+  | 'oidc'
+  | 'cli';
 
 export interface ErrorSpec {
   readonly area: ErrorArea;

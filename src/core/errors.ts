@@ -18,7 +18,7 @@ export type ErrorCodes<T extends ErrorCode> = T;
 /** The brand every copy of the package puts on its errors (a registered symbol, so copies share it). */
 const BRAND = Symbol.for('clusterprofile-credentials.error');
 
-/** The registry entry of `code`, or undefined for a code from elsewhere (another copy, a third-party provider, the wire). */
+/** The registry entry of `code`; undefined for a code from elsewhere (a newer copy, a provider's own, the wire). */
 export function errorSpec(code: string): ErrorSpec | undefined {
   return Object.hasOwn(ERRORS, code) ? (ERRORS as Readonly<Record<string, ErrorSpec>>)[code] : undefined;
 }
@@ -43,7 +43,10 @@ export class CredentialsError<C extends ErrorCode = ErrorCode> extends Error {
     return true;
   }
 
-  /** The exit code of a binary that ends with this error: 2 when the user must change input, else 1; undefined for a code outside the registry. */
+  /**
+   * The exit code of a binary that ends with this error: 2 when the user must change input, else 1; undefined for a
+   * code outside the registry (the plugin runtime then exits 2 from a provider's settings, else 1).
+   */
   get exitCode(): 1 | 2 | undefined {
     return errorSpec(this.code)?.exit;
   }
