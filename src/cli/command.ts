@@ -24,7 +24,8 @@ export type CommandArgs = { readonly [key: string]: unknown; readonly _: readonl
  * - `builder` declares the command's options (and nested commands) on the yargs instance. Validation that yargs can
  *   do (`demandOption`, `choices`, `conflicts`, `check`) becomes a usage error: exit code 2.
  * - `run` does the work and returns the exit code. Throw a `CredentialsError` for bad input: main prints it as one
- *   line on stderr and exits 1. Write to `ctx.io.stdout` only once everything succeeded.
+ *   line on stderr and exits with the exit code the error registry gives its code (1; 2 for `ERR_USAGE` and other
+ *   input the user must change). Write to `ctx.io.stdout` only once everything succeeded.
  */
 export interface CommandModule {
   builder(parser: Argv): Argv<any>;

@@ -1,7 +1,7 @@
 /**
  * Go-style durations for flags (`24h`, `90m`, `1h30m`, `45s`, `500ms`, `7d`), as kubectl and the Go tools write them.
  */
-import { CredentialsError } from '../core/errors.js';
+import { CredentialsError, type ErrorCode } from '../core/errors.js';
 
 const UNITS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
@@ -11,7 +11,7 @@ const UNITS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 
  *
  * @example parseDuration('1h30m', { flag: '--interval', min: 1000, max: 86_400_000, code: 'ERR_USAGE' }) // 5_400_000
  */
-export function parseDuration<Code extends string>(text: string, o: { flag: string; min: number; max: number; code: Code }): number {
+export function parseDuration(text: string, o: { flag: string; min: number; max: number; code: ErrorCode }): number {
   const parts = /^(?:\d+(?:ms|s|m|h|d))+$/.test(text) ? [...text.matchAll(/(\d+)(ms|s|m|h|d)/g)] : [];
   if (parts.length === 0) {
     throw new CredentialsError(o.code, `${o.flag} ${JSON.stringify(text)} is not a duration (e.g. 24h, 90m, 45s)`, { path: o.flag });

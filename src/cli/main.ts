@@ -3,7 +3,8 @@
  *
  * yargs parses (strict: unknown options and commands are usage errors); the chosen subcommand's module is loaded on
  * demand and runs with the process's side effects passed in. Exit codes: 0 success, 1 a failure (one line on stderr,
- * `CODE: message (at path)`), 2 a usage error. Nothing is written to stdout on an error, and no stack trace ever.
+ * `CODE: message (at path)`), 2 a usage error (src/core/error-registry.ts gives each code its exit code). Nothing is
+ * written to stdout on an error, and no stack trace ever.
  *
  * @example
  * ```ts
@@ -16,9 +17,6 @@ import { CredentialsError, formatError, isCredentialsError } from '../core/error
 import type { Run } from '../core/io.js';
 import type { CommandArgs, CommandContext, CommandModule } from './command.js';
 import { commands } from './commands/index.js';
-
-/** Code of a command line yargs rejects (unknown option, missing argument, failed check). */
-export type CliErrorCode = 'ERR_USAGE';
 
 const SCRIPT = 'clusterprofile';
 
@@ -64,12 +62,12 @@ export const run: Run = async (argv, env, io) => {
 
   if (parsed.error !== undefined) {
     const where = entry === undefined ? '' : ` ${commandName(entry.command)}`;
-    const usage = new CredentialsError<CliErrorCode>(
+    const usage = new CredentialsError(
       'ERR_USAGE',
       `${parsed.error.message} (see "${SCRIPT}${where} --help")`,
     );
     io.stderr.write(`${formatError(usage)}\n`);
-    return 2;
+    return usage.exitCode ?? 2;
   }
   if (parsed.output !== '') {
     // --help
@@ -86,8 +84,8 @@ export const run: Run = async (argv, env, io) => {
     return await module.run(parsed.args, context);
   } catch (error) {
     io.stderr.write(`${formatError(error)}\n`);
-    // A usage error a command finds itself (a flag its action needs) exits like one yargs finds.
-    return isCredentialsError(error) && error.code === 'ERR_USAGE' ? 2 : 1;
+    // The registry's exit code (ERR_USAGE for a flag an action needs exits 2, like one yargs finds); anything else 1.
+    return (isCredentialsError(error) ? error.exitCode : undefined) ?? 1;
   }
 };
 

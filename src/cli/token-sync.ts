@@ -18,8 +18,6 @@ import { statusMessage } from '../kube/status.js';
 import { buildTokenRequest, processTokenRequestResponse } from '../providers/token-request/protocol.js';
 import { parseTokenRequestSettings, type TokenRequestSettingsSources } from '../providers/token-request/settings.js';
 
-export type TokenSyncErrorCode = 'ERR_TOKEN_SYNC_HUB';
-
 /** Annotations on the Secrets the sync writes. */
 export const RENEW_AT_ANNOTATION = 'clusterprofile-credentials.x-k8s.io/renew-at';
 export const EXPIRES_AT_ANNOTATION = 'clusterprofile-credentials.x-k8s.io/expires-at';
@@ -56,7 +54,7 @@ export interface ClusterSyncResult {
   error?: string;
 }
 
-function hubError(message: string, path: string): CredentialsError<TokenSyncErrorCode> {
+function hubError(message: string, path: string): CredentialsError {
   return new CredentialsError('ERR_TOKEN_SYNC_HUB', message, { path });
 }
 
@@ -70,7 +68,7 @@ async function listProfiles(deps: TokenSyncDependencies, namespace: string): Pro
     listed = await listClusterProfiles({ send: deps.hub, server: deps.hubServer }, namespace);
   } catch (error) {
     if (!isCredentialsError(error) || error.code !== 'ERR_HUB_REQUEST') throw error;
-    throw new CredentialsError<TokenSyncErrorCode>('ERR_TOKEN_SYNC_HUB', error.message, { ...(error.path === undefined ? {} : { path: error.path }), cause: error });
+    throw new CredentialsError('ERR_TOKEN_SYNC_HUB', error.message, { ...(error.path === undefined ? {} : { path: error.path }), cause: error });
   }
   return listed
     .map((item) => (item.profile === undefined ? item : { name: item.name, profile: item.profile as unknown as ClusterProfile }))

@@ -14,7 +14,7 @@
  */
 import { open } from 'node:fs/promises';
 import { isScalar, parseAllDocuments, type DocumentOptions, type ParseOptions, type SchemaOptions, type ToJSOptions } from 'yaml';
-import { CredentialsError, errno, jsonSyntaxProblem } from './errors.js';
+import { CredentialsError, errno, jsonSyntaxProblem, type ErrorCode } from './errors.js';
 
 export type DocumentFormat = 'json' | 'yaml' | 'auto';
 
@@ -42,7 +42,7 @@ export const YAML_OPTIONS: Readonly<ParseOptions & DocumentOptions & SchemaOptio
   logLevel: 'error',
 });
 
-export interface ParseDocumentOptions<Code extends string = string> {
+export interface ParseDocumentOptions<Code extends ErrorCode = ErrorCode> {
   /** Where the text comes from (a file, `stdin`, a variable): the error's path, named in its message. */
   source: string;
   /** The caller's code for a text that is not a document. */
@@ -283,9 +283,9 @@ export function readProblem(error: unknown): string {
   }
 }
 
-export interface ReadDocumentFileOptions<Code extends string = string> extends Omit<ParseDocumentOptions<Code>, 'source'> {
+export interface ReadDocumentFileOptions<Code extends ErrorCode = ErrorCode> extends Omit<ParseDocumentOptions<Code>, 'source'> {
   /** The caller's code for a file that cannot be read; default `code`. */
-  readCode?: string;
+  readCode?: ErrorCode;
   /** How a read error's message starts, before `: <reason>`; default `cannot read <file>`. */
   readMessage?: string;
   /** Hint of a read error. */

@@ -1,34 +1,73 @@
 /**
  * Errors with stable codes.
  *
- * Every error this package raises for a user-visible failure is a {@link CredentialsError} whose `code` is a
- * stable string (match on `error.code`, never on `instanceof` or the message: two copies of the package can live
- * in one process). `path` says where the problem is: a JSON path (`$.providers[0].execConfig`), a file or a flag.
- * Lower-level errors (undici, client-node, ajv, node:fs) are translated at the boundary and kept as `cause`.
- *
- * Each area declares its own union of codes next to the code that raises them; all start with `ERR_`.
+ * Every error this package raises for a user-visible failure is a {@link CredentialsError} whose `code` is one of
+ * ./error-registry.ts (match on `error.code`, never on the message). `path` says where the problem is: a JSON path
+ * (`$.providers[0].execConfig`), a file or a flag. Lower-level errors (undici, client-node, ajv, node:fs) are
+ * translated at the boundary and kept as `cause`. Recognise the error with {@link isCredentialsError}, never with
+ * `instanceof`: two copies of the package can live in one process.
  */
-export class CredentialsError<Code extends string = string> extends Error {
+import { ERRORS, type ErrorCode, type ErrorSpec } from './error-registry.js';
+
+export type { ErrorArea, ErrorCode, ErrorSpec } from './error-registry.js';
+export { ERRORS } from './error-registry.js';
+
+/** A documented subset of {@link ErrorCode}: every member must be a registered code. */
+export type ErrorCodes<T extends ErrorCode> = T;
+
+/** The brand every copy of the package puts on its errors (a registered symbol, so copies share it). */
+const BRAND = Symbol.for('clusterprofile-credentials.error');
+
+/** The registry entry of `code`; undefined for a code from elsewhere (a newer copy, a provider's own, the wire). */
+export function errorSpec(code: string): ErrorSpec | undefined {
+  return Object.hasOwn(ERRORS, code) ? (ERRORS as Readonly<Record<string, ErrorSpec>>)[code] : undefined;
+}
+
+export class CredentialsError<C extends ErrorCode = ErrorCode> extends Error {
   override readonly name = 'CredentialsError';
-  readonly code: Code;
+  readonly code: C;
   /** Where the problem is: a JSON path, a file, a flag or a URL. */
   readonly path: string | undefined;
   /** What a user can do about it. */
   readonly hint: string | undefined;
 
-  constructor(code: Code, message: string, options: { path?: string; hint?: string; cause?: unknown } = {}) {
+  constructor(code: C, message: string, options: { path?: string; hint?: string; cause?: unknown } = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
     this.path = options.path;
     this.hint = options.hint;
   }
+
+  /** The brand {@link isCredentialsError} checks (on the prototype: not an own property of the instance). */
+  get [BRAND](): true {
+    return true;
+  }
+
+  /**
+   * The exit code of a binary that ends with this error: 2 when the user must change input, else 1; undefined for a
+   * code outside the registry (the plugin runtime then exits 2 from a provider's settings, else 1).
+   */
+  get exitCode(): 1 | 2 | undefined {
+    return errorSpec(this.code)?.exit;
+  }
+
+  /** Whether the same call may succeed later unchanged (false for a code outside the registry). */
+  get retryable(): boolean {
+    return errorSpec(this.code)?.retryable ?? false;
+  }
+
+  /** The status the tenant-cert issuer answers this code with, when it sends it. */
+  get httpStatus(): number | undefined {
+    return errorSpec(this.code)?.http;
+  }
 }
 
-/** True for a {@link CredentialsError} from any copy of this package. */
+/** True for a {@link CredentialsError} from any copy of this package (the shared brand and a string code). */
 export function isCredentialsError(error: unknown): error is CredentialsError {
   return (
-    error instanceof Error &&
-    (error as { name?: unknown }).name === 'CredentialsError' &&
+    typeof error === 'object' &&
+    error !== null &&
+    (error as { [BRAND]?: unknown })[BRAND] === true &&
     typeof (error as { code?: unknown }).code === 'string'
   );
 }

@@ -3,7 +3,7 @@
  *
  * @see https://kubernetes.io/docs/reference/access-authn-authz/authentication/#input-and-output-formats
  */
-import { CredentialsError, jsonSyntaxProblem } from './errors.js';
+import { CredentialsError, jsonSyntaxProblem, type ErrorCodes } from './errors.js';
 import type { Env } from './io.js';
 
 /** The exec credential API versions a client may speak, newest first. */
@@ -50,7 +50,7 @@ export interface ExecCredentialInput {
 }
 
 /** Codes of a bad KUBERNETES_EXEC_INFO (exit 2) and of a provider returning an unusable credential (exit 1). */
-export type ExecCredentialErrorCode = 'ERR_PLUGIN_EXEC_INFO' | 'ERR_PLUGIN_BAD_CREDENTIAL';
+export type ExecCredentialErrorCode = ErrorCodes<'ERR_PLUGIN_EXEC_INFO' | 'ERR_PLUGIN_BAD_CREDENTIAL'>;
 
 // As in the schema: base64 with the line breaks Go and the API server accept.
 const BASE64 = /^[A-Za-z0-9+/\r\n]*={0,2}[\r\n]*$/;

@@ -7,8 +7,6 @@ import { Agent, ProxyAgent, request as undiciRequest, type Dispatcher } from 'un
 import { CredentialsError } from '../core/errors.js';
 import type { KubeCredential, KubeEndpoint, KubeRequest, SendKubeRequest } from './types.js';
 
-export type KubeTransportErrorCode = 'ERR_KUBE_UNREACHABLE' | 'ERR_KUBE_ENDPOINT' | 'ERR_KUBE_RESPONSE_TOO_LARGE';
-
 /** Largest response body read (TokenRequest and CSR answers are a few kB); more is refused, not buffered. */
 export const DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024;
 

@@ -6,12 +6,12 @@
  * @see https://github.com/kubernetes/enhancements/tree/master/keps/sig-multicluster/5339-clusterprofile-plugin-credentials
  */
 import { assertDocument } from '../schemas/index.js';
-import { CredentialsError } from '../core/errors.js';
+import { CredentialsError, type ErrorCodes } from '../core/errors.js';
 import { parseDocument as readDocument, readDocumentText, readProblem } from '../core/document.js';
 import type { AccessConfig, ExecConfig, ProviderConfig } from './types.js';
 
 /** Codes raised while reading the providers file. */
-export type AccessConfigErrorCode = 'ERR_ACCESS_CONFIG_READ' | 'ERR_ACCESS_CONFIG_PARSE' | 'ERR_ACCESS_CONFIG_INVALID';
+export type AccessConfigErrorCode = ErrorCodes<'ERR_ACCESS_CONFIG_READ' | 'ERR_ACCESS_CONFIG_PARSE' | 'ERR_ACCESS_CONFIG_INVALID'>;
 
 /** The file system seam of {@link loadAccessConfig}: only what it uses. */
 export interface AccessConfigFs {
@@ -117,7 +117,7 @@ function parseDocument(text: string, source: string): Record<string, unknown> {
     message: `failed to unmarshal access providers from ${source}`,
   });
   if (document === null || document === undefined || typeof document !== 'object' || Array.isArray(document)) {
-    throw new CredentialsError<AccessConfigErrorCode>(
+    throw new CredentialsError(
       'ERR_ACCESS_CONFIG_PARSE',
       `failed to unmarshal access providers from ${source}: expected an object with "providers", got ${kindOf(document)}`,
       { path: source },

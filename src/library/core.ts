@@ -1,6 +1,7 @@
 // `clusterprofile-credentials/core`: everything that does not need @kubernetes/client-node (providers file,
 // resolution, kubeconfig rendering, the exec implementation). Only named exports.
 export { CredentialsError, isCredentialsError, formatError } from '../core/errors.js';
+export type { ErrorCode } from '../core/errors.js';
 export type {
   AccessConfig,
   AccessProvider,

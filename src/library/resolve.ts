@@ -7,7 +7,7 @@
  */
 import { assertDocument, validateDocument, type SchemaId } from '../schemas/index.js';
 import { normalizeAccessConfig } from './access-config.js';
-import { CredentialsError, withoutUserinfo } from '../core/errors.js';
+import { CredentialsError, withoutUserinfo, type ErrorCodes } from '../core/errors.js';
 import { canonicalBase64, isGoBase64 } from './go-base64.js';
 import type {
   AccessConfig,
@@ -22,14 +22,15 @@ import type {
 } from './types.js';
 
 /** Codes raised by {@link resolveClusterAccess}. */
-export type ResolveErrorCode =
+export type ResolveErrorCode = ErrorCodes<
   | 'ERR_PROFILE_INVALID'
   | 'ERR_ACCESS_CONFIG_INVALID'
   | 'ERR_NO_MATCHING_PROVIDER'
   | 'ERR_NO_EXEC_CONFIG'
   | 'ERR_EXEC_CONFIG_INVALID'
   | 'ERR_EXTENSION_INVALID'
-  | 'ERR_POLICY_UNSUPPORTED';
+  | 'ERR_POLICY_UNSUPPORTED'
+>;
 
 /** The cluster extension whose object the exec layer hands the plugin as `spec.cluster.config` (SIG Auth's key). */
 export const EXEC_EXTENSION_NAME = 'client.authentication.k8s.io/exec';
@@ -118,7 +119,7 @@ export function resolveClusterAccess(
   const chosenEntry = fileProviders[fileIndex];
   const chosen = chosenEntry === undefined ? undefined : byName.get(chosenEntry.name);
   if (chosenEntry === undefined || chosen === undefined) {
-    throw new CredentialsError<ResolveErrorCode>(
+    throw new CredentialsError(
       'ERR_NO_MATCHING_PROVIDER',
       `no matching cluster accessor found for cluster profile ${JSON.stringify(name)}`,
       {
@@ -133,7 +134,7 @@ export function resolveClusterAccess(
   // 3. Its exec config.
   const execConfig = chosenEntry.execConfig;
   if (execConfig === undefined || execConfig === null) {
-    throw new CredentialsError<ResolveErrorCode>(
+    throw new CredentialsError(
       'ERR_NO_EXEC_CONFIG',
       `no exec config found for provider ${JSON.stringify(chosenEntry.name)}`,
       { path: `$.providers[${fileIndex}].execConfig` },
@@ -144,7 +145,7 @@ export function resolveClusterAccess(
   // 4. Reserved extensions, in the cluster's order; then the check of repeated names, which upstream makes after them.
   const cluster = chosen.provider.cluster;
   if (cluster === undefined || cluster === null) {
-    throw new CredentialsError<ResolveErrorCode>(
+    throw new CredentialsError(
       'ERR_PROFILE_INVALID',
       `access provider ${JSON.stringify(chosenEntry.name)} of ClusterProfile ${JSON.stringify(name)} has no cluster to connect to`,
       { path: `$.status.${chosen.field}[${chosen.index}].cluster` },
@@ -215,7 +216,7 @@ function validateProfile(profile: unknown): void {
   const apiVersion = (profile as { apiVersion?: unknown } | null)?.apiVersion;
   const schema = typeof apiVersion === 'string' ? PROFILE_SCHEMAS[apiVersion] : undefined;
   if (schema === undefined) {
-    throw new CredentialsError<ResolveErrorCode>(
+    throw new CredentialsError(
       'ERR_PROFILE_INVALID',
       `invalid ClusterProfile: apiVersion must be one of ${Object.keys(PROFILE_SCHEMAS).join(', ')}, got ${JSON.stringify(apiVersion) ?? 'nothing'}`,
       { path: '$.apiVersion' },
@@ -226,7 +227,7 @@ function validateProfile(profile: unknown): void {
   const issues = validateDocument(schema, profile).filter((issue) => !EXTENSION_PAYLOAD.test(issue.path));
   const first = issues[0];
   if (first !== undefined) {
-    throw new CredentialsError<ResolveErrorCode>(
+    throw new CredentialsError(
       'ERR_PROFILE_INVALID',
       `ClusterProfile is invalid: ${issues
         .slice(0, 5)
@@ -296,7 +297,7 @@ function validateExecConfig(execConfig: ExecConfig, providerName: string, fileIn
   }));
   const first = issues[0];
   if (first !== undefined) {
-    throw new CredentialsError<ResolveErrorCode>(
+    throw new CredentialsError(
       'ERR_EXEC_CONFIG_INVALID',
       `exec config of provider ${JSON.stringify(providerName)} is invalid: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`,
       { path: first.path },
@@ -319,7 +320,7 @@ function applyArgs(
     case 'Append':
       return [...args, ...stringList(payload, path)];
     default:
-      throw new CredentialsError<ResolveErrorCode>(
+      throw new CredentialsError(
         'ERR_POLICY_UNSUPPORTED',
         `unsupported ProfileSourcedCLIArgsPolicy: ${JSON.stringify(policy)}`,
         { path: `$.providers[${fileIndex}].profileSourcedCLIArgsPolicy`, hint: 'use "Append" or "Ignore"' },
@@ -339,7 +340,7 @@ function applyEnvs(
     return env;
   }
   if (policy !== 'AppendIfNotExists' && policy !== 'Replace') {
-    throw new CredentialsError<ResolveErrorCode>(
+    throw new CredentialsError(
       'ERR_POLICY_UNSUPPORTED',
       `unsupported ProfileSourcedEnvVarsPolicy: ${JSON.stringify(policy)}`,
       {
@@ -475,8 +476,8 @@ function scalarText(value: unknown): string | undefined {
   return undefined;
 }
 
-function badExtension(prefix: string, reason: string, path: string): CredentialsError<ResolveErrorCode> {
-  return new CredentialsError<ResolveErrorCode>('ERR_EXTENSION_INVALID', `${prefix}: ${reason}`, { path });
+function badExtension(prefix: string, reason: string, path: string): CredentialsError {
+  return new CredentialsError('ERR_EXTENSION_INVALID', `${prefix}: ${reason}`, { path });
 }
 
 function kind(value: unknown): string {

@@ -4,7 +4,7 @@
  *
  * Layout: `<dir>/<key>.json` (entry), `<dir>/<key>.lock` (lock), `<dir>/<key>.json.<random>.tmp` (a write in progress).
  */
-import { CredentialsError, errno } from '../core/errors.js';
+import { CredentialsError, errno, type ErrorCodes } from '../core/errors.js';
 import type { ExecCredentialStatus } from '../core/exec-credential.js';
 import { parseTimestamp } from '../core/exec-credential.js';
 import type { Env } from '../core/io.js';
@@ -20,7 +20,7 @@ const { readdirSync, unlinkSync } = process.getBuiltinModule('node:fs');
 const { join } = process.getBuiltinModule('node:path');
 
 /** Codes of cache failures (exit 1). */
-export type CacheErrorCode = 'ERR_PLUGIN_CACHE_INSECURE' | 'ERR_PLUGIN_CACHE_IO';
+export type CacheErrorCode = ErrorCodes<'ERR_PLUGIN_CACHE_INSECURE' | 'ERR_PLUGIN_CACHE_IO'>;
 
 const ENTRY_VERSION = 1;
 const KEY_PATTERN = /^[0-9a-f]{64}\.(json|lock)$|^[0-9a-f]{64}\.json\.[0-9a-f]+\.tmp$/;
@@ -171,7 +171,7 @@ export function lockPath(dir: string, key: string): string {
 }
 
 /** The cache's error for what keeps `path` from being a private cache directory or entry. */
-function problemError(problem: PrivacyProblem, path: string, what: 'file' | 'directory'): CredentialsError<CacheErrorCode> {
+function problemError(problem: PrivacyProblem, path: string, what: 'file' | 'directory'): CredentialsError {
   switch (problem.kind) {
     case 'owner':
       return insecure(path, `is owned by uid ${problem.uid}, not by you (uid ${problem.user})`, `use a cache directory of your own (--cache-dir)`);
@@ -193,14 +193,14 @@ function problemError(problem: PrivacyProblem, path: string, what: 'file' | 'dir
   }
 }
 
-function insecure(path: string, problem: string, fix: string): CredentialsError<CacheErrorCode> {
+function insecure(path: string, problem: string, fix: string): CredentialsError {
   return new CredentialsError('ERR_PLUGIN_CACHE_INSECURE', `refusing to use the credential cache: ${path} ${problem}`, {
     path,
     hint: fix,
   });
 }
 
-function ioError(message: string, path: string, cause: unknown): CredentialsError<CacheErrorCode> {
+function ioError(message: string, path: string, cause: unknown): CredentialsError {
   const detail = cause instanceof Error ? cause.message : String(cause);
   return new CredentialsError('ERR_PLUGIN_CACHE_IO', `${message}: ${detail}`, { path, cause });
 }

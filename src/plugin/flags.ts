@@ -3,7 +3,7 @@
  * (yargs costs tens of milliseconds to import; a plugin runs on every kubectl call).
  */
 import type { ParseArgsOptionsConfig } from 'node:util';
-import { CredentialsError } from '../core/errors.js';
+import { CredentialsError, type ErrorCodes } from '../core/errors.js';
 import type { CredentialProvider, FlagSpecs, FlagValues } from './provider.js';
 
 // Built-ins come from process.getBuiltinModule, not `import`: an ESM import of a built-in builds its namespace,
@@ -12,7 +12,7 @@ import type { CredentialProvider, FlagSpecs, FlagValues } from './provider.js';
 const { parseArgs } = process.getBuiltinModule('node:util');
 
 /** Codes of command-line mistakes (exit 2). */
-export type PluginUsageErrorCode = 'ERR_PLUGIN_USAGE';
+export type PluginUsageErrorCode = ErrorCodes<'ERR_PLUGIN_USAGE'>;
 
 /** The flags every plugin has, whatever its provider. */
 export const COMMON_FLAGS = {
@@ -123,7 +123,7 @@ export function helpText(command: string, provider: Pick<CredentialProvider, 'de
   return `${lines.join('\n')}\n`;
 }
 
-function usageError(error: unknown): CredentialsError<PluginUsageErrorCode> {
+function usageError(error: unknown): CredentialsError {
   const message = error instanceof Error ? error.message : String(error);
   const flag = /'(-{1,2}[^'\s]+)/.exec(message)?.[1];
   // parseArgs appends advice about '--' positionals that only confuses here.

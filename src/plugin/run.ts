@@ -2,7 +2,7 @@
  * The runtime every plugin binary shares: flags, KUBERNETES_EXEC_INFO, the cache with double-checked locking, the
  * single ExecCredential document on stdout, diagnostics on stderr, exit codes.
  */
-import { CredentialsError, formatError, isCredentialsError } from '../core/errors.js';
+import { CredentialsError, formatError, isCredentialsError, type ErrorCodes } from '../core/errors.js';
 import type { ExecCredentialStatus } from '../core/exec-credential.js';
 import {
   cacheDirectory,
@@ -36,7 +36,7 @@ export interface RunPluginOptions {
 }
 
 /** Code of an issuance stopped by SIGINT/SIGTERM/SIGHUP (the abort reason providers see on their signal). */
-export type RunErrorCode = 'ERR_PLUGIN_INTERRUPTED';
+export type RunErrorCode = ErrorCodes<'ERR_PLUGIN_INTERRUPTED'>;
 
 /** Exit codes of every plugin. */
 export const EXIT = {
@@ -202,7 +202,8 @@ export function runPlugin<F extends FlagSpecs, Settings, State>(
   function report(io: ProcessIo, env: Env, error: unknown, stage: 'usage' | 'credential'): number {
     if (isCredentialsError(error)) {
       say(io, formatError(error));
-      return stage === 'usage' ? EXIT.usage : EXIT.failure;
+      // The registry's exit code; a code it does not know (a provider's own) exits 2 from settings, else 1.
+      return error.exitCode ?? (stage === 'usage' ? EXIT.usage : EXIT.failure);
     }
     const debug = env['CLUSTERPROFILE_DEBUG'] !== undefined && env['CLUSTERPROFILE_DEBUG'] !== '';
     const detail = debug && error instanceof Error && error.stack !== undefined ? error.stack : formatError(error);

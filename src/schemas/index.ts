@@ -10,12 +10,12 @@
  * ```ts
  * const issues = validateDocument('providers-file', JSON.parse(text));
  * const config = assertDocument<AccessConfig>('providers-file', JSON.parse(text), {
- *   code: 'ERR_PROVIDERS_FILE_INVALID',
+ *   code: 'ERR_ACCESS_CONFIG_INVALID',
  *   what: `providers file ${path}`,
  * });
  * ```
  */
-import { CredentialsError } from '../core/errors.js';
+import { CredentialsError, type ErrorCode } from '../core/errors.js';
 import { messages, validators } from '../generated/validators.js';
 import type { SchemaId } from '../generated/validators.js';
 import type { ValidatorError } from './runtime.js';
@@ -70,7 +70,7 @@ export function validateDocument(id: SchemaId, doc: unknown): readonly SchemaIss
  * });
  * ```
  */
-export function assertDocument<T>(id: SchemaId, doc: unknown, options: { code: string; what: string }): T {
+export function assertDocument<T>(id: SchemaId, doc: unknown, options: { code: ErrorCode; what: string }): T {
   const issues = validateDocument(id, doc);
   const first = issues[0];
   if (first === undefined) {

@@ -1,6 +1,6 @@
 import { PassThrough, Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { CredentialsError } from '../../src/core/errors.js';
+import { CredentialsError, type ErrorCode } from '../../src/core/errors.js';
 import { readInput } from '../../src/cli/input.js';
 import type { CommandContext } from '../../src/cli/command.js';
 
@@ -8,7 +8,7 @@ function context(stdin: string[]): CommandContext {
   return { env: {}, cwd: '/work', io: { stdin: Readable.from(stdin), stdout: new PassThrough(), stderr: new PassThrough() } };
 }
 
-const fail = (cause: unknown, path: string) => new CredentialsError('ERR_TEST_READ', `cannot read ${path}: ${(cause as Error).message}`, { path });
+const fail = (cause: unknown, path: string) => new CredentialsError('ERR_TEST_READ' as ErrorCode, `cannot read ${path}: ${(cause as Error).message}`, { path });
 
 describe('a command document argument', () => {
   it.each(['-', '', undefined])('%j reads standard input', async (file) => {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseDocument, readDocumentFile, readDocumentText, type ParseDocumentOptions } from '../../src/core/document.js';
 
-const base: ParseDocumentOptions = { source: 'doc.yaml', code: 'ERR_TEST_PARSE' };
+const base: ParseDocumentOptions = { source: 'doc.yaml', code: 'ERR_PROFILE_PARSE' };
 
 function failure(run: () => unknown): { code: string; message: string; path?: string; hint?: string } {
   try {
@@ -51,7 +51,7 @@ describe('parseDocument: what a YAML document means', () => {
   it('a stream of documents only when asked', () => {
     const stream = 'a: 1\n---\nb: 2\n';
     const error = failure(() => parseDocument(stream, base));
-    expect(error).toMatchObject({ code: 'ERR_TEST_PARSE', path: 'doc.yaml' });
+    expect(error).toMatchObject({ code: 'ERR_PROFILE_PARSE', path: 'doc.yaml' });
     expect(error.message).toBe('doc.yaml is not valid YAML: a stream of 2 documents where one is expected (the second starts at line 2, column 1)');
     expect(parseDocument(stream, { ...base, multiple: true })).toEqual([{ a: 1 }, { b: 2 }]);
     expect(parseDocument('{"a": 1}', { ...base, multiple: true })).toEqual([{ a: 1 }]);
@@ -71,7 +71,7 @@ describe('parseDocument: refused, with the caller\'s code, the source as path, a
     ['deep nesting', `${'['.repeat(5000)}${secret}${']'.repeat(5000)}`, 'nesting too deep'],
   ])('%s', (_name, text, problem) => {
     const error = failure(() => parseDocument(text, { ...base, format: 'yaml' }));
-    expect(error.code).toBe('ERR_TEST_PARSE');
+    expect(error.code).toBe('ERR_PROFILE_PARSE');
     expect(error.path).toBe('doc.yaml');
     expect(error.message).toContain(`doc.yaml is not valid YAML: ${problem}`);
     expect(error.message).not.toContain(secret.slice(0, 6));
@@ -113,30 +113,30 @@ describe('parseDocument: refused, with the caller\'s code, the source as path, a
 
 describe('readDocumentFile', () => {
   const dir = mkdtempSync(join(tmpdir(), 'cpc-document-'));
-  const options = { code: 'ERR_TEST_PARSE', readCode: 'ERR_TEST_READ' };
+  const options = { code: 'ERR_PROFILE_PARSE', readCode: 'ERR_PROFILE_READ' } as const;
 
   it('reads and parses a file, the file as source', async () => {
     const file = join(dir, 'ok.yaml');
     writeFileSync(file, 'a: 1\n');
     expect(await readDocumentFile(file, options)).toEqual({ a: 1 });
     writeFileSync(file, 'a: 1\na: 2\n');
-    expect(await asyncFailure(() => readDocumentFile(file, options))).toMatchObject({ code: 'ERR_TEST_PARSE', path: file });
+    expect(await asyncFailure(() => readDocumentFile(file, options))).toMatchObject({ code: 'ERR_PROFILE_PARSE', path: file });
   });
 
   it('a directory, a missing file, a file over the bound: the read code, naming the file', async () => {
     const sub = join(dir, 'sub');
     mkdirSync(sub);
-    expect(await asyncFailure(() => readDocumentFile(sub, options))).toMatchObject({ code: 'ERR_TEST_READ', path: sub, message: `cannot read ${sub}: it is a directory, not a file` });
+    expect(await asyncFailure(() => readDocumentFile(sub, options))).toMatchObject({ code: 'ERR_PROFILE_READ', path: sub, message: `cannot read ${sub}: it is a directory, not a file` });
     const missing = join(dir, 'missing.yaml');
     expect(await asyncFailure(() => readDocumentFile(missing, { ...options, readMessage: 'cannot read the profile', readHint: 'make one' }))).toMatchObject({
-      code: 'ERR_TEST_READ',
+      code: 'ERR_PROFILE_READ',
       path: missing,
       message: 'cannot read the profile: no such file',
       hint: 'make one',
     });
     const big = join(dir, 'big.yaml');
     writeFileSync(big, 'a: 1\n'.padEnd(100, ' '));
-    expect(await asyncFailure(() => readDocumentFile(big, { ...options, maxBytes: 99 }))).toMatchObject({ code: 'ERR_TEST_READ', message: `cannot read ${big}: EFBIG: ${big} is larger than 99 bytes` });
+    expect(await asyncFailure(() => readDocumentFile(big, { ...options, maxBytes: 99 }))).toMatchObject({ code: 'ERR_PROFILE_READ', message: `cannot read ${big}: EFBIG: ${big} is larger than 99 bytes` });
   });
 
   it.runIf(process.platform === 'linux')('a device that never ends is read only up to the bound', async () => {

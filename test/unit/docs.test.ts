@@ -13,7 +13,6 @@ const readme = join(root, 'README.md');
 const docsDir = join(root, 'docs');
 
 /** Written by the error-registry generator, not by hand: a branch may predate it, so links to it count once it exists. */
-const GENERATED = new Set([join(docsDir, 'errors.md')]);
 
 const README_LIMIT_BYTES = 25_000;
 
@@ -107,7 +106,7 @@ function problem({ from, target }: Link): string | undefined {
   const anchor = hash === -1 ? undefined : decodeURIComponent(target.slice(hash + 1));
   const file = path === '' ? from : join(dirname(from), path);
   if (!existsSync(file)) {
-    return GENERATED.has(file) && anchor === undefined ? undefined : `${name(file)} does not exist`;
+    return `${name(file)} does not exist`;
   }
   if (anchor === undefined) return undefined;
   if (statSync(file).isDirectory() || !file.endsWith('.md')) return `#${anchor}: ${name(file)} is not a Markdown file`;

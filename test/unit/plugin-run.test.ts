@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { CredentialsError } from '../../src/core/errors.js';
+import { CredentialsError, type ErrorCode } from '../../src/core/errors.js';
 import { runPlugin, type CredentialProvider, type IssueContext, type ProcessIo } from '../../src/plugin/index.js';
 
 const V1 = 'client.authentication.k8s.io/v1';
@@ -99,14 +99,14 @@ describe('runPlugin', () => {
 
   it('a CredentialsError from issue: exit 1 with code, path and hint; from settings: exit 2', async () => {
     const { p } = provider(async () => {
-      throw new CredentialsError('ERR_X_DENIED', 'denied', { path: 'https://i/token', hint: 'ask an admin' });
+      throw new CredentialsError('ERR_X_DENIED' as ErrorCode, 'denied', { path: 'https://i/token', hint: 'ask an admin' });
     });
     const run = runPlugin(p, { now });
     const cache = mkdtempSync(join(tmpdir(), 'cpc-run-unit-'));
     const io = memoryIo();
     expect(await run(['--subject', 's', '--cache-dir', cache], {}, io)).toBe(1);
     expect(io.err()).toBe('clusterprofile-unit: ERR_X_DENIED: denied (at https://i/token)\nhint: ask an admin\n');
-    const bad = runPlugin({ ...p, settings: () => { throw new CredentialsError('ERR_X_CONFIG', 'no issuer', { path: '$.spec.cluster.config.issuerURL' }); } }, { now });
+    const bad = runPlugin({ ...p, settings: () => { throw new CredentialsError('ERR_X_CONFIG' as ErrorCode, 'no issuer', { path: '$.spec.cluster.config.issuerURL' }); } }, { now });
     const io2 = memoryIo();
     expect(await bad(['--subject', 's', '--cache-dir', cache], {}, io2)).toBe(2);
     expect(io2.out()).toBe('');

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { formatError, isCredentialsError } from '../../src/core/errors.js';
+import { formatError, isCredentialsError, type ErrorCode } from '../../src/core/errors.js';
 import { assertDocument, validateDocument } from '../../src/schemas/index.js';
 import type { SchemaId, SchemaIssue } from '../../src/schemas/index.js';
 import {
@@ -414,7 +414,7 @@ describe('validateDocument', () => {
 describe('assertDocument', () => {
   test('returns the very document when it is valid', () => {
     const file = referenceProvidersFile();
-    expect(assertDocument('providers-file', file, { code: 'ERR_X', what: 'providers file' })).toBe(file);
+    expect(assertDocument('providers-file', file, { code: 'ERR_X' as ErrorCode, what: 'providers file' })).toBe(file);
   });
 
   test('throws a CredentialsError with the code, the first path and every issue in the message', () => {
@@ -439,7 +439,7 @@ describe('assertDocument', () => {
   test('spells out five issues and counts the rest', () => {
     const env = Array.from({ length: 8 }, (_, index) => ({ name: index, value: 'v' }));
     expect(() =>
-      assertDocument('providers-file', { providers: [{ name: 'a', execConfig: { env } }] }, { code: 'ERR_Y', what: 'providers file f.json' }),
+      assertDocument('providers-file', { providers: [{ name: 'a', execConfig: { env } }] }, { code: 'ERR_Y' as ErrorCode, what: 'providers file f.json' }),
     ).toThrow(
       'providers file f.json is invalid: $.providers[0].execConfig.env[0].name: must be a string or null, not a number; ' +
         '$.providers[0].execConfig.env[1].name: must be a string or null, not a number; ' +

@@ -24,8 +24,6 @@ import { defaultIdentityDir, readKeyFile } from '../../providers/tenant-cert/plu
 import type { CommandArgs, CommandContext } from '../command.js';
 import { readInput } from '../input.js';
 
-export type IdentityCommandErrorCode = 'ERR_IDENTITY_READ' | 'ERR_IDENTITY_MISMATCH' | 'ERR_IDENTITY_KUBECONFIG';
-
 export function builder(parser: Argv): Argv<any> {
   return parser
     .usage(
@@ -78,7 +76,7 @@ async function writePrivateFile(path: string, text: string): Promise<void> {
   try {
     await writeFileAtomic(path, text, 0o600);
   } catch (cause) {
-    throw new CredentialsError<IdentityCommandErrorCode>('ERR_IDENTITY_KUBECONFIG', `cannot write the kubeconfig: ${(cause as Error).message}`, {
+    throw new CredentialsError('ERR_IDENTITY_KUBECONFIG', `cannot write the kubeconfig: ${(cause as Error).message}`, {
       path,
       cause,
     });
@@ -89,18 +87,18 @@ export async function run(args: CommandArgs, ctx: CommandContext): Promise<numbe
   // yargs hands a lone "-" positional over as "".
   const file = args['file'] === '' ? '-' : args['file'];
   if (typeof file !== 'string') {
-    throw new CredentialsError<IdentityCommandErrorCode>('ERR_IDENTITY_READ', 'which Identity? give a FILE (or - for stdin)', { path: 'FILE' });
+    throw new CredentialsError('ERR_IDENTITY_READ', 'which Identity? give a FILE (or - for stdin)', { path: 'FILE' });
   }
   const keyFile = resolve(ctx.cwd, String(args['key-file']));
   const identityDir = defaultIdentityDir(ctx.env, args['identity-dir'] as string | undefined, ctx.cwd);
   const { text, source } = await readInput(file, ctx, (cause, path) =>
-    new CredentialsError<IdentityCommandErrorCode>('ERR_IDENTITY_READ', `cannot read the Identity: ${(cause as Error).message}`, { path, cause }),
+    new CredentialsError('ERR_IDENTITY_READ', `cannot read the Identity: ${(cause as Error).message}`, { path, cause }),
   );
   const identity = parseIdentity(text, source);
 
   const clusterID = args['cluster-id'] as string | undefined;
   if (clusterID !== undefined && clusterID !== identity.consumerClusterID) {
-    throw new CredentialsError<IdentityCommandErrorCode>(
+    throw new CredentialsError(
       'ERR_IDENTITY_MISMATCH',
       `${source} is an Identity for cluster ${identity.consumerClusterID}, not for --cluster-id ${clusterID}`,
       { path: '--cluster-id' },
@@ -121,7 +119,7 @@ export async function run(args: CommandArgs, ctx: CommandContext): Promise<numbe
   if (args['kubeconfig'] !== undefined) {
     const server = (args['server'] as string | undefined) ?? identity.apiServer;
     if (server === undefined) {
-      throw new CredentialsError<IdentityCommandErrorCode>('ERR_IDENTITY_KUBECONFIG', `${source} names no apiServer; pass --server`, { path: '--server' });
+      throw new CredentialsError('ERR_IDENTITY_KUBECONFIG', `${source} names no apiServer; pass --server`, { path: '--server' });
     }
     kubeconfigPath = resolve(ctx.cwd, String(args['kubeconfig']));
     kubeconfig = identityKubeconfig(identity, {

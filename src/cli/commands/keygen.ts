@@ -20,8 +20,6 @@ import { CredentialsError } from '../../core/errors.js';
 import { generateClusterKeyPair, KEY_ALGORITHMS, type KeyAlgorithm } from '../../providers/tenant-cert/keys.js';
 import type { CommandArgs, CommandContext } from '../command.js';
 
-export type KeygenErrorCode = 'ERR_KEYGEN_EXISTS' | 'ERR_KEYGEN_WRITE';
-
 export interface KeygenOptions {
   out: string;
   algorithm?: KeyAlgorithm;
@@ -57,13 +55,13 @@ export async function keygen(options: KeygenOptions): Promise<string> {
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'EEXIST') {
-      throw new CredentialsError<KeygenErrorCode>('ERR_KEYGEN_EXISTS', `${out} already exists; not overwriting a key`, {
+      throw new CredentialsError('ERR_KEYGEN_EXISTS', `${out} already exists; not overwriting a key`, {
         path: out,
         hint: 'choose another --out, or pass --force to replace the key (the issuer must then trust the new public key)',
         cause: error,
       });
     }
-    throw new CredentialsError<KeygenErrorCode>('ERR_KEYGEN_WRITE', `cannot write the key to ${out}: ${(error as Error).message}`, {
+    throw new CredentialsError('ERR_KEYGEN_WRITE', `cannot write the key to ${out}: ${(error as Error).message}`, {
       path: out,
       cause: error,
     });

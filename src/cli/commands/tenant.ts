@@ -28,8 +28,6 @@ import { parseDuration } from '../duration.js';
 import { readInput } from '../input.js';
 import { requiredFlag, type CommandArgs, type CommandContext } from '../command.js';
 
-export type TenantCommandErrorCode = 'ERR_TENANT_INPUT';
-
 export function builder(parser: Argv): Argv<any> {
   return parser
     .usage(
@@ -61,7 +59,7 @@ const required = (args: CommandArgs, flag: string, action: string): string => re
 
 async function readDocument(file: string | undefined, ctx: CommandContext): Promise<unknown> {
   const { text, source } = await readInput(file, ctx, (cause, path) =>
-    new CredentialsError<TenantCommandErrorCode>('ERR_TENANT_INPUT', `cannot read ${path}: ${(cause as Error).message}`, { path, cause }),
+    new CredentialsError('ERR_TENANT_INPUT', `cannot read ${path}: ${(cause as Error).message}`, { path, cause }),
   );
   return parseDocument(text, { source, code: 'ERR_TENANT_INVALID_DOCUMENT', message: `${source} is not YAML or JSON` });
 }
@@ -75,7 +73,7 @@ export async function run(args: CommandArgs, ctx: CommandContext): Promise<numbe
     const nonce = required(args, 'nonce', 'generate').trim();
     const keyFile = resolve(ctx.cwd, required(args, 'key-file', 'generate'));
     const keyPem = await readFile(keyFile, 'utf8').catch((cause: unknown) => {
-      throw new CredentialsError<TenantCommandErrorCode>('ERR_TENANT_INPUT', `cannot read --key-file ${keyFile}: ${(cause as Error).message}`, { path: keyFile });
+      throw new CredentialsError('ERR_TENANT_INPUT', `cannot read --key-file ${keyFile}: ${(cause as Error).message}`, { path: keyFile });
     });
     const privateKey = parsePrivateKeyPem(keyPem, keyFile);
     let document: unknown;

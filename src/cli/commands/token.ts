@@ -17,8 +17,6 @@ import { syncTokensOnce } from '../token-sync.js';
 import { parseDuration } from '../duration.js';
 import type { CommandArgs, CommandContext } from '../command.js';
 
-export type TokenCommandErrorCode = 'ERR_TOKEN_SYNC_USAGE' | 'ERR_TOKEN_SYNC_BOOTSTRAP';
-
 export function builder(parser: Argv): Argv<any> {
   return withProviderFileOption(parser)
     .positional('action', { choices: ['sync'] as const, describe: 'sync: mint member tokens into hub Secrets' })
@@ -53,7 +51,7 @@ export async function run(args: CommandArgs, ctx: CommandContext): Promise<numbe
     if (credential.token !== undefined) {
       return { kind: 'token', token: credential.token };
     }
-    throw new CredentialsError<TokenCommandErrorCode>('ERR_TOKEN_SYNC_BOOTSTRAP', `provider ${resolved.providerName} returned no usable credential`);
+    throw new CredentialsError('ERR_TOKEN_SYNC_BOOTSTRAP', `provider ${resolved.providerName} returned no usable credential`);
   };
   const options = {
     namespace,

@@ -6,7 +6,6 @@ import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { importPKCS8, SignJWT } from 'jose';
 import { CredentialsError } from '../../core/errors.js';
-import type { OidcErrorCode } from './errors.js';
 import type { ClientAuthentication } from './protocol.js';
 import type { ClientAuthMethod } from './settings.js';
 
@@ -22,13 +21,13 @@ export async function readCredentialFile(file: string, flag: string, what: strin
   try {
     text = await readFile(file, 'utf8');
   } catch (error) {
-    throw new CredentialsError<OidcErrorCode>('ERR_OIDC_FILE', `cannot read the ${what} ${file}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`, {
+    throw new CredentialsError('ERR_OIDC_FILE', `cannot read the ${what} ${file}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`, {
       path: flag,
       cause: error,
     });
   }
   const value = text.trim();
-  if (value === '') throw new CredentialsError<OidcErrorCode>('ERR_OIDC_FILE', `the ${what} ${file} is empty`, { path: flag });
+  if (value === '') throw new CredentialsError('ERR_OIDC_FILE', `the ${what} ${file} is empty`, { path: flag });
   return value;
 }
 
@@ -88,14 +87,14 @@ export async function clientAuthentication(credential: ClientCredential, audienc
       try {
         keyObject = createPrivateKey(credential.privateKeyPem);
       } catch (error) {
-        throw new CredentialsError<OidcErrorCode>('ERR_OIDC_FILE', 'the private key file is not a PEM private key', { path: '--private-key-file', cause: error });
+        throw new CredentialsError('ERR_OIDC_FILE', 'the private key file is not a PEM private key', { path: '--private-key-file', cause: error });
       }
       const alg = credential.alg ?? defaultAlg(keyObject.asymmetricKeyType, keyObject.asymmetricKeyDetails?.namedCurve);
       let key;
       try {
         key = await importPKCS8(keyObject.export({ type: 'pkcs8', format: 'pem' }).toString(), alg);
       } catch (error) {
-        throw new CredentialsError<OidcErrorCode>('ERR_OIDC_CONFIG', `the private key does not fit algorithm ${alg}`, { path: '--private-key-alg', cause: error });
+        throw new CredentialsError('ERR_OIDC_CONFIG', `the private key does not fit algorithm ${alg}`, { path: '--private-key-alg', cause: error });
       }
       const iat = Math.floor(now.getTime() / 1000);
       const assertion = await new SignJWT({})

@@ -4,8 +4,7 @@
  * node's errors (`UND_ERR_*`, `ECONNREFUSED`, TLS codes) into `ERR_OIDC_ISSUER_UNREACHABLE` in one place.
  */
 import { Agent, EnvHttpProxyAgent, request, type Dispatcher } from 'undici';
-import { CredentialsError } from '../../core/errors.js';
-import type { OidcErrorCode } from './errors.js';
+import { CredentialsError, isCredentialsError } from '../../core/errors.js';
 import type { HttpRequest, HttpResponse } from './protocol.js';
 
 export type Send = (request: HttpRequest) => Promise<HttpResponse>;
@@ -45,11 +44,11 @@ export function createSend(dispatcher: Dispatcher, signal?: AbortSignal): Send {
         body += (chunk as Buffer).toString('utf8');
         if (body.length > MAX_BODY) {
           response.body.destroy();
-          throw new CredentialsError<OidcErrorCode>('ERR_OIDC_DISCOVERY', `the response from ${req.url} is larger than 1 MiB`, { path: req.url });
+          throw new CredentialsError('ERR_OIDC_DISCOVERY', `the response from ${req.url} is larger than 1 MiB`, { path: req.url });
         }
       }
     } catch (error) {
-      if (error instanceof CredentialsError) throw error;
+      if (isCredentialsError(error)) throw error;
       throw unreachable(req.url, error);
     }
     const headers: Record<string, string | undefined> = {};
@@ -60,11 +59,11 @@ export function createSend(dispatcher: Dispatcher, signal?: AbortSignal): Send {
   };
 }
 
-function unreachable(url: string, error: unknown): CredentialsError<OidcErrorCode> {
+function unreachable(url: string, error: unknown): CredentialsError {
   const code = (error as { code?: unknown }).code;
   const detail = typeof code === 'string' ? code : error instanceof Error ? error.message : String(error);
   const tls = typeof code === 'string' && /CERT|SSL|TLS|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS/.test(code);
-  return new CredentialsError<OidcErrorCode>('ERR_OIDC_ISSUER_UNREACHABLE', `cannot reach the issuer at ${url}: ${detail}${error instanceof Error && detail !== error.message ? ` (${error.message})` : ''}`, {
+  return new CredentialsError('ERR_OIDC_ISSUER_UNREACHABLE', `cannot reach the issuer at ${url}: ${detail}${error instanceof Error && detail !== error.message ? ` (${error.message})` : ''}`, {
     path: url,
     hint: tls
       ? 'the issuer\'s certificate is not trusted: set issuerCA in spec.cluster.config to base64 of the CA that signed it'

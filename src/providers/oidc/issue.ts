@@ -10,7 +10,6 @@ import { CredentialsError, isCredentialsError } from '../../core/errors.js';
 import type { ExecCredentialStatus } from '../../core/exec-credential.js';
 import type { IssueContext, IssuedCredential } from '../../plugin/provider.js';
 import { clientAuthentication, loadClientCredential, readCredentialFile, type ClientCredential } from './client-auth.js';
-import type { OidcErrorCode } from './errors.js';
 import { createSend, issuerDispatcher, type Send } from './http.js';
 import { awaitLoopbackRedirect } from './loopback.js';
 import {
@@ -127,7 +126,7 @@ class Flow {
         const rejected = error instanceof OAuthErrorResponse || (isCredentialsError(error) && error.code === 'ERR_OIDC_TOKEN_INVALID');
         if (!rejected) throw error;
         if (!context.interactive) {
-          throw new CredentialsError<OidcErrorCode>(
+          throw new CredentialsError(
             'ERR_OIDC_REFRESH_FAILED',
             `refreshing failed (${error.message}) and a new login needs a terminal (spec.interactive is false)`,
             { path: this.metadata.token_endpoint, hint: 'run a kubectl command in a terminal to log in again (interactiveMode IfAvailable), or the plugin with --force-refresh', cause: error },
@@ -157,7 +156,7 @@ class Flow {
 
   private requireInteractive(): void {
     if (!this.context.interactive) {
-      throw new CredentialsError<OidcErrorCode>(
+      throw new CredentialsError(
         'ERR_OIDC_INTERACTIVE_REQUIRED',
         `the ${this.settings.grant} grant needs a person at a terminal, but spec.interactive is false`,
         {
@@ -211,7 +210,7 @@ class Flow {
     let subject: string | undefined;
     if (settings.token === 'id_token') {
       if (response.id_token === undefined) {
-        throw new CredentialsError<OidcErrorCode>('ERR_OIDC_TOKEN_INVALID', 'the token response has no ID token', {
+        throw new CredentialsError('ERR_OIDC_TOKEN_INVALID', 'the token response has no ID token', {
           path: this.metadata.token_endpoint,
           hint: 'the openid scope may be missing at the issuer for this client, or set token: access_token',
         });
@@ -227,7 +226,7 @@ class Flow {
       subject = payload.sub;
     }
     if (refreshed?.subject !== undefined && subject !== refreshed.subject) {
-      throw new CredentialsError<OidcErrorCode>('ERR_OIDC_TOKEN_INVALID', `the refreshed token names subject ${JSON.stringify(subject)}, not ${JSON.stringify(refreshed.subject)} of the login; it was not used`, {
+      throw new CredentialsError('ERR_OIDC_TOKEN_INVALID', `the refreshed token names subject ${JSON.stringify(subject)}, not ${JSON.stringify(refreshed.subject)} of the login; it was not used`, {
         path: this.metadata.token_endpoint,
       });
     }
@@ -252,7 +251,7 @@ class Flow {
     for (;;) {
       await sleep(interval, context.signal);
       if (context.now().getTime() > deadline) {
-        throw new CredentialsError<OidcErrorCode>('ERR_OIDC_LOGIN_FAILED', 'the device code expired before the login was completed', {
+        throw new CredentialsError('ERR_OIDC_LOGIN_FAILED', 'the device code expired before the login was completed', {
           path: metadata.device_authorization_endpoint ?? metadata.issuer,
           hint: 'run the command again and complete the login in the browser in time',
         });
@@ -266,7 +265,7 @@ class Flow {
           interval += 5000;
           continue;
         }
-        throw new CredentialsError<OidcErrorCode>('ERR_OIDC_LOGIN_FAILED', `the device login failed: ${error.message}`, {
+        throw new CredentialsError('ERR_OIDC_LOGIN_FAILED', `the device login failed: ${error.message}`, {
           path: metadata.token_endpoint,
           cause: error,
           ...(error.error === 'access_denied' ? { hint: 'the login was declined in the browser' } : { hint: 'run the command again to get a new code' }),

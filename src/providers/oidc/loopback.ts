@@ -6,7 +6,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { CredentialsError } from '../../core/errors.js';
-import type { OidcErrorCode } from './errors.js';
 
 export interface LoopbackListener {
   redirectUri: string;
@@ -38,7 +37,7 @@ export async function awaitLoopbackRedirect(o: { port: number; path: string; tim
   await new Promise<void>((resolve, reject) => {
     server.once('error', (error: NodeJS.ErrnoException) =>
       reject(
-        new CredentialsError<OidcErrorCode>('ERR_OIDC_LOGIN_FAILED', `cannot listen on 127.0.0.1:${o.port} for the login redirect: ${error.code ?? error.message}`, {
+        new CredentialsError('ERR_OIDC_LOGIN_FAILED', `cannot listen on 127.0.0.1:${o.port} for the login redirect: ${error.code ?? error.message}`, {
           path: '--redirect-port',
           hint: 'choose another --redirect-port, or leave it out to use any free port',
           cause: error,
@@ -54,7 +53,7 @@ export async function awaitLoopbackRedirect(o: { port: number; path: string; tim
       return new Promise<URL>((resolve, reject) => {
         const timer = setTimeout(() => {
           cleanup();
-          reject(new CredentialsError<OidcErrorCode>('ERR_OIDC_LOGIN_FAILED', `no login within ${Math.round(o.timeoutMs / 1000)} s`, { path: '--login-timeout', hint: 'run the command again, or raise --login-timeout' }));
+          reject(new CredentialsError('ERR_OIDC_LOGIN_FAILED', `no login within ${Math.round(o.timeoutMs / 1000)} s`, { path: '--login-timeout', hint: 'run the command again, or raise --login-timeout' }));
         }, o.timeoutMs);
         const onAbort = (): void => {
           cleanup();

@@ -8,8 +8,7 @@
  * redirect); RFC 8707 (resource indicators).
  */
 import { timingSafeEqual } from 'node:crypto';
-import { CredentialsError } from '../../core/errors.js';
-import type { OidcErrorCode } from './errors.js';
+import { CredentialsError, type ErrorCode } from '../../core/errors.js';
 
 export interface HttpRequest {
   method: 'GET' | 'POST';
@@ -56,11 +55,11 @@ export interface DeviceAuthorization {
   interval: number;
 }
 
-function error(code: OidcErrorCode, message: string, path: string, hint?: string): CredentialsError<OidcErrorCode> {
+function error(code: ErrorCode, message: string, path: string, hint?: string): CredentialsError {
   return new CredentialsError(code, message, { path, ...(hint === undefined ? {} : { hint }) });
 }
 
-function parseJsonObject(response: HttpResponse, what: string, url: string, code: OidcErrorCode): Record<string, unknown> {
+function parseJsonObject(response: HttpResponse, what: string, url: string, code: ErrorCode): Record<string, unknown> {
   let document: unknown;
   try {
     document = JSON.parse(response.body);
@@ -247,7 +246,7 @@ export function processTokenResponse(metadata: ProviderMetadata, response: HttpR
 }
 
 /** Turns an OAuth error from a grant into a CredentialsError with the OP's own words. */
-export function grantError(grant: string, metadata: ProviderMetadata, cause: OAuthErrorResponse): CredentialsError<OidcErrorCode> {
+export function grantError(grant: string, metadata: ProviderMetadata, cause: OAuthErrorResponse): CredentialsError {
   const hints: Record<string, string> = {
     invalid_client: 'check the client ID and its credential (--client-secret-file / --private-key-file) and --client-auth',
     unauthorized_client: 'the client is not allowed this grant type at the issuer',

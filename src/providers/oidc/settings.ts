@@ -10,7 +10,6 @@
 import { CredentialsError, withoutUserinfo } from '../../core/errors.js';
 import type { Env } from '../../core/io.js';
 import type { ExecCredentialInput, FlagValues } from '../../plugin/provider.js';
-import type { OidcErrorCode } from './errors.js';
 
 export const oidcFlags = {
   grant: {
@@ -79,7 +78,7 @@ export interface OidcSettings {
 
 const CONFIG = '$.spec.cluster.config';
 
-function configError(message: string, path: string, hint?: string): CredentialsError<OidcErrorCode> {
+function configError(message: string, path: string, hint?: string): CredentialsError {
   return new CredentialsError('ERR_OIDC_CONFIG', message, { path, ...(hint === undefined ? {} : { hint }) });
 }
 

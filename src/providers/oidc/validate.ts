@@ -6,7 +6,6 @@
  */
 import { createLocalJWKSet, errors as joseErrors, jwtVerify, type JSONWebKeySet, type JWTPayload } from 'jose';
 import { CredentialsError } from '../../core/errors.js';
-import type { OidcErrorCode } from './errors.js';
 
 export interface TokenExpectations {
   /** Which token, for messages: 'ID token' or 'access token'. */
@@ -31,7 +30,7 @@ export interface ValidatedToken {
 /** Asymmetric JWS algorithms only; anything else in an allowlist is a programming error. */
 const ASYMMETRIC = /^(RS|PS|ES)(256|384|512)$|^EdDSA$|^Ed25519$/;
 
-function invalid(o: TokenExpectations, reason: string, cause?: unknown): CredentialsError<OidcErrorCode> {
+function invalid(o: TokenExpectations, reason: string, cause?: unknown): CredentialsError {
   return new CredentialsError('ERR_OIDC_TOKEN_INVALID', `the ${o.what} from ${o.issuer} failed validation: ${reason}; it was not used`, {
     path: o.issuer,
     hint: 'the issuer returned a token this cluster would reject (or that was tampered with): check issuerURL, clientID, audience and the issuer\'s signing keys',

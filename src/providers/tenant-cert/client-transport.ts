@@ -6,13 +6,10 @@
  * Loaded on a cache miss only (undici is heavy).
  */
 import { Agent, request, type Dispatcher } from 'undici';
-import { CredentialsError } from '../../core/errors.js';
+import { CredentialsError, isCredentialsError, type ErrorCode, type ERRORS } from '../../core/errors.js';
 
-export type IssuerTransportErrorCode =
-  | 'ERR_TENANT_CERT_ISSUER_UNREACHABLE'
-  | 'ERR_TENANT_CERT_ISSUER_TLS'
-  | 'ERR_TENANT_CERT_ISSUER_TIMEOUT'
-  | 'ERR_TENANT_CERT_ISSUER_ERROR';
+/** The codes the registry marks retryable: the only ones {@link retryableError} takes. */
+type RetryableCode = { [K in ErrorCode]: (typeof ERRORS)[K]['retryable'] extends true ? K : never }[ErrorCode];
 
 /** A request as the builders make it: plain data, no I/O. */
 export interface IssuerRequest {
@@ -58,23 +55,21 @@ const TLS_ERROR_CODES = new Set([
   'ERR_TLS_CERT_ALTNAME_INVALID',
 ]);
 
-/** Whether a transport failure may go away by itself (try again) or not (report now). */
+/** Whether a failure may go away by itself (try again) or not (report now): the registry says, by code. */
 export function isRetryable(error: unknown): boolean {
-  return error instanceof CredentialsError && (error as { retryable?: boolean }).retryable === true;
+  return isCredentialsError(error) && error.retryable;
 }
 
-/** A CredentialsError marked as worth another attempt (issuer down, slow, 5xx). */
-export function retryableError<C extends string>(
+/** A CredentialsError worth another attempt (issuer down, slow, 5xx): only a code the registry marks retryable compiles. */
+export function retryableError<C extends RetryableCode>(
   code: C,
   message: string,
   options: { path?: string; hint?: string; cause?: unknown } = {},
 ): CredentialsError<C> {
-  const error = new CredentialsError(code, message, options);
-  Object.defineProperty(error, 'retryable', { value: true, enumerable: false });
-  return error;
+  return new CredentialsError(code, message, options);
 }
 
-function translate(error: unknown, url: string, timedOut: boolean): CredentialsError<IssuerTransportErrorCode> {
+function translate(error: unknown, url: string, timedOut: boolean): CredentialsError {
   const code = (error as { code?: unknown }).code;
   const cause = (error as { cause?: { code?: unknown } }).cause;
   const tlsCode = [code, cause?.code].find((c): c is string => typeof c === 'string' && TLS_ERROR_CODES.has(c));
@@ -129,7 +124,7 @@ export async function sendIssuerRequest(
     }
     return { status: response.statusCode, headers: response.headers, body: Buffer.concat(chunks).toString('utf8'), url };
   } catch (error) {
-    if (error instanceof CredentialsError) {
+    if (isCredentialsError(error)) {
       throw error;
     }
     if (options.signal?.aborted === true) {

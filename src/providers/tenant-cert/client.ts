@@ -18,13 +18,12 @@
  * ```
  */
 import type { Dispatcher } from 'undici';
-import { CredentialsError } from '../../core/errors.js';
+import { CredentialsError, isCredentialsError } from '../../core/errors.js';
 import {
   buildNonceRequest,
   buildTenantRequest,
   errorFromResponse,
   isRetryableStatus,
-  NONCE_RETRY_CODES,
   processIdentityResponse,
   processNonceResponse,
   type HttpRequestSpec,
@@ -88,7 +87,11 @@ export function clockOffset(response: IssuerResponse, receivedAt: Date): number 
   return Number.isFinite(issuerTime) ? issuerTime - receivedAt.getTime() : 0;
 }
 
-/** 5xx / 429 become retryable errors carrying the issuer's code; everything else goes to the processor. */
+/**
+ * 5xx / 429 become retryable errors: the issuer's own code when the registry marks it retryable, else
+ * ERR_TENANT_CERT_ISSUER_ERROR naming it (no error document, a code of the issuer's own trouble, an unknown code).
+ * Everything else goes to the processor.
+ */
 function rejectTransient(response: IssuerResponse): void {
   if (!isRetryableStatus(response.status)) {
     return;
@@ -100,17 +103,21 @@ function rejectTransient(response: IssuerResponse): void {
     body = undefined;
   }
   const error = errorFromResponse(response.status, body);
-  const code = error.code === 'ERR_ISSUER_RESPONSE' ? 'ERR_TENANT_CERT_ISSUER_ERROR' : error.code;
-  const message = error.code === 'ERR_ISSUER_RESPONSE' ? `the issuer answered HTTP ${response.status}` : error.message;
-  throw retryableError(code, message, { path: response.url, ...(error.hint === undefined ? {} : { hint: error.hint }), cause: error });
+  if (error.retryable) {
+    throw new CredentialsError(error.code, error.message, { path: response.url, ...(error.hint === undefined ? {} : { hint: error.hint }), cause: error });
+  }
+  const said = body !== null && typeof body === 'object' ? (body as { message?: unknown }).message : undefined;
+  const detail = error.code === 'ERR_ISSUER_RESPONSE' ? '' : ` with ${error.code}: ${String(said)}`;
+  throw retryableError('ERR_TENANT_CERT_ISSUER_ERROR', `the issuer answered HTTP ${response.status}${detail}`, {
+    path: response.url,
+    ...(error.hint === undefined ? {} : { hint: error.hint }),
+    cause: error,
+  });
 }
 
-/** A processor's error, with the URL as its path when it has none; stale-nonce errors are retryable. */
+/** A processor's error, with the URL as its path when it has none (stale-nonce codes are retryable by the registry). */
 function annotate(error: unknown, url: string): never {
-  if (error instanceof CredentialsError) {
-    if (NONCE_RETRY_CODES.has(error.code)) {
-      throw retryableError(error.code, error.message, { path: error.path ?? url, ...(error.hint === undefined ? {} : { hint: error.hint }), cause: error });
-    }
+  if (isCredentialsError(error)) {
     if (error.path === undefined) {
       throw new CredentialsError(error.code, error.message, { path: url, ...(error.hint === undefined ? {} : { hint: error.hint }), cause: error.cause });
     }

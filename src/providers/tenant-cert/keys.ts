@@ -13,6 +13,7 @@ import {
   type KeyObject,
   type webcrypto,
 } from 'node:crypto';
+import { isCredentialsError } from '../../core/errors.js';
 import { tenantError } from './protocol.js';
 
 export type KeyAlgorithm = 'ed25519' | 'ecdsa-p256' | 'rsa-2048';
@@ -111,7 +112,7 @@ export function parsePublicKey(input: string | Uint8Array, path?: string): KeyOb
       key = createPublicKey({ key: Buffer.from(input), format: 'der', type: 'spki' });
     }
   } catch (cause) {
-    if ((cause as { name?: unknown }).name === 'CredentialsError') {
+    if (isCredentialsError(cause)) {
       throw cause;
     }
     throw tenantError('ERR_TENANT_BAD_PEM', 'the public key cannot be read (expected PEM SPKI, SPKI DER or a raw 32-byte Ed25519 key)', {

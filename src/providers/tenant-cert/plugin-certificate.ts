@@ -5,8 +5,6 @@
 import { createPublicKey, type KeyObject, X509Certificate } from 'node:crypto';
 import { CredentialsError } from '../../core/errors.js';
 
-export type TenantCertCertificateErrorCode = 'ERR_TENANT_CERT_BAD_CERTIFICATE' | 'ERR_TENANT_CERT_CLOCK_SKEW';
-
 /** How far in the future a NotBefore may lie (after correcting for the measured offset) before we call it skew. */
 export const NOT_BEFORE_TOLERANCE_MS = 5 * 60_000;
 
@@ -48,7 +46,7 @@ export interface CheckedCertificate {
   renewAt: Date;
 }
 
-function bad(message: string, source: string, hint?: string): CredentialsError<TenantCertCertificateErrorCode> {
+function bad(message: string, source: string, hint?: string): CredentialsError {
   return new CredentialsError('ERR_TENANT_CERT_BAD_CERTIFICATE', `the certificate from ${source} ${message}`, {
     ...(hint === undefined ? {} : { hint }),
   });
@@ -84,7 +82,7 @@ export function checkCertificate(pem: string, expect: CertificateExpectations): 
   try {
     certificate = new X509Certificate(first[0]);
   } catch (cause) {
-    throw new CredentialsError<TenantCertCertificateErrorCode>(
+    throw new CredentialsError(
       'ERR_TENANT_CERT_BAD_CERTIFICATE',
       `the certificate from ${expect.source} cannot be parsed: ${(cause as Error).message}`,
       { cause },
@@ -119,7 +117,7 @@ export function checkCertificate(pem: string, expect: CertificateExpectations): 
     throw bad(`expired at ${notAfter.toISOString()}`, expect.source);
   }
   if (notBeforeLocal > now + NOT_BEFORE_TOLERANCE_MS) {
-    throw new CredentialsError<TenantCertCertificateErrorCode>(
+    throw new CredentialsError(
       'ERR_TENANT_CERT_CLOCK_SKEW',
       `the certificate from ${expect.source} is valid only from ${notBefore.toISOString()}, but our clock says ${expect.now.toISOString()}`,
       { hint: 'check the clocks of this machine and the issuer (NTP)' },
@@ -134,7 +132,7 @@ export function checkCertificate(pem: string, expect: CertificateExpectations): 
     }
   }
   if (renewAt.getTime() - now < expect.minRemainingMs) {
-    throw new CredentialsError<TenantCertCertificateErrorCode>(
+    throw new CredentialsError(
       'ERR_TENANT_CERT_CLOCK_SKEW',
       `the certificate from ${expect.source} (valid ${notBefore.toISOString()} to ${notAfter.toISOString()}) is already due for renewal by our clock (${expect.now.toISOString()}${offset === 0 ? '' : `, issuer clock offset ${Math.round(offset / 1000)} s`})`,
       { hint: 'check the clocks of this machine and the issuer (NTP), or ask the issuer for a longer certificate lifetime' },

@@ -10,14 +10,12 @@ import { X509Certificate } from 'node:crypto';
 import { join } from 'node:path';
 import { parseDocument } from '../../core/document.js';
 import { checkPrivateDirectory, readPrivateFile, writeFileAtomic, type PrivacyProblem } from '../../core/private-files.js';
-import { CredentialsError } from '../../core/errors.js';
+import { CredentialsError, isCredentialsError } from '../../core/errors.js';
 import { readIdentity, type ReceivedIdentity } from './documents.js';
 import { CLUSTER_ID_PATTERN, identityFile } from './plugin-settings.js';
 
 export { identityFile };
 import { commonName } from './plugin-certificate.js';
-
-export type ImportedIdentityErrorCode = 'ERR_TENANT_CERT_IDENTITY_INVALID' | 'ERR_TENANT_CERT_IDENTITY_STORE';
 
 /** An Identity reduced to what a consumer uses. */
 export interface ParsedIdentity {
@@ -34,7 +32,7 @@ export interface ParsedIdentity {
   proxyURL?: string;
 }
 
-function invalid(message: string, path: string, source: string): CredentialsError<ImportedIdentityErrorCode> {
+function invalid(message: string, path: string, source: string): CredentialsError {
   return new CredentialsError('ERR_TENANT_CERT_IDENTITY_INVALID', `${source}: ${message}`, { path });
 }
 
@@ -45,7 +43,7 @@ function invalid(message: string, path: string, source: string): CredentialsErro
  * ERR_TENANT_BAD_BASE64, ERR_TENANT_BAD_PEM) with the JSON path of the bad field.
  */
 export function parseIdentity(text: string, source: string): ParsedIdentity {
-  const value = parseDocument(text, { source, code: 'ERR_TENANT_CERT_IDENTITY_INVALID' satisfies ImportedIdentityErrorCode, message: `${source}: not YAML/JSON` });
+  const value = parseDocument(text, { source, code: 'ERR_TENANT_CERT_IDENTITY_INVALID', message: `${source}: not YAML/JSON` });
   const doc = value as { spec?: { type?: unknown } } | null;
   if (doc?.spec?.type !== undefined && doc.spec.type !== 'ControlPlane') {
     throw invalid(`spec.type is ${JSON.stringify(doc.spec.type)}: only ControlPlane identities carry a client certificate for us`, '$.spec.type', source);
@@ -54,7 +52,7 @@ export function parseIdentity(text: string, source: string): ParsedIdentity {
   try {
     received = readIdentity(value);
   } catch (error) {
-    if (error instanceof CredentialsError) {
+    if (isCredentialsError(error)) {
       throw new CredentialsError(error.code, `${source}: ${error.message}`, {
         ...(error.path === undefined ? {} : { path: error.path }),
         ...(error.hint === undefined ? {} : { hint: error.hint }),
@@ -67,7 +65,7 @@ export function parseIdentity(text: string, source: string): ParsedIdentity {
   try {
     certificate = new X509Certificate(received.certificatePem);
   } catch (cause) {
-    throw new CredentialsError<ImportedIdentityErrorCode>(
+    throw new CredentialsError(
       'ERR_TENANT_CERT_IDENTITY_INVALID',
       `${source}: spec.authParams.signedCRT cannot be parsed: ${(cause as Error).message}`,
       { path: '$.spec.authParams.signedCRT', cause },
@@ -99,7 +97,7 @@ export async function storeIdentity(identityDir: string, identity: ParsedIdentit
   try {
     await writeFileAtomic(file, text, 0o600);
   } catch (cause) {
-    throw new CredentialsError<ImportedIdentityErrorCode>('ERR_TENANT_CERT_IDENTITY_STORE', `cannot store the Identity: ${(cause as Error).message}`, {
+    throw new CredentialsError('ERR_TENANT_CERT_IDENTITY_STORE', `cannot store the Identity: ${(cause as Error).message}`, {
       path: file,
       cause,
     });
@@ -123,7 +121,7 @@ export async function loadImportedIdentity(
   }
   const identity = parseIdentity(read.text, file);
   if (identity.providerClusterID !== providerClusterID || identity.consumerClusterID !== consumerClusterID) {
-    throw new CredentialsError<ImportedIdentityErrorCode>(
+    throw new CredentialsError(
       'ERR_TENANT_CERT_IDENTITY_INVALID',
       `${file} is the Identity of ${identity.providerClusterID} for ${identity.consumerClusterID}, not of ${providerClusterID} for ${consumerClusterID}`,
       { path: file, hint: 'import it again with clusterprofile identity import' },
@@ -133,10 +131,10 @@ export async function loadImportedIdentity(
 }
 
 /** The store's error for a directory or Identity file that is not private (or cannot be made or read). */
-function storeError(problem: PrivacyProblem, path: string, what: 'file' | 'directory'): CredentialsError<ImportedIdentityErrorCode> {
+function storeError(problem: PrivacyProblem, path: string, what: 'file' | 'directory'): CredentialsError {
   const subject = what === 'file' ? 'the imported Identity' : `the Identity directory ${path}`;
   const fail = (message: string, hint?: string, cause?: unknown) =>
-    new CredentialsError<ImportedIdentityErrorCode>('ERR_TENANT_CERT_IDENTITY_STORE', message, {
+    new CredentialsError('ERR_TENANT_CERT_IDENTITY_STORE', message, {
       path,
       ...(hint === undefined ? {} : { hint }),
       ...(cause === undefined ? {} : { cause }),

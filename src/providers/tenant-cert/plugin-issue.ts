@@ -9,7 +9,7 @@
  *    not expired, clock skew) and served with `expirationTimestamp` at 2/3 of its own lifetime.
  */
 import { X509Certificate } from 'node:crypto';
-import { CredentialsError } from '../../core/errors.js';
+import { CredentialsError, isCredentialsError } from '../../core/errors.js';
 import type { IssueContext, IssuedCredential } from '../../plugin/provider.js';
 import { issuerHandshake } from './client.js';
 import { buildTenant } from './documents.js';
@@ -20,8 +20,6 @@ import { identityFile, parseCertificateBundle } from './plugin-settings.js';
 import { existsSync } from 'node:fs';
 import type { TenantCertPluginSettings, TenantCertState } from './plugin-settings.js';
 import type { Dispatcher } from 'undici';
-
-export type TenantCertIssueErrorCode = 'ERR_TENANT_CERT_NO_ISSUER' | 'ERR_TENANT_CERT_SUBJECT' | 'ERR_TENANT_CERT_CONFIG';
 
 /** The runtime's margin: a credential must stay usable at least this long. */
 const MIN_REMAINING_MS = 60_000;
@@ -90,13 +88,13 @@ export async function issueTenantCertificate(
       if (settings.issuerURL === undefined) {
         throw error;
       }
-      const reason = error instanceof CredentialsError ? `${error.code}: ${error.message}` : String(error);
+      const reason = isCredentialsError(error) ? `${error.code}: ${error.message}` : String(error);
       log(`clusterprofile-tenant-cert: not using the imported Identity (${reason}); asking the issuer`);
     }
   }
 
   if (settings.issuerURL === undefined || settings.issuerCA === undefined) {
-    throw new CredentialsError<TenantCertIssueErrorCode>(
+    throw new CredentialsError(
       'ERR_TENANT_CERT_NO_ISSUER',
       `no Identity of ${settings.providerClusterID} for ${settings.clusterID} was imported and spec.cluster.config has no issuerURL/issuerCA`,
       {
@@ -109,7 +107,7 @@ export async function issueTenantCertificate(
   try {
     await parseCertificateBundle(settings.issuerCA);
   } catch (cause) {
-    throw new CredentialsError<TenantCertIssueErrorCode>(
+    throw new CredentialsError(
       'ERR_TENANT_CERT_CONFIG',
       `spec.cluster.config.issuerCA: a certificate in the bundle cannot be parsed: ${(cause as Error).message}`,
       { path: 'spec.cluster.config.issuerCA', cause },
@@ -133,7 +131,7 @@ export async function issueTenantCertificate(
       nonceRequest: (at) => signNonceRequest(privateKey, { consumerClusterID: settings.clusterID, providerClusterID: settings.providerClusterID }, at),
       tenant: async (nonce) => {
         if (nonce.subject.commonName !== settings.clusterID) {
-          throw new CredentialsError<TenantCertIssueErrorCode>(
+          throw new CredentialsError(
             'ERR_TENANT_CERT_SUBJECT',
             `the issuer would certify CN ${JSON.stringify(nonce.subject.commonName)}, not our cluster ID ${JSON.stringify(settings.clusterID)}`,
             { path: settings.issuerURL },

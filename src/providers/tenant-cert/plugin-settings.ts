@@ -17,8 +17,6 @@ import type { Env } from '../../core/io.js';
 import { sha256Hex } from '../../core/sha256.js';
 import { readPrivateFile, type PrivacyProblem } from '../../core/private-files.js';
 
-export type TenantCertSettingsErrorCode = 'ERR_TENANT_CERT_CONFIG' | 'ERR_TENANT_CERT_KEY_FILE' | 'ERR_TENANT_CERT_FLAG';
-
 /** Cluster IDs as Liqo defines them (a DNS-1123 label, at most 63 characters). */
 export const CLUSTER_ID_PATTERN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
@@ -46,7 +44,7 @@ export interface TenantCertSettings extends TenantCertClusterConfig {
   identityDir: string;
 }
 
-function configError(field: string, message: string, hint?: string): CredentialsError<TenantCertSettingsErrorCode> {
+function configError(field: string, message: string, hint?: string): CredentialsError {
   return new CredentialsError('ERR_TENANT_CERT_CONFIG', `spec.cluster.config.${field}: ${message}`, {
     path: `spec.cluster.config.${field}`,
     ...(hint === undefined ? {} : { hint }),
@@ -99,7 +97,7 @@ export async function parseCertificateBundle(pem: string): Promise<import('node:
  */
 export function parseClusterConfig(config: unknown): TenantCertClusterConfig {
   if (config === undefined || config === null) {
-    throw new CredentialsError<TenantCertSettingsErrorCode>(
+    throw new CredentialsError(
       'ERR_TENANT_CERT_CONFIG',
       'spec.cluster.config is missing: the plugin needs providerClusterID, issuerURL and issuerCA from the cluster',
       {
@@ -109,7 +107,7 @@ export function parseClusterConfig(config: unknown): TenantCertClusterConfig {
     );
   }
   if (typeof config !== 'object' || Array.isArray(config)) {
-    throw new CredentialsError<TenantCertSettingsErrorCode>('ERR_TENANT_CERT_CONFIG', 'spec.cluster.config must be an object', {
+    throw new CredentialsError('ERR_TENANT_CERT_CONFIG', 'spec.cluster.config must be an object', {
       path: 'spec.cluster.config',
     });
   }
@@ -141,7 +139,7 @@ export function parseClusterConfig(config: unknown): TenantCertClusterConfig {
   try {
     parsed = new URL(url);
   } catch (cause) {
-    throw new CredentialsError<TenantCertSettingsErrorCode>('ERR_TENANT_CERT_CONFIG', `spec.cluster.config.issuerURL: ${JSON.stringify(url)} is not a URL`, {
+    throw new CredentialsError('ERR_TENANT_CERT_CONFIG', `spec.cluster.config.issuerURL: ${JSON.stringify(url)} is not a URL`, {
       path: 'spec.cluster.config.issuerURL',
       cause,
     });
@@ -192,7 +190,7 @@ export function readKeyFile(file: string): { keyPem: string; keyDigest: string }
   }
   const keyPem = read.text;
   if (!/-----BEGIN PRIVATE KEY-----[\s\S]+-----END PRIVATE KEY-----/.test(keyPem)) {
-    throw new CredentialsError<TenantCertSettingsErrorCode>(
+    throw new CredentialsError(
       'ERR_TENANT_CERT_KEY_FILE',
       'the key file is not a PKCS#8 PEM private key ("-----BEGIN PRIVATE KEY-----")',
       { path: file, hint: 'convert with: openssl pkcs8 -topk8 -nocrypt -in OLD -out NEW' },
@@ -201,7 +199,7 @@ export function readKeyFile(file: string): { keyPem: string; keyDigest: string }
   return { keyPem, keyDigest: sha256Hex(keyPem) };
 }
 
-function keyFileError(problem: PrivacyProblem, file: string): CredentialsError<TenantCertSettingsErrorCode> {
+function keyFileError(problem: PrivacyProblem, file: string): CredentialsError {
   if (problem.kind === 'mode') {
     return new CredentialsError('ERR_TENANT_CERT_KEY_FILE', `the key file is accessible by others (mode ${problem.mode.toString(8).padStart(4, '0')}); refusing to use it`, {
       path: file,
@@ -234,7 +232,7 @@ export function defaultIdentityDir(env: Env, flag: string | undefined, cwd: stri
   }
   const home = env['HOME'] ?? env['USERPROFILE'];
   if (home === undefined || home === '') {
-    throw new CredentialsError<TenantCertSettingsErrorCode>('ERR_TENANT_CERT_FLAG', 'no --identity-dir given and HOME is not set', {
+    throw new CredentialsError('ERR_TENANT_CERT_FLAG', 'no --identity-dir given and HOME is not set', {
       path: '--identity-dir',
     });
   }
@@ -251,7 +249,7 @@ export interface TenantCertFlags {
 export function tenantCertSettings(flags: TenantCertFlags, config: unknown, env: Env, cwd: string): TenantCertSettings {
   const clusterID = flags['cluster-id'];
   if (clusterID.length > 63 || !CLUSTER_ID_PATTERN.test(clusterID)) {
-    throw new CredentialsError<TenantCertSettingsErrorCode>(
+    throw new CredentialsError(
       'ERR_TENANT_CERT_FLAG',
       `--cluster-id ${JSON.stringify(clusterID)} is not a cluster ID (lowercase alphanumerics and '-', at most 63, starting and ending with an alphanumeric)`,
       { path: '--cluster-id' },

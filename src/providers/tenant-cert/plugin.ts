@@ -49,15 +49,13 @@ export const tenantCertFlags = {
 export type TenantCertFlagSpecs = typeof tenantCertFlags;
 
 
-export type TenantCertFlagErrorCode = 'ERR_TENANT_CERT_FLAG';
-
 function parseTimeout(value: string | undefined): number {
   if (value === undefined) {
     return 30_000;
   }
   const seconds = Number(value);
   if (!Number.isFinite(seconds) || seconds <= 0 || seconds > 600) {
-    throw new CredentialsError<TenantCertFlagErrorCode>('ERR_TENANT_CERT_FLAG', `--timeout ${JSON.stringify(value)} is not a number of seconds in (0, 600]`, {
+    throw new CredentialsError('ERR_TENANT_CERT_FLAG', `--timeout ${JSON.stringify(value)} is not a number of seconds in (0, 600]`, {
       path: '--timeout',
     });
   }

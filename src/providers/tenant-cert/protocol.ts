@@ -1,5 +1,5 @@
 /**
- * The tenant-cert issuer's HTTPS API: paths, the documents that cross it, the error codes and HTTP statuses, and the
+ * The tenant-cert issuer's HTTPS API: paths, the documents that cross it, its errors (core/error-registry.ts), and the
  * build-request / process-response pairs a client uses (STYLE 2: the network is a thin seam in between).
  *
  * The handshake (one client certificate):
@@ -14,7 +14,7 @@
  *
  * @see ../../../README.md ("The tenant-cert issuer")
  */
-import { CredentialsError } from '../../core/errors.js';
+import { CredentialsError, type ErrorCode } from '../../core/errors.js';
 
 export const API_PATHS = {
   nonces: '/v1/nonces',
@@ -31,101 +31,11 @@ export const MAX_BODY_BYTES = 64 * 1024;
 export const CLUSTER_ID_PATTERN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 export const CLUSTER_ID_MAX_LENGTH = 253;
 
-/** Every code the tenant-cert core and issuer raise (match on `error.code`). */
-export type TenantCertErrorCode =
-  // the document itself
-  | 'ERR_TENANT_INVALID_DOCUMENT'
-  | 'ERR_TENANT_BAD_BASE64'
-  | 'ERR_TENANT_BAD_PEM'
-  | 'ERR_TENANT_UNSUPPORTED_KEY'
-  | 'ERR_TENANT_PROVIDER_MISMATCH'
-  | 'ERR_TENANT_LIQO_COMPAT_DISABLED'
-  // who is asking
-  | 'ERR_TENANT_UNKNOWN_CONSUMER'
-  | 'ERR_TENANT_KEY_NOT_TRUSTED'
-  // the nonce request's proof of possession
-  | 'ERR_TENANT_NONCE_REQUEST_SIGNATURE_INVALID'
-  | 'ERR_TENANT_NONCE_REQUEST_STALE'
-  | 'ERR_TENANT_NONCE_REQUEST_REPLAYED'
-  // freshness
-  | 'ERR_TENANT_NONCE_UNKNOWN'
-  | 'ERR_TENANT_NONCE_REUSED'
-  | 'ERR_TENANT_NONCE_EXPIRED'
-  | 'ERR_TENANT_NONCE_WRONG_CONSUMER'
-  // proof of possession
-  | 'ERR_TENANT_SIGNATURE_INVALID'
-  | 'ERR_TENANT_CSR_SIGNATURE_INVALID'
-  | 'ERR_TENANT_CSR_KEY_MISMATCH'
-  // what the CSR asks for
-  | 'ERR_TENANT_CSR_SUBJECT'
-  | 'ERR_TENANT_CSR_GROUPS'
-  | 'ERR_TENANT_CSR_SANS'
-  | 'ERR_TENANT_CSR_EXTENSIONS'
-  // the issuer
-  | 'ERR_ISSUER_SIGNER_FAILED'
-  | 'ERR_ISSUER_SIGNER_DENIED'
-  | 'ERR_ISSUER_SIGNER_TIMEOUT'
-  | 'ERR_ISSUER_NOT_FOUND'
-  | 'ERR_ISSUER_METHOD_NOT_ALLOWED'
-  | 'ERR_ISSUER_BODY_TOO_LARGE'
-  | 'ERR_ISSUER_UNSUPPORTED_MEDIA_TYPE'
-  | 'ERR_ISSUER_INTERNAL'
-  | 'ERR_ISSUER_BUSY'
-  | 'ERR_ISSUER_RESPONSE';
-
-/**
- * The HTTP status the issuer answers each code with. 4xx: do not retry the same Tenant (a client may retry the
- * whole handshake with a fresh nonce after a nonce error); 5xx: transient, retry with backoff.
- */
-export const HTTP_STATUS: Readonly<Record<TenantCertErrorCode, number>> = {
-  ERR_TENANT_INVALID_DOCUMENT: 400,
-  ERR_TENANT_BAD_BASE64: 400,
-  ERR_TENANT_BAD_PEM: 400,
-  ERR_TENANT_UNSUPPORTED_KEY: 400,
-  ERR_TENANT_PROVIDER_MISMATCH: 400,
-  ERR_TENANT_LIQO_COMPAT_DISABLED: 400,
-  ERR_TENANT_UNKNOWN_CONSUMER: 403,
-  ERR_TENANT_KEY_NOT_TRUSTED: 403,
-  ERR_TENANT_NONCE_REQUEST_SIGNATURE_INVALID: 403,
-  ERR_TENANT_NONCE_REQUEST_STALE: 403,
-  ERR_TENANT_NONCE_REQUEST_REPLAYED: 403,
-  ERR_TENANT_NONCE_UNKNOWN: 403,
-  ERR_TENANT_NONCE_REUSED: 403,
-  ERR_TENANT_NONCE_EXPIRED: 403,
-  ERR_TENANT_NONCE_WRONG_CONSUMER: 403,
-  ERR_TENANT_SIGNATURE_INVALID: 403,
-  ERR_TENANT_CSR_SIGNATURE_INVALID: 400,
-  ERR_TENANT_CSR_KEY_MISMATCH: 400,
-  ERR_TENANT_CSR_SUBJECT: 403,
-  ERR_TENANT_CSR_GROUPS: 403,
-  ERR_TENANT_CSR_SANS: 403,
-  ERR_TENANT_CSR_EXTENSIONS: 403,
-  ERR_ISSUER_SIGNER_FAILED: 502,
-  ERR_ISSUER_SIGNER_DENIED: 403,
-  ERR_ISSUER_SIGNER_TIMEOUT: 504,
-  ERR_ISSUER_NOT_FOUND: 404,
-  ERR_ISSUER_METHOD_NOT_ALLOWED: 405,
-  ERR_ISSUER_BODY_TOO_LARGE: 413,
-  ERR_ISSUER_UNSUPPORTED_MEDIA_TYPE: 415,
-  ERR_ISSUER_INTERNAL: 500,
-  ERR_ISSUER_BUSY: 503,
-  ERR_ISSUER_RESPONSE: 502,
-};
-
-/** Codes after which a client should fetch a fresh nonce and try the handshake once more. */
-export const NONCE_RETRY_CODES: ReadonlySet<string> = new Set([
-  'ERR_TENANT_NONCE_REQUEST_STALE',
-  'ERR_TENANT_NONCE_REQUEST_REPLAYED',
-  'ERR_TENANT_NONCE_EXPIRED',
-  'ERR_TENANT_NONCE_REUSED',
-  'ERR_TENANT_NONCE_UNKNOWN',
-]);
-
 export function tenantError(
-  code: TenantCertErrorCode,
+  code: ErrorCode,
   message: string,
   options: { path?: string; hint?: string; cause?: unknown } = {},
-): CredentialsError<TenantCertErrorCode> {
+): CredentialsError {
   return new CredentialsError(code, message, options);
 }
 
@@ -365,7 +275,8 @@ function parseJsonBody(response: HttpResponseSpec): unknown {
 export function errorFromResponse(status: number, body: unknown): CredentialsError {
   const document = body as Partial<ErrorResponse> | null;
   if (document !== null && typeof document === 'object' && typeof document.code === 'string' && /^ERR_[A-Z0-9_]+$/.test(document.code)) {
-    return new CredentialsError(document.code, `the issuer refused (HTTP ${status}): ${String(document.message)}`, {
+    // The issuer's code as sent: possibly one this copy does not know (then neither exit code nor retry is derived).
+    return new CredentialsError(document.code as ErrorCode, `the issuer refused (HTTP ${status}): ${String(document.message)}`, {
       ...(typeof document.path === 'string' ? { path: document.path } : {}),
       ...(typeof document.hint === 'string' ? { hint: document.hint } : {}),
     });

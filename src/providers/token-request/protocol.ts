@@ -11,13 +11,6 @@ import type { KubeRequest, KubeResponse } from '../../kube/types.js';
 import { parseTimestamp } from '../../core/exec-credential.js';
 import type { TokenRequestSettings } from './settings.js';
 
-export type TokenRequestErrorCode =
-  | 'ERR_TOKEN_REQUEST_UNAUTHORIZED'
-  | 'ERR_TOKEN_REQUEST_FORBIDDEN'
-  | 'ERR_TOKEN_REQUEST_NOT_FOUND'
-  | 'ERR_TOKEN_REQUEST_REJECTED'
-  | 'ERR_TOKEN_REQUEST_RESPONSE_INVALID';
-
 export interface MintedToken {
   token: string;
   /** When the token itself stops being accepted. */
@@ -49,7 +42,7 @@ export function buildTokenRequest(settings: TokenRequestSettings): KubeRequest {
   };
 }
 
-function describeFailure(response: KubeResponse, settings: TokenRequestSettings, server: string): CredentialsError<TokenRequestErrorCode> {
+function describeFailure(response: KubeResponse, settings: TokenRequestSettings, server: string): CredentialsError {
   const account = `${settings.namespace}/${settings.serviceAccount}`;
   const detail = statusMessage(response.body) ?? '';
   const said = detail === '' ? '' : `: ${detail}`;
@@ -82,7 +75,7 @@ function describeFailure(response: KubeResponse, settings: TokenRequestSettings,
   }
 }
 
-function malformed(message: string, server: string): CredentialsError<TokenRequestErrorCode> {
+function malformed(message: string, server: string): CredentialsError {
   return new CredentialsError('ERR_TOKEN_REQUEST_RESPONSE_INVALID', `malformed TokenRequest response: ${message}`, { path: server });
 }
 

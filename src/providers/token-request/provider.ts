@@ -31,9 +31,7 @@ export const tokenRequestFlags = {
 type Flags = typeof tokenRequestFlags;
 
 
-export type TokenRequestProviderErrorCode = 'ERR_TOKEN_REQUEST_USAGE';
-
-function usage(message: string, path: string): CredentialsError<TokenRequestProviderErrorCode> {
+function usage(message: string, path: string): CredentialsError {
   return new CredentialsError('ERR_TOKEN_REQUEST_USAGE', message, { path });
 }
 

@@ -8,11 +8,6 @@ import { checkDns1123Label, checkDns1123Subdomain } from './settings.js';
 import type { KubeRequest, KubeResponse } from '../../kube/types.js';
 import { statusMessage } from '../../kube/status.js';
 
-export type SecretReaderErrorCode =
-  | 'ERR_SECRET_READER_CONFIG'
-  | 'ERR_SECRET_READER_GET'
-  | 'ERR_SECRET_READER_NO_TOKEN';
-
 export interface SecretReaderSettings {
   namespace: string;
   clusterName: string;

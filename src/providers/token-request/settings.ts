@@ -8,8 +8,6 @@
 import { CredentialsError } from '../../core/errors.js';
 import type { ExecCluster } from '../../core/exec-credential.js';
 
-export type TokenRequestSettingsErrorCode = 'ERR_TOKEN_REQUEST_SETTINGS';
-
 /** Bounds of `spec.expirationSeconds` as kube-apiserver validates them. */
 export const MIN_EXPIRATION_SECONDS = 600;
 export const MAX_EXPIRATION_SECONDS = 2 ** 32;
@@ -47,7 +45,7 @@ export interface TokenRequestSettingsSources {
 const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
-function invalid(message: string, path: string): CredentialsError<TokenRequestSettingsErrorCode> {
+function invalid(message: string, path: string): CredentialsError {
   return new CredentialsError('ERR_TOKEN_REQUEST_SETTINGS', message, { path });
 }
 

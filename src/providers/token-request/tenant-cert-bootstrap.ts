@@ -14,8 +14,6 @@ import { LOCK_TIMEOUT_MS } from '../tenant-cert/main.js';
 import { tenantCertProvider } from '../tenant-cert/plugin.js';
 import type { Bootstrap } from './settings.js';
 
-export type TenantCertBootstrapErrorCode = 'ERR_TOKEN_REQUEST_BOOTSTRAP';
-
 export async function tenantCertCredential(
   bootstrap: Extract<Bootstrap, { kind: 'tenant-cert' }>,
   cluster: ExecCluster,

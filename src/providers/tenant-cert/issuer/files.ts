@@ -9,9 +9,7 @@ import { join } from 'node:path';
 import { acquireLock, checkPrivateDirectory, writeFileAtomic as writeAtomically } from '../../../core/private-files.js';
 import { CredentialsError } from '../../../core/errors.js';
 
-export type IssuerFileErrorCode = 'ERR_ISSUER_DATA_DIR' | 'ERR_ISSUER_DATA_DIR_LOCKED';
-
-function dataDirError(message: string, path: string, cause?: unknown): CredentialsError<IssuerFileErrorCode> {
+function dataDirError(message: string, path: string, cause?: unknown): CredentialsError {
   return new CredentialsError('ERR_ISSUER_DATA_DIR', message, { path, ...(cause === undefined ? {} : { cause }) });
 }
 
@@ -79,7 +77,7 @@ export async function lockDataDir(dir: string, holder: string): Promise<DataDirL
     now: () => new Date(),
     holder,
     busyError: (owner) =>
-      new CredentialsError<IssuerFileErrorCode>(
+      new CredentialsError(
         'ERR_ISSUER_DATA_DIR_LOCKED',
         owner === undefined
           ? `the data dir ${dir} is in use by another process`

@@ -14,8 +14,6 @@ import { open, type FileHandle } from 'node:fs/promises';
 import { CredentialsError } from '../../../core/errors.js';
 import { readOptional, writeFileAtomic } from './files.js';
 
-export type NonceStoreErrorCode = 'ERR_ISSUER_BUSY';
-
 /** 64 random bytes, standard base64: 88 characters. */
 export const NONCE_BYTES = 64;
 
@@ -167,7 +165,7 @@ export class NonceStore {
     if (this.records.size >= this.maxEntries) {
       this.prune(nowMs);
       if (this.records.size >= this.maxEntries) {
-        throw new CredentialsError<NonceStoreErrorCode>('ERR_ISSUER_BUSY', 'too many outstanding nonces; try again later');
+        throw new CredentialsError('ERR_ISSUER_BUSY', 'too many outstanding nonces; try again later');
       }
     }
     // Expired entries of this consumer leave its index here (the records themselves at the next prune).

@@ -6,15 +6,13 @@
 import { CredentialsError } from '../../../core/errors.js';
 import type { GrantedSubject } from '../protocol.js';
 
-export type PolicyErrorCode = 'ERR_ISSUER_BAD_GROUP';
-
 export function checkGroups(groups: readonly string[], path: string): string[] {
   for (const group of groups) {
     if (group.trim() === '' || group !== group.trim()) {
-      throw new CredentialsError<PolicyErrorCode>('ERR_ISSUER_BAD_GROUP', `group ${JSON.stringify(group)} is empty or has surrounding spaces`, { path });
+      throw new CredentialsError('ERR_ISSUER_BAD_GROUP', `group ${JSON.stringify(group)} is empty or has surrounding spaces`, { path });
     }
     if (group.toLowerCase().startsWith('system:')) {
-      throw new CredentialsError<PolicyErrorCode>('ERR_ISSUER_BAD_GROUP', `group ${group} is reserved by Kubernetes; the issuer never grants system: groups`, {
+      throw new CredentialsError('ERR_ISSUER_BAD_GROUP', `group ${group} is reserved by Kubernetes; the issuer never grants system: groups`, {
         path,
         hint: 'grant permissions with RBAC bindings to a group of your own',
       });

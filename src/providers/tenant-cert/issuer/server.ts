@@ -1,13 +1,13 @@
 /**
  * The issuer's HTTPS front: routes, body limits, JSON in and out, errors as `{code, message, path?, hint?}` with the
- * status of {@link HTTP_STATUS}. The logic lives in ./issuer.ts.
+ * status the error registry gives its code (500 when it gives none). The logic lives in ./issuer.ts.
  */
 import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parseDocument } from '../../../core/document.js';
-import { isCredentialsError } from '../../../core/errors.js';
-import { API_PATHS, HTTP_STATUS, MAX_BODY_BYTES, tenantError, type ErrorResponse, type TenantCertErrorCode } from '../protocol.js';
+import { ERRORS, errorSpec, isCredentialsError } from '../../../core/errors.js';
+import { API_PATHS, MAX_BODY_BYTES, tenantError, type ErrorResponse } from '../protocol.js';
 import type { ServingMaterial } from './data-dir.js';
 import type { Issuer } from './issuer.js';
 
@@ -45,7 +45,7 @@ function send(response: ServerResponse, status: number, body: unknown, headers: 
  * message only: the answer goes to unauthenticated clients, the details go to the issuer's log.
  */
 const CLIENT_FACING: ReadonlySet<string> = new Set(
-  Object.keys(HTTP_STATUS).filter((code) => code.startsWith('ERR_TENANT_')).concat([
+  Object.keys(ERRORS).filter((code) => code.startsWith('ERR_TENANT_') && errorSpec(code)?.http !== undefined).concat([
     'ERR_ISSUER_NOT_FOUND',
     'ERR_ISSUER_METHOD_NOT_ALLOWED',
     'ERR_ISSUER_BODY_TOO_LARGE',
@@ -66,7 +66,7 @@ const GENERIC_MESSAGE = 'internal error (details in the issuer log)';
 export function errorAnswer(error: unknown): { status: number; body: ErrorResponse } {
   if (isCredentialsError(error) && CLIENT_FACING.has(error.code)) {
     return {
-      status: HTTP_STATUS[error.code as TenantCertErrorCode],
+      status: error.httpStatus ?? 500,
       body: {
         code: error.code,
         message: error.message,
@@ -77,7 +77,7 @@ export function errorAnswer(error: unknown): { status: number; body: ErrorRespon
     };
   }
   if (isCredentialsError(error) && /^ERR_[A-Z0-9_]+$/.test(error.code)) {
-    const status = HTTP_STATUS[error.code as TenantCertErrorCode] ?? 500;
+    const status = error.httpStatus ?? 500;
     return { status, body: { code: error.code, message: GENERIC_MESSAGES[error.code] ?? GENERIC_MESSAGE } };
   }
   return { status: 500, body: { code: 'ERR_ISSUER_INTERNAL', message: GENERIC_MESSAGE } };

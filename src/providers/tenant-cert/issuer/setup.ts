@@ -20,9 +20,7 @@ export type { IssuerSettings };
 import { TrustStore, checkClusterId } from './trust.js';
 import { CLUSTER_ID_MAX_LENGTH, CLUSTER_ID_PATTERN } from '../protocol.js';
 
-export type IssuerConfigErrorCode = 'ERR_ISSUER_CONFIG';
-
-export function configError(message: string, path: string, hint?: string): CredentialsError<IssuerConfigErrorCode> {
+export function configError(message: string, path: string, hint?: string): CredentialsError {
   return new CredentialsError('ERR_ISSUER_CONFIG', message, { path, ...(hint === undefined ? {} : { hint }) });
 }
 

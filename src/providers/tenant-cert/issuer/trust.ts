@@ -14,8 +14,6 @@ import { parsePublicKey, publicKeyPem } from '../keys.js';
 import { CLUSTER_ID_MAX_LENGTH, CLUSTER_ID_PATTERN } from '../protocol.js';
 import { ensurePrivateDir, readOptional, writeFileAtomic } from './files.js';
 
-export type TrustErrorCode = 'ERR_ISSUER_BAD_CLUSTER_ID' | 'ERR_ISSUER_TRUST_RECORD' | 'ERR_ISSUER_NOT_TRUSTED';
-
 export interface TrustRecord {
   clusterID: string;
   /** PEM SPKI. */
@@ -35,7 +33,7 @@ export interface TrustedConsumer {
 /** Throws ERR_ISSUER_BAD_CLUSTER_ID unless `id` is a cluster ID (also keeps it a safe file name). */
 export function checkClusterId(id: string, path: string): string {
   if (id.length > CLUSTER_ID_MAX_LENGTH || !CLUSTER_ID_PATTERN.test(id)) {
-    throw new CredentialsError<TrustErrorCode>('ERR_ISSUER_BAD_CLUSTER_ID', `${JSON.stringify(id)} is not a cluster ID (lower-case letters, digits and '-')`, { path });
+    throw new CredentialsError('ERR_ISSUER_BAD_CLUSTER_ID', `${JSON.stringify(id)} is not a cluster ID (lower-case letters, digits and '-')`, { path });
   }
   return id;
 }
@@ -100,17 +98,17 @@ export class TrustStore {
     if (text === undefined) {
       return undefined;
     }
-    const document = parseDocument(text, { source: file, code: 'ERR_ISSUER_TRUST_RECORD' satisfies TrustErrorCode, format: 'json', message: `the trust record ${file} is not JSON` });
+    const document = parseDocument(text, { source: file, code: 'ERR_ISSUER_TRUST_RECORD', format: 'json', message: `the trust record ${file} is not JSON` });
     const record = assertDocument<TrustRecord>('issuer-trust-record', document, { code: 'ERR_ISSUER_TRUST_RECORD', what: `the trust record ${file}` });
     if (record.clusterID !== clusterID) {
-      throw new CredentialsError<TrustErrorCode>('ERR_ISSUER_TRUST_RECORD', `the trust record ${file} names ${record.clusterID}`, { path: file });
+      throw new CredentialsError('ERR_ISSUER_TRUST_RECORD', `the trust record ${file} names ${record.clusterID}`, { path: file });
     }
     let publicKey: KeyObject;
     try {
       publicKey = parsePublicKey(record.publicKey, file);
     } catch (cause) {
       // The record's fault, not the client's: never reported with the client-facing ERR_TENANT_* key codes.
-      throw new CredentialsError<TrustErrorCode>('ERR_ISSUER_TRUST_RECORD', `the trust record ${file} holds no usable public key: ${(cause as Error).message}`, { path: file, cause });
+      throw new CredentialsError('ERR_ISSUER_TRUST_RECORD', `the trust record ${file} holds no usable public key: ${(cause as Error).message}`, { path: file, cause });
     }
     const consumer = { clusterID, publicKey, groups: record.groups, addedAt: record.addedAt };
     this.cache.set(clusterID, { stamp, consumer });
