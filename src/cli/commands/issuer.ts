@@ -19,7 +19,8 @@ import { DATA_FILES, servingMaterial } from '../../providers/tenant-cert/issuer/
 import { checkGroups } from '../../providers/tenant-cert/issuer/policy.js';
 import { startIssuerServer } from '../../providers/tenant-cert/issuer/server.js';
 import { configError, openIssuer, parseListen, type IssuerSettings } from '../../providers/tenant-cert/issuer/setup.js';
-import { TrustStore, checkClusterId } from '../../providers/tenant-cert/issuer/trust.js';
+import { TrustStore } from '../../providers/tenant-cert/issuer/trust.js';
+import { checkClusterId } from '../../providers/tenant-cert/protocol.js';
 import { parseDuration } from '../duration.js';
 import { readInput } from '../input.js';
 import { requiredFlag, type CommandArgs, type CommandContext } from '../command.js';

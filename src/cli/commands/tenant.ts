@@ -21,7 +21,7 @@ import { encodeBase64, parsePrivateKeyPem, publicKeyPem, signBytes } from '../..
 import { buildCsr } from '../../providers/tenant-cert/csr.js';
 import { LIQO_API_VERSION, type LiqoTenantDocument } from '../../providers/tenant-cert/protocol.js';
 import { openIssuer } from '../../providers/tenant-cert/issuer/setup.js';
-import { checkClusterId } from '../../providers/tenant-cert/issuer/trust.js';
+import { checkClusterId } from '../../providers/tenant-cert/protocol.js';
 import { issuerSettings } from './issuer.js';
 import { parseDuration } from '../duration.js';
 import { readInput } from '../input.js';

@@ -16,8 +16,8 @@ import type { IssuerSettings } from './settings.js';
 import type { Signer } from './signer.js';
 
 export type { IssuerSettings };
-import { TrustStore, checkClusterId } from './trust.js';
-import { CLUSTER_ID_MAX_LENGTH, CLUSTER_ID_PATTERN } from '../protocol.js';
+import { TrustStore } from './trust.js';
+import { checkClusterId, isClusterId } from '../cluster-id.js';
 
 export type IssuerConfigErrorCode = 'ERR_ISSUER_CONFIG';
 
@@ -55,7 +55,7 @@ function parseRecord(text: string, file: string): IssuerRecord {
     record = undefined;
   }
   const id = (record as { providerClusterID?: unknown } | null | undefined)?.providerClusterID;
-  if (typeof id !== 'string' || id.length > CLUSTER_ID_MAX_LENGTH || !CLUSTER_ID_PATTERN.test(id)) {
+  if (!isClusterId(id)) {
     throw new CredentialsError('ERR_ISSUER_DATA_DIR', `${file} does not name a provider cluster ID`, {
       path: file,
       hint: 'restore it from a backup, or write {"providerClusterID": "<the provider cluster ID>"}',
