@@ -14,8 +14,7 @@ import type { AccessConfig, ClusterProfile } from '../library/types.js';
 import { endpointFromCluster } from '../kube/endpoint.js';
 import type { KubeCredential, KubeEndpoint, KubeRequest, SendKubeRequest } from '../kube/types.js';
 import { statusMessage } from '../kube/status.js';
-import { buildTokenRequest, processTokenRequestResponse } from '../providers/token-request/protocol.js';
-import { parseTokenRequestSettings, type TokenRequestSettingsSources } from '../providers/token-request/settings.js';
+import { buildTokenRequest, parseTokenRequestSettings, processTokenRequestResponse, type TokenRequestSettingsSources } from '../providers/token-request/index.js';
 
 export type TokenSyncErrorCode = 'ERR_TOKEN_SYNC_HUB';
 

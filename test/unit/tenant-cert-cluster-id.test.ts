@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { CLUSTER_ID_MAX_LENGTH, CLUSTER_ID_PATTERN, checkClusterId, isClusterId } from '../../src/providers/tenant-cert/protocol.js';
+import { CLUSTER_ID_MAX_LENGTH, CLUSTER_ID_PATTERN, checkClusterId, isClusterId } from '../../src/providers/tenant-cert/index.js';
 
 const schemaDir = new URL('../../schemas/', import.meta.url);
 

@@ -10,7 +10,7 @@ import type { ExecCluster } from '../../core/exec-credential.js';
 import type { KubeCredential } from '../../kube/types.js';
 import { obtainCredential } from '../../plugin/obtain.js';
 import type { IssueContext } from '../../plugin/provider.js';
-import { tenantCertProvider } from '../tenant-cert/plugin.js';
+import { tenantCertProvider } from '../tenant-cert/index.js';
 import type { Bootstrap } from './settings.js';
 
 export type TenantCertBootstrapErrorCode = 'ERR_TOKEN_REQUEST_BOOTSTRAP';
