@@ -44,8 +44,8 @@ export interface ObtainCredentialOptions<F extends FlagSpecs = FlagSpecs> {
   /** The clock. */
   now: () => Date;
   /**
-   * Stops a lock wait and the provider's work (its `IssueContext.signal`). May be shared by any number of calls:
-   * the runtime adds no listener to it.
+   * Stops a lock wait and the provider's work (its `IssueContext.signal`); a cached credential is served whatever its
+   * state. May be shared by any number of calls: the runtime adds no listener to it.
    */
   signal: AbortSignal;
   /**
@@ -125,8 +125,7 @@ export async function obtain<F extends FlagSpecs, Settings, State>(
   hooks: RuntimeHooks,
 ): Promise<ObtainedCredential> {
   assertNoFlagClash(provider.flags);
-  const { input, env, now, signal } = options;
-  signal.throwIfAborted();
+  const { input, env, now } = options;
   const command = provider.command ?? `clusterprofile-${provider.name}`;
   let { cacheDir, forceRefresh } = options;
   if (cacheDir === '') {
@@ -162,6 +161,10 @@ export async function obtain<F extends FlagSpecs, Settings, State>(
     if (fresh(read)) return { status: read.entry.status, fromCache: true };
   }
   await hooks.beforeIssue?.();
+  // Only now: a cached credential is served even to an aborted signal (nothing to stop), and runPlugin makes its
+  // AbortController on a miss only.
+  const signal = options.signal;
+  signal.throwIfAborted();
 
   // The slow path: take the key's lock, read the entry again, else call the provider and store what it returns.
   let stderr = options.stderr;

@@ -83,7 +83,7 @@ export function runPlugin<F extends FlagSpecs, Settings, State>(
       }
       // stdin is only looked at without KUBERNETES_EXEC_INFO: creating process.stdin costs start-up time.
       const input = readExecInfo(env, () => io.stdin.isTTY === true);
-      const controller = new AbortController();
+      let controller: AbortController | undefined;
       const { status } = await obtain(
         provider,
         {
@@ -91,8 +91,10 @@ export function runPlugin<F extends FlagSpecs, Settings, State>(
           flags: parsed.flags,
           env,
           now,
-          signal: controller.signal,
-          // Getters: touching process.stdin/stderr creates the stream (start-up time); a hit needs neither.
+          // Getters: a hit needs none of these, and touching process.stdin/stderr creates the stream (start-up time).
+          get signal() {
+            return (controller ??= new AbortController()).signal;
+          },
           get stdin() {
             return io.stdin;
           },
@@ -122,7 +124,7 @@ export function runPlugin<F extends FlagSpecs, Settings, State>(
             });
             stage = 'credential';
           },
-          whileLocked: (lock) => releaseOnSignal(lock, controller),
+          whileLocked: (lock) => releaseOnSignal(lock, (controller ??= new AbortController())),
         },
       );
       writeStdout(io, renderExecCredential(input.apiVersion, status));
