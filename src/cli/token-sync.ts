@@ -15,8 +15,7 @@ import { listClusterProfiles } from '../kube/cluster-profile.js';
 import { endpointFromCluster } from '../kube/endpoint.js';
 import type { KubeCredential, KubeEndpoint, KubeRequest, SendKubeRequest } from '../kube/types.js';
 import { statusMessage } from '../kube/status.js';
-import { buildTokenRequest, processTokenRequestResponse } from '../providers/token-request/protocol.js';
-import { parseTokenRequestSettings, type TokenRequestSettingsSources } from '../providers/token-request/settings.js';
+import { buildTokenRequest, parseTokenRequestSettings, processTokenRequestResponse, type TokenRequestSettingsSources } from '../providers/token-request/index.js';
 
 /** Annotations on the Secrets the sync writes. */
 export const RENEW_AT_ANNOTATION = 'clusterprofile-credentials.x-k8s.io/renew-at';

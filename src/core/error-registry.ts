@@ -127,7 +127,6 @@ export const ERRORS = {
   ERR_ISSUER_DATA_DIR_LOCKED: { area: 'issuer', exit: 1, retryable: true, doc: 'Another live process holds the data dir: stop it, or use its HTTPS API.' },
   ERR_ISSUER_TRUST_RECORD: { area: 'issuer', exit: 1, http: 500, retryable: false, doc: 'A trust record in the data dir is corrupt (not JSON, wrong cluster ID, unusable key): trust the consumer again (clients get a generic 500).' },
   ERR_ISSUER_CONFIG: { area: 'issuer', exit: 1, retryable: false, doc: 'A bad issuer flag (--listen, durations, --api-server-url/-ca, --public-key), a data dir of another provider or a port in use: fix the flag.' },
-  ERR_ISSUER_BAD_CLUSTER_ID: { area: 'issuer', exit: 1, retryable: false, doc: "A cluster ID that is not lower-case letters, digits and '-': fix the ID." },
   ERR_ISSUER_BAD_GROUP: { area: 'issuer', exit: 1, retryable: false, doc: 'An empty group, one with surrounding spaces or a system: group in --group: the issuer never grants those.' },
   ERR_ISSUER_NOT_TRUSTED: { area: 'issuer', exit: 1, retryable: false, doc: 'issuer untrust of a cluster ID that is not trusted: check issuer list.' },
   ERR_TENANT_INPUT: { area: 'issuer', exit: 1, retryable: false, doc: 'tenant accept/generate cannot read its input file or --key-file: check the path.' },

@@ -1,8 +1,11 @@
-// The exec-plugin runtime: input, flags, cache, lock, output. Only named exports.
+// The exec-plugin runtime: input, flags, cache, lock, output; in-process (obtainCredential) or as a binary (runPlugin).
+// Only named exports.
+export { obtainCredential } from './obtain.js';
+export type { ObtainCredentialOptions, ObtainedCredential } from './obtain.js';
 export { runPlugin, EXIT } from './run.js';
 export type { RunErrorCode, RunPluginOptions } from './run.js';
 export { readExecInfo, renderExecCredential, assertUsableStatus } from '../core/exec-credential.js';
-export type { ExecCredentialErrorCode } from '../core/exec-credential.js';
+export type { ExecCredentialErrorCode, ExecCredentialStatus } from '../core/exec-credential.js';
 export { cacheKey, cacheDirectory } from './cache.js';
 export type { CacheErrorCode } from './cache.js';
 export type { LockErrorCode } from '../core/private-files.js';
@@ -13,6 +16,7 @@ export type {
   CachedCredential,
   CredentialProvider,
   ExecCredentialInput,
+  FlagInput,
   FlagSpec,
   FlagSpecs,
   FlagValues,

@@ -1,6 +1,7 @@
 /**
- * The narrow interface every credential provider implements (STYLE 5). The runtime ({@link runPlugin}) does the rest:
- * reading KUBERNETES_EXEC_INFO, flags, the on-disk cache with its lock, the single JSON document on stdout, exit codes.
+ * The narrow interface every credential provider implements. The runtime does the rest: {@link obtainCredential} the
+ * on-disk cache with its lock (in-process), {@link runPlugin} on top of it KUBERNETES_EXEC_INFO, flags, the single
+ * JSON document on stdout and exit codes (a binary).
  *
  * A provider module must stay light at the top level: import only types and small helpers statically, and
  * `await import()` the heavy code (HTTP, JOSE, TLS, YAML, Kubernetes client) inside {@link CredentialProvider.issue},
@@ -8,7 +9,7 @@
  *
  * @example
  * ```ts
- * import { CredentialsError } from '../../library/errors.js';
+ * import { CredentialsError } from '../../core/errors.js';
  * import { runPlugin, type CredentialProvider } from '../../plugin/index.js';
  *
  * const flags = {
@@ -73,6 +74,19 @@ export type FlagValues<F extends FlagSpecs> = {
       : F[K]['required'] extends true
         ? string
         : string | undefined;
+};
+
+/** The flags that must be given: required, single strings. */
+type RequiredFlagNames<F extends FlagSpecs> = {
+  [K in keyof F]: F[K]['type'] extends 'string' ? (F[K]['multiple'] extends true ? never : F[K]['required'] extends true ? K : never) : never;
+}[keyof F];
+
+/**
+ * Flag values as a caller of {@link obtainCredential} writes them: the required ones, and any of the others (a
+ * missing boolean is false, a missing repeatable flag `[]`). A {@link FlagValues} is one too.
+ */
+export type FlagInput<F extends FlagSpecs> = { readonly [K in RequiredFlagNames<F>]: string } & {
+  readonly [K in Exclude<keyof F, RequiredFlagNames<F>>]?: FlagValues<F>[K];
 };
 
 /** What {@link CredentialProvider.settings} gets to work from. */
@@ -144,6 +158,12 @@ export interface CredentialProvider<F extends FlagSpecs = FlagSpecs, Settings = 
    * Choose it so a client that got the credential can still use it for a whole request.
    */
   minRemainingSeconds?: number;
+  /**
+   * How long a process that finds the cache lock held waits for its holder (default 60 s). Longer than the slowest
+   * issuance the provider allows (its network deadline, an interactive login), so that parallel cold starts end with
+   * one issuance instead of waiters giving up while the holder is still at work.
+   */
+  lockTimeoutMs?: number;
   /**
    * The provider's settings from flags, environment and input. Runs on every invocation, cache hit included: keep it
    * cheap (no network). Throw a {@link CredentialsError} for bad configuration: exit 2, nothing on stdout.

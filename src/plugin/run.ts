@@ -1,33 +1,21 @@
 /**
- * The runtime every plugin binary shares: flags, KUBERNETES_EXEC_INFO, the cache with double-checked locking, the
- * single ExecCredential document on stdout, diagnostics on stderr, exit codes.
+ * The runtime every plugin binary shares: flags, KUBERNETES_EXEC_INFO, the single ExecCredential document on stdout,
+ * diagnostics on stderr, exit codes — around {@link obtain}, which does the cache, the lock and the provider.
  */
 import { CredentialsError, formatError, isCredentialsError, type ErrorCodes } from '../core/errors.js';
-import type { ExecCredentialStatus } from '../core/exec-credential.js';
-import {
-  cacheDirectory,
-  cacheKey,
-  checkPrivateDirectory,
-  cleanDirectory,
-  ensurePrivateDirectory,
-  entryPath,
-  lockPath,
-  readEntry,
-  removeEntry,
-  writeEntry,
-  type EntryRead,
-} from './cache.js';
-import { assertUsableStatus, readExecInfo, renderExecCredential } from '../core/exec-credential.js';
+import { readExecInfo, renderExecCredential } from '../core/exec-credential.js';
+import { cacheDirectory, cleanDirectory } from './cache.js';
 import { assertNoFlagClash, helpText, parseCommand } from './flags.js';
 import { writeStdout, type Env, type ProcessIo, type Run } from '../core/io.js';
-import { acquireLock, isLockHeld, type HeldLock } from '../core/private-files.js';
-import type { CredentialProvider, ExecCredentialInput, FlagSpecs } from './provider.js';
+import { isLockHeld, type HeldLock } from '../core/private-files.js';
+import { obtain } from './obtain.js';
+import type { CredentialProvider, FlagSpecs } from './provider.js';
 
 /** Knobs of the runtime; production defaults, overridden by tests. */
 export interface RunPluginOptions {
   /** The clock (default: the system clock). */
   now?: () => Date;
-  /** How long to wait for another process holding the cache lock (default 60 s: an interactive login takes time). */
+  /** How long to wait for another process holding the cache lock (default: the provider's `lockTimeoutMs`, else 60 s). */
   lockTimeoutMs?: number;
   /** First retry interval for a busy lock (default 10 ms; backs off to 100 ms, with jitter). */
   lockPollMs?: number;
@@ -54,10 +42,10 @@ const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
  * The composition root of a plugin binary. The returned {@link Run} never throws and never calls `process.exit`:
  * it resolves to the exit code ({@link EXIT}).
  *
- * What one invocation does: parse flags; `--help` / `clean` if asked; read KUBERNETES_EXEC_INFO; ask the provider for
- * its settings; serve a cached credential that stays valid for `minRemainingSeconds` (read without the lock); else
- * take `<key>.lock`, read again (another process may just have issued), call `provider.issue`, write the entry
- * atomically, release the lock, and print exactly one ExecCredential in the input's apiVersion.
+ * What one invocation does: parse flags; `--help` / `clean` if asked; read KUBERNETES_EXEC_INFO; then
+ * {@link obtainCredential} (settings, a cached credential valid for `minRemainingSeconds`, else the lock, the
+ * provider and the cache entry), and print exactly one ExecCredential in the input's apiVersion. While the lock is
+ * held, SIGINT/SIGTERM/SIGHUP release it and abort the provider.
  *
  * @example
  * ```ts
@@ -72,19 +60,10 @@ export function runPlugin<F extends FlagSpecs, Settings, State>(
   assertNoFlagClash(provider.flags);
   const command = provider.command ?? `clusterprofile-${provider.name}`;
   const now = options.now ?? (() => new Date());
-  const lockOptions = {
-    timeoutMs: options.lockTimeoutMs ?? 60_000,
-    pollMs: options.lockPollMs ?? 10,
-    staleMs: options.staleLockMs ?? 600_000,
-    now,
-  };
-  const minRemainingMs = (provider.minRemainingSeconds ?? 60) * 1000;
+  const staleMs = options.staleLockMs ?? 600_000;
   const say = (io: ProcessIo, message: string): void => {
     io.stderr.write(`${command}: ${message}\n`);
   };
-  /** An entry to serve: valid for at least the provider's margin more. */
-  const fresh = (read: EntryRead<State>): read is Extract<EntryRead<State>, { kind: 'entry' }> =>
-    read.kind === 'entry' && read.expiresAt - now().getTime() > minRemainingMs;
 
   return async (argv, env, io) => {
     let stage: 'usage' | 'credential' = 'usage';
@@ -97,107 +76,63 @@ export function runPlugin<F extends FlagSpecs, Settings, State>(
       const dir = cacheDirectory(provider.name, parsed.cacheDir, env);
       if (parsed.action === 'clean') {
         stage = 'credential';
-        const { entries, skippedLocks } = cleanDirectory(dir, (file) => isLockHeld(file, lockOptions));
+        const { entries, skippedLocks } = cleanDirectory(dir, (file) => isLockHeld(file, { staleMs, now }));
         io.stdout.write(`removed ${entries} cached credential${entries === 1 ? '' : 's'} from ${dir}\n`);
         if (skippedLocks > 0) say(io, `left ${skippedLocks} lock${skippedLocks === 1 ? '' : 's'} held by running plugins`);
         return EXIT.ok;
       }
       // stdin is only looked at without KUBERNETES_EXEC_INFO: creating process.stdin costs start-up time.
       const input = readExecInfo(env, () => io.stdin.isTTY === true);
-      const settings = await provider.settings({ input, flags: parsed.flags, env });
-      stage = 'credential';
-      const key = cacheKey(provider.name, provider.cacheKey(settings));
-
-      // Fast path: no lock, no provider code beyond settings().
-      if (!parsed.forceRefresh && checkPrivateDirectory(dir)) {
-        const read = readEntry<State>(dir, key);
-        if (fresh(read)) {
-          writeStdout(io, renderExecCredential(input.apiVersion, read.entry.status));
-          return EXIT.ok;
-        }
-      }
-
-      // The authoritative check against schemas/execcredential-input.<version>.schema.json, only on a miss: the
-      // precompiled validators are a large module, and readExecInfo's hand check (same rules, tested against the
-      // schema) already guards the hit path.
-      if (env['KUBERNETES_EXEC_INFO'] !== undefined && env['KUBERNETES_EXEC_INFO'].trim() !== '') {
-        stage = 'usage';
-        const { assertDocument } = await import('../schemas/index.js');
-        assertDocument(input.apiVersion.endsWith('/v1') ? 'execcredential-input.v1' : 'execcredential-input.v1beta1', input, {
-          code: 'ERR_PLUGIN_EXEC_INFO',
-          what: 'KUBERNETES_EXEC_INFO',
-        });
-        stage = 'credential';
-      }
-
-      const status = await issueUnderLock({ dir, key, settings, input, forceRefresh: parsed.forceRefresh, env, io });
+      let controller: AbortController | undefined;
+      const { status } = await obtain(
+        provider,
+        {
+          input,
+          flags: parsed.flags,
+          env,
+          now,
+          // Getters: a hit needs none of these, and touching process.stdin/stderr creates the stream (start-up time).
+          get signal() {
+            return (controller ??= new AbortController()).signal;
+          },
+          get stdin() {
+            return io.stdin;
+          },
+          get stderr() {
+            return io.stderr;
+          },
+          cacheDir: dir,
+          forceRefresh: parsed.forceRefresh,
+          ...(options.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: options.lockTimeoutMs }),
+          ...(options.lockPollMs === undefined ? {} : { lockPollMs: options.lockPollMs }),
+          staleLockMs: staleMs,
+        },
+        {
+          settled: () => {
+            stage = 'credential';
+          },
+          // The authoritative check against schemas/execcredential-input.<version>.schema.json, only on a miss: the
+          // precompiled validators are a large module, and readExecInfo's hand check (same rules, tested against the
+          // schema) already guards the hit path.
+          beforeIssue: async () => {
+            if (env['KUBERNETES_EXEC_INFO'] === undefined || env['KUBERNETES_EXEC_INFO'].trim() === '') return;
+            stage = 'usage';
+            const { assertDocument } = await import('../schemas/index.js');
+            assertDocument(input.apiVersion.endsWith('/v1') ? 'execcredential-input.v1' : 'execcredential-input.v1beta1', input, {
+              code: 'ERR_PLUGIN_EXEC_INFO',
+              what: 'KUBERNETES_EXEC_INFO',
+            });
+            stage = 'credential';
+          },
+          whileLocked: (lock) => releaseOnSignal(lock, (controller ??= new AbortController())),
+        },
+      );
       writeStdout(io, renderExecCredential(input.apiVersion, status));
       return EXIT.ok;
     } catch (error) {
       return report(io, env, error, stage);
     }
   };
-
-  /**
-   * The slow path: take the key's lock, read the entry again (another run may just have written it), else call
-   * the provider and store what it returns. Nothing is written unless the provider succeeds.
-   */
-  async function issueUnderLock(request: {
-    dir: string;
-    key: string;
-    settings: Settings;
-    input: ExecCredentialInput;
-    forceRefresh: boolean;
-    env: Env;
-    io: ProcessIo;
-  }): Promise<ExecCredentialStatus> {
-    const { dir, key, settings, input, forceRefresh, env, io } = request;
-    ensurePrivateDirectory(dir);
-    const controller = new AbortController();
-    const file = lockPath(dir, key);
-    const lock = await acquireLock(file, {
-      ...lockOptions,
-      signal: controller.signal,
-      onWait: (owner) => say(io, `waiting for ${owner === undefined ? 'another plugin' : `process ${owner.pid}`} to finish (cache lock ${file})`),
-      onBreak: (owner, reason) => say(io, `removed a stale cache lock${owner === undefined ? '' : ` of process ${owner.pid}`}: ${reason}`),
-    });
-    const unhook = releaseOnSignal(lock, controller);
-    try {
-      let read = readEntry<State>(dir, key);
-      if (read.kind === 'corrupted') {
-        say(io, `discarding the corrupted cache entry ${entryPath(dir, key)}: ${read.reason}`);
-        removeEntry(dir, key);
-        read = { kind: 'missing' };
-      }
-      if (!forceRefresh && fresh(read)) {
-        return read.entry.status;
-      }
-      const issuedAt = now();
-      const interactive = input.spec.interactive === true;
-      const issued = await provider.issue(settings, {
-        now,
-        interactive,
-        stdin: interactive ? io.stdin : process.getBuiltinModule('node:stream').Readable.from([]),
-        stderr: io.stderr,
-        signal: controller.signal,
-        env,
-        previous: read.kind === 'entry' ? read.entry : undefined,
-      });
-      assertUsableStatus(issued.status);
-      if (issued.status.expirationTimestamp !== undefined) {
-        try {
-          writeEntry(dir, key, { status: issued.status, issuedAt: issuedAt.toISOString(), ...(issued.state === undefined ? {} : { state: issued.state }) });
-        } catch (error) {
-          // The credential is good; only the next run pays for the missing entry.
-          say(io, `warning: ${formatError(error)}`);
-        }
-      }
-      return issued.status;
-    } finally {
-      lock.release();
-      unhook();
-    }
-  }
 
   function report(io: ProcessIo, env: Env, error: unknown, stage: 'usage' | 'credential'): number {
     if (isCredentialsError(error)) {

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { startFakeKubeApi, type FakeKubeApi } from '../helpers/kube-api.js';
-import { CLI, issuerConfig, runNode, startIssuer, type RunningIssuer } from '../helpers/tenant-cert-plugin-run.js';
+import { CLI, issuerConfig, PLUGIN, runNode, startIssuer, type RunningIssuer } from '../helpers/tenant-cert-plugin-run.js';
 import { createTestCa } from '../helpers/tls.js';
 
 const BIN = join(import.meta.dirname, '../../bin/clusterprofile-token-request.mjs');
@@ -77,6 +77,42 @@ test('the tenant-cert identity mints the token; the certificate is cached for th
   expect(second.code, second.stderr).toBe(0);
   expect(api.minted.map((entry) => entry.serviceAccount)).toEqual(['fleet-workload', 'second']);
   expect(issuer.output()).toBe(handshakesBefore);
+});
+
+/** Handshakes the issuer has completed so far. */
+const handshakes = (): number => issuer.output().split('certificate issued').length - 1;
+/** The `clusterprofile-tenant-cert` binary as kubectl would run it for the same member cluster, with its default cache. */
+const tenantCertAsKubectl = (cacheRoot: string) =>
+  runNode(PLUGIN, ['--cluster-id', CONSUMER, '--key-file', keyFile], {
+    KUBECACHEDIR: cacheRoot,
+    KUBERNETES_EXEC_INFO: JSON.stringify({ apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential', spec: { interactive: false, cluster: { server: api.url, 'certificate-authority-data': apiCaBase64, config } } }),
+  });
+
+test('the bootstrap and the clusterprofile-tenant-cert binary share one certificate: the binary serves what the bootstrap obtained', async () => {
+  const cacheRoot = join(root, 'shared-cache');
+  const minted = await runNode(BIN, ['--bootstrap', 'tenant-cert', '--cluster-id', CONSUMER, '--key-file', keyFile], { KUBECACHEDIR: cacheRoot, KUBERNETES_EXEC_INFO: execInfo() });
+  expect(minted.code, minted.stderr).toBe(0);
+  const before = handshakes();
+  const kubectl = await tenantCertAsKubectl(cacheRoot);
+  expect(kubectl.code, kubectl.stderr).toBe(0);
+  expect(handshakes()).toBe(before);
+  const entries = readdirSync(join(cacheRoot, 'clusterprofile', 'tenant-cert')).filter((name) => name.endsWith('.json'));
+  expect(entries).toHaveLength(1);
+  const cached = JSON.parse(readFileSync(join(cacheRoot, 'clusterprofile', 'tenant-cert', entries[0]!), 'utf8')).status;
+  expect(JSON.parse(kubectl.stdout).status.clientCertificateData).toBe(cached.clientCertificateData);
+});
+
+test('started together cold, kubectl\'s tenant-cert runs and the token-request bootstrap make one handshake (one lock)', async () => {
+  const cacheRoot = join(root, 'cold-cache');
+  const before = handshakes();
+  const [token, ...kubectl] = await Promise.all([
+    runNode(BIN, ['--bootstrap', 'tenant-cert', '--cluster-id', CONSUMER, '--key-file', keyFile], { KUBECACHEDIR: cacheRoot, KUBERNETES_EXEC_INFO: execInfo() }),
+    ...Array.from({ length: 4 }, () => tenantCertAsKubectl(cacheRoot)),
+  ]);
+  expect(token!.code, token!.stderr).toBe(0);
+  for (const run of kubectl) expect(run.code, run.stderr).toBe(0);
+  expect(handshakes() - before).toBe(1);
+  expect(new Set(kubectl.map((run) => JSON.parse(run.stdout).status.clientCertificateData)).size).toBe(1);
 });
 
 test('an untrusted consumer gets the issuer\'s refusal, exit 1, empty stdout', async () => {

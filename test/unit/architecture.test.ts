@@ -1,6 +1,7 @@
 /**
  * The layering of src/ (docs/architecture.md): imports only point down, and no module imports itself back through
  * a chain of others (static, dynamic and type-only imports all count: a type import still ties two rooms together).
+ * Each provider (`src/providers/<type>/`) is entered through its door, `index.ts`, and nowhere else.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, normalize, relative } from 'node:path';
@@ -83,6 +84,30 @@ function cycles(): string[][] {
   return found;
 }
 
+/** `tenant-cert` for src/providers/tenant-cert/issuer/trust.ts; undefined outside src/providers/. */
+const providerOf = (file: string): string | undefined => {
+  const parts = relative(src, file).split('/');
+  return parts[0] === 'providers' && parts.length > 2 ? parts[1] : undefined;
+};
+const isDoor = (file: string): boolean => {
+  const parts = relative(src, file).split('/');
+  return parts.length === 3 && parts[2] === 'index.ts';
+};
+
+/** Imports of a provider's module other than its door, by importers outside providers (`others`) or in another provider. */
+function doorViolations(importers: 'others' | 'providers'): string[] {
+  const found: string[] = [];
+  for (const [file, targets] of graph) {
+    const from = providerOf(file);
+    if ((importers === 'others') !== (from === undefined)) continue;
+    for (const target of targets) {
+      const to = providerOf(target);
+      if (to !== undefined && to !== from && !isDoor(target)) found.push(`${relative(src, file)} -> ${relative(src, target)}`);
+    }
+  }
+  return found;
+}
+
 describe('src/ architecture', () => {
   it('every module is in a known room', () => {
     const unknown = files.map(room).filter((name) => LAYER_OF[name] === undefined);
@@ -101,6 +126,39 @@ describe('src/ architecture', () => {
       }
     }
     expect(upward).toEqual([]);
+  });
+
+  it('every provider has its door (index.ts) and its composition root (main.ts)', () => {
+    const providers = [...new Set(files.map(providerOf).filter((name) => name !== undefined))].sort();
+    expect(providers).toEqual(['oidc', 'tenant-cert', 'token-request']);
+    const missing = providers.flatMap((name) =>
+      ['index.ts', 'main.ts'].filter((base) => !known.has(join(src, 'providers', name, base))).map((base) => `providers/${name}/${base}`),
+    );
+    expect(missing).toEqual([]);
+  });
+
+  it('a module outside src/providers/<type>/ imports from that provider only its index.ts', () => {
+    expect(doorViolations('others')).toEqual([]);
+  });
+
+  it('a provider imports another provider only through its index.ts', () => {
+    expect(doorViolations('providers')).toEqual([]);
+  });
+
+  it('detects an import past a provider\'s door (the check itself can fail)', () => {
+    const saved = new Map(graph);
+    const cli = join(src, 'cli', 'commands', 'keygen.ts');
+    const tokenRequest = join(src, 'providers', 'token-request', 'provider.ts');
+    const keys = join(src, 'providers', 'tenant-cert', 'keys.ts');
+    const door = join(src, 'providers', 'tenant-cert', 'index.ts');
+    try {
+      graph.set(cli, [...(graph.get(cli) ?? []), keys]);
+      graph.set(tokenRequest, [...(graph.get(tokenRequest) ?? []), keys, door]);
+      expect(doorViolations('others')).toEqual(['cli/commands/keygen.ts -> providers/tenant-cert/keys.ts']);
+      expect(doorViolations('providers')).toEqual(['providers/token-request/provider.ts -> providers/tenant-cert/keys.ts']);
+    } finally {
+      for (const [key, value] of saved) graph.set(key, value);
+    }
   });
 
   it('detects a cycle and an upward import when there is one (the check itself can fail)', () => {

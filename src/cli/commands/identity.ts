@@ -18,9 +18,7 @@ import { writeFileAtomic } from '../../core/private-files.js';
 import { CredentialsError } from '../../core/errors.js';
 import { renderKubeconfig } from '../../library/kubeconfig.js';
 import type { ResolvedClusterAccess } from '../../library/types.js';
-import { checkCertificate } from '../../providers/tenant-cert/plugin-certificate.js';
-import { parseIdentity, storeIdentity, type ParsedIdentity } from '../../providers/tenant-cert/plugin-identity.js';
-import { defaultIdentityDir, readKeyFile } from '../../providers/tenant-cert/plugin-settings.js';
+import { checkCertificate, defaultIdentityDir, parseIdentity, readKeyFile, storeIdentity, type ParsedIdentity } from '../../providers/tenant-cert/index.js';
 import type { CommandArgs, CommandContext } from '../command.js';
 import { readInput } from '../input.js';
 

@@ -14,12 +14,21 @@ import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Argv } from 'yargs';
 import { CredentialsError } from '../../core/errors.js';
-import { keyAlgorithm, parsePublicKey, spkiDer } from '../../providers/tenant-cert/keys.js';
-import { DATA_FILES, servingMaterial } from '../../providers/tenant-cert/issuer/data-dir.js';
-import { checkGroups } from '../../providers/tenant-cert/issuer/policy.js';
-import { startIssuerServer } from '../../providers/tenant-cert/issuer/server.js';
-import { configError, openIssuer, parseListen, type IssuerSettings } from '../../providers/tenant-cert/issuer/setup.js';
-import { TrustStore, checkClusterId } from '../../providers/tenant-cert/issuer/trust.js';
+import {
+  DATA_FILES,
+  TrustStore,
+  checkClusterId,
+  checkGroups,
+  configError,
+  keyAlgorithm,
+  openIssuer,
+  parseListen,
+  parsePublicKey,
+  servingMaterial,
+  spkiDer,
+  startIssuerServer,
+  type IssuerSettings,
+} from '../../providers/tenant-cert/index.js';
 import { parseDuration } from '../duration.js';
 import { readInput } from '../input.js';
 import { requiredFlag, type CommandArgs, type CommandContext } from '../command.js';

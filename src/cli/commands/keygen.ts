@@ -17,7 +17,7 @@ import { chmod, link, open, rename, unlink } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import type { Argv } from 'yargs';
 import { CredentialsError } from '../../core/errors.js';
-import { generateClusterKeyPair, KEY_ALGORITHMS, type KeyAlgorithm } from '../../providers/tenant-cert/keys.js';
+import { generateClusterKeyPair, KEY_ALGORITHMS, type KeyAlgorithm } from '../../providers/tenant-cert/index.js';
 import type { CommandArgs, CommandContext } from '../command.js';
 
 export interface KeygenOptions {

@@ -17,12 +17,18 @@ import type { Argv } from 'yargs';
 import { stringify } from 'yaml';
 import { parseDocument } from '../../core/document.js';
 import { CredentialsError } from '../../core/errors.js';
-import { buildTenant } from '../../providers/tenant-cert/documents.js';
-import { encodeBase64, parsePrivateKeyPem, publicKeyPem, signBytes } from '../../providers/tenant-cert/keys.js';
-import { buildCsr } from '../../providers/tenant-cert/csr.js';
-import { LIQO_API_VERSION, type LiqoTenantDocument } from '../../providers/tenant-cert/protocol.js';
-import { openIssuer } from '../../providers/tenant-cert/issuer/setup.js';
-import { checkClusterId } from '../../providers/tenant-cert/issuer/trust.js';
+import {
+  LIQO_API_VERSION,
+  buildCsr,
+  buildTenant,
+  checkClusterId,
+  encodeBase64,
+  openIssuer,
+  parsePrivateKeyPem,
+  publicKeyPem,
+  signBytes,
+  type LiqoTenantDocument,
+} from '../../providers/tenant-cert/index.js';
 import { issuerSettings } from './issuer.js';
 import { parseDuration } from '../duration.js';
 import { readInput } from '../input.js';

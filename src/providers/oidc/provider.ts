@@ -15,6 +15,9 @@ export const oidcProvider: CredentialProvider<OidcFlags, OidcSettings, OidcState
   description: 'OpenID Connect tokens: client credentials, token exchange, device code, authorization code + PKCE, refresh',
   flags: oidcFlags,
   minRemainingSeconds: 60,
+  // The lock also covers an interactive login (so parallel kubectl runs show one prompt and then share its token):
+  // others wait for as long as a login may take (`--login-timeout` default 300 s) plus a margin.
+  lockTimeoutMs: 330_000,
   settings: ({ input, flags, env }) => parseOidcSettings(input, flags, env),
   cacheKey: oidcCacheKey,
   async issue(settings, context) {

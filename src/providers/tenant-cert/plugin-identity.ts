@@ -12,7 +12,8 @@ import { parseDocument } from '../../core/document.js';
 import { checkPrivateDirectory, readPrivateFile, writeFileAtomic, type PrivacyProblem } from '../../core/private-files.js';
 import { CredentialsError, isCredentialsError } from '../../core/errors.js';
 import { readIdentity, type ReceivedIdentity } from './documents.js';
-import { CLUSTER_ID_PATTERN, identityFile } from './plugin-settings.js';
+import { identityFile } from './plugin-settings.js';
+import { isClusterId } from './cluster-id.js';
 
 export { identityFile };
 import { commonName } from './plugin-certificate.js';
@@ -72,7 +73,7 @@ export function parseIdentity(text: string, source: string): ParsedIdentity {
     );
   }
   const consumer = received.consumerClusterID ?? commonName(certificate);
-  if (consumer === undefined || !CLUSTER_ID_PATTERN.test(consumer)) {
+  if (!isClusterId(consumer)) {
     throw invalid(`the consumer cluster ID ${JSON.stringify(consumer)} is not a cluster ID`, '$.spec.consumerClusterID', source);
   }
   return {

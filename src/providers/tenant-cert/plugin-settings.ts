@@ -16,9 +16,7 @@ import { CredentialsError } from '../../core/errors.js';
 import type { Env } from '../../core/io.js';
 import { sha256Hex } from '../../core/sha256.js';
 import { readPrivateFile, type PrivacyProblem } from '../../core/private-files.js';
-
-/** Cluster IDs as Liqo defines them (a DNS-1123 label, at most 63 characters). */
-export const CLUSTER_ID_PATTERN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+import { checkClusterId, CLUSTER_ID_RULE, isClusterId } from './cluster-id.js';
 
 export interface TenantCertClusterConfig {
   /** The issuer's base URL (https only), normalised, without a trailing slash. Absent: imported identities only. */
@@ -117,11 +115,8 @@ export function parseClusterConfig(config: unknown): TenantCertClusterConfig {
   if (provider === undefined) {
     throw configError('providerClusterID', 'is missing (the provider cluster ID the issuer runs as)');
   }
-  if (typeof provider !== 'string' || provider.length > 63 || !CLUSTER_ID_PATTERN.test(provider)) {
-    throw configError(
-      'providerClusterID',
-      `${JSON.stringify(provider)} is not a cluster ID (lowercase alphanumerics and '-', at most 63, starting and ending with an alphanumeric)`,
-    );
+  if (!isClusterId(provider)) {
+    throw configError('providerClusterID', `${JSON.stringify(provider)} is not a cluster ID (${CLUSTER_ID_RULE})`);
   }
 
   const url = record['issuerURL'];
@@ -247,14 +242,7 @@ export interface TenantCertFlags {
 
 /** All settings from the flags, the environment and `spec.cluster.config`. */
 export function tenantCertSettings(flags: TenantCertFlags, config: unknown, env: Env, cwd: string): TenantCertSettings {
-  const clusterID = flags['cluster-id'];
-  if (clusterID.length > 63 || !CLUSTER_ID_PATTERN.test(clusterID)) {
-    throw new CredentialsError(
-      'ERR_TENANT_CERT_FLAG',
-      `--cluster-id ${JSON.stringify(clusterID)} is not a cluster ID (lowercase alphanumerics and '-', at most 63, starting and ending with an alphanumeric)`,
-      { path: '--cluster-id' },
-    );
-  }
+  const clusterID = checkClusterId(flags['cluster-id'], '--cluster-id');
   const cluster = parseClusterConfig(config);
   const keyFile = resolve(cwd, flags['key-file']);
   const key = readKeyFile(keyFile);

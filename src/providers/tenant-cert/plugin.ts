@@ -68,6 +68,10 @@ export const tenantCertProvider: CredentialProvider<TenantCertFlagSpecs, TenantC
   description: 'short-lived client certificates from a member cluster\'s tenant-cert issuer (Tenant/Identity handshake)',
   flags: tenantCertFlags,
   minRemainingSeconds: 60,
+  // Longer than one handshake may take (`--timeout`, 30 s by default, plus start-up on a loaded machine): many parallel
+  // cold starts (a controller fanning out, 100 kubectl runs) then end with one handshake instead of waiters giving
+  // up while the holder is still talking to the issuer.
+  lockTimeoutMs: 180_000,
   settings({ flags, input, env }) {
     return {
       ...tenantCertSettings(flags, input.spec.cluster?.config, env, process.cwd()),

@@ -27,9 +27,9 @@ export const API_VERSION = 'credentials.clusterprofile.io/v1alpha1';
 export const LIQO_API_VERSION = 'authentication.liqo.io/v1beta1';
 /** Largest request body the issuer reads. */
 export const MAX_BODY_BYTES = 64 * 1024;
-/** Cluster IDs: an RFC 1123 label-ish name, as Liqo's clusterID. */
-export const CLUSTER_ID_PATTERN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-export const CLUSTER_ID_MAX_LENGTH = 253;
+// The cluster-ID rule is part of this wire format; it lives in its own small module because the plugin's cache-hit
+// path checks --cluster-id and must not load the rest of this file.
+export { CLUSTER_ID_MAX_LENGTH, CLUSTER_ID_PATTERN, CLUSTER_ID_RULE, checkClusterId, isClusterId } from './cluster-id.js';
 
 export function tenantError(
   code: ErrorCode,

@@ -1,17 +1,16 @@
 /**
- * The tenant-cert identity as the bootstrap credential for TokenRequest, composed in-process: the tenant-cert
- * provider runs through the same runtime as its own binary (same cache entry under
- * `$KUBECACHEDIR/clusterprofile/tenant-cert`, same lock, same checks), against the same `spec.cluster`, so the
- * certificate is shared with a standalone `clusterprofile-tenant-cert` for that cluster and renewed by the same rules.
+ * The tenant-cert identity as the bootstrap credential for TokenRequest: the tenant-cert provider obtained in-process
+ * through the same runtime as its own binary — the same cache entry under `$KUBECACHEDIR/clusterprofile/tenant-cert`,
+ * the same lock (and the provider's lock patience), the same checks — for the same `spec.cluster`. The certificate is
+ * shared with a standalone `clusterprofile-tenant-cert` for that cluster, renewed by the same rules, and never issued
+ * twice when both run at once.
  */
-import { PassThrough, Readable } from 'node:stream';
-import { CredentialsError } from '../../core/errors.js';
+import { CredentialsError, isCredentialsError } from '../../core/errors.js';
 import type { ExecCluster } from '../../core/exec-credential.js';
 import type { KubeCredential } from '../../kube/types.js';
-import { runPlugin } from '../../plugin/run.js';
+import { obtainCredential } from '../../plugin/obtain.js';
 import type { IssueContext } from '../../plugin/provider.js';
-import { LOCK_TIMEOUT_MS } from '../tenant-cert/main.js';
-import { tenantCertProvider } from '../tenant-cert/plugin.js';
+import { tenantCertProvider } from '../tenant-cert/index.js';
 import type { Bootstrap } from './settings.js';
 
 export async function tenantCertCredential(
@@ -19,23 +18,26 @@ export async function tenantCertCredential(
   cluster: ExecCluster,
   context: IssueContext,
 ): Promise<KubeCredential> {
-  // The same lock patience as the tenant-cert binary: a parallel start waits for the one handshake instead of failing.
-  const run = runPlugin(tenantCertProvider, { now: context.now, lockTimeoutMs: LOCK_TIMEOUT_MS });
-  const input = { apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential', spec: { interactive: false, cluster } };
-  const stdout = new PassThrough();
-  let printed = '';
-  stdout.on('data', (chunk: Buffer) => (printed += chunk.toString('utf8')));
-  const code = await run(
-    ['--cluster-id', bootstrap.clusterId, '--key-file', bootstrap.keyFile],
-    { ...context.env, KUBERNETES_EXEC_INFO: JSON.stringify(input) },
-    { stdin: Readable.from([]), stdout, stderr: context.stderr },
-  );
-  if (code !== 0) {
-    throw new CredentialsError('ERR_TOKEN_REQUEST_BOOTSTRAP', 'the tenant-cert bootstrap identity could not be obtained (the reason is on the line above)', {
+  let status;
+  try {
+    ({ status } = await obtainCredential(tenantCertProvider, {
+      input: { apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential', spec: { interactive: false, cluster } },
+      flags: { 'cluster-id': bootstrap.clusterId, 'key-file': bootstrap.keyFile },
+      env: context.env,
+      now: context.now,
+      signal: context.signal,
+      stderr: context.stderr,
+    }));
+  } catch (error) {
+    // An interruption or a bug is not the bootstrap's to explain.
+    if (context.signal.aborted || !isCredentialsError(error)) throw error;
+    const where = error.path === undefined ? '' : ` (at ${error.path})`;
+    throw new CredentialsError('ERR_TOKEN_REQUEST_BOOTSTRAP', `the tenant-cert bootstrap identity could not be obtained: ${error.code}: ${error.message}${where}`, {
       path: '--bootstrap tenant-cert',
+      ...(error.hint === undefined ? {} : { hint: error.hint }),
+      cause: error,
     });
   }
-  const status = (JSON.parse(printed) as { status: { clientCertificateData?: string; clientKeyData?: string } }).status;
   if (status.clientCertificateData === undefined || status.clientKeyData === undefined) {
     throw new CredentialsError('ERR_TOKEN_REQUEST_BOOTSTRAP', 'the tenant-cert bootstrap returned no client certificate', { path: '--bootstrap tenant-cert' });
   }

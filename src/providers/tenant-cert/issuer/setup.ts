@@ -17,8 +17,8 @@ import type { IssuerSettings } from './settings.js';
 import type { Signer } from './signer.js';
 
 export type { IssuerSettings };
-import { TrustStore, checkClusterId } from './trust.js';
-import { CLUSTER_ID_MAX_LENGTH, CLUSTER_ID_PATTERN } from '../protocol.js';
+import { TrustStore } from './trust.js';
+import { checkClusterId, isClusterId } from '../cluster-id.js';
 
 export function configError(message: string, path: string, hint?: string): CredentialsError {
   return new CredentialsError('ERR_ISSUER_CONFIG', message, { path, ...(hint === undefined ? {} : { hint }) });
@@ -50,8 +50,11 @@ function parseRecord(text: string, file: string): IssuerRecord {
   const hint = 'restore it from a backup, or write {"providerClusterID": "<the provider cluster ID>"}';
   const record = parseDocument(text, { source: file, code: 'ERR_ISSUER_DATA_DIR', format: 'json', message: `${file} does not name a provider cluster ID`, hint });
   const id = (record as { providerClusterID?: unknown } | null | undefined)?.providerClusterID;
-  if (typeof id !== 'string' || id.length > CLUSTER_ID_MAX_LENGTH || !CLUSTER_ID_PATTERN.test(id)) {
-    throw new CredentialsError('ERR_ISSUER_DATA_DIR', `${file} does not name a provider cluster ID`, { path: file, hint });
+  if (!isClusterId(id)) {
+    throw new CredentialsError('ERR_ISSUER_DATA_DIR', `${file} does not name a provider cluster ID`, {
+      path: file,
+      hint: 'restore it from a backup, or write {"providerClusterID": "<the provider cluster ID>"}',
+    });
   }
   return { providerClusterID: id };
 }

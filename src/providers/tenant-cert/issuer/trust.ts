@@ -11,7 +11,7 @@ import { parseDocument } from '../../../core/document.js';
 import { CredentialsError } from '../../../core/errors.js';
 import { assertDocument } from '../../../schemas/index.js';
 import { parsePublicKey, publicKeyPem } from '../keys.js';
-import { CLUSTER_ID_MAX_LENGTH, CLUSTER_ID_PATTERN } from '../protocol.js';
+import { checkClusterId, isClusterId } from '../cluster-id.js';
 import { ensurePrivateDir, readOptional, writeFileAtomic } from './files.js';
 
 export interface TrustRecord {
@@ -28,14 +28,6 @@ export interface TrustedConsumer {
   publicKey: KeyObject;
   groups: string[];
   addedAt: string;
-}
-
-/** Throws ERR_ISSUER_BAD_CLUSTER_ID unless `id` is a cluster ID (also keeps it a safe file name). */
-export function checkClusterId(id: string, path: string): string {
-  if (id.length > CLUSTER_ID_MAX_LENGTH || !CLUSTER_ID_PATTERN.test(id)) {
-    throw new CredentialsError('ERR_ISSUER_BAD_CLUSTER_ID', `${JSON.stringify(id)} is not a cluster ID (lower-case letters, digits and '-')`, { path });
-  }
-  return id;
 }
 
 export class TrustStore {
@@ -74,7 +66,7 @@ export class TrustStore {
 
   /** The consumer's record, or undefined. A corrupt record → ERR_ISSUER_TRUST_RECORD (never "trusted"). */
   async get(clusterID: string): Promise<TrustedConsumer | undefined> {
-    if (!CLUSTER_ID_PATTERN.test(clusterID) || clusterID.length > CLUSTER_ID_MAX_LENGTH) {
+    if (!isClusterId(clusterID)) {
       return undefined;
     }
     const file = join(this.dir, `${clusterID}.json`);
