@@ -11,7 +11,7 @@
 import { CredentialsError, formatError } from '../core/errors.js';
 import { resolveClusterAccess } from '../library/resolve.js';
 import type { AccessConfig, ClusterProfile } from '../library/types.js';
-import { endpointFromCluster } from '../kube/endpoint.js';
+import { connectionFromCluster } from '../core/cluster-connection.js';
 import type { KubeCredential, KubeEndpoint, KubeRequest, SendKubeRequest } from '../kube/types.js';
 import { statusMessage } from '../kube/status.js';
 import { buildTokenRequest, processTokenRequestResponse } from '../providers/token-request/protocol.js';
@@ -118,7 +118,7 @@ async function syncOne(profile: ClusterProfile, options: TokenSyncOptions, deps:
     flags: options.defaults,
   });
   const credential = await deps.bootstrap(access);
-  const member = deps.member(endpointFromCluster(access.cluster), credential);
+  const member = deps.member(connectionFromCluster(access.cluster), credential);
   try {
     const sentAt = deps.now();
     const response = await member.send(buildTokenRequest(settings));

@@ -19,7 +19,7 @@ import { checkCertificate, type CheckedCertificate } from './plugin-certificate.
 import { identityFile, parseCertificateBundle } from './plugin-settings.js';
 import { existsSync } from 'node:fs';
 import type { TenantCertPluginSettings, TenantCertState } from './plugin-settings.js';
-import type { Dispatcher } from 'undici';
+import type { HttpClient } from '../../core/http.js';
 
 export type TenantCertIssueErrorCode = 'ERR_TENANT_CERT_NO_ISSUER' | 'ERR_TENANT_CERT_SUBJECT' | 'ERR_TENANT_CERT_CONFIG';
 
@@ -27,8 +27,8 @@ export type TenantCertIssueErrorCode = 'ERR_TENANT_CERT_NO_ISSUER' | 'ERR_TENANT
 const MIN_REMAINING_MS = 60_000;
 
 export interface IssueOptions {
-  /** Tests: a dispatcher (still verifying TLS); default: one trusting only issuerCA. */
-  dispatcher?: Dispatcher;
+  /** Tests: an HTTP client (still verifying TLS); default: one trusting only issuerCA. */
+  client?: HttpClient;
   initialBackoffMs?: number;
 }
 
@@ -124,7 +124,7 @@ export async function issueTenantCertificate(
       now: context.now,
       signal: context.signal,
       log,
-      ...(options.dispatcher === undefined ? {} : { dispatcher: options.dispatcher }),
+      ...(options.client === undefined ? {} : { client: options.client }),
       ...(options.initialBackoffMs === undefined ? {} : { initialBackoffMs: options.initialBackoffMs }),
     },
     { consumerClusterID: settings.clusterID, providerClusterID: settings.providerClusterID },

@@ -183,6 +183,7 @@ export type Bootstrap =
   | { kind: 'in-cluster' }
   | { kind: 'tenant-cert'; clusterId: string; keyFile: string };
 
+/** `timeoutMs`: deadline of the API server exchange (`--timeout`), connect and TLS and retries included. */
 export type TokenRequestProviderSettings =
-  | { mode: 'token-request'; cluster: ExecCluster; request: TokenRequestSettings; bootstrap: Bootstrap }
-  | { mode: 'secret-reader'; config: unknown; hubKubeconfig: string | undefined; secretNamespace: string | undefined };
+  | { mode: 'token-request'; cluster: ExecCluster; request: TokenRequestSettings; bootstrap: Bootstrap; timeoutMs: number }
+  | { mode: 'secret-reader'; config: unknown; hubKubeconfig: string | undefined; secretNamespace: string | undefined; timeoutMs: number };
