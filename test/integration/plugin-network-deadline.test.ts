@@ -26,6 +26,7 @@ beforeAll(async () => {
     sockets.add(socket);
     socket.on('error', () => undefined);
     socket.on('close', () => sockets.delete(socket));
+    socket.resume();
   });
   await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
   url = `https://127.0.0.1:${(silent.address() as AddressInfo).port}`;
