@@ -261,7 +261,7 @@ function classify(errors: Error[]): { kind: HttpFailureKind; code: string | unde
 /** The one place where undici's and node's errors become {@link HttpFailure}s. */
 function translate(
   error: unknown,
-  context: { url: string; target: string; timedOut: boolean; callerSignal: AbortSignal | undefined; allottedMs: number },
+  context: { url: string; target: string; timedOut: boolean; callerSignal: AbortSignal | undefined; budgetMs: number },
 ): HttpFailure {
   if (isHttpFailure(error)) return error;
   const where = { url: context.url, target: context.target };
@@ -271,11 +271,11 @@ function translate(
     return new HttpFailure('aborted', detail, { ...where, cause: reason ?? error });
   }
   if (context.timedOut) {
-    return new HttpFailure('timeout', `no answer within ${context.allottedMs} ms`, { ...where, cause: error, timeoutMs: context.allottedMs });
+    return new HttpFailure('timeout', `no answer within ${context.budgetMs} ms`, { ...where, cause: error, timeoutMs: context.budgetMs });
   }
   const errors = chain(error);
   const { kind, code } = classify(errors);
-  return new HttpFailure(kind, describe(errors, error), { ...where, code, cause: error, ...(kind === 'timeout' ? { timeoutMs: context.allottedMs } : {}) });
+  return new HttpFailure(kind, describe(errors, error), { ...where, code, cause: error, ...(kind === 'timeout' ? { timeoutMs: context.budgetMs } : {}) });
 }
 
 // ----------------------------------------------------------------------------------------------- the client
@@ -406,8 +406,9 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
     return { status: response.statusCode, headers: responseHeaders, body: buffer, text, json, url: withoutUserinfo(url.href) };
   }
 
-  async function once(request: HttpRequest, url: URL, deadline: number, callerSignal: AbortSignal | undefined): Promise<HttpResponse> {
-    const allottedMs = Math.max(1, Math.round(deadline - Date.now()));
+  /** One attempt, until `deadline`; `budgetMs` (the send's whole time) is what a timeout message names. */
+  async function once(request: HttpRequest, url: URL, deadline: number, budgetMs: number, callerSignal: AbortSignal | undefined): Promise<HttpResponse> {
+    const allottedMs = Math.max(1, Math.ceil(deadline - Date.now()));
     const timer = AbortSignal.timeout(allottedMs);
     const signal = callerSignal === undefined ? timer : AbortSignal.any([callerSignal, timer]);
     const key = Symbol('send');
@@ -425,7 +426,7 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
     try {
       return await Promise.race([work, abandon]);
     } catch (error) {
-      throw translate(error, { url: url.href, target: targetOf(request), timedOut: timer.aborted, callerSignal, allottedMs });
+      throw translate(error, { url: url.href, target: targetOf(request), timedOut: timer.aborted, callerSignal, budgetMs });
     } finally {
       if (onAbort !== undefined) signal.removeEventListener('abort', onAbort);
       inflight.delete(key);
@@ -440,11 +441,13 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
     async send(request, sendOptions = {}) {
       const url = requestUrl(request);
       const target = targetOf(request);
-      const deadline = Math.min(sendOptions.deadline ?? Number.POSITIVE_INFINITY, Date.now() + (sendOptions.timeoutMs ?? timeoutMs));
+      const started = Date.now();
+      const budgetMs = Math.max(1, Math.round(Math.min(sendOptions.timeoutMs ?? timeoutMs, (sendOptions.deadline ?? Number.POSITIVE_INFINITY) - started)));
+      const deadline = started + budgetMs;
       const signal = sendOptions.signal;
       const retry = options.retry;
-      if (retry === undefined || retry.attempts <= 1) return once(request, url, deadline, signal);
-      return withRetries<HttpResponse>(() => once(request, url, deadline, signal), {
+      if (retry === undefined || retry.attempts <= 1) return once(request, url, deadline, budgetMs, signal);
+      return withRetries<HttpResponse>(() => once(request, url, deadline, budgetMs, signal), {
         attempts: retry.attempts,
         baseDelayMs: retry.baseDelayMs,
         ...(retry.maxDelayMs === undefined ? {} : { maxDelayMs: retry.maxDelayMs }),
@@ -453,7 +456,7 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
         deadline,
         retryable: (error) => isHttpFailure(error) && error.retryable,
         retryResult: (response) => retryStatus(response.status),
-        expired: () => new HttpFailure('timeout', 'no time left for another attempt', { url: url.href, target, timeoutMs: 0 }),
+        expired: () => new HttpFailure('timeout', `no answer within ${budgetMs} ms`, { url: url.href, target, timeoutMs: budgetMs }),
       });
     },
     async close() {
