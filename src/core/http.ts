@@ -385,7 +385,9 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
     if (response.statusCode >= 300) {
       // An error answer is only ever shown to people: never let it carry a credential we sent back into a message
       // (auth proxies and debug endpoints repeat the credential they refused).
-      const secrets = [bearerOf(headers), ...(request.secrets ?? [])].filter((secret): secret is string => secret !== undefined && secret !== '');
+      const secrets = [bearerOf(headers), ...(request.secrets ?? [])]
+        .filter((secret): secret is string => secret !== undefined && secret !== '')
+        .sort((a, b) => b.length - a.length);
       if (secrets.some((secret) => text.includes(secret))) {
         for (const secret of secrets) text = text.replaceAll(secret, '[REDACTED]');
         buffer = Buffer.from(text, 'utf8');
@@ -461,8 +463,8 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
     },
     async close() {
       dropConnecting();
-      if (loaded === undefined) return;
-      const { dispatcher } = await loaded;
+      const dispatcher = await loaded?.then((ready) => ready.dispatcher).catch(() => undefined);
+      if (dispatcher === undefined) return;
       // A send given up on may still be queued behind a connection: destroy rather than wait for it.
       await (abandoned ? dispatcher.destroy() : dispatcher.close()).catch(() => undefined);
     },
