@@ -12,7 +12,7 @@ import { CredentialsError, formatError, isCredentialsError } from '../core/error
 import { resolveClusterAccess } from '../library/resolve.js';
 import type { AccessConfig, ClusterProfile } from '../library/types.js';
 import { listClusterProfiles } from '../kube/cluster-profile.js';
-import { endpointFromCluster } from '../kube/endpoint.js';
+import { connectionFromCluster } from '../core/cluster-connection.js';
 import type { KubeCredential, KubeEndpoint, KubeRequest, SendKubeRequest } from '../kube/types.js';
 import { statusMessage } from '../kube/status.js';
 import { buildTokenRequest, parseTokenRequestSettings, processTokenRequestResponse, type TokenRequestSettingsSources } from '../providers/token-request/index.js';
@@ -119,7 +119,7 @@ async function syncOne(profile: ClusterProfile, options: TokenSyncOptions, deps:
     flags: options.defaults,
   });
   const credential = await deps.bootstrap(access);
-  const member = deps.member(endpointFromCluster(access.cluster), credential);
+  const member = deps.member(connectionFromCluster(access.cluster), credential);
   try {
     const sentAt = deps.now();
     const response = await member.send(buildTokenRequest(settings));

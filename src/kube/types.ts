@@ -1,3 +1,5 @@
+import type { ClusterConnection } from '../core/cluster-connection.js';
+
 /** One request to a Kubernetes API server, and its answer (STYLE 2: protocols build these, a transport sends them). */
 export interface KubeRequest {
   method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -14,15 +16,8 @@ export interface KubeResponse {
   body: unknown;
 }
 
-/** How to reach an API server: the kubeconfig Cluster fields that matter for a connection. */
-export interface KubeEndpoint {
-  server: string;
-  /** PEM bundle to trust; absent = the system roots. */
-  caPem?: string;
-  tlsServerName?: string;
-  insecureSkipTlsVerify?: boolean;
-  proxyUrl?: string;
-}
+/** How to reach an API server: the kubeconfig Cluster fields that matter for a connection (see src/core). */
+export type KubeEndpoint = ClusterConnection;
 
 /** Who we are to that API server. */
 export type KubeCredential =

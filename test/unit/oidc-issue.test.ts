@@ -72,6 +72,7 @@ const flags = (over: Partial<FlagValues<OidcFlags>> = {}): FlagValues<OidcFlags>
   'open-browser': false,
   'redirect-port': undefined,
   'login-timeout': undefined,
+  timeout: undefined,
   ...over,
 });
 

@@ -17,6 +17,7 @@ const noFlags: FlagValues<OidcFlags> = {
   'open-browser': false,
   'redirect-port': undefined,
   'login-timeout': undefined,
+  timeout: undefined,
 };
 const base = { issuerURL: 'https://op.test', clientID: 'c', audience: 'https://k8s.test' };
 const input = (config: unknown, interactive = false): ExecCredentialInput => ({

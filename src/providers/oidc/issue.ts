@@ -10,7 +10,7 @@ import { CredentialsError, isCredentialsError } from '../../core/errors.js';
 import type { ExecCredentialStatus } from '../../core/exec-credential.js';
 import type { IssueContext, IssuedCredential } from '../../plugin/provider.js';
 import { clientAuthentication, loadClientCredential, readCredentialFile, type ClientCredential } from './client-auth.js';
-import { createSend, issuerDispatcher, type Send } from './http.js';
+import { createIssuerSend, type Send } from './http.js';
 import { awaitLoopbackRedirect } from './loopback.js';
 import {
   authorizationCodeParams,
@@ -86,12 +86,12 @@ export async function issueOidcToken(
   context: IssueContext<OidcState>,
   deps: IssueDeps = {},
 ): Promise<IssuedCredential<OidcState>> {
-  const dispatcher = deps.send === undefined ? issuerDispatcher(settings.issuerCA, settings.proxy) : undefined;
-  const send = deps.send ?? createSend(dispatcher!, context.signal);
+  const issuer = deps.send === undefined ? createIssuerSend({ issuerCA: settings.issuerCA, proxy: settings.proxy, timeoutMs: settings.timeoutMs }, context.signal) : undefined;
+  const send = deps.send ?? issuer!.send;
   try {
     return await new Flow(settings, context, send, deps).run();
   } finally {
-    await dispatcher?.close();
+    await issuer?.close();
   }
 }
 

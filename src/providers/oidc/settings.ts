@@ -33,6 +33,7 @@ export const oidcFlags = {
   'open-browser': { type: 'boolean', description: 'open the login (authorization_code) or verification (device_code) URL in a browser (default: only print it on stderr)' },
   'redirect-port': { type: 'string', placeholder: 'PORT', description: 'authorization_code: loopback port of the redirect URI (default: any free port)' },
   'login-timeout': { type: 'string', placeholder: 'SECONDS', description: 'how long an interactive login may take (default 300)' },
+  timeout: { type: 'string', placeholder: 'SECONDS', description: 'deadline of each request to the issuer, connect and TLS included (default 30)' },
 } as const;
 
 export type OidcFlags = typeof oidcFlags;
@@ -71,6 +72,8 @@ export interface OidcSettings {
   openBrowser: boolean;
   redirectPort: number;
   loginTimeoutMs: number;
+  /** Deadline of each request to the issuer (ms). */
+  timeoutMs: number;
   interactive: boolean;
   /** HTTPS_PROXY / NO_PROXY from the plugin's environment (Go plugins honour them too); not part of the identity. */
   proxy: { httpsProxy: string | undefined; noProxy: string | undefined };
@@ -143,6 +146,16 @@ function positiveInt(value: string | undefined, flag: string, fallback: number, 
   if (value === undefined) return fallback;
   if (!/^\d+$/.test(value) || Number(value) > max) throw configError(`--${flag} must be an integer from 0 to ${max}`, `--${flag}`);
   return Number(value);
+}
+
+/** `--timeout` in seconds, (0, 600]; default 30. */
+function parseTimeout(value: string | undefined): number {
+  if (value === undefined) return 30_000;
+  const seconds = Number(value);
+  if (value.trim() === '' || !Number.isFinite(seconds) || seconds <= 0 || seconds > 600) {
+    throw configError(`--timeout ${JSON.stringify(value)} is not a number of seconds in (0, 600]`, '--timeout');
+  }
+  return Math.round(seconds * 1000);
 }
 
 /**
@@ -237,6 +250,7 @@ export function parseOidcSettings(input: ExecCredentialInput, flags: FlagValues<
     openBrowser: flags['open-browser'],
     redirectPort: positiveInt(flags['redirect-port'], 'redirect-port', 0, 65535),
     loginTimeoutMs: positiveInt(flags['login-timeout'], 'login-timeout', 300, 86_400) * 1000,
+    timeoutMs: parseTimeout(flags.timeout),
     interactive: input.spec.interactive === true,
     proxy: parseProxy(env),
   };

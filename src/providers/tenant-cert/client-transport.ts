@@ -1,12 +1,13 @@
 /**
- * The network seam of the issuer client (STYLE 2): send one built request over an undici dispatcher that trusts
- * ONLY the issuer's CA, translate undici / TLS errors into stable codes in one place, and run a whole handshake
- * attempt again with backoff inside an overall deadline when the issuer is down, slow or answers 5xx.
+ * The issuer client's adapter over the HTTP seam (src/core/http.ts): one built request sent over a client that
+ * trusts ONLY the issuer's CA, the seam's classified failures mapped to this plugin's codes, and the handshake
+ * retry loop (src/core/retry.ts) with this plugin's messages.
  *
- * Loaded on a cache miss only (undici is heavy).
+ * Loaded on a cache miss only.
  */
-import { Agent, request, type Dispatcher } from 'undici';
 import { CredentialsError, isCredentialsError, type ErrorCode, type ERRORS } from '../../core/errors.js';
+import { createHttpClient, isHttpFailure, type HttpClient } from '../../core/http.js';
+import { withRetries as retryLoop } from '../../core/retry.js';
 
 /** The codes the registry marks retryable: the only ones {@link retryableError} takes. */
 type RetryableCode = { [K in ErrorCode]: (typeof ERRORS)[K]['retryable'] extends true ? K : never }[ErrorCode];
@@ -32,30 +33,14 @@ export interface IssuerResponse {
 const MAX_BODY_BYTES = 1 << 20;
 
 /**
- * An undici Agent whose TLS connections verify the server against `caPem` and nothing else (the system roots are
- * NOT trusted: `ca` replaces them). Verification cannot be switched off.
+ * An HTTP client whose TLS connections verify the server against `caPem` and nothing else (the system roots are
+ * NOT trusted). Verification cannot be switched off. `timeoutMs` bounds how long a connection may take to make.
  */
-export function issuerDispatcher(caPem: string): Dispatcher {
-  return new Agent({
-    connect: { ca: caPem, rejectUnauthorized: true },
-    connectTimeout: 5_000,
-    keepAliveTimeout: 1_000,
-  });
+export function issuerClient(caPem: string, timeoutMs: number): HttpClient {
+  return createHttpClient({ tls: { caPem }, timeoutMs, maxResponseBytes: MAX_BODY_BYTES });
 }
 
-const TLS_ERROR_CODES = new Set([
-  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
-  'UNABLE_TO_GET_ISSUER_CERT',
-  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
-  'SELF_SIGNED_CERT_IN_CHAIN',
-  'DEPTH_ZERO_SELF_SIGNED_CERT',
-  'CERT_HAS_EXPIRED',
-  'CERT_NOT_YET_VALID',
-  'CERT_SIGNATURE_FAILURE',
-  'ERR_TLS_CERT_ALTNAME_INVALID',
-]);
-
-/** Whether a failure may go away by itself (try again) or not (report now): the registry says, by code. */
+/** Whether a transport failure may go away by itself (try again) or not (report now). */
 export function isRetryable(error: unknown): boolean {
   return isCredentialsError(error) && error.retryable;
 }
@@ -69,68 +54,43 @@ export function retryableError<C extends RetryableCode>(
   return new CredentialsError(code, message, options);
 }
 
-function translate(error: unknown, url: string, timedOut: boolean): CredentialsError {
-  const code = (error as { code?: unknown }).code;
-  const cause = (error as { cause?: { code?: unknown } }).cause;
-  const tlsCode = [code, cause?.code].find((c): c is string => typeof c === 'string' && TLS_ERROR_CODES.has(c));
-  if (tlsCode !== undefined) {
-    return new CredentialsError('ERR_TENANT_CERT_ISSUER_TLS', `the issuer's TLS certificate is not trusted (${tlsCode}): ${(error as Error).message}`, {
-      path: url,
-      hint: 'spec.cluster.config.issuerCA must be base64 of the issuer\'s DIR/serving-ca.crt, and issuerURL a host name or IP its certificate is for',
-      cause: error,
-    });
-  }
-  if (timedOut || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT') {
-    return retryableError('ERR_TENANT_CERT_ISSUER_TIMEOUT', `the issuer did not answer in time`, { path: url, cause: error });
-  }
-  const detail = typeof cause?.code === 'string' ? cause.code : typeof code === 'string' ? code : (error as Error).message;
-  return retryableError('ERR_TENANT_CERT_ISSUER_UNREACHABLE', `cannot reach the issuer (${detail})`, {
-    path: url,
-    hint: 'is `clusterprofile issuer serve` running and spec.cluster.config.issuerURL right?',
-    cause: error,
-  });
-}
-
 /**
  * Sends one request; resolves with the response whatever its status (processors decide), rejects with a
- * {@link CredentialsError} for transport failures. `timeoutMs` bounds the whole exchange, body included.
+ * {@link CredentialsError} for transport failures. `timeoutMs` bounds the whole exchange: connect, TLS and body.
  */
 export async function sendIssuerRequest(
   built: IssuerRequest,
-  options: { dispatcher: Dispatcher; timeoutMs: number; signal?: AbortSignal },
+  options: { client: HttpClient; timeoutMs: number; signal?: AbortSignal },
 ): Promise<IssuerResponse> {
-  const timeout = AbortSignal.timeout(Math.max(1, options.timeoutMs));
-  const signal = options.signal === undefined ? timeout : AbortSignal.any([options.signal, timeout]);
-  const url = built.url.href;
   try {
-    const response = await request(built.url, {
-      method: built.method,
-      headers: built.headers,
-      ...(built.body === undefined ? {} : { body: built.body }),
-      dispatcher: options.dispatcher,
-      signal,
-      headersTimeout: options.timeoutMs,
-      bodyTimeout: options.timeoutMs,
-    });
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of response.body) {
-      size += (chunk as Buffer).length;
-      if (size > MAX_BODY_BYTES) {
-        response.body.destroy();
-        throw retryableError('ERR_TENANT_CERT_ISSUER_ERROR', `the issuer's answer is larger than ${MAX_BODY_BYTES} bytes`, { path: url });
-      }
-      chunks.push(chunk as Buffer);
-    }
-    return { status: response.statusCode, headers: response.headers, body: Buffer.concat(chunks).toString('utf8'), url };
+    const response = await options.client.send(
+      { method: built.method, url: built.url, headers: built.headers, ...(built.body === undefined ? {} : { body: built.body }) },
+      { timeoutMs: Math.max(1, options.timeoutMs), ...(options.signal === undefined ? {} : { signal: options.signal }) },
+    );
+    return { status: response.status, headers: response.headers, body: response.text, url: response.url };
   } catch (error) {
-    if (isCredentialsError(error)) {
-      throw error;
+    if (!isHttpFailure(error)) throw error;
+    const path = error.url;
+    switch (error.kind) {
+      case 'certificate':
+        throw new CredentialsError('ERR_TENANT_CERT_ISSUER_TLS', `the issuer's TLS certificate is not trusted (${error.code}): ${error.message}`, {
+          path,
+          hint: 'spec.cluster.config.issuerCA must be base64 of the issuer\'s DIR/serving-ca.crt, and issuerURL a host name or IP its certificate is for',
+          cause: error,
+        });
+      case 'aborted':
+        throw new CredentialsError('ERR_TENANT_CERT_ISSUER_TIMEOUT', 'aborted while talking to the issuer', { path, cause: error });
+      case 'timeout':
+        throw retryableError('ERR_TENANT_CERT_ISSUER_TIMEOUT', 'the issuer did not answer in time', { path, cause: error });
+      case 'too-large':
+        throw retryableError('ERR_TENANT_CERT_ISSUER_ERROR', `the issuer's answer is larger than ${error.limit} bytes`, { path, cause: error });
+      default:
+        throw retryableError('ERR_TENANT_CERT_ISSUER_UNREACHABLE', `cannot reach the issuer (${error.code ?? error.message})`, {
+          path,
+          hint: 'is `clusterprofile issuer serve` running and spec.cluster.config.issuerURL right?',
+          cause: error,
+        });
     }
-    if (options.signal?.aborted === true) {
-      throw new CredentialsError('ERR_TENANT_CERT_ISSUER_TIMEOUT', 'aborted while talking to the issuer', { path: url, cause: error });
-    }
-    throw translate(error, url, timeout.aborted);
   }
 }
 
@@ -150,45 +110,33 @@ export interface RetryOptions {
   random?(): number;
 }
 
-async function defaultSleep(ms: number, signal?: AbortSignal): Promise<void> {
-  const { setTimeout: sleep } = await import('node:timers/promises');
-  await sleep(ms, undefined, signal === undefined ? {} : { signal }).catch(() => undefined);
-}
-
 /**
  * Runs `attempt(remainingMs)` until it succeeds, fails with a non-retryable error, the attempts run out or the
  * deadline passes. The last error is thrown, its message saying how many attempts were made.
  */
 export async function withRetries<T>(attempt: (remainingMs: number, number: number) => Promise<T>, options: RetryOptions): Promise<T> {
-  const maxAttempts = options.maxAttempts ?? 5;
-  const initial = options.initialBackoffMs ?? 250;
-  const max = options.maxBackoffMs ?? 4_000;
-  const sleep = options.sleep ?? defaultSleep;
-  const random = options.random ?? Math.random;
-  for (let number = 1; ; number += 1) {
-    const remaining = options.deadline - options.now();
-    try {
-      if (remaining <= 0) {
-        throw new CredentialsError('ERR_TENANT_CERT_ISSUER_TIMEOUT', 'no time left to talk to the issuer');
-      }
-      return await attempt(remaining, number);
-    } catch (error) {
-      if (!isRetryable(error)) {
-        throw error;
-      }
+  return retryLoop(attempt, {
+    attempts: options.maxAttempts ?? 5,
+    baseDelayMs: options.initialBackoffMs ?? 250,
+    maxDelayMs: options.maxBackoffMs ?? 4_000,
+    jitter: options.random ?? Math.random,
+    deadline: options.deadline,
+    now: options.now,
+    ...(options.sleep === undefined ? {} : { sleep: options.sleep }),
+    ...(options.signal === undefined ? {} : { signal: options.signal }),
+    retryable: isRetryable,
+    onRetry: (failure, number, waitMs) => {
+      if ('error' in failure) options.onRetry?.(failure.error as CredentialsError, number, waitMs);
+    },
+    giveUp: (error, number) => {
       const failure = error as CredentialsError;
-      const backoff = Math.min(max, initial * 2 ** (number - 1)) * (0.5 + random() / 2);
-      const left = options.deadline - options.now();
-      if (number >= maxAttempts || left <= backoff || options.signal?.aborted === true) {
-        const what = number === 1 ? '1 attempt' : `${number} attempts`;
-        throw new CredentialsError(failure.code, `${failure.message} (gave up after ${what})`, {
-          ...(failure.path === undefined ? {} : { path: failure.path }),
-          ...(failure.hint === undefined ? {} : { hint: failure.hint }),
-          cause: failure,
-        });
-      }
-      options.onRetry?.(failure, number, Math.round(backoff));
-      await sleep(backoff, options.signal);
-    }
-  }
+      const what = number === 1 ? '1 attempt' : `${number} attempts`;
+      return new CredentialsError(failure.code, `${failure.message} (gave up after ${what})`, {
+        ...(failure.path === undefined ? {} : { path: failure.path }),
+        ...(failure.hint === undefined ? {} : { hint: failure.hint }),
+        cause: failure,
+      });
+    },
+    expired: () => new CredentialsError('ERR_TENANT_CERT_ISSUER_TIMEOUT', 'no time left to talk to the issuer'),
+  });
 }

@@ -17,7 +17,6 @@
  * );
  * ```
  */
-import type { Dispatcher } from 'undici';
 import { CredentialsError, isCredentialsError } from '../../core/errors.js';
 import {
   buildNonceRequest,
@@ -32,8 +31,9 @@ import {
   type NonceResponse,
   type TenantDocument,
 } from './protocol.js';
+import type { HttpClient } from '../../core/http.js';
 import {
-  issuerDispatcher,
+  issuerClient,
   retryableError,
   sendIssuerRequest,
   withRetries,
@@ -52,8 +52,8 @@ export interface IssuerClientOptions {
   requestTimeoutMs?: number;
   now(): Date;
   signal?: AbortSignal;
-  /** Default: {@link issuerDispatcher}(issuerCA). Tests pass their own (still verifying TLS). */
-  dispatcher?: Dispatcher;
+  /** Default: {@link issuerClient}(issuerCA). Tests pass their own (still verifying TLS). */
+  client?: HttpClient;
   /** A diagnostics line (stderr) per retry. */
   log?(line: string): void;
   /** Backoff knobs (tests). */
@@ -143,7 +143,7 @@ export async function issuerHandshake(
   ids: { consumerClusterID: string; providerClusterID: string },
   signer: HandshakeSigner,
 ): Promise<HandshakeResult> {
-  const dispatcher = options.dispatcher ?? issuerDispatcher(options.issuerCA);
+  const client = options.client ?? issuerClient(options.issuerCA, options.timeoutMs);
   const nowMs = () => options.now().getTime();
   const deadline = nowMs() + options.timeoutMs;
   const perRequest = options.requestTimeoutMs ?? 10_000;
@@ -155,7 +155,7 @@ export async function issuerHandshake(
         const signed = signer.nonceRequest(new Date(nowMs() + issuerOffsetMs));
         const nonceRequest = toIssuerRequest(options.issuerURL, buildNonceRequest(signed));
         const nonceResponse = await sendIssuerRequest(nonceRequest, {
-          dispatcher,
+          client,
           timeoutMs: Math.min(perRequest, remaining),
           ...(options.signal === undefined ? {} : { signal: options.signal }),
         });
@@ -175,7 +175,7 @@ export async function issuerHandshake(
           throw retryableError('ERR_TENANT_CERT_ISSUER_TIMEOUT', 'the issuer did not answer in time', { path: tenantRequest.url.href });
         }
         const identityResponse = await sendIssuerRequest(tenantRequest, {
-          dispatcher,
+          client,
           timeoutMs: Math.min(perRequest, left),
           ...(options.signal === undefined ? {} : { signal: options.signal }),
         });
@@ -200,8 +200,8 @@ export async function issuerHandshake(
       },
     );
   } finally {
-    if (options.dispatcher === undefined) {
-      await dispatcher.close().catch(() => undefined);
+    if (options.client === undefined) {
+      await client.close();
     }
   }
 }

@@ -19,14 +19,14 @@ import { checkCertificate, type CheckedCertificate } from './plugin-certificate.
 import { identityFile, parseCertificateBundle } from './plugin-settings.js';
 import { existsSync } from 'node:fs';
 import type { TenantCertPluginSettings, TenantCertState } from './plugin-settings.js';
-import type { Dispatcher } from 'undici';
+import type { HttpClient } from '../../core/http.js';
 
 /** The runtime's margin: a credential must stay usable at least this long. */
 const MIN_REMAINING_MS = 60_000;
 
 export interface IssueOptions {
-  /** Tests: a dispatcher (still verifying TLS); default: one trusting only issuerCA. */
-  dispatcher?: Dispatcher;
+  /** Tests: an HTTP client (still verifying TLS); default: one trusting only issuerCA. */
+  client?: HttpClient;
   initialBackoffMs?: number;
 }
 
@@ -122,7 +122,7 @@ export async function issueTenantCertificate(
       now: context.now,
       signal: context.signal,
       log,
-      ...(options.dispatcher === undefined ? {} : { dispatcher: options.dispatcher }),
+      ...(options.client === undefined ? {} : { client: options.client }),
       ...(options.initialBackoffMs === undefined ? {} : { initialBackoffMs: options.initialBackoffMs }),
     },
     { consumerClusterID: settings.clusterID, providerClusterID: settings.providerClusterID },

@@ -2,13 +2,12 @@
  * The cache-miss path of the token-request provider: the network and the bootstrap identity. Loaded with a dynamic
  * import, so a cache hit never parses undici or YAML.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
-import { CredentialsError, isCredentialsError, withoutUserinfo } from '../../core/errors.js';
+import { CredentialsError, withoutUserinfo } from '../../core/errors.js';
 import type { ExecCluster } from '../../core/exec-credential.js';
-import { endpointFromCluster } from '../../kube/endpoint.js';
+import { connectionFromCluster } from '../../core/cluster-connection.js';
 import { loadInClusterAccess, loadKubeAccess, type KubeAccessDeps } from '../../kube/kubeconfig.js';
-import { createKubeTransport } from '../../kube/transport.js';
-import type { KubeCredential, KubeEndpoint, KubeRequest, KubeResponse, SendKubeRequest } from '../../kube/types.js';
+import { createKubeTransport, KUBE_RETRY } from '../../kube/transport.js';
+import type { KubeCredential, KubeEndpoint } from '../../kube/types.js';
 import type { IssueContext, IssuedCredential } from '../../plugin/provider.js';
 import { buildTokenRequest, processTokenRequestResponse } from './protocol.js';
 import type { Bootstrap, TokenRequestProviderSettings } from './settings.js';
@@ -40,33 +39,12 @@ async function bootstrapCredential(bootstrap: Bootstrap, cluster: ExecCluster, c
   }
 }
 
-const ATTEMPTS = 3;
-
-/** Sends with bounded retries on transient failures (unreachable, 429, 5xx); other answers go back at once. */
-export async function sendWithRetries(send: SendKubeRequest, request: KubeRequest, signal: AbortSignal): Promise<KubeResponse> {
-  for (let attempt = 1; ; attempt += 1) {
-    try {
-      const response = await send(request, { signal });
-      if ((response.status === 429 || response.status >= 500) && attempt < ATTEMPTS) {
-        await sleep(200 * 2 ** (attempt - 1), undefined, { signal });
-        continue;
-      }
-      return response;
-    } catch (error) {
-      if (!(isCredentialsError(error) && error.code === 'ERR_KUBE_UNREACHABLE') || attempt >= ATTEMPTS || signal.aborted) {
-        throw error;
-      }
-      await sleep(200 * 2 ** (attempt - 1), undefined, { signal });
-    }
-  }
-}
-
 async function readSecret(settings: Extract<TokenRequestProviderSettings, { mode: 'secret-reader' }>, context: IssueContext): Promise<IssuedCredential> {
   const access = await loadKubeAccess({ kubeconfig: settings.hubKubeconfig, flag: '--hub-kubeconfig', what: "the hub's kubeconfig" }, kubeDeps(context));
   const reader = parseSecretReaderSettings(settings.config, settings.secretNamespace ?? access.namespace ?? 'default');
-  const hub = createKubeTransport(access.endpoint, access.credential);
+  const hub = createKubeTransport(access.endpoint, access.credential, { timeoutMs: settings.timeoutMs, retry: KUBE_RETRY });
   try {
-    const response = await sendWithRetries(hub.send, buildSecretRequest(reader), context.signal);
+    const response = await hub.send(buildSecretRequest(reader), { signal: context.signal });
     // No expiry: like the reference plugin, the token is handed over as the hub keeps it and never cached here.
     return { status: { token: processSecretResponse(response, reader) } };
   } finally {
@@ -84,10 +62,13 @@ export async function issueToken(settings: TokenRequestProviderSettings, context
       path: source,
     });
   }
-  const member = createKubeTransport(endpoint === undefined ? endpointFromCluster(settings.cluster) : boundEndpoint(endpoint, settings.cluster, source), credential);
+  const member = createKubeTransport(endpoint === undefined ? connectionFromCluster(settings.cluster) : boundEndpoint(endpoint, settings.cluster, source), credential, {
+    timeoutMs: settings.timeoutMs,
+    retry: KUBE_RETRY,
+  });
   try {
     const sentAt = context.now();
-    const response = await sendWithRetries(member.send, buildTokenRequest(settings.request), context.signal);
+    const response = await member.send(buildTokenRequest(settings.request), { signal: context.signal });
     const minted = processTokenRequestResponse(response, settings.request, { server: settings.cluster.server, now: sentAt });
     return { status: { token: minted.token, expirationTimestamp: minted.renewAt.toISOString().replace(/\.\d{3}Z$/, 'Z') } };
   } finally {

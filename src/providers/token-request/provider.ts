@@ -26,6 +26,7 @@ export const tokenRequestFlags = {
   'key-file': { type: 'string', description: 'tenant-cert bootstrap: the consumer\'s PKCS#8 PEM private key', placeholder: 'FILE' },
   'hub-kubeconfig': { type: 'string', description: 'secret-reader: kubeconfig of the hub (default: KUBECONFIG, else ~/.kube/config, else in-cluster)', placeholder: 'FILE' },
   'secret-namespace': { type: 'string', description: 'secret-reader: namespace of the Secrets (default: the hub context\'s or pod\'s namespace, then "default")', placeholder: 'NS' },
+  timeout: { type: 'string', description: 'deadline for the API server exchange: connect, TLS, answer and retries (default 30)', placeholder: 'SECONDS' },
 } as const;
 
 type Flags = typeof tokenRequestFlags;
@@ -33,6 +34,16 @@ type Flags = typeof tokenRequestFlags;
 
 function usage(message: string, path: string): CredentialsError {
   return new CredentialsError('ERR_TOKEN_REQUEST_USAGE', message, { path });
+}
+
+/** `--timeout` in seconds, (0, 600]; default 30. */
+function parseTimeout(value: string | undefined): number {
+  if (value === undefined) return 30_000;
+  const seconds = Number(value);
+  if (value.trim() === '' || !Number.isFinite(seconds) || seconds <= 0 || seconds > 600) {
+    throw usage(`--timeout ${JSON.stringify(value)} is not a number of seconds in (0, 600]`, '--timeout');
+  }
+  return Math.round(seconds * 1000);
 }
 
 function chooseBootstrap(flags: FlagValues<Flags>): Bootstrap {
@@ -69,9 +80,11 @@ export const tokenRequestProvider: CredentialProvider<Flags, TokenRequestProvide
   minRemainingSeconds: 60,
   settings({ flags, input }) {
     const mode = flags.mode ?? 'token-request';
+    const timeoutMs = parseTimeout(flags.timeout);
     if (mode === 'secret-reader') {
       return {
         mode,
+        timeoutMs,
         config: input.spec.cluster?.config,
         hubKubeconfig: flags['hub-kubeconfig'],
         secretNamespace: flags['secret-namespace'],
@@ -93,11 +106,12 @@ export const tokenRequestProvider: CredentialProvider<Flags, TokenRequestProvide
         expirationSeconds: flags['expiration-seconds'],
       },
     });
-    return { mode, cluster, request, bootstrap: chooseBootstrap(flags) };
+    return { mode, cluster, request, bootstrap: chooseBootstrap(flags), timeoutMs };
   },
   cacheKey(settings) {
     if (settings.mode === 'secret-reader') {
-      return settings;
+      const { timeoutMs: _deadline, ...identity } = settings;
+      return identity;
     }
     // The token's identity: which API server (and how it is verified) and which service account, audiences, lifetime
     // and bound object. The bootstrap identity only authorises the minting, it does not change the token.

@@ -184,7 +184,8 @@ export type Bootstrap =
   | { kind: 'in-cluster' }
   | { kind: 'tenant-cert'; clusterId: string; keyFile: string };
 
+/** `timeoutMs`: deadline of the API server exchange (`--timeout`), connect and TLS and retries included. */
 export type TokenRequestProviderSettings =
-  | { mode: 'token-request'; cluster: ExecCluster; request: TokenRequestSettings; bootstrap: Bootstrap }
+  | { mode: 'token-request'; cluster: ExecCluster; request: TokenRequestSettings; bootstrap: Bootstrap; timeoutMs: number }
   /** `hubKubeconfig`: `--hub-kubeconfig`; undefined: the order of src/kube/kubeconfig.ts. */
-  | { mode: 'secret-reader'; config: unknown; hubKubeconfig: string | undefined; secretNamespace: string | undefined };
+  | { mode: 'secret-reader'; config: unknown; hubKubeconfig: string | undefined; secretNamespace: string | undefined; timeoutMs: number };
