@@ -4,13 +4,15 @@
 //   npm run docs:errors                              write docs/errors.md
 //   node scripts/generate-error-docs.mjs --check     exit 1 if docs/errors.md differs from what the registry gives
 //
-// The registry is TypeScript without imports: esbuild transpiles it in memory, no build needed.
+// The registry (exit, HTTP, retryable) and src/core/error-docs.ts (area, meaning) are TypeScript whose only import is a
+// type: esbuild transpiles them in memory, no build needed.
 import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { transform } from 'esbuild';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 export const registryPath = 'src/core/error-registry.ts';
+export const errorDocsPath = 'src/core/error-docs.ts';
 export const docsPath = 'docs/errors.md';
 
 /** Section titles, in document order: every area of the registry needs one. */
@@ -26,11 +28,16 @@ const AREAS = {
   cli: '`clusterprofile` command',
 };
 
-/** The registry object, loaded from the TypeScript source. */
-export async function loadRegistry(file = `${root}${registryPath}`) {
+async function loadTs(file) {
   const { code } = await transform(readFileSync(file, 'utf8'), { loader: 'ts', format: 'esm' });
-  const module = await import(`data:text/javascript;base64,${Buffer.from(code).toString('base64')}`);
-  return module.ERRORS;
+  return import(`data:text/javascript;base64,${Buffer.from(code).toString('base64')}`);
+}
+
+/** Every code with its registry entry and its documentation ({ exit, http?, retryable, area, doc }). */
+export async function loadRegistry() {
+  const { ERRORS } = await loadTs(`${root}${registryPath}`);
+  const { ERROR_DOCS } = await loadTs(`${root}${errorDocsPath}`);
+  return Object.fromEntries(Object.entries(ERRORS).map(([code, spec]) => [code, { ...spec, ...ERROR_DOCS[code] }]));
 }
 
 const cell = (text) => String(text).replaceAll('|', '\\|');

@@ -2,171 +2,158 @@
  * Every error code the package raises, in one place: what it means, the exit code a binary ends with when it is the
  * reason (2: the user must change a flag, a file or the configuration; 1: anything else), the HTTP status the
  * tenant-cert issuer answers it with (codes the issuer sends only) and whether trying again later, unchanged, may
- * succeed. `CredentialsError` reads `exitCode`, `httpStatus` and `retryable` from here; `docs/errors.md` is
- * generated from it (`npm run docs:errors`).
+ * succeed. `CredentialsError` reads `exitCode`, `httpStatus` and `retryable` from here. What each code means, and the
+ * area that raises it, is in ./error-docs.ts (every code must have an entry there: the compiler checks it);
+ * `docs/errors.md` is generated from both (`npm run docs:errors`).
  *
- * Plugins load this module on every start: it stays one object literal with no imports.
+ * Plugins load this module on every start: it stays one small object literal with no imports, and the sentences
+ * live in ./error-docs.ts, which no binary loads.
  */
 
-/** Where a code is raised; groups the generated documentation. */
-export type ErrorArea =
-  | 'library'
-  | 'exec'
-  | 'plugin'
-  | 'kube'
-  | 'tenant-cert'
-  | 'issuer'
-  | 'token-request'
-  | 'oidc'
-  | 'cli';
-
 export interface ErrorSpec {
-  readonly area: ErrorArea;
   /** The exit code of a binary that ends with this error. */
   readonly exit: 1 | 2;
   /** The status the tenant-cert issuer answers with; only codes the issuer sends. */
   readonly http?: number;
   /** Whether the same call may succeed later without any change (the tenant-cert client retries these). */
   readonly retryable: boolean;
-  /** One line: when it happens, what to do. */
-  readonly doc: string;
 }
 
 export const ERRORS = {
   // library: the providers file and ClusterProfile resolution
-  ERR_ACCESS_CONFIG_READ: { area: 'library', exit: 1, retryable: false, doc: 'The providers file cannot be read (path = the file): check the path and its permissions.' },
-  ERR_ACCESS_CONFIG_PARSE: { area: 'library', exit: 1, retryable: false, doc: 'The providers file is not JSON/YAML, is empty or is not one object: fix the file.' },
-  ERR_ACCESS_CONFIG_INVALID: { area: 'library', exit: 1, retryable: false, doc: 'The providers file (or an AccessConfig built in code) breaks its schema; path = the JSON path of the first problem.' },
-  ERR_PROFILE_INVALID: { area: 'library', exit: 1, retryable: false, doc: 'The ClusterProfile has an unknown apiVersion or breaks its schema (e.g. no server); path = the JSON path.' },
-  ERR_NO_MATCHING_PROVIDER: { area: 'library', exit: 1, retryable: false, doc: 'No access provider of the profile has a name in the providers file: the hint lists both sides; align the names.' },
-  ERR_NO_EXEC_CONFIG: { area: 'library', exit: 1, retryable: false, doc: 'The chosen providers-file entry has no execConfig: add one.' },
-  ERR_EXTENSION_INVALID: { area: 'library', exit: 1, retryable: false, doc: 'The additional CLI args / env vars extension of the profile has the wrong shape; path = the extension.' },
-  ERR_POLICY_UNSUPPORTED: { area: 'library', exit: 1, retryable: false, doc: 'An unknown profileSourcedCLIArgsPolicy / profileSourcedEnvVarsPolicy while the profile carries that extension: use a supported policy.' },
+  ERR_ACCESS_CONFIG_READ: { exit: 1, retryable: false },
+  ERR_ACCESS_CONFIG_PARSE: { exit: 1, retryable: false },
+  ERR_ACCESS_CONFIG_INVALID: { exit: 1, retryable: false },
+  ERR_PROFILE_INVALID: { exit: 1, retryable: false },
+  ERR_NO_MATCHING_PROVIDER: { exit: 1, retryable: false },
+  ERR_NO_EXEC_CONFIG: { exit: 1, retryable: false },
+  ERR_EXTENSION_INVALID: { exit: 1, retryable: false },
+  ERR_POLICY_UNSUPPORTED: { exit: 1, retryable: false },
 
   // exec: running a credential plugin (client-go's exec authenticator)
-  ERR_EXEC_CONFIG_INVALID: { area: 'exec', exit: 1, retryable: false, doc: 'The exec config cannot run: no command, unknown apiVersion or interactiveMode; fix the execConfig.' },
-  ERR_EXEC_NOT_FOUND: { area: 'exec', exit: 1, retryable: false, doc: 'The plugin command does not exist or is not executable: install it (the message carries installHint).' },
-  ERR_EXEC_FAILED: { area: 'exec', exit: 1, retryable: false, doc: 'The plugin could not start, exited non-zero or was killed by a signal: read its stderr in the message.' },
-  ERR_EXEC_TIMEOUT: { area: 'exec', exit: 1, retryable: true, doc: 'The plugin ran past the timeout and its process group was killed: check what it waits for, or raise the timeout.' },
-  ERR_EXEC_OUTPUT_INVALID: { area: 'exec', exit: 1, retryable: false, doc: 'The plugin printed something that is not an ExecCredential client-go accepts (or too much): a plugin bug.' },
-  ERR_EXEC_API_VERSION_MISMATCH: { area: 'exec', exit: 1, retryable: false, doc: 'The plugin answered in another apiVersion than the exec config asks for: align them.' },
-  ERR_EXEC_RECURSION: { area: 'exec', exit: 1, retryable: false, doc: 'Exec plugins are nested deeper than the limit (a plugin running kubectl running the plugin ...): break the loop.' },
-  ERR_EXEC_INTERACTIVE: { area: 'exec', exit: 1, retryable: false, doc: 'interactiveMode Always without a terminal on stdin: run from a terminal or change interactiveMode.' },
+  ERR_EXEC_CONFIG_INVALID: { exit: 1, retryable: false },
+  ERR_EXEC_NOT_FOUND: { exit: 1, retryable: false },
+  ERR_EXEC_FAILED: { exit: 1, retryable: false },
+  ERR_EXEC_TIMEOUT: { exit: 1, retryable: true },
+  ERR_EXEC_OUTPUT_INVALID: { exit: 1, retryable: false },
+  ERR_EXEC_API_VERSION_MISMATCH: { exit: 1, retryable: false },
+  ERR_EXEC_RECURSION: { exit: 1, retryable: false },
+  ERR_EXEC_INTERACTIVE: { exit: 1, retryable: false },
 
   // plugin: the runtime every plugin binary shares
-  ERR_PLUGIN_USAGE: { area: 'plugin', exit: 2, retryable: false, doc: 'Unknown flag, missing required flag or value, unexpected argument, empty --cache-dir: see --help.' },
-  ERR_PLUGIN_EXEC_INFO: { area: 'plugin', exit: 2, retryable: false, doc: 'KUBERNETES_EXEC_INFO is not JSON or not a valid ExecCredential input (path names the field): fix the kubeconfig exec section.' },
-  ERR_PLUGIN_BAD_CREDENTIAL: { area: 'plugin', exit: 1, retryable: false, doc: 'The provider returned a credential client-go would reject: a provider bug, report it.' },
-  ERR_PLUGIN_CACHE_INSECURE: { area: 'plugin', exit: 1, retryable: false, doc: 'The cache directory or an entry is accessible by group/others, not yours, or a symlink: the hint gives the chmod/rm.' },
-  ERR_PLUGIN_CACHE_IO: { area: 'plugin', exit: 1, retryable: false, doc: 'The cache directory, an entry or a lock cannot be created, read or removed: check the path and its permissions.' },
-  ERR_PLUGIN_CACHE_LOCKED: { area: 'plugin', exit: 1, retryable: true, doc: 'Another process held the cache entry lock too long (the message names its pid): if it is gone, remove the lock file.' },
-  ERR_PLUGIN_INTERRUPTED: { area: 'plugin', exit: 1, retryable: true, doc: 'SIGINT/SIGTERM/SIGHUP while obtaining a credential: run again.' },
+  ERR_PLUGIN_USAGE: { exit: 2, retryable: false },
+  ERR_PLUGIN_EXEC_INFO: { exit: 2, retryable: false },
+  ERR_PLUGIN_BAD_CREDENTIAL: { exit: 1, retryable: false },
+  ERR_PLUGIN_CACHE_INSECURE: { exit: 1, retryable: false },
+  ERR_PLUGIN_CACHE_IO: { exit: 1, retryable: false },
+  ERR_PLUGIN_CACHE_LOCKED: { exit: 1, retryable: true },
+  ERR_PLUGIN_INTERRUPTED: { exit: 1, retryable: true },
 
   // kube: talking to Kubernetes API servers, kubeconfig and in-cluster identities
-  ERR_KUBE_ENDPOINT: { area: 'kube', exit: 1, retryable: false, doc: 'The API server URL is not an https URL: fix the server of the cluster.' },
-  ERR_KUBE_UNREACHABLE: { area: 'kube', exit: 1, retryable: true, doc: 'The API server did not answer (connection, DNS, TLS or timeout; after retries): check the URL, CA and network.' },
-  ERR_KUBE_RESPONSE_TOO_LARGE: { area: 'kube', exit: 1, retryable: false, doc: 'An API server answer was larger than the limit and was refused: the server is not what it should be.' },
-  ERR_KUBECONFIG_READ: { area: 'kube', exit: 1, retryable: false, doc: 'A kubeconfig (or a file it names) cannot be read: check the path and its permissions.' },
-  ERR_KUBECONFIG_INVALID: { area: 'kube', exit: 1, retryable: false, doc: 'A kubeconfig is not YAML, lacks the context, cluster, server or user it needs, or its user is not a static credential; path = the file and field.' },
-  ERR_IN_CLUSTER_UNAVAILABLE: { area: 'kube', exit: 1, retryable: false, doc: 'No in-cluster service account (KUBERNETES_SERVICE_HOST/PORT unset or token unreadable): pass a kubeconfig instead.' },
+  ERR_KUBE_ENDPOINT: { exit: 1, retryable: false },
+  ERR_KUBE_UNREACHABLE: { exit: 1, retryable: true },
+  ERR_KUBE_RESPONSE_TOO_LARGE: { exit: 1, retryable: false },
+  ERR_KUBECONFIG_READ: { exit: 1, retryable: false },
+  ERR_KUBECONFIG_INVALID: { exit: 1, retryable: false },
+  ERR_IN_CLUSTER_UNAVAILABLE: { exit: 1, retryable: false },
 
   // tenant-cert: the plugin, its client of the issuer and the consumer-side commands
-  ERR_TENANT_CERT_FLAG: { area: 'tenant-cert', exit: 2, retryable: false, doc: 'A bad --cluster-id or --timeout, or no --identity-dir and no HOME: see --help.' },
-  ERR_TENANT_CERT_CONFIG: { area: 'tenant-cert', exit: 2, retryable: false, doc: 'A spec.cluster.config field (providerClusterID, issuerURL, issuerCA, clientCA) is missing or malformed: fix the exec extension; set provideClusterInfo: true.' },
-  ERR_TENANT_CERT_KEY_FILE: { area: 'tenant-cert', exit: 2, retryable: false, doc: 'The key file is missing, not PKCS#8 PEM or accessible by others: chmod 600 it, or make one with clusterprofile keygen.' },
-  ERR_TENANT_CERT_NO_ISSUER: { area: 'tenant-cert', exit: 1, retryable: false, doc: 'No Identity was imported for this provider and no issuerURL/issuerCA is configured: set them, or run clusterprofile identity import.' },
-  ERR_TENANT_CERT_SUBJECT: { area: 'tenant-cert', exit: 1, retryable: false, doc: 'The issuer would certify another CN than --cluster-id: check --cluster-id and the issuer policy.' },
-  ERR_TENANT_CERT_BAD_CERTIFICATE: { area: 'tenant-cert', exit: 1, retryable: false, doc: 'The returned or imported certificate is for another CN or key, not signed by the client CA, expired or unparsable: re-import, or check the issuer signer.' },
-  ERR_TENANT_CERT_CLOCK_SKEW: { area: 'tenant-cert', exit: 1, retryable: false, doc: 'A certificate valid only in the future, or already past its renewal point, by our clock: fix NTP on either side.' },
-  ERR_TENANT_CERT_IDENTITY_INVALID: { area: 'tenant-cert', exit: 1, retryable: false, doc: 'An imported Identity is malformed, for another provider or consumer, or not a ControlPlane identity: import it again.' },
-  ERR_TENANT_CERT_IDENTITY_STORE: { area: 'tenant-cert', exit: 1, retryable: false, doc: 'The identity store cannot be written, or a stored Identity is writable by others: check the --identity-dir permissions.' },
-  ERR_TENANT_CERT_ISSUER_UNREACHABLE: { area: 'tenant-cert', exit: 1, retryable: true, doc: 'The issuer refused the connection, reset it or its name did not resolve (after retries): is the issuer running, is issuerURL right?' },
-  ERR_TENANT_CERT_ISSUER_TLS: { area: 'tenant-cert', exit: 1, retryable: false, doc: "The issuer's certificate does not verify against issuerCA (or is not for the host): issuerCA must be base64 of the issuer's serving-ca.crt." },
-  ERR_TENANT_CERT_ISSUER_TIMEOUT: { area: 'tenant-cert', exit: 1, retryable: true, doc: "The issuer did not answer within --timeout (or the run was aborted): check the issuer's load and the network, or raise --timeout." },
-  ERR_TENANT_CERT_ISSUER_ERROR: { area: 'tenant-cert', exit: 1, retryable: true, doc: "The issuer answered 5xx/429 with no error document or with a code of its own trouble, or an answer over 1 MiB (after retries): read the issuer's log." },
-  ERR_ISSUER_RESPONSE: { area: 'tenant-cert', exit: 1, retryable: false, doc: 'The issuer answered something that is not the documented document (not JSON, wrong shape, a nonce for someone else): is issuerURL an issuer?' },
-  ERR_IDENTITY_READ: { area: 'tenant-cert', exit: 1, retryable: false, doc: 'identity import: no FILE given, or the Identity cannot be read: give a readable file, or - for stdin.' },
-  ERR_IDENTITY_MISMATCH: { area: 'tenant-cert', exit: 1, retryable: false, doc: "identity import: --cluster-id differs from the Identity's consumer cluster: import the right Identity." },
-  ERR_IDENTITY_KUBECONFIG: { area: 'tenant-cert', exit: 1, retryable: false, doc: 'identity import --kubeconfig: the Identity names no apiServer (pass --server) or the kubeconfig cannot be written.' },
-  ERR_KEYGEN_EXISTS: { area: 'tenant-cert', exit: 1, retryable: false, doc: 'keygen: the output file exists; a key is never overwritten without --force.' },
-  ERR_KEYGEN_WRITE: { area: 'tenant-cert', exit: 1, retryable: false, doc: 'keygen: the key cannot be written: check the directory and its permissions.' },
+  ERR_TENANT_CERT_FLAG: { exit: 2, retryable: false },
+  ERR_TENANT_CERT_CONFIG: { exit: 2, retryable: false },
+  ERR_TENANT_CERT_KEY_FILE: { exit: 2, retryable: false },
+  ERR_TENANT_CERT_NO_ISSUER: { exit: 1, retryable: false },
+  ERR_TENANT_CERT_SUBJECT: { exit: 1, retryable: false },
+  ERR_TENANT_CERT_BAD_CERTIFICATE: { exit: 1, retryable: false },
+  ERR_TENANT_CERT_CLOCK_SKEW: { exit: 1, retryable: false },
+  ERR_TENANT_CERT_IDENTITY_INVALID: { exit: 1, retryable: false },
+  ERR_TENANT_CERT_IDENTITY_STORE: { exit: 1, retryable: false },
+  ERR_TENANT_CERT_ISSUER_UNREACHABLE: { exit: 1, retryable: true },
+  ERR_TENANT_CERT_ISSUER_TLS: { exit: 1, retryable: false },
+  ERR_TENANT_CERT_ISSUER_TIMEOUT: { exit: 1, retryable: true },
+  ERR_TENANT_CERT_ISSUER_ERROR: { exit: 1, retryable: true },
+  ERR_ISSUER_RESPONSE: { exit: 1, retryable: false },
+  ERR_IDENTITY_READ: { exit: 1, retryable: false },
+  ERR_IDENTITY_MISMATCH: { exit: 1, retryable: false },
+  ERR_IDENTITY_KUBECONFIG: { exit: 1, retryable: false },
+  ERR_KEYGEN_EXISTS: { exit: 1, retryable: false },
+  ERR_KEYGEN_WRITE: { exit: 1, retryable: false },
 
   // issuer: refusals of a nonce request or a Tenant (sent to the client with their status), and the issuer's own trouble
-  ERR_TENANT_INVALID_DOCUMENT: { area: 'issuer', exit: 1, http: 400, retryable: false, doc: 'The nonce request or Tenant is not JSON/YAML or breaks its schema; path = the JSON path.' },
-  ERR_TENANT_BAD_BASE64: { area: 'issuer', exit: 1, http: 400, retryable: false, doc: 'A []byte field is not standard padded base64; path = the field.' },
-  ERR_TENANT_BAD_PEM: { area: 'issuer', exit: 1, http: 400, retryable: false, doc: 'A key, CSR or certificate field (or key file) is not the PEM/DER it must be; path = the field.' },
-  ERR_TENANT_UNSUPPORTED_KEY: { area: 'issuer', exit: 1, http: 400, retryable: false, doc: 'A key type that is not Ed25519, ECDSA P-256 or RSA of 2048 bits or more: make a new key (clusterprofile keygen).' },
-  ERR_TENANT_PROVIDER_MISMATCH: { area: 'issuer', exit: 1, http: 400, retryable: false, doc: 'The request is for another provider cluster than this issuer: check providerClusterID and issuerURL.' },
-  ERR_TENANT_LIQO_COMPAT_DISABLED: { area: 'issuer', exit: 1, http: 400, retryable: false, doc: 'A Liqo-shaped Tenant or a signature over the nonce alone, and the issuer runs without --liqo-compat: use clusterprofile tenant generate.' },
-  ERR_TENANT_UNKNOWN_CONSUMER: { area: 'issuer', exit: 1, http: 403, retryable: false, doc: 'The consumer cluster is not trusted by the issuer: the provider admin runs clusterprofile issuer trust.' },
-  ERR_TENANT_KEY_NOT_TRUSTED: { area: 'issuer', exit: 1, http: 403, retryable: false, doc: "The Tenant's public key is not the key registered for the consumer: sign with the registered key, or re-register." },
-  ERR_TENANT_NONCE_REQUEST_SIGNATURE_INVALID: { area: 'issuer', exit: 1, http: 403, retryable: false, doc: "The nonce request is not signed by the consumer's registered key: use the registered key." },
-  ERR_TENANT_NONCE_REQUEST_STALE: { area: 'issuer', exit: 1, http: 403, retryable: true, doc: "The nonce request's timestamp is more than 5 minutes off the issuer's clock: the plugin re-signs at the issuer's time; fix NTP." },
-  ERR_TENANT_NONCE_REQUEST_REPLAYED: { area: 'issuer', exit: 1, http: 403, retryable: true, doc: 'The same signed nonce request was answered before: sign a new one (the plugin does).' },
-  ERR_TENANT_NONCE_UNKNOWN: { area: 'issuer', exit: 1, http: 403, retryable: true, doc: 'The nonce was not issued by this issuer (or expired long ago): fetch a fresh nonce.' },
-  ERR_TENANT_NONCE_REUSED: { area: 'issuer', exit: 1, http: 403, retryable: true, doc: 'The nonce was already spent (one Tenant per nonce): fetch a fresh nonce.' },
-  ERR_TENANT_NONCE_EXPIRED: { area: 'issuer', exit: 1, http: 403, retryable: true, doc: 'The nonce expired before its Tenant arrived: fetch a fresh nonce, answer within --nonce-ttl.' },
-  ERR_TENANT_NONCE_WRONG_CONSUMER: { area: 'issuer', exit: 1, http: 403, retryable: false, doc: 'The nonce was issued for another consumer cluster: use your own nonce.' },
-  ERR_TENANT_SIGNATURE_INVALID: { area: 'issuer', exit: 1, http: 403, retryable: false, doc: "The Tenant's signature does not verify over the nonce, provider, consumer and CSR: sign with the registered key." },
-  ERR_TENANT_CSR_SIGNATURE_INVALID: { area: 'issuer', exit: 1, http: 400, retryable: false, doc: "The CSR's self-signature is invalid or uses a refused algorithm (e.g. SHA-1): build the CSR again." },
-  ERR_TENANT_CSR_KEY_MISMATCH: { area: 'issuer', exit: 1, http: 400, retryable: false, doc: "The CSR is for another key than the Tenant's: build both from one key." },
-  ERR_TENANT_CSR_SUBJECT: { area: 'issuer', exit: 1, http: 403, retryable: false, doc: 'The CSR subject is not exactly one CN = the consumer ID (plus O): use the subject the nonce answer grants.' },
-  ERR_TENANT_CSR_GROUPS: { area: 'issuer', exit: 1, http: 403, retryable: false, doc: 'The CSR asks for groups (O) the issuer does not grant: ask for the granted groups only.' },
-  ERR_TENANT_CSR_SANS: { area: 'issuer', exit: 1, http: 403, retryable: false, doc: 'The CSR asks for subject alternative names; a client certificate gets none: remove them.' },
-  ERR_TENANT_CSR_EXTENSIONS: { area: 'issuer', exit: 1, http: 403, retryable: false, doc: 'The CSR carries attributes or extensions beyond client-auth key usages: remove them.' },
-  ERR_ISSUER_SIGNER_FAILED: { area: 'issuer', exit: 1, http: 502, retryable: true, doc: "The certificate signer failed or returned something else than the certificate asked for: read the issuer's log." },
-  ERR_ISSUER_SIGNER_DENIED: { area: 'issuer', exit: 1, http: 403, retryable: false, doc: "The Kubernetes signer (or the API server's RBAC) refused the CSR: grant the issuer the RBAC of deploy/issuer-rbac.yaml." },
-  ERR_ISSUER_SIGNER_TIMEOUT: { area: 'issuer', exit: 1, http: 504, retryable: true, doc: 'No certificate within --signer-timeout: is a signer for the signer name running (kube-controller-manager csrsigning)?' },
-  ERR_ISSUER_NOT_FOUND: { area: 'issuer', exit: 1, http: 404, retryable: false, doc: 'No such path on the issuer: the hint lists the API.' },
-  ERR_ISSUER_METHOD_NOT_ALLOWED: { area: 'issuer', exit: 1, http: 405, retryable: false, doc: 'The path exists but takes another method (the allow header names it).' },
-  ERR_ISSUER_BODY_TOO_LARGE: { area: 'issuer', exit: 1, http: 413, retryable: false, doc: 'The request body is over 64 KiB: send the documented document only.' },
-  ERR_ISSUER_UNSUPPORTED_MEDIA_TYPE: { area: 'issuer', exit: 1, http: 415, retryable: false, doc: 'The body is not sent as content-type: application/json.' },
-  ERR_ISSUER_INTERNAL: { area: 'issuer', exit: 1, http: 500, retryable: true, doc: "An unexpected issuer failure (details only in the issuer's log): retried by clients; read the log." },
-  ERR_ISSUER_BUSY: { area: 'issuer', exit: 1, http: 503, retryable: true, doc: 'Too many outstanding nonces: try again later.' },
-  ERR_ISSUER_DATA_DIR: { area: 'issuer', exit: 1, http: 500, retryable: false, doc: "The data dir cannot be created, read or written, is accessible by others or lost one file of a CA pair: fix the directory (clients get a generic 500)." },
-  ERR_ISSUER_DATA_DIR_LOCKED: { area: 'issuer', exit: 1, retryable: true, doc: 'Another live process holds the data dir: stop it, or use its HTTPS API.' },
-  ERR_ISSUER_TRUST_RECORD: { area: 'issuer', exit: 1, http: 500, retryable: false, doc: 'A trust record in the data dir is corrupt (not JSON, wrong cluster ID, unusable key): trust the consumer again (clients get a generic 500).' },
-  ERR_ISSUER_CONFIG: { area: 'issuer', exit: 1, retryable: false, doc: 'A bad issuer flag (--listen, durations, --api-server-url/-ca, --public-key), a data dir of another provider or a port in use: fix the flag.' },
-  ERR_ISSUER_BAD_GROUP: { area: 'issuer', exit: 1, retryable: false, doc: 'An empty group, one with surrounding spaces or a system: group in --group: the issuer never grants those.' },
-  ERR_ISSUER_NOT_TRUSTED: { area: 'issuer', exit: 1, retryable: false, doc: 'issuer untrust of a cluster ID that is not trusted: check issuer list.' },
-  ERR_TENANT_INPUT: { area: 'issuer', exit: 1, retryable: false, doc: 'tenant accept/generate cannot read its input file or --key-file: check the path.' },
+  ERR_TENANT_INVALID_DOCUMENT: { exit: 1, http: 400, retryable: false },
+  ERR_TENANT_BAD_BASE64: { exit: 1, http: 400, retryable: false },
+  ERR_TENANT_BAD_PEM: { exit: 1, http: 400, retryable: false },
+  ERR_TENANT_UNSUPPORTED_KEY: { exit: 1, http: 400, retryable: false },
+  ERR_TENANT_PROVIDER_MISMATCH: { exit: 1, http: 400, retryable: false },
+  ERR_TENANT_LIQO_COMPAT_DISABLED: { exit: 1, http: 400, retryable: false },
+  ERR_TENANT_UNKNOWN_CONSUMER: { exit: 1, http: 403, retryable: false },
+  ERR_TENANT_KEY_NOT_TRUSTED: { exit: 1, http: 403, retryable: false },
+  ERR_TENANT_NONCE_REQUEST_SIGNATURE_INVALID: { exit: 1, http: 403, retryable: false },
+  ERR_TENANT_NONCE_REQUEST_STALE: { exit: 1, http: 403, retryable: true },
+  ERR_TENANT_NONCE_REQUEST_REPLAYED: { exit: 1, http: 403, retryable: true },
+  ERR_TENANT_NONCE_UNKNOWN: { exit: 1, http: 403, retryable: true },
+  ERR_TENANT_NONCE_REUSED: { exit: 1, http: 403, retryable: true },
+  ERR_TENANT_NONCE_EXPIRED: { exit: 1, http: 403, retryable: true },
+  ERR_TENANT_NONCE_WRONG_CONSUMER: { exit: 1, http: 403, retryable: false },
+  ERR_TENANT_SIGNATURE_INVALID: { exit: 1, http: 403, retryable: false },
+  ERR_TENANT_CSR_SIGNATURE_INVALID: { exit: 1, http: 400, retryable: false },
+  ERR_TENANT_CSR_KEY_MISMATCH: { exit: 1, http: 400, retryable: false },
+  ERR_TENANT_CSR_SUBJECT: { exit: 1, http: 403, retryable: false },
+  ERR_TENANT_CSR_GROUPS: { exit: 1, http: 403, retryable: false },
+  ERR_TENANT_CSR_SANS: { exit: 1, http: 403, retryable: false },
+  ERR_TENANT_CSR_EXTENSIONS: { exit: 1, http: 403, retryable: false },
+  ERR_ISSUER_SIGNER_FAILED: { exit: 1, http: 502, retryable: true },
+  ERR_ISSUER_SIGNER_DENIED: { exit: 1, http: 403, retryable: false },
+  ERR_ISSUER_SIGNER_TIMEOUT: { exit: 1, http: 504, retryable: true },
+  ERR_ISSUER_NOT_FOUND: { exit: 1, http: 404, retryable: false },
+  ERR_ISSUER_METHOD_NOT_ALLOWED: { exit: 1, http: 405, retryable: false },
+  ERR_ISSUER_BODY_TOO_LARGE: { exit: 1, http: 413, retryable: false },
+  ERR_ISSUER_UNSUPPORTED_MEDIA_TYPE: { exit: 1, http: 415, retryable: false },
+  ERR_ISSUER_INTERNAL: { exit: 1, http: 500, retryable: true },
+  ERR_ISSUER_BUSY: { exit: 1, http: 503, retryable: true },
+  ERR_ISSUER_DATA_DIR: { exit: 1, http: 500, retryable: false },
+  ERR_ISSUER_DATA_DIR_LOCKED: { exit: 1, retryable: true },
+  ERR_ISSUER_TRUST_RECORD: { exit: 1, http: 500, retryable: false },
+  ERR_ISSUER_CONFIG: { exit: 1, retryable: false },
+  ERR_ISSUER_BAD_GROUP: { exit: 1, retryable: false },
+  ERR_ISSUER_NOT_TRUSTED: { exit: 1, retryable: false },
+  ERR_TENANT_INPUT: { exit: 1, retryable: false },
 
   // token-request: the plugin (TokenRequest and Secret Reader modes) and token sync
-  ERR_TOKEN_REQUEST_SETTINGS: { area: 'token-request', exit: 2, retryable: false, doc: 'A bad namespace or service account name, expirationSeconds out of bounds, bad audiences or boundObjectRef; path = the config key or flag.' },
-  ERR_TOKEN_REQUEST_USAGE: { area: 'token-request', exit: 1, retryable: false, doc: 'No spec.cluster (provideClusterInfo off), unknown --mode/--bootstrap, missing bootstrap flags, or a bootstrap kubeconfig user without credential.' },
-  ERR_TOKEN_REQUEST_UNAUTHORIZED: { area: 'token-request', exit: 1, retryable: false, doc: 'The member API server answered 401: the bootstrap credential was rejected.' },
-  ERR_TOKEN_REQUEST_FORBIDDEN: { area: 'token-request', exit: 1, retryable: false, doc: 'The member API server answered 403: the hint names the missing create on serviceaccounts/token.' },
-  ERR_TOKEN_REQUEST_NOT_FOUND: { area: 'token-request', exit: 1, retryable: false, doc: 'The member API server answered 404: the service account does not exist.' },
-  ERR_TOKEN_REQUEST_REJECTED: { area: 'token-request', exit: 1, retryable: false, doc: 'Any other HTTP failure of the TokenRequest (after retries): read the Status message.' },
-  ERR_TOKEN_REQUEST_RESPONSE_INVALID: { area: 'token-request', exit: 1, retryable: false, doc: 'The answer is not a TokenRequest, has no token, or a bad or past expirationTimestamp.' },
-  ERR_TOKEN_REQUEST_BOOTSTRAP: { area: 'token-request', exit: 1, retryable: false, doc: '--bootstrap tenant-cert: the tenant-cert identity could not be obtained (its own error is on the line before).' },
-  ERR_TOKEN_REQUEST_BOOTSTRAP_SERVER: { area: 'token-request', exit: 2, retryable: false, doc: 'a bootstrap kubeconfig or in-cluster credential would go to another API server than its own (the ClusterProfile names another server), or its own server is not https: it is never sent.' },
-  ERR_SECRET_READER_CONFIG: { area: 'token-request', exit: 1, retryable: false, doc: 'Secret Reader mode: spec.cluster.config is missing or not an object, or clusterName / the Secret namespace is not a valid name.' },
-  ERR_SECRET_READER_GET: { area: 'token-request', exit: 1, retryable: false, doc: 'Secret Reader mode: the hub refused or failed to return the Secret.' },
-  ERR_SECRET_READER_NO_TOKEN: { area: 'token-request', exit: 1, retryable: false, doc: 'Secret Reader mode: the Secret has no token key.' },
-  ERR_TOKEN_SYNC_USAGE: { area: 'token-request', exit: 1, retryable: false, doc: 'token sync: a bad --interval.' },
-  ERR_TOKEN_SYNC_HUB: { area: 'token-request', exit: 1, retryable: false, doc: 'token sync: the hub refused listing ClusterProfiles or reading/writing a Secret.' },
-  ERR_TOKEN_SYNC_BOOTSTRAP: { area: 'token-request', exit: 1, retryable: false, doc: 'token sync: the selected exec plugin returned neither a client certificate nor a token.' },
+  ERR_TOKEN_REQUEST_SETTINGS: { exit: 2, retryable: false },
+  ERR_TOKEN_REQUEST_USAGE: { exit: 2, retryable: false },
+  ERR_TOKEN_REQUEST_UNAUTHORIZED: { exit: 1, retryable: false },
+  ERR_TOKEN_REQUEST_FORBIDDEN: { exit: 1, retryable: false },
+  ERR_TOKEN_REQUEST_NOT_FOUND: { exit: 1, retryable: false },
+  ERR_TOKEN_REQUEST_REJECTED: { exit: 1, retryable: false },
+  ERR_TOKEN_REQUEST_RESPONSE_INVALID: { exit: 1, retryable: false },
+  ERR_TOKEN_REQUEST_BOOTSTRAP: { exit: 1, retryable: false },
+  ERR_TOKEN_REQUEST_BOOTSTRAP_SERVER: { exit: 2, retryable: false },
+  ERR_SECRET_READER_CONFIG: { exit: 1, retryable: false },
+  ERR_SECRET_READER_GET: { exit: 1, retryable: false },
+  ERR_SECRET_READER_NO_TOKEN: { exit: 1, retryable: false },
+  ERR_TOKEN_SYNC_USAGE: { exit: 1, retryable: false },
+  ERR_TOKEN_SYNC_HUB: { exit: 1, retryable: false },
+  ERR_TOKEN_SYNC_BOOTSTRAP: { exit: 1, retryable: false },
 
   // oidc: the OpenID Connect plugin
-  ERR_OIDC_CONFIG: { area: 'oidc', exit: 2, retryable: false, doc: 'A missing or bad spec.cluster.config key, flag or HTTPS_PROXY (path names it), or a private key that does not fit --private-key-alg.' },
-  ERR_OIDC_FILE: { area: 'oidc', exit: 1, retryable: false, doc: 'The client secret, private key or subject-token file is unreadable, empty or not a PEM key; path = the flag.' },
-  ERR_OIDC_ISSUER_UNREACHABLE: { area: 'oidc', exit: 1, retryable: true, doc: 'Connection refused, DNS, timeout or a TLS failure talking to the issuer: check issuerURL; set issuerCA for a private CA.' },
-  ERR_OIDC_DISCOVERY: { area: 'oidc', exit: 1, retryable: false, doc: 'The discovery document or JWKS is missing, not JSON or lacks an https endpoint, or the issuer lacks the grant endpoint or S256.' },
-  ERR_OIDC_ISSUER_MISMATCH: { area: 'oidc', exit: 1, retryable: false, doc: 'The discovery issuer differs from issuerURL: use the exact issuer identifier.' },
-  ERR_OIDC_GRANT: { area: 'oidc', exit: 1, retryable: false, doc: "The token endpoint refused the grant: the OP's error and error_description are in the message, with a hint." },
-  ERR_OIDC_REFRESH_FAILED: { area: 'oidc', exit: 1, retryable: false, doc: 'The refresh token was refused and there is no terminal for a new login: run once from a terminal.' },
-  ERR_OIDC_INTERACTIVE_REQUIRED: { area: 'oidc', exit: 1, retryable: false, doc: 'A login is needed but spec.interactive is false: run once from a terminal.' },
-  ERR_OIDC_LOGIN_FAILED: { area: 'oidc', exit: 1, retryable: false, doc: 'Device code expired or denied, an error or wrong-state redirect, no login within --login-timeout, the loopback port taken.' },
-  ERR_OIDC_TOKEN_INVALID: { area: 'oidc', exit: 1, retryable: false, doc: 'A returned token failed validation (signature, algorithm, iss, aud, azp, exp, nbf, nonce, not a JWT): check the OP and issuerURL.' },
+  ERR_OIDC_CONFIG: { exit: 2, retryable: false },
+  ERR_OIDC_FILE: { exit: 1, retryable: false },
+  ERR_OIDC_ISSUER_UNREACHABLE: { exit: 1, retryable: true },
+  ERR_OIDC_DISCOVERY: { exit: 1, retryable: false },
+  ERR_OIDC_ISSUER_MISMATCH: { exit: 1, retryable: false },
+  ERR_OIDC_GRANT: { exit: 1, retryable: false },
+  ERR_OIDC_REFRESH_FAILED: { exit: 1, retryable: false },
+  ERR_OIDC_INTERACTIVE_REQUIRED: { exit: 1, retryable: false },
+  ERR_OIDC_LOGIN_FAILED: { exit: 1, retryable: false },
+  ERR_OIDC_TOKEN_INVALID: { exit: 1, retryable: false },
 
   // cli: the clusterprofile command
-  ERR_USAGE: { area: 'cli', exit: 2, retryable: false, doc: 'A bad command line (unknown option or command, missing or conflicting flags): see clusterprofile <command> --help.' },
-  ERR_PROFILE_READ: { area: 'cli', exit: 1, retryable: false, doc: 'The --profile file cannot be read: check the path.' },
-  ERR_PROFILE_PARSE: { area: 'cli', exit: 1, retryable: false, doc: 'The --profile file is not YAML or JSON, or not one object.' },
-  ERR_PROFILE_NOT_FOUND: { area: 'cli', exit: 1, retryable: false, doc: 'The hub answered 404 for the ClusterProfile: check its name and namespace.' },
-  ERR_HUB_CONFIG: { area: 'cli', exit: 1, retryable: false, doc: "No usable hub kubeconfig (KUBECONFIG missing or unreadable, no current cluster): point KUBECONFIG at the hub, or pass --profile FILE." },
-  ERR_HUB_REQUEST: { area: 'cli', exit: 1, retryable: false, doc: 'Any other hub failure: the HTTP status and Status message, or the network error.' },
+  ERR_USAGE: { exit: 2, retryable: false },
+  ERR_PROFILE_READ: { exit: 1, retryable: false },
+  ERR_PROFILE_PARSE: { exit: 1, retryable: false },
+  ERR_PROFILE_NOT_FOUND: { exit: 1, retryable: false },
+  ERR_HUB_CONFIG: { exit: 1, retryable: false },
+  ERR_HUB_REQUEST: { exit: 1, retryable: false },
 } as const satisfies Readonly<Record<`ERR_${string}`, ErrorSpec>>;
 
 /** Every code the package raises. */

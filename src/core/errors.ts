@@ -9,7 +9,8 @@
  */
 import { ERRORS, type ErrorCode, type ErrorSpec } from './error-registry.js';
 
-export type { ErrorArea, ErrorCode, ErrorSpec } from './error-registry.js';
+export type { ErrorCode, ErrorSpec } from './error-registry.js';
+export type { ErrorArea } from './error-docs.js';
 export { ERRORS } from './error-registry.js';
 
 /** A documented subset of {@link ErrorCode}: every member must be a registered code. */

@@ -111,7 +111,7 @@ describe('token-request mode', () => {
       const info = execInfo(goodConfig);
       info.spec.cluster.server = `${collector.url}/`;
       const result = await runPlugin(['--bootstrap-kubeconfig', bootstrapKubeconfig, ...cacheArgs()], info);
-      expect(result.code).toBe(1);
+      expect(result.code).toBe(2); // a configuration to change, as the registry says
       expect(result.stdout).toBe('');
       expect(result.stderr).toContain(`ERR_TOKEN_REQUEST_BOOTSTRAP_SERVER: the ClusterProfile names the server ${collector.url}/, but the bootstrap identity`);
       expect(result.stderr).toContain(`belongs to ${api.url}`);
@@ -123,7 +123,7 @@ describe('token-request mode', () => {
       const plain = join(dir, 'plain.kubeconfig');
       await writeFile(plain, kubeconfig(api.url.replace('https:', 'http:'), ca.certBase64, { token: 'bootstrap-token' }));
       const http = await runPlugin(['--bootstrap-kubeconfig', plain, ...cacheArgs()], execInfo(goodConfig));
-      expect(http.code).toBe(1);
+      expect(http.code).toBe(2);
       expect(http.stdout).toBe('');
       expect(http.stderr).toContain('is not an https URL: its credential is never sent in the clear');
       expect(api.server.requests).toHaveLength(0);
@@ -174,7 +174,7 @@ describe('token-request mode', () => {
   test.each([
     ['a bootstrap identity without the permission', { token: 'someone-else' }, goodConfig, 'ERR_TOKEN_REQUEST_FORBIDDEN', '"create" on resource "serviceaccounts/token"'],
     ['a missing service account', { token: 'bootstrap-token' }, { ...goodConfig, serviceAccount: 'ghost' }, 'ERR_TOKEN_REQUEST_FORBIDDEN', 'ghost'],
-    ['no credential at all', {}, goodConfig, 'ERR_TOKEN_REQUEST_USAGE', 'no credential'],
+    ['no credential at all', {}, goodConfig, 'ERR_TOKEN_REQUEST_BOOTSTRAP', 'no credential'],
   ])('%s: clear error, exit 1, empty stdout, nothing cached', async (_name, user, config, code, text) => {
     await writeFile(bootstrapKubeconfig, kubeconfig(api.url, ca.certBase64, user as Record<string, string>));
     const result = await runPlugin(['--bootstrap-kubeconfig', bootstrapKubeconfig, ...cacheArgs()], execInfo(config));

@@ -26,7 +26,8 @@ beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), 'cpc-wf-'));
   await writeFile(join(dir, 'kubeconfig'), JSON.stringify({
     'current-context': 'c',
-    clusters: [{ name: 'c', cluster: { server: api.url } }],
+    // The bootstrap credential is sent only to its own server, trusting what its kubeconfig trusts.
+    clusters: [{ name: 'c', cluster: { server: api.url, 'certificate-authority-data': ca.certBase64 } }],
     users: [{ name: 'u', user: { token: 'bootstrap' } }],
     contexts: [{ name: 'c', context: { cluster: 'c', user: 'u' } }],
   }));

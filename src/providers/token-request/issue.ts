@@ -58,7 +58,7 @@ export async function issueToken(settings: TokenRequestProviderSettings, context
   }
   const { credential, source, endpoint } = await bootstrapCredential(settings.bootstrap, settings.cluster, context);
   if (credential.kind === 'none') {
-    throw new CredentialsError('ERR_TOKEN_REQUEST_USAGE', 'the bootstrap kubeconfig user has no credential (client certificate or token)', {
+    throw new CredentialsError('ERR_TOKEN_REQUEST_BOOTSTRAP', 'the bootstrap kubeconfig user has no credential (client certificate or token)', {
       path: source,
     });
   }
