@@ -17,9 +17,9 @@ import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'undici';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const { generateClusterKeyPair } = await import(`${root}dist/providers/tenant-cert/keys.js`);
-const { buildCsr } = await import(`${root}dist/providers/tenant-cert/csr.js`);
-const { signNonceRequest, signTenant } = await import(`${root}dist/providers/tenant-cert/message.js`);
+const { generateClusterKeyPair } = await import(`${root}dist/providers/tenant-cert/wire/keys.js`);
+const { buildCsr } = await import(`${root}dist/providers/tenant-cert/wire/csr.js`);
+const { signNonceRequest, signTenant } = await import(`${root}dist/providers/tenant-cert/wire/message.js`);
 
 const CLI = join(root, 'bin', 'clusterprofile.mjs');
 // Concurrency levels, measured one after the other against one issuer: latency includes queueing, so the targets

@@ -9,7 +9,7 @@ import { formatError } from '../../src/core/errors.js';
 import { createHttpClient, isHttpFailure, type HttpClientOptions, type HttpFailure, type HttpRequest, type HttpSendOptions } from '../../src/core/http.js';
 import { createKubeTransport } from '../../src/kube/transport.js';
 import { createIssuerSend } from '../../src/providers/oidc/http.js';
-import { issuerClient, sendIssuerRequest } from '../../src/providers/tenant-cert/client-transport.js';
+import { issuerClient, sendIssuerRequest } from '../../src/providers/tenant-cert/consumer/transport.js';
 import { createTestCa, startHttpsServer, type TestCa, type TestHttpsServer } from '../helpers/tls.js';
 
 let ca: TestCa;

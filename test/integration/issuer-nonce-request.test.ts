@@ -8,9 +8,9 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { issuerHandshake } from '../../src/providers/tenant-cert/client.js';
-import { buildTenant } from '../../src/providers/tenant-cert/documents.js';
-import { signNonceRequest } from '../../src/providers/tenant-cert/message.js';
+import { issuerHandshake } from '../../src/providers/tenant-cert/consumer/handshake.js';
+import { buildTenant } from '../../src/providers/tenant-cert/wire/documents.js';
+import { signNonceRequest } from '../../src/providers/tenant-cert/wire/message.js';
 import { cli, issuerClient, nonceRequest, serveIssuer, type IssuerClient, type IssuerProcess } from '../helpers/issuer-process.js';
 
 const work = mkdtempSync(join(tmpdir(), 'cpc-issuer-nreq-'));

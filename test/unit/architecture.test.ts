@@ -149,13 +149,13 @@ describe('src/ architecture', () => {
     const saved = new Map(graph);
     const cli = join(src, 'cli', 'commands', 'keygen.ts');
     const tokenRequest = join(src, 'providers', 'token-request', 'provider.ts');
-    const keys = join(src, 'providers', 'tenant-cert', 'keys.ts');
+    const keys = join(src, 'providers', 'tenant-cert', 'wire', 'keys.ts');
     const door = join(src, 'providers', 'tenant-cert', 'index.ts');
     try {
       graph.set(cli, [...(graph.get(cli) ?? []), keys]);
       graph.set(tokenRequest, [...(graph.get(tokenRequest) ?? []), keys, door]);
-      expect(doorViolations('others')).toEqual(['cli/commands/keygen.ts -> providers/tenant-cert/keys.ts']);
-      expect(doorViolations('providers')).toEqual(['providers/token-request/provider.ts -> providers/tenant-cert/keys.ts']);
+      expect(doorViolations('others')).toEqual(['cli/commands/keygen.ts -> providers/tenant-cert/wire/keys.ts']);
+      expect(doorViolations('providers')).toEqual(['providers/token-request/provider.ts -> providers/tenant-cert/wire/keys.ts']);
     } finally {
       for (const [key, value] of saved) graph.set(key, value);
     }

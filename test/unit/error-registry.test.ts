@@ -11,7 +11,7 @@ import { run as cli } from '../../src/cli/main.js';
 import { ERROR_DOCS } from '../../src/core/error-docs.js';
 import { CredentialsError, ERRORS, errorSpec, formatError, isCredentialsError, type ErrorCode } from '../../src/core/errors.js';
 import { runPlugin, type CredentialProvider, type ProcessIo } from '../../src/plugin/index.js';
-import { retryableError } from '../../src/providers/tenant-cert/client-transport.js';
+import { retryableError } from '../../src/providers/tenant-cert/consumer/transport.js';
 // @ts-expect-error -- a plain ESM build script without type declarations
 import { docsPath, loadRegistry, renderErrorDocs } from '../../scripts/generate-error-docs.mjs';
 

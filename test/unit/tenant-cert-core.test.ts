@@ -1,7 +1,7 @@
 import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { buildTenant, readTenant, buildIdentity, readIdentity, buildLiqoIdentity } from '../../src/providers/tenant-cert/documents.js';
-import { buildCsr, parseCsr } from '../../src/providers/tenant-cert/csr.js';
+import { buildTenant, readTenant, buildIdentity, readIdentity, buildLiqoIdentity } from '../../src/providers/tenant-cert/wire/documents.js';
+import { buildCsr, parseCsr } from '../../src/providers/tenant-cert/wire/csr.js';
 import {
   decodeBase64,
   generateClusterKeyPair,
@@ -11,8 +11,8 @@ import {
   signBytes,
   verifyBytes,
   KEY_ALGORITHMS,
-} from '../../src/providers/tenant-cert/keys.js';
-import { SIGNATURE_PURPOSE, signTenant, tenantMessage, verifyTenant } from '../../src/providers/tenant-cert/message.js';
+} from '../../src/providers/tenant-cert/wire/keys.js';
+import { SIGNATURE_PURPOSE, signTenant, tenantMessage, verifyTenant } from '../../src/providers/tenant-cert/wire/message.js';
 
 const NONCE = Buffer.alloc(64, 7).toString('base64');
 

@@ -4,8 +4,8 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CredentialsError } from '../../src/core/errors.js';
-import { generateClusterKeyPair, parsePrivateKeyPem } from '../../src/providers/tenant-cert/keys.js';
-import { nonceRequestMessage, NONCE_REQUEST_PURPOSE, SIGNATURE_PURPOSE, tenantMessage, verifyTenant } from '../../src/providers/tenant-cert/message.js';
+import { generateClusterKeyPair, parsePrivateKeyPem } from '../../src/providers/tenant-cert/wire/keys.js';
+import { nonceRequestMessage, NONCE_REQUEST_PURPOSE, SIGNATURE_PURPOSE, tenantMessage, verifyTenant } from '../../src/providers/tenant-cert/wire/message.js';
 import { processPollResponse } from '../../src/providers/tenant-cert/issuer/kubernetes-signer.js';
 import { errorAnswer } from '../../src/providers/tenant-cert/issuer/server.js';
 import { buildTenant, issuerFixture, type IssuerFixture } from '../helpers/issuer-fixtures.js';
@@ -102,7 +102,7 @@ describe('POST /v1/nonces needs proof of possession (nonce starvation)', () => {
     const other = { ...f.nonceRequest('victim'), providerClusterID: 'p2' };
     await expect(f.issuer.issueNonce(other)).rejects.toMatchObject({ code: 'ERR_TENANT_PROVIDER_MISMATCH', path: '$.providerClusterID' });
     // Made for p2 but relabelled p1: the signature does not cover p1.
-    const { signNonceRequest } = await import('../../src/providers/tenant-cert/message.js');
+    const { signNonceRequest } = await import('../../src/providers/tenant-cert/wire/message.js');
     const forP2 = signNonceRequest(key, { providerClusterID: 'p2', consumerClusterID: 'victim' }, f.clock.now());
     await expect(f.issuer.issueNonce({ ...forP2, providerClusterID: 'p1' })).rejects.toMatchObject({ code: 'ERR_TENANT_NONCE_REQUEST_SIGNATURE_INVALID' });
     await stillWorks(nonce, key);
@@ -131,7 +131,7 @@ describe('POST /v1/nonces needs proof of possession (nonce starvation)', () => {
       await expect(f.issuer.issueNonce(captured)).rejects.toMatchObject({ code: 'ERR_TENANT_NONCE_REQUEST_REPLAYED', path: '$.signature' });
     }
     // Another valid signature over the same request (ECDSA signs with fresh randomness): still the same request.
-    const { signNonceRequest } = await import('../../src/providers/tenant-cert/message.js');
+    const { signNonceRequest } = await import('../../src/providers/tenant-cert/wire/message.js');
     const resigned = signNonceRequest(key, { providerClusterID: 'p1', consumerClusterID: 'victim' }, new Date(captured.timestamp));
     expect(resigned.signature).not.toBe(captured.signature);
     await expect(f.issuer.issueNonce(resigned)).rejects.toMatchObject({ code: 'ERR_TENANT_NONCE_REQUEST_REPLAYED' });

@@ -1,6 +1,6 @@
 import { X509Certificate } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { checkCertificate, twoThirdsPoint } from '../../src/providers/tenant-cert/plugin-certificate.js';
+import { checkCertificate, twoThirdsPoint } from '../../src/providers/tenant-cert/consumer/certificate.js';
 import { createKeyFile, createSigner, type TestKey, type TestSigner } from '../helpers/tenant-cert-plugin.js';
 
 // A frozen clock: certificates are made around it.

@@ -3,12 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { CredentialsError } from '../../src/core/errors.js';
-import { clockOffset, toIssuerRequest } from '../../src/providers/tenant-cert/client.js';
-import { retryableError, withRetries } from '../../src/providers/tenant-cert/client-transport.js';
-import { buildNonceRequest } from '../../src/providers/tenant-cert/protocol.js';
-import { generateClusterKeyPair, parsePrivateKeyPem } from '../../src/providers/tenant-cert/keys.js';
-import { signNonceRequest } from '../../src/providers/tenant-cert/message.js';
-import { identityFile, loadImportedIdentity, parseIdentity, storeIdentity } from '../../src/providers/tenant-cert/plugin-identity.js';
+import { clockOffset, toIssuerRequest } from '../../src/providers/tenant-cert/consumer/handshake.js';
+import { retryableError, withRetries } from '../../src/providers/tenant-cert/consumer/transport.js';
+import { buildNonceRequest } from '../../src/providers/tenant-cert/wire/protocol.js';
+import { generateClusterKeyPair, parsePrivateKeyPem } from '../../src/providers/tenant-cert/wire/keys.js';
+import { signNonceRequest } from '../../src/providers/tenant-cert/wire/message.js';
+import { identityFile, loadImportedIdentity, parseIdentity, storeIdentity } from '../../src/providers/tenant-cert/consumer/identity.js';
 import { createKeyFile, createSigner, liqoIdentityYaml, ourIdentity, type TestKey, type TestSigner } from '../helpers/tenant-cert-plugin.js';
 
 /** A fake clock that sleeping advances: retries run instantly and deterministically. */

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { keygen } from '../../src/cli/commands/keygen.js';
-import { parseClusterConfig, readKeyFile, tenantCertSettings } from '../../src/providers/tenant-cert/plugin-settings.js';
+import { parseClusterConfig, readKeyFile, tenantCertSettings } from '../../src/providers/tenant-cert/settings.js';
 import { createKeyFile, createSigner, type TestSigner } from '../helpers/tenant-cert-plugin.js';
 
 function caught(fn: () => unknown): { code: string; message: string; path?: string; hint?: string } {

@@ -13,15 +13,15 @@
  */
 
 // consumer: the credential provider
-export { tenantCertFlags, tenantCertProvider } from './plugin.js';
-export type { TenantCertFlagSpecs, TenantCertPluginSettings, TenantCertState } from './plugin.js';
+export { tenantCertFlags, tenantCertProvider } from './provider.js';
+export type { TenantCertFlagSpecs, TenantCertPluginSettings, TenantCertState } from './provider.js';
 
 // consumer: imported Identities (clusterprofile identity import)
-export { checkCertificate } from './plugin-certificate.js';
-export type { CertificateExpectations, CheckedCertificate } from './plugin-certificate.js';
-export { parseIdentity, storeIdentity } from './plugin-identity.js';
-export type { ParsedIdentity } from './plugin-identity.js';
-export { defaultIdentityDir, readKeyFile } from './plugin-settings.js';
+export { checkCertificate } from './consumer/certificate.js';
+export type { CertificateExpectations, CheckedCertificate } from './consumer/certificate.js';
+export { parseIdentity, storeIdentity } from './consumer/identity.js';
+export type { ParsedIdentity } from './consumer/identity.js';
+export { defaultIdentityDir, readKeyFile } from './settings.js';
 
 // issuer
 export { DATA_FILES, servingMaterial } from './issuer/data-dir.js';
@@ -34,12 +34,12 @@ export { TrustStore } from './issuer/trust.js';
 export type { TrustRecord, TrustedConsumer } from './issuer/trust.js';
 
 // wire format: cluster IDs, documents, CSRs, cluster keys
-export { API_VERSION, CLUSTER_ID_MAX_LENGTH, CLUSTER_ID_PATTERN, CLUSTER_ID_RULE, LIQO_API_VERSION, checkClusterId, isClusterId } from './protocol.js';
-export type { LiqoTenantDocument, TenantDocument } from './protocol.js';
-export { buildTenant } from './documents.js';
-export type { TenantInput } from './documents.js';
-export { buildCsr } from './csr.js';
-export type { BuiltCsr, CsrSubject } from './csr.js';
+export { API_VERSION, CLUSTER_ID_MAX_LENGTH, CLUSTER_ID_PATTERN, CLUSTER_ID_RULE, LIQO_API_VERSION, checkClusterId, isClusterId } from './wire/protocol.js';
+export type { LiqoTenantDocument, TenantDocument } from './wire/protocol.js';
+export { buildTenant } from './wire/documents.js';
+export type { TenantInput } from './wire/documents.js';
+export { buildCsr } from './wire/csr.js';
+export type { BuiltCsr, CsrSubject } from './wire/csr.js';
 export {
   KEY_ALGORITHMS,
   encodeBase64,
@@ -50,5 +50,5 @@ export {
   publicKeyPem,
   signBytes,
   spkiDer,
-} from './keys.js';
-export type { GeneratedKeyPair, KeyAlgorithm } from './keys.js';
+} from './wire/keys.js';
+export type { GeneratedKeyPair, KeyAlgorithm } from './wire/keys.js';

@@ -3,6 +3,6 @@
  * bin/clusterprofile-tenant-cert.mjs calls `run(process.argv.slice(2), process.env, process)`.
  */
 import { runPlugin } from '../../plugin/run.js';
-import { tenantCertProvider } from './plugin.js';
+import { tenantCertProvider } from './provider.js';
 
 export const run = runPlugin(tenantCertProvider);

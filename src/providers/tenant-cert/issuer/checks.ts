@@ -4,12 +4,12 @@
  * {@link import('./issuer.js').Issuer.acceptTenant}.
  */
 import type { KeyObject } from 'node:crypto';
-import type { ReceivedTenant } from '../documents.js';
-import { OID, type ParsedCsr } from '../csr.js';
-import { decodeBase64, samePublicKey } from '../keys.js';
-import { verifyNonceRequest, verifyTenant } from '../message.js';
-import { NONCE_REQUEST_MAX_SKEW_MS, tenantError, type GrantedSubject, type NonceRequest } from '../protocol.js';
-import { x509 } from '../x509.js';
+import type { ReceivedTenant } from '../wire/documents.js';
+import { OID, type ParsedCsr } from '../wire/csr.js';
+import { decodeBase64, samePublicKey } from '../wire/keys.js';
+import { verifyNonceRequest, verifyTenant } from '../wire/message.js';
+import { NONCE_REQUEST_MAX_SKEW_MS, tenantError, type GrantedSubject, type NonceRequest } from '../wire/protocol.js';
+import { x509 } from '../wire/x509.js';
 import type { NonceRecord } from './nonces.js';
 
 /** A nonce request's timestamp is within {@link NONCE_REQUEST_MAX_SKEW_MS} of the issuer's clock (either way). */

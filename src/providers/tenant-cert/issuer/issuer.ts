@@ -10,9 +10,9 @@
  * Liqo-shaped Tenants name no nonce: the consumer's outstanding nonces are tried and the one that verifies is spent.
  */
 import { X509Certificate } from 'node:crypto';
-import { readTenant, buildIdentity, buildLiqoIdentity, type ReceivedTenant } from '../documents.js';
+import { readTenant, buildIdentity, buildLiqoIdentity, type ReceivedTenant } from '../wire/documents.js';
 import { assertDocument } from '../../../schemas/index.js';
-import { verifyTenant } from '../message.js';
+import { verifyTenant } from '../wire/message.js';
 import {
   tenantError,
   type IdentityDocument,
@@ -21,8 +21,8 @@ import {
   type NonceResponse,
   type GrantedSubject,
   NONCE_REQUEST_MAX_SKEW_MS,
-} from '../protocol.js';
-import { samePublicKey } from '../keys.js';
+} from '../wire/protocol.js';
+import { samePublicKey } from '../wire/keys.js';
 import { checkCsr, checkKeys, checkNonce, checkNonceRequestSignature, checkNonceRequestTime, checkSignature } from './checks.js';
 import type { NonceStore } from './nonces.js';
 import { grantedSubject } from './policy.js';

@@ -20,8 +20,8 @@ import { statusMessage } from '../../../kube/status.js';
 import { createKubeTransport } from '../../../kube/transport.js';
 import type { KubeRequest, KubeResponse, SendKubeRequest } from '../../../kube/types.js';
 import type { Env } from '../../../core/io.js';
-import { csrPem } from '../csr.js';
-import { tenantError } from '../protocol.js';
+import { csrPem } from '../wire/csr.js';
+import { tenantError } from '../wire/protocol.js';
 import type { IssuerSettings } from './settings.js';
 import type { SignRequest, Signer } from './signer.js';
 

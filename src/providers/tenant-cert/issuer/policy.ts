@@ -4,7 +4,7 @@
  * something to the API server itself (system:masters bypasses RBAC), so neither policy nor CSR may name one.
  */
 import { CredentialsError } from '../../../core/errors.js';
-import type { GrantedSubject } from '../protocol.js';
+import type { GrantedSubject } from '../wire/protocol.js';
 
 export function checkGroups(groups: readonly string[], path: string): string[] {
   for (const group of groups) {

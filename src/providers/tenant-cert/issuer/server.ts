@@ -7,7 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parseDocument } from '../../../core/document.js';
 import { ERRORS, errorSpec, isCredentialsError } from '../../../core/errors.js';
-import { API_PATHS, MAX_BODY_BYTES, tenantError, type ErrorResponse } from '../protocol.js';
+import { API_PATHS, MAX_BODY_BYTES, tenantError, type ErrorResponse } from '../wire/protocol.js';
 import type { ServingMaterial } from './data-dir.js';
 import type { Issuer } from './issuer.js';
 

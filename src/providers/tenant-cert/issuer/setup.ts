@@ -18,7 +18,7 @@ import type { Signer } from './signer.js';
 
 export type { IssuerSettings };
 import { TrustStore } from './trust.js';
-import { checkClusterId, isClusterId } from '../cluster-id.js';
+import { checkClusterId, isClusterId } from '../wire/cluster-id.js';
 
 export function configError(message: string, path: string, hint?: string): CredentialsError {
   return new CredentialsError('ERR_ISSUER_CONFIG', message, { path, ...(hint === undefined ? {} : { hint }) });

@@ -17,7 +17,7 @@
  * );
  * ```
  */
-import { CredentialsError, isCredentialsError } from '../../core/errors.js';
+import { CredentialsError, isCredentialsError } from '../../../core/errors.js';
 import {
   buildNonceRequest,
   buildTenantRequest,
@@ -30,8 +30,8 @@ import {
   type NonceRequest,
   type NonceResponse,
   type TenantDocument,
-} from './protocol.js';
-import type { HttpClient } from '../../core/http.js';
+} from '../wire/protocol.js';
+import type { HttpClient } from '../../../core/http.js';
 import {
   issuerClient,
   retryableError,
@@ -39,7 +39,7 @@ import {
   withRetries,
   type IssuerRequest,
   type IssuerResponse,
-} from './client-transport.js';
+} from './transport.js';
 
 export interface IssuerClientOptions {
   /** https base URL, without a trailing slash. */

@@ -4,7 +4,7 @@
  * base64/PEM fields and reports which one is bad by JSON path.
  */
 import type { KeyObject } from 'node:crypto';
-import { assertDocument } from '../../schemas/index.js';
+import { assertDocument } from '../../../schemas/index.js';
 import { buildCsr, parseCsrSync, type CsrSubject, type ParsedCsr } from './csr.js';
 import { decodeBase64, encodeBase64, parsePublicKey, publicKeyPem } from './keys.js';
 import { signTenant } from './message.js';

@@ -17,7 +17,7 @@
  */
 import type { CredentialProvider } from '../../plugin/provider.js';
 import { CredentialsError } from '../../core/errors.js';
-import { tenantCertSettings, type TenantCertPluginSettings, type TenantCertState } from './plugin-settings.js';
+import { tenantCertSettings, type TenantCertPluginSettings, type TenantCertState } from './settings.js';
 
 export type { TenantCertPluginSettings, TenantCertState };
 
@@ -91,7 +91,7 @@ export const tenantCertProvider: CredentialProvider<TenantCertFlagSpecs, TenantC
     };
   },
   async issue(settings, context) {
-    const { issueTenantCertificate } = await import('./plugin-issue.js');
+    const { issueTenantCertificate } = await import('./issue.js');
     return issueTenantCertificate(settings, context);
   },
 };

@@ -8,15 +8,15 @@
  */
 import { X509Certificate } from 'node:crypto';
 import { join } from 'node:path';
-import { parseDocument } from '../../core/document.js';
-import { checkPrivateDirectory, readPrivateFile, writeFileAtomic, type PrivacyProblem } from '../../core/private-files.js';
-import { CredentialsError, isCredentialsError } from '../../core/errors.js';
-import { readIdentity, type ReceivedIdentity } from './documents.js';
-import { identityFile } from './plugin-settings.js';
-import { isClusterId } from './cluster-id.js';
+import { parseDocument } from '../../../core/document.js';
+import { checkPrivateDirectory, readPrivateFile, writeFileAtomic, type PrivacyProblem } from '../../../core/private-files.js';
+import { CredentialsError, isCredentialsError } from '../../../core/errors.js';
+import { readIdentity, type ReceivedIdentity } from '../wire/documents.js';
+import { identityFile } from '../settings.js';
+import { isClusterId } from '../wire/cluster-id.js';
 
 export { identityFile };
-import { commonName } from './plugin-certificate.js';
+import { commonName } from './certificate.js';
 
 /** An Identity reduced to what a consumer uses. */
 export interface ParsedIdentity {

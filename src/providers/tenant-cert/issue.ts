@@ -11,14 +11,14 @@
 import { X509Certificate } from 'node:crypto';
 import { CredentialsError, isCredentialsError } from '../../core/errors.js';
 import type { IssueContext, IssuedCredential } from '../../plugin/provider.js';
-import { issuerHandshake } from './client.js';
-import { buildTenant } from './documents.js';
-import { parsePrivateKeyPem } from './keys.js';
-import { signNonceRequest } from './message.js';
-import { checkCertificate, type CheckedCertificate } from './plugin-certificate.js';
-import { identityFile, parseCertificateBundle } from './plugin-settings.js';
+import { issuerHandshake } from './consumer/handshake.js';
+import { buildTenant } from './wire/documents.js';
+import { parsePrivateKeyPem } from './wire/keys.js';
+import { signNonceRequest } from './wire/message.js';
+import { checkCertificate, type CheckedCertificate } from './consumer/certificate.js';
+import { identityFile, parseCertificateBundle } from './settings.js';
 import { existsSync } from 'node:fs';
-import type { TenantCertPluginSettings, TenantCertState } from './plugin-settings.js';
+import type { TenantCertPluginSettings, TenantCertState } from './settings.js';
 import type { HttpClient } from '../../core/http.js';
 
 /** The runtime's margin: a credential must stay usable at least this long. */
@@ -65,7 +65,7 @@ export async function issueTenantCertificate(
   const importedFile = identityFile(settings.identityDir, settings.clusterID, settings.providerClusterID);
   if (existsSync(importedFile)) {
     try {
-      const { loadImportedIdentity } = await import('./plugin-identity.js');
+      const { loadImportedIdentity } = await import('./consumer/identity.js');
       const imported = await loadImportedIdentity(settings.identityDir, settings.clusterID, settings.providerClusterID);
       if (imported !== undefined) {
         const checked = checkCertificate(imported.identity.certificatePem, {

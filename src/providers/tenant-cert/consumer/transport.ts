@@ -5,9 +5,9 @@
  *
  * Loaded on a cache miss only.
  */
-import { CredentialsError, isCredentialsError, type ErrorCode, type ERRORS } from '../../core/errors.js';
-import { createHttpClient, isHttpFailure, type HttpClient } from '../../core/http.js';
-import { withRetries as retryLoop } from '../../core/retry.js';
+import { CredentialsError, isCredentialsError, type ErrorCode, type ERRORS } from '../../../core/errors.js';
+import { createHttpClient, isHttpFailure, type HttpClient } from '../../../core/http.js';
+import { withRetries as retryLoop } from '../../../core/retry.js';
 
 /** The codes the registry marks retryable: the only ones {@link retryableError} takes. */
 type RetryableCode = { [K in ErrorCode]: (typeof ERRORS)[K]['retryable'] extends true ? K : never }[ErrorCode];
