@@ -1,6 +1,6 @@
 import { defineConfig } from 'vitest/config';
 
-// Three layers, each against something real (see README, "Tests"):
+// Three layers, each against something real (docs/contributing.md, "Tests"):
 //  unit: pure logic with a frozen clock; integration: real child processes, real TLS servers, kubectl, a real
 //  OpenID Provider; e2e: a real kube-apiserver, kube-controller-manager and etcd built from Go modules.
 export default defineConfig({

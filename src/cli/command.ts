@@ -7,7 +7,7 @@ import type { Argv } from 'yargs';
 import { CredentialsError } from '../core/errors.js';
 import type { Env, ProcessIo } from '../core/io.js';
 
-/** What a subcommand receives besides its arguments: the process's side effects, passed in (STYLE 3). */
+/** What a subcommand receives besides its arguments: the process's side effects, passed in (conventions: side effects are passed in). */
 export interface CommandContext {
   env: Env;
   io: ProcessIo;

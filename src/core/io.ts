@@ -1,5 +1,5 @@
 /**
- * The side effects a binary's composition root receives instead of reaching for globals (STYLE 3, 4): every
+ * The side effects a binary's composition root receives instead of reaching for globals (conventions: side effects are passed in; one composition root per binary): every
  * `run(argv, env, io)` returns an exit code and never calls `process.exit` itself.
  */
 export interface ProcessIo {

@@ -1,6 +1,6 @@
 import type { ClusterConnection } from '../core/cluster-connection.js';
 
-/** One request to a Kubernetes API server, and its answer (STYLE 2: protocols build these, a transport sends them). */
+/** One request to a Kubernetes API server, and its answer (conventions: protocols build these, the transport sends them). */
 export interface KubeRequest {
   method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   /** Path and query, relative to the API server URL. */

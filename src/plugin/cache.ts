@@ -15,7 +15,7 @@ import { checkPrivateDirectory as privateDirectoryProblem, readPrivateFile, remo
 
 // Built-ins come from process.getBuiltinModule, not `import`: an ESM import of a built-in builds its namespace,
 // which runs every lazy getter (fs.promises, streams, WebCrypto...) and loads ~30 more internal modules on each
-// plugin start (see README.md, "The plugin runtime", "Start-up").
+// plugin start (docs/plugin-runtime.md, "Start-up").
 const { readdirSync, unlinkSync } = process.getBuiltinModule('node:fs');
 const { join } = process.getBuiltinModule('node:path');
 

@@ -8,7 +8,7 @@ import type { CredentialProvider, FlagSpecs, FlagValues } from './provider.js';
 
 // Built-ins come from process.getBuiltinModule, not `import`: an ESM import of a built-in builds its namespace,
 // which runs every lazy getter (fs.promises, streams, WebCrypto...) and loads ~30 more internal modules on each
-// plugin start (see README.md, "The plugin runtime", "Start-up").
+// plugin start (docs/plugin-runtime.md, "Start-up").
 const { parseArgs } = process.getBuiltinModule('node:util');
 
 /** Codes of command-line mistakes (exit 2). */

@@ -1,6 +1,6 @@
 /**
  * A REAL OpenID Provider for tests: panva's certified `oidc-provider` (v9) on 127.0.0.1 over HTTPS, configured by the
- * test harness (control-plane.md, "A real OpenID Provider for tests"; STYLE 8).
+ * test harness (docs/contributing.md, "The test OpenID Provider").
  *
  * What it offers (one client per capability, see {@link TestOpClients}):
  * - client_credentials with client_secret_basic, client_secret_post and private_key_jwt;

@@ -1,5 +1,5 @@
 /**
- * OpenID Connect / OAuth 2.0 messages as data (STYLE 2): every exchange is a `…Request` builder returning an
+ * OpenID Connect / OAuth 2.0 messages as data (conventions: build, send, process): every exchange is a `…Request` builder returning an
  * {@link HttpRequest} and a `process…Response` function taking an {@link HttpResponse}. No network, no clock, no
  * files here: the protocol logic is testable with hand-made responses; http.ts is the thin seam that sends.
  *

@@ -1,5 +1,5 @@
 /**
- * The TokenRequest exchange as three separate steps (STYLE 2): {@link buildTokenRequest} makes the HTTP request,
+ * The TokenRequest exchange as three separate steps (conventions: build, send, process): {@link buildTokenRequest} makes the HTTP request,
  * a transport sends it, {@link processTokenRequestResponse} turns the answer into a credential or an error that names
  * what is missing. Nothing here does I/O, so every rule is testable with hand-made responses.
  *

@@ -1,6 +1,6 @@
 /**
  * The tenant-cert issuer's HTTPS API: paths, the documents that cross it, its errors (core/error-registry.ts), and the
- * build-request / process-response pairs a client uses (STYLE 2: the network is a thin seam in between).
+ * build-request / process-response pairs a client uses (conventions: build, send, process — the network is a thin seam in between).
  *
  * The handshake (one client certificate):
  * ```text
@@ -12,7 +12,7 @@
  * Documents are JSON (`content-type: application/json`, at most {@link MAX_BODY_BYTES}); every `[]byte` field is
  * standard base64, as in Liqo's `authentication.liqo.io/v1beta1` documents, which the issuer accepts as input.
  *
- * @see ../../../README.md ("The tenant-cert issuer")
+ * @see docs/issuer.md
  */
 import { CredentialsError, type ErrorCode } from '../../../core/errors.js';
 

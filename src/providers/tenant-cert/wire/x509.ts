@@ -4,7 +4,7 @@
  * when absent. Import x509 from here, never from '@peculiar/x509' directly.
  *
  * Why a shim and not the reflect-metadata package: three functions over a WeakMap, no global polyfill of the whole
- * proposal, one dependency fewer (STYLE 10).
+ * proposal, one dependency fewer (conventions: few dependencies).
  */
 import './reflect-shim.js';
 import { webcrypto } from 'node:crypto';
