@@ -4,11 +4,11 @@
  * that is not served.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CredentialsError } from '../../src/core/errors.js';
 import { getClusterProfile, listClusterProfiles } from '../../src/kube/cluster-profile.js';
 import { createKubeTransport } from '../../src/kube/transport.js';
 import { buildProfile } from '../helpers/library-fixtures.js';
 import { createTestCa, startHttpsServer, type TestCa, type TestHttpsServer } from '../helpers/tls.js';
+import { rejection } from '../helpers/errors.js';
 
 const TOKEN = 'hub-token';
 const GROUP = '/apis/multicluster.x-k8s.io/';
@@ -73,15 +73,6 @@ async function hubOf(served: 'v1alpha1' | 'v1alpha2' | undefined, profiles: Reco
   const transport = createKubeTransport({ server: server.url, caPem: ca.cert }, { kind: 'token', token });
   transports.push(transport);
   return { server, hub: { send: transport.send, server: server.url }, requests: () => server.requests.map((r) => r.url) };
-}
-
-async function rejection(promise: Promise<unknown>): Promise<CredentialsError> {
-  try {
-    await promise;
-  } catch (error) {
-    return error as CredentialsError;
-  }
-  throw new Error('expected an error');
 }
 
 describe('getClusterProfile', () => {

@@ -6,9 +6,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import type { CredentialsError } from '../../src/core/errors.js';
 import { readClusterProfileFile } from '../../src/kube/cluster-profile.js';
 import { buildProfile } from '../helpers/library-fixtures.js';
+import { rejection } from '../helpers/errors.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'kube-cluster-profile-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -27,15 +27,6 @@ function v1alpha2(name: string) {
     spec: { clusterManager: { name: 'demo' } },
     status: { accessProviders: [{ name: 'p', cluster: { server: 'https://spoke.example' } }] },
   };
-}
-
-async function rejection(promise: Promise<unknown>): Promise<CredentialsError> {
-  try {
-    await promise;
-  } catch (error) {
-    return error as CredentialsError;
-  }
-  throw new Error('expected an error');
 }
 
 describe('readClusterProfileFile', () => {

@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import type { CredentialsError } from '../../src/core/errors.js';
 import { loadInClusterAccess, loadKubeAccess } from '../../src/kube/kubeconfig.js';
+import { rejection } from '../helpers/errors.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'kube-kubeconfig-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -70,15 +70,6 @@ function config(parts: { current?: string; clusters?: Record<string, object>; us
 /** A pod's service-account mount with a token and CA. */
 function serviceAccount(): string {
   return tree({ token: 'sa-token\n', 'ca.crt': CA, namespace: 'pod-ns\n' });
-}
-
-async function rejection(promise: Promise<unknown>): Promise<CredentialsError> {
-  try {
-    await promise;
-  } catch (error) {
-    return error as CredentialsError;
-  }
-  throw new Error('expected an error');
 }
 
 describe('loadKubeAccess: KUBECONFIG is merged as kubectl merges it', () => {
