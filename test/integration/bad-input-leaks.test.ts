@@ -17,6 +17,8 @@ import { createTestCa, type TestCa } from '../helpers/tls.js';
 const BIN = join(import.meta.dirname, '../../bin');
 const SECRET = 's3cretpw';
 const BIG = 'a'.repeat(100_000);
+/** A URL that parses and reaches nothing, 100 KB long. */
+const BIG_URL = `https://127.0.0.1:1/${BIG}`;
 /** What a refusal may print at most: the code, the message with its values quoted (bounded), path and hint. */
 const STDERR_BOUND = 2_000;
 
@@ -80,6 +82,7 @@ describe('clusterprofile-tenant-cert', () => {
     for (const key of ['issuerURL', 'providerClusterID', 'issuerCA', 'clientCA']) {
       expectClean(await plugin('tenant-cert', args(), { server: 'https://127.0.0.1:1', config: config({ [key]: BIG }) }), key);
     }
+    expectClean(await plugin('tenant-cert', args(), { server: 'https://127.0.0.1:1', config: config({ issuerURL: BIG_URL }) }), 'a long issuerURL');
   });
 });
 
@@ -97,6 +100,7 @@ describe('clusterprofile-oidc', () => {
     for (const key of ['issuerURL', 'token', 'clientID', 'audience', 'issuerCA']) {
       expectClean(await plugin('oidc', [...args, secretFile], { server: 'https://127.0.0.1:1', config: config({ [key]: BIG }) }), key);
     }
+    expectClean(await plugin('oidc', [...args, secretFile], { server: 'https://127.0.0.1:1', config: config({ issuerURL: BIG_URL }) }), 'a long issuerURL');
   });
 });
 
@@ -126,6 +130,7 @@ describe('clusterprofile-token-request', () => {
 
   it('never quotes a 100 KB value back whole', async () => {
     expectClean(await plugin('token-request', ['--bootstrap-kubeconfig', bootstrap], { server: BIG, config: config() }), 'server');
+    expectClean(await plugin('token-request', ['--bootstrap-kubeconfig', bootstrap], { server: BIG_URL, config: config() }), 'a long server URL');
     for (const key of ['namespace', 'serviceAccount', 'expirationSeconds']) {
       expectClean(await plugin('token-request', ['--bootstrap-kubeconfig', bootstrap], { server: 'https://127.0.0.1:1', config: config({ [key]: BIG }) }), key);
     }
