@@ -139,16 +139,18 @@ export function quote(value: unknown, limit = QUOTE_LIMIT): string {
  * One URL (or a value meant to be one) with its userinfo replaced by `***`, however it is written. A URL that parses
  * loses exactly its username and password; a text that does not parse (a password holding `/` or a space, a bad port)
  * loses everything between `//` (or its start) and its last `@`, which may hide more than the userinfo but never
- * less. For free text holding URLs, see {@link withoutUserinfo}.
+ * less (so does a value without a host, such as `user:pw@host`). For free text holding URLs, see {@link withoutUserinfo}.
  */
 export function redactUrl(url: string): string {
-  if (URL.canParse(url)) {
-    const parsed = new URL(url);
-    if (parsed.username === '' && parsed.password === '') return url;
+  const parsed = URL.canParse(url) ? new URL(url) : undefined;
+  if (parsed !== undefined && (parsed.username !== '' || parsed.password !== '')) {
     parsed.username = '';
     parsed.password = '';
     return parsed.href.replace('//', '//***@');
   }
+  // A URL with a host and no userinfo is shown as it is; anything else holding an "@" (`user:pw@host` parses as
+  // scheme `user:`) is cut like a text that does not parse.
+  if (parsed !== undefined && parsed.host !== '') return url;
   const at = url.lastIndexOf('@');
   if (at < 0) return url;
   const slashes = url.indexOf('//');
