@@ -24,6 +24,8 @@ export const ERROR_DOCS: { readonly [C in ErrorCode]: ErrorDoc } = {
   ERR_NO_MATCHING_PROVIDER: { area: 'library', doc: 'No access provider of the profile has a name in the providers file: the hint lists both sides; align the names.' },
   ERR_NO_EXEC_CONFIG: { area: 'library', doc: 'The chosen providers-file entry has no execConfig: add one.' },
   ERR_EXTENSION_INVALID: { area: 'library', doc: 'The additional CLI args / env vars extension of the profile has the wrong shape; path = the extension.' },
+  ERR_PROFILE_ENV_DENIED: { area: 'library', doc: 'The profile\'s additional-envs extension sets a variable that can take over the plugin or redirect its credentials (NODE_OPTIONS, LD_PRELOAD, PATH, KUBECONFIG, ...); path = the variable: remove it, or allow it in the providers-file entry\'s allowedProfileEnvVars.' },
+  ERR_PROFILE_INSECURE_TLS_DENIED: { area: 'library', doc: 'The profile\'s cluster turns TLS verification off (insecure-skip-tls-verify: true) and the providers-file entry does not allow it: give the cluster a CA, or set allowInsecureSkipTLSVerify: true on the entry.' },
   ERR_POLICY_UNSUPPORTED: { area: 'library', doc: 'An unknown profileSourcedCLIArgsPolicy / profileSourcedEnvVarsPolicy while the profile carries that extension: use a supported policy.' },
 
   // exec: running a credential plugin (client-go's exec authenticator)
@@ -34,6 +36,8 @@ export const ERROR_DOCS: { readonly [C in ErrorCode]: ErrorDoc } = {
   ERR_EXEC_OUTPUT_INVALID: { area: 'exec', doc: 'The plugin printed something that is not an ExecCredential client-go accepts (or too much): a plugin bug.' },
   ERR_EXEC_API_VERSION_MISMATCH: { area: 'exec', doc: 'The plugin answered in another apiVersion than the exec config asks for: align them.' },
   ERR_EXEC_RECURSION: { area: 'exec', doc: 'Exec plugins are nested deeper than the limit (a plugin running kubectl running the plugin ...): break the loop.' },
+  ERR_EXEC_PLUGIN_POLICY_INVALID: { area: 'exec', doc: 'The credential plugin policy given to the exec layer is malformed (unknown policy type, an allowlist with another policy, an empty or non-normalized allowlist): fix the option.' },
+  ERR_EXEC_PLUGIN_DENIED: { area: 'exec', doc: 'The credential plugin policy does not let this command run (DenyAll, not on the allowlist, or not resolvable for the allowlist check): add it to the allowlist or change the policy.' },
   ERR_EXEC_INTERACTIVE: { area: 'exec', doc: 'interactiveMode Always without a terminal on stdin: run from a terminal or change interactiveMode.' },
 
   // plugin: the runtime every plugin binary shares

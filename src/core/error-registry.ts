@@ -29,6 +29,8 @@ export const ERRORS = {
   ERR_NO_EXEC_CONFIG: { exit: 1, retryable: false },
   ERR_EXTENSION_INVALID: { exit: 1, retryable: false },
   ERR_POLICY_UNSUPPORTED: { exit: 1, retryable: false },
+  ERR_PROFILE_ENV_DENIED: { exit: 1, retryable: false },
+  ERR_PROFILE_INSECURE_TLS_DENIED: { exit: 1, retryable: false },
 
   // exec: running a credential plugin (client-go's exec authenticator)
   ERR_EXEC_CONFIG_INVALID: { exit: 1, retryable: false },
@@ -39,6 +41,8 @@ export const ERRORS = {
   ERR_EXEC_API_VERSION_MISMATCH: { exit: 1, retryable: false },
   ERR_EXEC_RECURSION: { exit: 1, retryable: false },
   ERR_EXEC_INTERACTIVE: { exit: 1, retryable: false },
+  ERR_EXEC_PLUGIN_POLICY_INVALID: { exit: 1, retryable: false },
+  ERR_EXEC_PLUGIN_DENIED: { exit: 1, retryable: false },
 
   // plugin: the runtime every plugin binary shares
   ERR_PLUGIN_USAGE: { exit: 2, retryable: false },

@@ -102,6 +102,67 @@ export function withoutUserinfo(url: string): string {
   return url.replace(/(^|\/\/)[^/@\s]*@/g, '$1***@');
 }
 
+/** The most characters of one value a message quotes: enough to recognise it, never a 100 KB field echoed back. */
+export const QUOTE_LIMIT = 200;
+
+/**
+ * `text` cut to `limit` characters (a split surrogate pair dropped) with `…` and the full length appended when longer:
+ * for a value shown as it is (a path, a URL after "at").
+ */
+export function clip(text: string, limit = QUOTE_LIMIT): string {
+  if (text.length <= limit) return text;
+  const end = /[\ud800-\udbff]/.test(text.charAt(limit - 1)) ? limit - 1 : limit;
+  return `${text.slice(0, end)}… (${text.length} characters)`;
+}
+
+/**
+ * A value for a message, the one place where input is quoted back: JSON text (a string in quotes, control
+ * characters escaped), at most {@link QUOTE_LIMIT} characters of it, then `…` and the full length. Values from a
+ * ClusterProfile, KUBERNETES_EXEC_INFO or a file can be any size; quote them with this, never `JSON.stringify`.
+ */
+export function quote(value: unknown, limit = QUOTE_LIMIT): string {
+  if (typeof value === 'string') {
+    if (value.length <= limit) return JSON.stringify(value);
+    const end = /[\ud800-\udbff]/.test(value.charAt(limit - 1)) ? limit - 1 : limit;
+    return `${JSON.stringify(`${value.slice(0, end)}…`)} (${value.length} characters)`;
+  }
+  let text: string;
+  try {
+    text = JSON.stringify(value) ?? String(value);
+  } catch {
+    text = String(value);
+  }
+  return clip(text, limit);
+}
+
+/**
+ * One URL (or a value meant to be one) with its userinfo replaced by `***`, however it is written. A URL that parses
+ * loses exactly its username and password; a text that does not parse (a password holding `/` or a space, a bad port)
+ * loses everything between `//` (or its start) and its last `@`, which may hide more than the userinfo but never
+ * less (so does a value without a host, such as `user:pw@host`). For free text holding URLs, see {@link withoutUserinfo}.
+ */
+export function redactUrl(url: string): string {
+  const parsed = URL.canParse(url) ? new URL(url) : undefined;
+  if (parsed !== undefined && (parsed.username !== '' || parsed.password !== '')) {
+    parsed.username = '';
+    parsed.password = '';
+    return parsed.href.replace('//', '//***@');
+  }
+  // A URL with a host and no userinfo is shown as it is; anything else holding an "@" (`user:pw@host` parses as
+  // scheme `user:`) is cut like a text that does not parse.
+  if (parsed !== undefined && parsed.host !== '') return url;
+  const at = url.lastIndexOf('@');
+  if (at < 0) return url;
+  const slashes = url.indexOf('//');
+  const start = slashes >= 0 && slashes < at ? slashes + 2 : 0;
+  return `${url.slice(0, start)}***${url.slice(at)}`;
+}
+
+/** {@link quote} of {@link redactUrl}: how a message shows a URL it refuses. */
+export function quoteUrl(url: string): string {
+  return quote(redactUrl(url));
+}
+
 /** The `code` of a Node system error (`ENOENT`, `EACCES`...), or undefined. */
 export function errno(error: unknown): string | undefined {
   return (error as { code?: unknown } | null)?.code as string | undefined;

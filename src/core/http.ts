@@ -21,7 +21,7 @@
  */
 import type { Socket } from 'node:net';
 import type { Dispatcher } from 'undici';
-import { withoutUserinfo } from './errors.js';
+import { clip, quoteUrl, redactUrl, withoutUserinfo } from './errors.js';
 import { withRetries } from './retry.js';
 
 /** Default deadline of one send (ms), retries included. */
@@ -160,8 +160,8 @@ export class HttpFailure extends Error {
     super(withoutUserinfo(message), details.cause === undefined ? undefined : { cause: details.cause });
     this.kind = kind;
     this.code = details.code;
-    this.url = withoutUserinfo(details.url);
-    this.target = withoutUserinfo(details.target);
+    this.url = clip(redactUrl(details.url));
+    this.target = clip(redactUrl(details.target));
     this.retryable = RETRYABLE_KINDS.has(kind);
     this.timeoutMs = details.timeoutMs;
     this.limit = details.limit;
@@ -187,10 +187,10 @@ export function parseHttpUrl(value: string | URL, what = 'the URL'): URL {
   try {
     url = new URL(text);
   } catch (cause) {
-    throw new HttpFailure('url', `${what} ${JSON.stringify(withoutUserinfo(text))} is not a URL`, { url: text, target: text, cause });
+    throw new HttpFailure('url', `${what} ${quoteUrl(text)} is not a URL`, { url: text, target: text, cause });
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') {
-    throw new HttpFailure('url', `${what} ${withoutUserinfo(text)} must be https`, { url: text, target: text });
+    throw new HttpFailure('url', `${what} ${clip(redactUrl(text))} must be https`, { url: text, target: text });
   }
   return url;
 }

@@ -16,7 +16,7 @@
  * ```
  */
 import { parseDocument, readDocumentText, readProblem } from '../core/document.js';
-import { CredentialsError, withoutUserinfo } from '../core/errors.js';
+import { clip, CredentialsError, quote, redactUrl } from '../core/errors.js';
 import { validateDocument, type SchemaId } from '../schemas/index.js';
 import { statusMessage } from './status.js';
 import type { KubeResponse, SendKubeRequest } from './types.js';
@@ -68,7 +68,7 @@ export function checkClusterProfile(doc: unknown, label: string, at = '$'): Clus
   if (schema === undefined) {
     throw new CredentialsError<ClusterProfileErrorCode>(
       'ERR_PROFILE_INVALID',
-      `invalid ClusterProfile${label === '' ? '' : ` ${label}`}: apiVersion must be one of ${Object.keys(SCHEMAS).join(', ')}, got ${JSON.stringify(apiVersion) ?? 'nothing'}`,
+      `invalid ClusterProfile${label === '' ? '' : ` ${label}`}: apiVersion must be one of ${Object.keys(SCHEMAS).join(', ')}, got ${apiVersion === undefined ? 'nothing' : quote(apiVersion)}`,
       { path: `${at}.apiVersion` },
     );
   }
@@ -128,7 +128,7 @@ function profilePath(version: string, namespace: string, name?: string): string 
 }
 
 function urlOf(hub: ClusterProfileHub, path: string): string {
-  return `${withoutUserinfo(hub.server.replace(/\/+$/, ''))}${path}`;
+  return `${clip(redactUrl(hub.server.replace(/\/+$/, '')))}${path}`;
 }
 
 /** A 404 Status that names an object: that object does not exist (a version that is not served names none). */

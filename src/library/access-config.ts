@@ -87,6 +87,8 @@ export function normalizeAccessConfig(valid: unknown): AccessConfig {
       }
       if (entry?.profileSourcedCLIArgsPolicy != null) provider.profileSourcedCLIArgsPolicy = entry.profileSourcedCLIArgsPolicy;
       if (entry?.profileSourcedEnvVarsPolicy != null) provider.profileSourcedEnvVarsPolicy = entry.profileSourcedEnvVarsPolicy;
+      if (entry?.allowedProfileEnvVars != null) provider.allowedProfileEnvVars = [...entry.allowedProfileEnvVars];
+      if (entry?.allowInsecureSkipTLSVerify != null) provider.allowInsecureSkipTLSVerify = entry.allowInsecureSkipTLSVerify;
       return provider;
     }),
   };

@@ -40,10 +40,14 @@ export {
   ExecAuthenticator,
   ExecCredentialCache,
   execCacheKey,
+  validatePluginPolicy,
   parseExecCredential,
   runExecPlugin,
 } from './exec/index.js';
 export type {
+  CredentialPluginAllowlistEntry,
+  CredentialPluginPolicy,
+  CredentialPluginPolicyType,
   ExecAuthenticatorOptions,
   ExecCredential,
   ExecErrorCode,

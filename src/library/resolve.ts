@@ -7,7 +7,8 @@
  */
 import { assertDocument, validateDocument, type SchemaId } from '../schemas/index.js';
 import { normalizeAccessConfig } from './access-config.js';
-import { CredentialsError, withoutUserinfo, type ErrorCodes } from '../core/errors.js';
+import { clip, CredentialsError, quote, quoteUrl, type ErrorCodes } from '../core/errors.js';
+import { effectiveEnvName, isAllowedProfileEnv, profileEnvDenial } from './profile-env.js';
 import { canonicalBase64, isGoBase64 } from './go-base64.js';
 import type {
   AccessConfig,
@@ -30,6 +31,8 @@ export type ResolveErrorCode = ErrorCodes<
   | 'ERR_EXEC_CONFIG_INVALID'
   | 'ERR_EXTENSION_INVALID'
   | 'ERR_POLICY_UNSUPPORTED'
+  | 'ERR_PROFILE_ENV_DENIED'
+  | 'ERR_PROFILE_INSECURE_TLS_DENIED'
 >;
 
 /** The cluster extension whose object the exec layer hands the plugin as `spec.cluster.config` (SIG Auth's key). */
@@ -105,7 +108,7 @@ export function resolveClusterAccess(
     const provider = deprecated[index] as AccessProvider;
     byName.set(provider.name, { provider, field: 'credentialProviders', index });
     options.warn?.(
-      `ClusterProfile ${JSON.stringify(name)} uses deprecated field CredentialProviders ${JSON.stringify(provider.name)}; please migrate to AccessProviders`,
+      `ClusterProfile ${quote(name)} uses deprecated field CredentialProviders ${quote(provider.name)}; please migrate to AccessProviders`,
     );
   }
   const current = status.accessProviders ?? [];
@@ -121,7 +124,7 @@ export function resolveClusterAccess(
   if (chosenEntry === undefined || chosen === undefined) {
     throw new CredentialsError(
       'ERR_NO_MATCHING_PROVIDER',
-      `no matching cluster accessor found for cluster profile ${JSON.stringify(name)}`,
+      `no matching cluster accessor found for cluster profile ${quote(name)}`,
       {
         path: '$.status.accessProviders',
         hint: `the profile lists ${listNames([...byName.keys()])}; the providers file configures ${listNames(
@@ -136,7 +139,7 @@ export function resolveClusterAccess(
   if (execConfig === undefined || execConfig === null) {
     throw new CredentialsError(
       'ERR_NO_EXEC_CONFIG',
-      `no exec config found for provider ${JSON.stringify(chosenEntry.name)}`,
+      `no exec config found for provider ${quote(chosenEntry.name)}`,
       { path: `$.providers[${fileIndex}].execConfig` },
     );
   }
@@ -147,7 +150,7 @@ export function resolveClusterAccess(
   if (cluster === undefined || cluster === null) {
     throw new CredentialsError(
       'ERR_PROFILE_INVALID',
-      `access provider ${JSON.stringify(chosenEntry.name)} of ClusterProfile ${JSON.stringify(name)} has no cluster to connect to`,
+      `access provider ${quote(chosenEntry.name)} of ClusterProfile ${quote(name)} has no cluster to connect to`,
       { path: `$.status.${chosen.field}[${chosen.index}].cluster` },
     );
   }
@@ -175,6 +178,16 @@ export function resolveClusterAccess(
   const clusterPath = `$.status.${chosen.field}[${chosen.index}].cluster`;
   assertUniqueExtensionNames(extensions, clusterPath);
   assertProxyUrl(cluster['proxy-url'], clusterPath);
+  if (cluster['insecure-skip-tls-verify'] === true && chosenEntry.allowInsecureSkipTLSVerify !== true) {
+    throw new CredentialsError<ResolveErrorCode>(
+      'ERR_PROFILE_INSECURE_TLS_DENIED',
+      `the ClusterProfile turns TLS verification off (insecure-skip-tls-verify: true) for provider ${quote(chosenEntry.name)}, which the providers file does not allow`,
+      {
+        path: `${clusterPath}['insecure-skip-tls-verify']`,
+        hint: `publish the cluster's CA in certificate-authority-data instead, or let the operator allow it: "allowInsecureSkipTLSVerify": true on providers-file entry $.providers[${fileIndex}]`,
+      },
+    );
+  }
 
   // 5. The result: fresh objects only.
   const execCluster: ExecCluster = { server: cluster.server };
@@ -218,7 +231,7 @@ function validateProfile(profile: unknown): void {
   if (schema === undefined) {
     throw new CredentialsError(
       'ERR_PROFILE_INVALID',
-      `invalid ClusterProfile: apiVersion must be one of ${Object.keys(PROFILE_SCHEMAS).join(', ')}, got ${JSON.stringify(apiVersion) ?? 'nothing'}`,
+      `invalid ClusterProfile: apiVersion must be one of ${Object.keys(PROFILE_SCHEMAS).join(', ')}, got ${apiVersion === undefined ? 'nothing' : quote(apiVersion)}`,
       { path: '$.apiVersion' },
     );
   }
@@ -231,9 +244,9 @@ function validateProfile(profile: unknown): void {
       'ERR_PROFILE_INVALID',
       `ClusterProfile is invalid: ${issues
         .slice(0, 5)
-        .map((issue) => `${issue.path}: ${issue.message}`)
+        .map((issue) => `${clip(issue.path)}: ${clip(issue.message)}`)
         .join('; ')}`,
-      { path: first.path },
+      { path: clip(first.path) },
     );
   }
   // Go decodes the whole profile: bad base64 in any provider's CA data fails it, chosen or not.
@@ -264,7 +277,7 @@ function assertUniqueExtensionNames(extensions: readonly NamedExtension[], clust
     if (stored.has(name)) {
       throw new CredentialsError<ResolveErrorCode>(
         'ERR_PROFILE_INVALID',
-        `ClusterProfile is invalid: duplicate extension name ${JSON.stringify(name)} in the cluster's extensions`,
+        `ClusterProfile is invalid: duplicate extension name ${quote(name)} in the cluster's extensions`,
         { path: `${clusterPath}.extensions[${index}].name`, hint: 'list each extension name once' },
       );
     }
@@ -277,7 +290,7 @@ function assertProxyUrl(proxyUrl: string | undefined, clusterPath: string): void
   if (proxyUrl === undefined || proxyUrl === '' || URL.canParse(proxyUrl)) return;
   throw new CredentialsError<ResolveErrorCode>(
     'ERR_PROFILE_INVALID',
-    `ClusterProfile is invalid: proxy-url ${JSON.stringify(withoutUserinfo(proxyUrl))} is not a URL`,
+    `ClusterProfile is invalid: proxy-url ${quoteUrl(proxyUrl)} is not a URL`,
     { path: `${clusterPath}['proxy-url']` },
   );
 }
@@ -299,7 +312,7 @@ function validateExecConfig(execConfig: ExecConfig, providerName: string, fileIn
   if (first !== undefined) {
     throw new CredentialsError(
       'ERR_EXEC_CONFIG_INVALID',
-      `exec config of provider ${JSON.stringify(providerName)} is invalid: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`,
+      `exec config of provider ${quote(providerName)} is invalid: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`,
       { path: first.path },
     );
   }
@@ -322,7 +335,7 @@ function applyArgs(
     default:
       throw new CredentialsError(
         'ERR_POLICY_UNSUPPORTED',
-        `unsupported ProfileSourcedCLIArgsPolicy: ${JSON.stringify(policy)}`,
+        `unsupported ProfileSourcedCLIArgsPolicy: ${quote(policy)}`,
         { path: `$.providers[${fileIndex}].profileSourcedCLIArgsPolicy`, hint: 'use "Append" or "Ignore"' },
       );
   }
@@ -342,7 +355,7 @@ function applyEnvs(
   if (policy !== 'AppendIfNotExists' && policy !== 'Replace') {
     throw new CredentialsError(
       'ERR_POLICY_UNSUPPORTED',
-      `unsupported ProfileSourcedEnvVarsPolicy: ${JSON.stringify(policy)}`,
+      `unsupported ProfileSourcedEnvVarsPolicy: ${quote(policy)}`,
       {
         path: `$.providers[${fileIndex}].profileSourcedEnvVarsPolicy`,
         hint: 'use "AppendIfNotExists", "Replace" or "Ignore"',
@@ -350,6 +363,19 @@ function applyEnvs(
     );
   }
   const fromProfile = stringMap(payload, path);
+  for (const variable of fromProfile) {
+    const reason = profileEnvDenial(variable.name);
+    if (reason !== undefined && !isAllowedProfileEnv(variable.name, entry.allowedProfileEnvVars)) {
+      throw new CredentialsError<ResolveErrorCode>(
+        'ERR_PROFILE_ENV_DENIED',
+        `the ClusterProfile may not set the plugin's environment variable ${quote(variable.name)}: it ${reason === 'loads code' ? 'can load code into the plugin' : reason === 'chooses the program' ? 'chooses which program runs' : reason === 'changes trust' ? 'changes what the plugin trusts' : "changes where the plugin's credentials come from or go"}`,
+        {
+          path: memberPath(path(), variable.name),
+          hint: `remove it from the profile's ${ADDITIONAL_ENVS_EXTENSION_NAME} extension, or let the operator allow it: "allowedProfileEnvVars": [${quote(effectiveEnvName(variable.name))}] on providers-file entry $.providers[${fileIndex}]`,
+        },
+      );
+    }
+  }
   // The existing variables keep their order; a name listed twice collapses to its first position with the value
   // upstream's map would keep (AppendIfNotExists: the last one; Replace: the first one). Lists are short: a linear
   // search beats building maps on this per-profile path.
@@ -466,7 +492,7 @@ function jsonTextLength(text: string): number {
 }
 
 function memberPath(path: string, name: string): string {
-  return /^[A-Za-z_$][\w$]*$/.test(name) ? `${path}.${name}` : `${path}[${JSON.stringify(name)}]`;
+  return /^[A-Za-z_$][\w$]*$/.test(name) && name.length <= 200 ? `${path}.${name}` : `${path}[${quote(name)}]`;
 }
 
 function scalarText(value: unknown): string | undefined {
@@ -506,8 +532,11 @@ function copyJson(value: unknown): unknown {
   return copy;
 }
 
+/** At most 10 names, each quoted (bounded): a profile may list any number of providers of any length. */
 function listNames(names: readonly string[]): string {
-  return names.length === 0 ? 'no providers' : names.map((n) => JSON.stringify(n)).join(', ');
+  if (names.length === 0) return 'no providers';
+  const shown = names.slice(0, 10).map((n) => quote(n, 100)).join(', ');
+  return names.length > 10 ? `${shown} and ${names.length - 10} more` : shown;
 }
 
 function compareCodeUnits(a: string, b: string): number {

@@ -68,6 +68,17 @@ export interface ProviderConfig {
   execConfig?: ExecConfig;
   profileSourcedCLIArgsPolicy?: CLIArgsPolicy;
   profileSourcedEnvVarsPolicy?: EnvVarsPolicy;
+  /**
+   * Not in upstream's format (its reader ignores it): variables the profile's additional-envs extension may set even
+   * though they can take over the plugin or move its credentials (`NODE_OPTIONS`, `LD_PRELOAD`, `PATH`,
+   * `KUBECONFIG`...), by exact name, any case. Default: none (such a variable is `ERR_PROFILE_ENV_DENIED`).
+   */
+  allowedProfileEnvVars?: string[];
+  /**
+   * Not in upstream's format (its reader ignores it): whether a profile may turn TLS verification off with
+   * `insecure-skip-tls-verify: true`. Default false (`ERR_PROFILE_INSECURE_TLS_DENIED`).
+   */
+  allowInsecureSkipTLSVerify?: boolean;
 }
 
 /** The providers file (`--clusterprofile-provider-file`), exactly cluster-inventory-api's format. */

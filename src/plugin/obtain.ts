@@ -153,7 +153,9 @@ export async function obtain<F extends FlagSpecs, Settings, State>(
   const minRemainingMs = (provider.minRemainingSeconds ?? 60) * 1000;
   /** An entry to serve: valid for at least the provider's margin more. */
   const fresh = (read: EntryRead<State>): read is Extract<EntryRead<State>, { kind: 'entry' }> =>
-    read.kind === 'entry' && read.expiresAt - now().getTime() > minRemainingMs;
+    read.kind === 'entry' &&
+    read.expiresAt - now().getTime() > minRemainingMs &&
+    (provider.stateExpiresAt === undefined || (provider.stateExpiresAt(read.entry.state) ?? Number.NEGATIVE_INFINITY) - now().getTime() > minRemainingMs);
 
   // Fast path: no lock, no provider code beyond settings().
   if (forceRefresh !== true && checkPrivateDirectory(dir)) {

@@ -165,6 +165,13 @@ export interface CredentialProvider<F extends FlagSpecs = FlagSpecs, Settings = 
    */
   lockTimeoutMs?: number;
   /**
+   * When a cached credential stops working by its own {@link IssuedCredential.state} (a certificate's notAfter), for
+   * credentials that can end before their `expirationTimestamp` says (a clock that was wrong when the entry was
+   * written, an edited entry): epoch ms, or undefined when the state cannot tell — the entry is then not served. Runs
+   * on every cache hit: read a stored value, never parse a certificate.
+   */
+  stateExpiresAt?(state: State | undefined): number | undefined;
+  /**
    * The provider's settings from flags, environment and input. Runs on every invocation, cache hit included: keep it
    * cheap (no network). Throw a {@link CredentialsError} for bad configuration: exit 2, nothing on stdout.
    */

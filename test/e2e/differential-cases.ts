@@ -153,9 +153,20 @@ export function handCases(pki: Pki): Case[] {
     resolve('proxy-url is carried', file(provider()), [onCluster(cluster({ 'proxy-url': 'http://user:pw@proxy.example:3128' }))], ['exec-info-config-null']),
     resolve('no proxy-url: no proxy', file(provider({}, { provideClusterInfo: false })), [onCluster(cluster())]),
     // Listed differences.
-    resolve('tls-server-name, insecure-skip-tls-verify, disable-compression are carried', file(provider()), [
+    resolve('tls-server-name, insecure-skip-tls-verify (allowed by the providers file, a field upstream ignores), disable-compression are carried', file(provider({ allowInsecureSkipTLSVerify: true })), [
       onCluster(cluster({ 'tls-server-name': 'api.internal', 'insecure-skip-tls-verify': true, 'disable-compression': true })),
     ], ['tls-fields-carried', 'exec-info-config-null']),
+    resolve('insecure-skip-tls-verify: true without the providers file’s leave is refused; upstream drops it', file(provider()), [
+      onCluster(cluster({ 'insecure-skip-tls-verify': true })),
+    ], ['insecure-refused']),
+    resolve('NODE_OPTIONS from a profile is refused; upstream hands it to the plugin', file(appendEnv), [withExt(ext(ENVS, { NODE_OPTIONS: '--require=/tmp/x.js', OK: 'fine' }))], ['env-denied']),
+    resolve('LD_PRELOAD from a profile is refused under Replace', file(replaceEnv), [withExt(ext(ENVS, { LD_PRELOAD: '/tmp/x.so' }))], ['env-denied']),
+    resolve('a name carrying "=" that sets NODE_OPTIONS is refused', file(appendEnv), [withExt(ext(ENVS, { 'NODE_OPTIONS=--require=/tmp/x.js': '' }))], ['env-denied']),
+    resolve('KUBECONFIG from a profile is refused', file(appendEnv), [withExt(ext(ENVS, { KUBECONFIG: '/tmp/other' }))], ['env-denied']),
+    resolve('allowedProfileEnvVars lets NODE_OPTIONS through (upstream ignores the field and passes it anyway)', file(provider({ profileSourcedEnvVarsPolicy: 'AppendIfNotExists', allowedProfileEnvVars: ['NODE_OPTIONS'] })), [
+      withExt(ext(ENVS, { NODE_OPTIONS: '--max-old-space-size=64' })),
+    ]),
+    resolve('NODE_OPTIONS under Ignore: both ignore it', file(provider({ profileSourcedEnvVarsPolicy: 'Ignore' })), [withExt(ext(ENVS, { NODE_OPTIONS: '--require=/tmp/x.js' }))]),
     resolve('installHint is kept', file(provider({}, { installHint: 'brew install cmd' })), [withExt(ext(EXEC, {}))], ['install-hint-kept']),
     resolve('a YAML providers file is read', `providers:\n  - name: p\n    execConfig:\n      apiVersion: ${V1}\n      command: cmd\n`, [withExt(ext(EXEC, {}))], ['yaml-providers-file']),
     resolve('field names of the providers file match exactly', JSON.stringify({ Providers: [provider()] }), [withExt(ext(EXEC, {}))], ['field-name-case']),
@@ -317,7 +328,7 @@ export class Random {
 }
 
 const NAMES = ['a', 'b', 'c'];
-const ENV_NAMES = ['FILE', 'TOKEN_PATH', 'AUDIENCE', 'X', 'lower', 'A=B', '', 'MY.VAR'];
+const ENV_NAMES = ['FILE', 'TOKEN_PATH', 'AUDIENCE', 'X', 'lower', 'A=B', '', 'MY.VAR', 'NODE_OPTIONS', 'PATH'];
 const ATOMS = ['a', 'b', 'z', '--flag', '--cluster=x', 'value', '1', ' ', '=', '"', '\\', '<', '&', 'é', '\u{1f600}', '\n', '\t', '\u0001', '\u0085', '\u0080', '\u007f', '\u2028', '\ufeff', 'true', 'null'];
 
 function text(r: Random): string {
@@ -414,6 +425,9 @@ function randomProvidersFile(r: Random): { text: string; entries: Record<string,
     if (args !== undefined) entry.profileSourcedCLIArgsPolicy = args;
     const envs = r.pick(['', 'AppendIfNotExists', 'AppendIfNotExists', 'Replace', 'Replace', 'Ignore', 'Merge', undefined, undefined]);
     if (envs !== undefined) entry.profileSourcedEnvVarsPolicy = envs;
+    // Fields of ours that upstream's reader ignores.
+    if (r.chance(0.1)) entry.allowedProfileEnvVars = r.pick([['NODE_OPTIONS'], ['path'], []]);
+    if (r.chance(0.1)) entry.allowInsecureSkipTLSVerify = r.chance(0.5);
     entries.push(entry);
   }
   return { text: JSON.stringify({ providers: entries }), entries };

@@ -40,6 +40,8 @@ const LISTED: Readonly<Record<string, 'docs/library.md' | 'docs/exec.md'>> = {
   'field-name-case': 'docs/library.md',
   'nel-refused': 'docs/library.md',
   'upstream-panic': 'docs/library.md',
+  'env-denied': 'docs/library.md',
+  'insecure-refused': 'docs/library.md',
   'exec-info-config-null': 'docs/exec.md',
 };
 
@@ -187,6 +189,8 @@ function compareResolve(c: ResolveCase, go: GoResolveResult, ours: Ours): Findin
     // The schema's own issues start with a JSON path.
     else if (ours.code === 'ERR_PROFILE_INVALID' && /^ClusterProfile is invalid: \$|has no cluster/.test(ours.message)) finding.classes.add('profile-schema');
     else if (ours.code === 'ERR_EXTENSION_INVALID' && ours.message.includes('U+0085')) finding.classes.add('nel-refused');
+    else if (ours.code === 'ERR_PROFILE_ENV_DENIED') finding.classes.add('env-denied');
+    else if (ours.code === 'ERR_PROFILE_INSECURE_TLS_DENIED') finding.classes.add('insecure-refused');
     else finding.unexplained.push(`Go accepted; we refused: ${ours.code}: ${ours.message}`);
     return finding;
   }

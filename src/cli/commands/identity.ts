@@ -3,7 +3,8 @@
  * the consumer's last step of the manual flow. Reads an Identity (ours or Liqo's `authentication.liqo.io/v1beta1`,
  * YAML or JSON; `-` for stdin), checks that its certificate is for our cluster ID and our key and not expired, and
  * stores it where `clusterprofile-tenant-cert` looks first (`DIR/<consumer>/<provider>.yaml`, 0600). With
- * `--kubeconfig`, also writes a kubeconfig for the Identity's API server whose user runs the plugin.
+ * `--kubeconfig`, also writes a kubeconfig for the Identity's API server whose user runs the plugin: both or neither (a
+ * kubeconfig that cannot be written undoes the store, and the error says so).
  *
  * @example
  * ```sh
@@ -12,13 +13,14 @@
  * ```
  */
 import { createPrivateKey } from 'node:crypto';
+import { readFile, unlink } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { Argv } from 'yargs';
 import { writeFileAtomic } from '../../core/private-files.js';
-import { CredentialsError } from '../../core/errors.js';
+import { CredentialsError, errno } from '../../core/errors.js';
 import { renderKubeconfig } from '../../library/kubeconfig.js';
 import type { ResolvedClusterAccess } from '../../library/types.js';
-import { checkCertificate, defaultIdentityDir, parseIdentity, readKeyFile, storeIdentity, type ParsedIdentity } from '../../providers/tenant-cert/index.js';
+import { checkCertificate, defaultIdentityDir, identityFile, parseIdentity, readKeyFile, storeIdentity, type ParsedIdentity } from '../../providers/tenant-cert/index.js';
 import type { CommandArgs, CommandContext } from '../command.js';
 import { readInput } from '../input.js';
 
@@ -70,13 +72,37 @@ export function identityKubeconfig(
   return renderKubeconfig(access, { name: identity.providerClusterID });
 }
 
-async function writePrivateFile(path: string, text: string): Promise<void> {
+/** The text of the Identity stored for the pair before this import, or undefined when there was none. */
+async function previousIdentity(file: string): Promise<string | undefined> {
+  try {
+    return await readFile(file, 'utf8');
+  } catch (error) {
+    if (errno(error) === 'ENOENT') return undefined;
+    throw new CredentialsError('ERR_TENANT_CERT_IDENTITY_STORE', `cannot read the Identity stored before: ${(error as Error).message}`, { path: file, cause: error });
+  }
+}
+
+/**
+ * Writes the kubeconfig; when that fails, puts the store back as it was (the previous Identity, or none) and says
+ * which state it is in: an Identity without the kubeconfig the user asked for must not pass unnoticed.
+ */
+async function writeKubeconfigOrUndo(path: string, text: string, stored: string, previous: string | undefined): Promise<void> {
   try {
     await writeFileAtomic(path, text, 0o600);
+    return;
   } catch (cause) {
-    throw new CredentialsError('ERR_IDENTITY_KUBECONFIG', `cannot write the kubeconfig: ${(cause as Error).message}`, {
+    let outcome: string;
+    try {
+      if (previous === undefined) await unlink(stored);
+      else await writeFileAtomic(stored, previous, 0o600);
+      outcome = previous === undefined ? 'the Identity was not stored' : 'the Identity was not stored (the one imported before is kept)';
+    } catch (undo) {
+      outcome = `the Identity WAS stored at ${stored} (undoing that failed: ${(undo as Error).message})`;
+    }
+    throw new CredentialsError('ERR_IDENTITY_KUBECONFIG', `cannot write the kubeconfig: ${(cause as Error).message}; ${outcome}`, {
       path,
       cause,
+      hint: 'fix --kubeconfig (a writable file path) and import again',
     });
   }
 }
@@ -128,9 +154,10 @@ export async function run(args: CommandArgs, ctx: CommandContext): Promise<numbe
     });
   }
 
+  const previous = kubeconfig === undefined ? undefined : await previousIdentity(identityFile(identityDir, identity.consumerClusterID, identity.providerClusterID));
   const stored = await storeIdentity(identityDir, identity, text);
   if (kubeconfigPath !== undefined && kubeconfig !== undefined) {
-    await writePrivateFile(kubeconfigPath, kubeconfig);
+    await writeKubeconfigOrUndo(kubeconfigPath, kubeconfig, stored, previous);
   }
   ctx.io.stderr.write(
     `imported the Identity of ${identity.providerClusterID} for ${identity.consumerClusterID} (certificate valid until ${checked.notAfter.toISOString()})\n`,

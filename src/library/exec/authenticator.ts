@@ -7,6 +7,7 @@
 import type { ExecCluster, ExecConfig } from '../types.js';
 import type { ExecCredential } from './output.js';
 import { runExecPlugin, type ExecRunOptions } from './runner.js';
+import { validatePluginPolicy } from './policy.js';
 import { canonicalJson } from '../../core/canonical-json.js';
 
 /** Default: refresh this long before `expirationTimestamp` (capped at half the credential's lifetime). */
@@ -49,7 +50,9 @@ export class ExecAuthenticator {
   #inflight: Promise<ExecCredential> | undefined;
   #execs = 0;
 
+  /** Throws `ERR_EXEC_PLUGIN_POLICY_INVALID` for a malformed `pluginPolicy` (client-go refuses it when it builds the authenticator). */
   constructor(exec: ExecConfig, cluster: ExecCluster | undefined, options: ExecAuthenticatorOptions = {}) {
+    validatePluginPolicy(options.pluginPolicy);
     this.exec = exec;
     this.cluster = cluster;
     this.#options = options;
@@ -135,7 +138,9 @@ export class ExecCredentialCache {
   #options: ExecAuthenticatorOptions;
   #authenticators = new Map<string, ExecAuthenticator>();
 
+  /** Throws `ERR_EXEC_PLUGIN_POLICY_INVALID` for a malformed `pluginPolicy`. */
   constructor(options: ExecAuthenticatorOptions = {}) {
+    validatePluginPolicy(options.pluginPolicy);
     this.#options = options;
   }
 

@@ -10,6 +10,8 @@ export type ExecErrorCode = ErrorCodes<
   | 'ERR_EXEC_API_VERSION_MISMATCH'
   | 'ERR_EXEC_RECURSION'
   | 'ERR_EXEC_INTERACTIVE'
+  | 'ERR_EXEC_PLUGIN_POLICY_INVALID'
+  | 'ERR_EXEC_PLUGIN_DENIED'
 >;
 
 export type ExecError = CredentialsError<ExecErrorCode>;

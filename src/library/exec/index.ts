@@ -7,3 +7,5 @@ export { buildExecRequest, execDepth, EXEC_DEPTH_ENV, DEFAULT_MAX_EXEC_DEPTH } f
 export type { ExecRequest, ExecRequestOptions } from './request.js';
 export { runExecPlugin, spawnExecRequest, DEFAULT_EXEC_TIMEOUT_MS } from './runner.js';
 export type { ExecRunOptions } from './runner.js';
+export { checkPluginPolicy, validatePluginPolicy } from './policy.js';
+export type { CredentialPluginAllowlistEntry, CredentialPluginPolicy, CredentialPluginPolicyType } from './policy.js';

@@ -27,7 +27,10 @@ export interface ExecRequestOptions {
 }
 
 export interface ExecRequest {
+  /** The configured command: what messages name. */
   command: string;
+  /** The file to run when it is not `command` itself (the path a credential plugin policy resolved and checked). */
+  executable?: string;
   args: string[];
   /** The full environment of the child: parent, then exec.env (wins), then KUBERNETES_EXEC_INFO and the depth marker. */
   env: Record<string, string>;

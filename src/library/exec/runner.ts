@@ -9,6 +9,7 @@ import { execError, type ExecError } from './errors.js';
 import { parseExecCredential, type ExecCredential } from './output.js';
 import type { Env } from '../../core/io.js';
 import { buildExecRequest, type ExecRequest } from './request.js';
+import { checkPluginPolicy, validatePluginPolicy, type CredentialPluginPolicy } from './policy.js';
 
 /** Default time a plugin may run before it is killed (client-go has none: kubernetes#108849). */
 export const DEFAULT_EXEC_TIMEOUT_MS = 60_000;
@@ -28,6 +29,12 @@ export interface ExecRunOptions {
   maxStderrBytes?: number;
   /** Recursion guard limit. Default 3. */
   maxDepth?: number;
+  /**
+   * Which plugins may run (client-go 1.35's `PluginPolicy`, kuberc's `credentialPluginPolicy` /
+   * `credentialPluginAllowlist`). Default: all. A plugin it denies is `ERR_EXEC_PLUGIN_DENIED`; a malformed policy
+   * `ERR_EXEC_PLUGIN_POLICY_INVALID`.
+   */
+  pluginPolicy?: CredentialPluginPolicy;
 }
 
 interface Outcome {
@@ -72,7 +79,7 @@ export function spawnExecRequest(request: ExecRequest, options: ExecRunOptions =
 
     let child;
     try {
-      child = spawn(command, request.args, {
+      child = spawn(request.executable ?? command, request.args, {
         env: request.env,
         shell: false,
         // Its own process group, so a timeout kills the plugin and everything it started.
@@ -161,11 +168,15 @@ export async function runExecPlugin(
   cluster: ExecCluster | undefined,
   options: ExecRunOptions = {},
 ): Promise<ExecCredential> {
+  validatePluginPolicy(options.pluginPolicy);
+  const parentEnv = options.env ?? process.env;
   const request = buildExecRequest(exec, cluster, {
-    env: options.env ?? process.env,
+    env: parentEnv,
     stdinIsTerminal: options.stdinIsTerminal ?? false,
     ...(options.maxDepth === undefined ? {} : { maxDepth: options.maxDepth }),
   });
+  const executable = checkPluginPolicy(options.pluginPolicy, exec.command, parentEnv, exec.installHint);
+  if (executable !== exec.command) request.executable = executable;
   const outcome = await spawnExecRequest(request, options);
   try {
     return parseExecCredential(outcome.stdout, exec.apiVersion);

@@ -7,7 +7,7 @@
  * - Controller-side, from flags: `--grant`, `--client-secret-file`, `--client-auth`, `--private-key-file`,
  *   `--subject-token-file`, … (see {@link oidcFlags}).
  */
-import { CredentialsError, withoutUserinfo } from '../../core/errors.js';
+import { CredentialsError, quote, quoteUrl } from '../../core/errors.js';
 import type { Env } from '../../core/io.js';
 import type { ExecCredentialInput, FlagValues } from '../../plugin/provider.js';
 
@@ -109,7 +109,7 @@ function parseIssuerURL(value: string | undefined): string {
   try {
     url = new URL(value);
   } catch {
-    throw configError(`issuerURL ${JSON.stringify(value)} is not a URL`, `${CONFIG}.issuerURL`);
+    throw configError(`issuerURL ${quoteUrl(value)} is not a URL`, `${CONFIG}.issuerURL`);
   }
   if (url.protocol !== 'https:') throw configError(`issuerURL must use https, got ${url.protocol}`, `${CONFIG}.issuerURL`);
   if (url.search !== '' || url.hash !== '') throw configError('issuerURL must not have a query or fragment', `${CONFIG}.issuerURL`);
@@ -133,7 +133,7 @@ function parseAlgorithms(value: unknown): string[] {
   for (const alg of value as string[]) {
     if (!(ASYMMETRIC_ALGORITHMS as readonly string[]).includes(alg)) {
       throw configError(
-        `signing algorithm ${JSON.stringify(alg)} is not allowed: only ${ASYMMETRIC_ALGORITHMS.join(', ')}`,
+        `signing algorithm ${quote(alg)} is not allowed: only ${ASYMMETRIC_ALGORITHMS.join(', ')}`,
         `${CONFIG}.signingAlgorithms`,
         '`none` and HMAC algorithms (HS256…) are refused: an ID token must be signed with the issuer\'s private key',
       );
@@ -153,7 +153,7 @@ function parseTimeout(value: string | undefined): number {
   if (value === undefined) return 30_000;
   const seconds = Number(value);
   if (value.trim() === '' || !Number.isFinite(seconds) || seconds <= 0 || seconds > 600) {
-    throw configError(`--timeout ${JSON.stringify(value)} is not a number of seconds in (0, 600]`, '--timeout');
+    throw configError(`--timeout ${quote(value)} is not a number of seconds in (0, 600]`, '--timeout');
   }
   return Math.round(seconds * 1000);
 }
@@ -183,7 +183,7 @@ export function parseOidcSettings(input: ExecCredentialInput, flags: FlagValues<
 
   const grantFlag = flags.grant;
   if (grantFlag !== undefined && !(GRANTS as readonly string[]).includes(grantFlag)) {
-    throw configError(`unknown --grant ${JSON.stringify(grantFlag)}: expected ${GRANTS.join(', ')}`, '--grant');
+    throw configError(`unknown --grant ${quote(grantFlag)}: expected ${GRANTS.join(', ')}`, '--grant');
   }
   const hasClientCredential = flags['client-secret-file'] !== undefined || flags['private-key-file'] !== undefined;
   const grant: Grant =
@@ -192,7 +192,7 @@ export function parseOidcSettings(input: ExecCredentialInput, flags: FlagValues<
 
   const authFlag = flags['client-auth'];
   if (authFlag !== undefined && !(CLIENT_AUTH_METHODS as readonly string[]).includes(authFlag)) {
-    throw configError(`unknown --client-auth ${JSON.stringify(authFlag)}: expected ${CLIENT_AUTH_METHODS.join(', ')}`, '--client-auth');
+    throw configError(`unknown --client-auth ${quote(authFlag)}: expected ${CLIENT_AUTH_METHODS.join(', ')}`, '--client-auth');
   }
   const clientAuth: ClientAuthMethod =
     (authFlag as ClientAuthMethod | undefined) ??
@@ -212,7 +212,7 @@ export function parseOidcSettings(input: ExecCredentialInput, flags: FlagValues<
 
   const tokenValue = optionalString(config, 'token');
   if (tokenValue !== undefined && tokenValue !== 'id_token' && tokenValue !== 'access_token') {
-    throw configError(`token must be id_token or access_token, got ${JSON.stringify(tokenValue)}`, `${CONFIG}.token`);
+    throw configError(`token must be id_token or access_token, got ${quote(tokenValue)}`, `${CONFIG}.token`);
   }
   const interactiveGrant = INTERACTIVE_GRANTS.includes(grant);
   const token: TokenKind = (tokenValue as TokenKind | undefined) ?? (interactiveGrant ? 'id_token' : 'access_token');
@@ -271,7 +271,7 @@ function parseProxy(env: Env): OidcSettings['proxy'] {
       url = undefined;
     }
     if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
-      throw configError(`HTTPS_PROXY ${JSON.stringify(withoutUserinfo(httpsProxy))} is not an http(s) URL`, 'HTTPS_PROXY', 'e.g. HTTPS_PROXY=http://proxy.example:3128');
+      throw configError(`HTTPS_PROXY ${quoteUrl(httpsProxy)} is not an http(s) URL`, 'HTTPS_PROXY', 'e.g. HTTPS_PROXY=http://proxy.example:3128');
     }
   }
   return { httpsProxy, noProxy: pick('NO_PROXY') };

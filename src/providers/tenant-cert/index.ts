@@ -21,7 +21,7 @@ export { checkCertificate } from './consumer/certificate.js';
 export type { CertificateExpectations, CheckedCertificate } from './consumer/certificate.js';
 export { parseIdentity, storeIdentity } from './consumer/identity.js';
 export type { ParsedIdentity } from './consumer/identity.js';
-export { defaultIdentityDir, readKeyFile } from './settings.js';
+export { defaultIdentityDir, identityFile, readKeyFile } from './settings.js';
 
 // issuer
 export { DATA_FILES, servingMaterial } from './issuer/data-dir.js';

@@ -72,6 +72,12 @@ export const tenantCertProvider: CredentialProvider<TenantCertFlagSpecs, TenantC
   // cold starts (a controller fanning out, 100 kubectl runs) then end with one handshake instead of waiters giving
   // up while the holder is still talking to the issuer.
   lockTimeoutMs: 180_000,
+  // The certificate's own end, stored when the entry was written: an entry whose certificate has expired is never
+  // served, whatever its expirationTimestamp says.
+  stateExpiresAt(state) {
+    const notAfter = typeof state?.notAfter === 'string' ? Date.parse(state.notAfter) : Number.NaN;
+    return Number.isNaN(notAfter) ? undefined : notAfter;
+  },
   settings({ flags, input, env }) {
     return {
       ...tenantCertSettings(flags, input.spec.cluster?.config, env, process.cwd()),

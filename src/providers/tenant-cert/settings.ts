@@ -12,7 +12,7 @@
  *   `--identity-dir` (where `clusterprofile identity import` stores Identities).
  */
 import { isAbsolute, join, resolve } from 'node:path';
-import { CredentialsError } from '../../core/errors.js';
+import { CredentialsError, quote, quoteUrl } from '../../core/errors.js';
 import type { Env } from '../../core/io.js';
 import { sha256Hex } from '../../core/sha256.js';
 import { readPrivateFile, type PrivacyProblem } from '../../core/private-files.js';
@@ -116,7 +116,7 @@ export function parseClusterConfig(config: unknown): TenantCertClusterConfig {
     throw configError('providerClusterID', 'is missing (the provider cluster ID the issuer runs as)');
   }
   if (!isClusterId(provider)) {
-    throw configError('providerClusterID', `${JSON.stringify(provider)} is not a cluster ID (${CLUSTER_ID_RULE})`);
+    throw configError('providerClusterID', `${quote(provider)} is not a cluster ID (${CLUSTER_ID_RULE})`);
   }
 
   const url = record['issuerURL'];
@@ -134,16 +134,16 @@ export function parseClusterConfig(config: unknown): TenantCertClusterConfig {
   try {
     parsed = new URL(url);
   } catch (cause) {
-    throw new CredentialsError('ERR_TENANT_CERT_CONFIG', `spec.cluster.config.issuerURL: ${JSON.stringify(url)} is not a URL`, {
+    throw new CredentialsError('ERR_TENANT_CERT_CONFIG', `spec.cluster.config.issuerURL: ${quoteUrl(url)} is not a URL`, {
       path: 'spec.cluster.config.issuerURL',
       cause,
     });
   }
   if (parsed.protocol !== 'https:') {
-    throw configError('issuerURL', `must be an https:// URL, got ${JSON.stringify(url)}`, 'the issuer only speaks HTTPS; TLS verification is always on');
+    throw configError('issuerURL', `must be an https:// URL, got ${quoteUrl(url)}`, 'the issuer only speaks HTTPS; TLS verification is always on');
   }
   if (parsed.search !== '' || parsed.hash !== '' || parsed.username !== '' || parsed.password !== '') {
-    throw configError('issuerURL', `must not carry credentials, a query or a fragment: ${JSON.stringify(url)}`);
+    throw configError('issuerURL', `must not carry credentials, a query or a fragment: ${quoteUrl(url)}`);
   }
   if (ca === undefined) {
     throw configError('issuerCA', 'is missing: base64 of the PEM CA the issuer serves with (its DIR/serving-ca.crt)');

@@ -2,7 +2,7 @@
  * The cache-miss path of the token-request provider: the network and the bootstrap identity. Loaded with a dynamic
  * import, so a cache hit never parses undici or YAML.
  */
-import { CredentialsError, withoutUserinfo } from '../../core/errors.js';
+import { clip, CredentialsError, redactUrl } from '../../core/errors.js';
 import type { ExecCluster } from '../../core/exec-credential.js';
 import { connectionFromCluster } from '../../core/cluster-connection.js';
 import { loadInClusterAccess, loadKubeAccess, type KubeAccessDeps } from '../../kube/kubeconfig.js';
@@ -95,14 +95,14 @@ function serverKey(server: string): string | undefined {
 function boundEndpoint(own: KubeEndpoint, cluster: ExecCluster, source: string): KubeEndpoint {
   const ownKey = serverKey(own.server);
   if (ownKey === undefined || !ownKey.startsWith('https:')) {
-    throw new CredentialsError('ERR_TOKEN_REQUEST_BOOTSTRAP_SERVER', `the bootstrap identity's API server ${withoutUserinfo(own.server)} is not an https URL: its credential is never sent in the clear`, {
+    throw new CredentialsError('ERR_TOKEN_REQUEST_BOOTSTRAP_SERVER', `the bootstrap identity's API server ${clip(redactUrl(own.server))} is not an https URL: its credential is never sent in the clear`, {
       path: source,
     });
   }
   if (serverKey(cluster.server) !== ownKey) {
     throw new CredentialsError(
       'ERR_TOKEN_REQUEST_BOOTSTRAP_SERVER',
-      `the ClusterProfile names the server ${withoutUserinfo(cluster.server)}, but the bootstrap identity (${source}) belongs to ${withoutUserinfo(own.server)}: its credential is only sent to its own API server`,
+      `the ClusterProfile names the server ${clip(redactUrl(cluster.server))}, but the bootstrap identity (${source}) belongs to ${clip(redactUrl(own.server))}: its credential is only sent to its own API server`,
       {
         path: 'KUBERNETES_EXEC_INFO $.spec.cluster.server',
         hint: 'bootstrap from a kubeconfig (or the in-cluster account) of that member cluster, or use --bootstrap tenant-cert',

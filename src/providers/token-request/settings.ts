@@ -5,7 +5,7 @@
  *
  * @see https://kubernetes.io/docs/reference/kubernetes-api/authentication-resources/token-request-v1/
  */
-import { CredentialsError } from '../../core/errors.js';
+import { CredentialsError, quote } from '../../core/errors.js';
 import type { ExecCluster } from '../../core/exec-credential.js';
 
 /** Bounds of `spec.expirationSeconds` as kube-apiserver validates them. */
@@ -57,7 +57,7 @@ function where(key: string, fromConfig: boolean, flag: string): string {
 export function checkDns1123Label(value: string, path: string, what: string): string {
   if (value.length > 63 || !DNS1123_LABEL.test(value)) {
     throw invalid(
-      `${what} ${JSON.stringify(value)} is not a valid DNS-1123 label: at most 63 lowercase alphanumeric characters or '-', starting and ending with an alphanumeric character`,
+      `${what} ${quote(value)} is not a valid DNS-1123 label: at most 63 lowercase alphanumeric characters or '-', starting and ending with an alphanumeric character`,
       path,
     );
   }
@@ -68,7 +68,7 @@ export function checkDns1123Label(value: string, path: string, what: string): st
 export function checkDns1123Subdomain(value: string, path: string, what: string): string {
   if (value.length > 253 || !DNS1123_SUBDOMAIN.test(value)) {
     throw invalid(
-      `${what} ${JSON.stringify(value)} is not a valid DNS-1123 subdomain: at most 253 lowercase alphanumeric characters, '-' or '.', starting and ending with an alphanumeric character`,
+      `${what} ${quote(value)} is not a valid DNS-1123 subdomain: at most 253 lowercase alphanumeric characters, '-' or '.', starting and ending with an alphanumeric character`,
       path,
     );
   }
@@ -110,7 +110,7 @@ function parseExpiration(sources: TokenRequestSettingsSources): number {
   }
   const seconds = typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : value;
   if (typeof seconds !== 'number' || !Number.isSafeInteger(seconds)) {
-    throw invalid(`expirationSeconds must be a whole number of seconds, got ${JSON.stringify(value)}`, path);
+    throw invalid(`expirationSeconds must be a whole number of seconds, got ${quote(value)}`, path);
   }
   if (seconds < MIN_EXPIRATION_SECONDS) {
     throw invalid(`expirationSeconds may not specify a duration less than 10 minutes (${MIN_EXPIRATION_SECONDS} s), got ${seconds}`, path);
@@ -144,10 +144,10 @@ function parseBoundObject(config: Record<string, unknown> | undefined): BoundObj
   }
   const { kind, name, uid, apiVersion } = raw as Record<string, unknown>;
   if (kind !== 'Pod' && kind !== 'Secret' && kind !== 'Node') {
-    throw invalid(`boundObjectRef.kind must be Pod, Secret or Node, got ${JSON.stringify(kind)}`, `${path}.kind`);
+    throw invalid(`boundObjectRef.kind must be Pod, Secret or Node, got ${quote(kind)}`, `${path}.kind`);
   }
   if (apiVersion !== undefined && apiVersion !== 'v1') {
-    throw invalid(`boundObjectRef.apiVersion must be v1, got ${JSON.stringify(apiVersion)}`, `${path}.apiVersion`);
+    throw invalid(`boundObjectRef.apiVersion must be v1, got ${quote(apiVersion)}`, `${path}.apiVersion`);
   }
   if (typeof name !== 'string') {
     throw invalid('boundObjectRef.name is required', `${path}.name`);
