@@ -14,6 +14,7 @@ const noFlags: FlagValues<OidcFlags> = {
   'private-key-id': undefined,
   'subject-token-file': undefined,
   'subject-token-type': undefined,
+  'token-param': [],
   'open-browser': false,
   'redirect-port': undefined,
   'login-timeout': undefined,
