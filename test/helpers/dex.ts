@@ -1,12 +1,14 @@
 /**
- * Dex (github.com/dexidp/dex), the second REAL OpenID Provider of the e2e layer, on 127.0.0.1 over HTTPS with the
- * issuer path `/dex` (as Dex is usually deployed). Built from the Go module proxy by test/e2e/controlplane/build.mjs
- * (test/e2e/dex/main.go starts Dex's server package). In-memory storage: every start is a fresh OP.
+ * Dex (github.com/dexidp/dex), the second REAL OpenID Provider of the e2e layer, on 127.0.0.1 over HTTPS. Built from
+ * the Go module proxy by test/e2e/controlplane/build.mjs (test/e2e/dex/main.go starts Dex's server package).
+ * In-memory storage: every start is a fresh OP. The issuer has no path: Dex accepts its device callback for a public
+ * client without registered redirect URIs only at `/device/callback` (it does not add the issuer's path there), and
+ * the public client needs none registered to redirect to any loopback port.
  *
  * What it is configured with (see {@link DexClients}):
- * - a confidential `fleet-manager` client (client_credentials, token exchange) and a confidential `kubectl-device`
- *   client for the device flow, a public native `kubectl` client (code + PKCE with a loopback redirect, device code,
- *   refresh tokens);
+ * - a confidential `fleet-manager` client (client_credentials), a public `fleet-exchange` client (token exchange with
+ *   no secret: the subject token is the only proof), a confidential `kubectl-device` client for the device flow, a
+ *   public native `kubectl` client (code + PKCE with a loopback redirect, device code, refresh tokens);
  * - the peer client `kubernetes` that stands for the API server: it lists the others in `trustedPeers`, so they may
  *   ask for `audience:server:client_id:kubernetes` and get tokens whose `aud` holds `kubernetes` (Dex has no
  *   `audience`/`resource` parameter);
@@ -18,7 +20,7 @@
  *
  * @example
  * const dex = await startDex({ binary: binaries.dex, upstream: { issuer: op.issuer, caPem: op.caPem } });
- * // dex.issuer = 'https://127.0.0.1:PORT/dex'
+ * // dex.issuer = 'https://127.0.0.1:PORT'
  * await dex.close();
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -39,9 +41,11 @@ export const DEX_EXCHANGE_CONNECTOR = 'workload';
 export const DEX_USER = { email: 'alice@example.com', userID: '08a8684b-db88-4b73-90a9-3cd1661f5466', groups: ['developers'] } as const;
 
 export interface DexClients {
-  /** Confidential: client_credentials (basic or post) and token exchange. */
+  /** Confidential: client_credentials (basic or post), token exchange. */
   fleetManager: { clientId: string; clientSecret: string };
-  /** Confidential: the device flow (redirect `<issuer path>/device/callback`). */
+  /** Public: token exchange without a secret (workload identity federation). */
+  fleetExchange: { clientId: string };
+  /** Confidential: the device flow (redirect `/device/callback`). */
   kubectlDevice: { clientId: string; clientSecret: string };
   /** Public: authorization code + PKCE (any loopback redirect), device code, refresh. */
   kubectl: { clientId: string };
@@ -83,10 +87,11 @@ export async function startDex(options: DexOptions): Promise<TestDex> {
   await writeFile(path.join(dir, 'tls.crt'), material.cert);
   await writeFile(path.join(dir, 'tls.key'), material.key, { mode: 0o600 });
   const port = await freePort();
-  const issuer = `https://127.0.0.1:${port}/dex`;
+  const issuer = `https://127.0.0.1:${port}`;
   const secret = (): string => randomBytes(24).toString('base64url');
   const clients: DexClients = {
     fleetManager: { clientId: 'fleet-manager', clientSecret: secret() },
+    fleetExchange: { clientId: 'fleet-exchange' },
     kubectlDevice: { clientId: 'kubectl-device', clientSecret: secret() },
     kubectl: { clientId: 'kubectl' },
   };
@@ -134,18 +139,19 @@ export async function startDex(options: DexOptions): Promise<TestDex> {
     enablePasswordDB: true,
     clients: [
       { id: clients.fleetManager.clientId, secret: clients.fleetManager.clientSecret, name: 'Fleet manager' },
+      { id: clients.fleetExchange.clientId, public: true, name: 'Fleet workloads' },
       {
         id: clients.kubectlDevice.clientId,
         secret: clients.kubectlDevice.clientSecret,
         name: 'kubectl (confidential)',
-        redirectURIs: [`${new URL(issuer).pathname}/device/callback`],
+        redirectURIs: ['/device/callback'],
       },
       { id: clients.kubectl.clientId, public: true, name: 'kubectl' },
       {
         id: DEX_AUDIENCE,
         secret: secret(),
         name: 'Kubernetes API server',
-        trustedPeers: [clients.fleetManager.clientId, clients.kubectlDevice.clientId, clients.kubectl.clientId],
+        trustedPeers: [clients.fleetManager.clientId, clients.fleetExchange.clientId, clients.kubectlDevice.clientId, clients.kubectl.clientId],
       },
     ],
     passwords: [{ email: DEX_USER.email, username: 'alice', userID: DEX_USER.userID, password, groups: [...DEX_USER.groups] }],
@@ -261,7 +267,7 @@ class DexBrowser {
 
   /**
    * Follows redirects and fills Dex's forms — the device code entry, the connector choice (the password database),
-   * the login — until a page that is none of them: Dex's device success page, or the client's redirect URI.
+   * the login, the consent — until a page that is none of them: Dex's device success page, or the client's redirect URI.
    */
   async follow(start: string, login: { email: string; password: string }): Promise<Page> {
     let page = await this.request(start);
@@ -280,6 +286,12 @@ class DexBrowser {
       }
       if (target !== undefined && /name="password"/.test(page.body)) {
         page = await this.request(target, { login: login.email, password: login.password });
+        continue;
+      }
+      // The consent page (Dex shows it despite skipApprovalScreen when the client asks prompt=consent): approve.
+      const req = /name="req" value="([^"]*)"\/?>\s*<input type="hidden" name="approval" value="approve"/.exec(page.body)?.[1];
+      if (req !== undefined) {
+        page = await this.request(page.url, { req: decodeEntities(req), approval: 'approve' });
         continue;
       }
       const local = /href="([^"]*\/auth\/local[^"]*)"/.exec(page.body)?.[1];

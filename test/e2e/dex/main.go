@@ -30,7 +30,9 @@ import (
 
 	"github.com/dexidp/dex/server"
 	"github.com/dexidp/dex/server/connectors"
+	"github.com/dexidp/dex/server/session"
 	"github.com/dexidp/dex/server/signer"
+	"github.com/dexidp/dex/server/tokens"
 	"github.com/dexidp/dex/storage"
 	"github.com/dexidp/dex/storage/memory"
 )
@@ -156,9 +158,14 @@ func run(configFile string) error {
 		SkipApprovalScreen:     c.SkipApprovalScreen,
 		IDTokensValidFor:       idTokens,
 		DeviceRequestsValidFor: deviceRequests,
-		Logger:                 logger,
-		Now:                    now,
-		Signer:                 sig,
+		// Rotation on, no lifetimes: Dex's defaults (cmd/dex builds the same from an empty expiry.refreshTokens).
+		RefreshTokenPolicy: tokens.NewRefreshStrategy(true, 0, 0, 0, now),
+		// Sessions (cmd/dex's defaults for DEX_SESSIONS_ENABLED): without them a refresh re-reads the offline session
+		// from inside the refresh token's update, which in the in-memory storage waits on its own lock for ever.
+		SessionConfig: &session.Config{CookieName: "dex_session", AbsoluteLifetime: 24 * time.Hour, ValidIfNotUsedFor: time.Hour, RememberMeCheckedByDefault: true},
+		Logger:        logger,
+		Now:           now,
+		Signer:        sig,
 	})
 	if err != nil {
 		return fmt.Errorf("server: %v", err)
