@@ -49,8 +49,8 @@ function unsupported(method: ClientAuthMethod, listed: string[] | undefined, giv
  * The device authorization endpoint: RFC 8628 §3.1 shows the client in the form body, and some OPs read it only from
  * there — Dex's `/device/code` ignores an Authorization header, so the person at the verification page then sees
  * "Invalid client_id". So, unless `--client-auth` was given, a secret goes in the form body when the issuer offers
- * `client_secret_post`; an OP that binds the client to another registered method (oidc-provider) refuses that with
- * `invalid_client`, and the request is sent once more with the token endpoint's method (`deviceFallback`).
+ * `client_secret_post` (oidc-provider takes either); an OP that binds a client to another registered method refuses
+ * that with `invalid_client`, and the request is sent once more with the token endpoint's method (`deviceFallback`).
  */
 export function chooseClientAuth(o: { method: ClientAuthMethod; given: boolean }, metadata: ProviderMetadata, discovery: string): ClientAuthChoice {
   if (o.method === 'none') return { token: 'none', device: 'none' };
