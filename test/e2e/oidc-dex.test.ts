@@ -81,7 +81,7 @@ async function expectFailure(run: OidcRun & { cacheDir: string }, code: string):
 
 /**
  * The workload's own token: what the platform hands a pod. Here a JWT the test OpenID Provider issues to one of its
- * clients; Dex's `workload` connector trusts that issuer (in a cluster it would trust the service-account issuer).
+ * clients; Dex's `kubernetes` connector trusts that issuer (in a cluster it would trust the service-account issuer).
  */
 async function workloadToken(): Promise<string> {
   const { oidc } = e2eContext();
@@ -172,14 +172,19 @@ describe('Dex: controller grants', () => {
 });
 
 describe("Dex: docs/oidc.md's workload-identity example (token exchange, no secret)", () => {
-  /** The example's ClusterProfile extension, for Dex. */
+  /** The example's ClusterProfile extension for Dex, as docs/oidc.md writes it (issuer and CA are this Dex's). */
   const extension = (): Record<string, unknown> => {
     const { dex } = e2eContext();
-    return dexConfig({
-      clientID: dex.clients.fleetExchange.clientId,
-      subjectTokenType: ID_TOKEN_TYPE,
-      tokenParams: { connector_id: DEX_EXCHANGE_CONNECTOR },
-    });
+    expect([dex.clients.fleetExchange.clientId, dex.audience, DEX_EXCHANGE_CONNECTOR]).toEqual(['fleet-exchange', 'kubernetes', 'kubernetes']);
+    return {
+      issuerURL: dex.issuer,
+      clientID: 'fleet-exchange',
+      audience: 'kubernetes',
+      scopes: ['audience:server:client_id:kubernetes'],
+      subjectTokenType: 'urn:ietf:params:oauth:token-type:id_token',
+      tokenParams: { connector_id: 'kubernetes' },
+      issuerCA: Buffer.from(dex.caPem).toString('base64'),
+    };
   };
 
   it('the plugin as a child process: the exchanged token is accepted by kube-apiserver', async () => {

@@ -13,7 +13,7 @@
  *   ask for `audience:server:client_id:kubernetes` and get tokens whose `aud` holds `kubernetes` (Dex has no
  *   `audience`/`resource` parameter);
  * - one static password user ({@link DEX_USER});
- * - when `upstream` is given, an OIDC connector `workload` (token exchange only) that trusts that issuer's signed
+ * - when `upstream` is given, an OIDC connector `kubernetes` (token exchange only) that trusts that issuer's signed
  *   JWTs as subject tokens: what trusting the Kubernetes service-account issuer looks like.
  *
  * {@link dexLoginAt} and {@link dexApproveDeviceCodeAt} play the person at Dex's pages, from any process.
@@ -37,7 +37,7 @@ export const DEX_AUDIENCE = 'kubernetes';
 /** The scope that puts {@link DEX_AUDIENCE} into `aud` (Dex's cross-client scopes). */
 export const DEX_AUDIENCE_SCOPE = `audience:server:client_id:${DEX_AUDIENCE}`;
 /** The connector that trusts the upstream issuer's tokens for token exchange (`connector_id`). */
-export const DEX_EXCHANGE_CONNECTOR = 'workload';
+export const DEX_EXCHANGE_CONNECTOR = 'kubernetes';
 export const DEX_USER = { email: 'alice@example.com', userID: '08a8684b-db88-4b73-90a9-3cd1661f5466', groups: ['developers'] } as const;
 
 export interface DexClients {

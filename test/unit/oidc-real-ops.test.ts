@@ -109,7 +109,7 @@ function context(interactive = false) {
   return { ctx, sleep: async (ms: number) => void (now += ms), stderr: () => text, clock: () => now };
 }
 
-async function failure(promise: Promise<unknown>): Promise<{ code: string; message: string; path: string | undefined; hint: string | undefined; exitCode: number }> {
+async function failure(promise: Promise<unknown>): Promise<{ code: string; message: string; path: string | undefined; hint: string | undefined; exitCode: number | undefined }> {
   try {
     await promise;
   } catch (error) {
