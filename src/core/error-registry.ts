@@ -153,12 +153,12 @@ export const ERRORS = {
   ERR_OIDC_FILE: { area: 'oidc', exit: 1, retryable: false, doc: 'The client secret, private key or subject-token file is unreadable, empty or not a PEM key; path = the flag.' },
   ERR_OIDC_ISSUER_UNREACHABLE: { area: 'oidc', exit: 1, retryable: true, doc: 'Connection refused, DNS, timeout or a TLS failure talking to the issuer: check issuerURL; set issuerCA for a private CA.' },
   ERR_OIDC_DISCOVERY: { area: 'oidc', exit: 1, retryable: false, doc: 'The discovery document or JWKS is missing, not JSON or lacks an https endpoint, or the issuer lacks the grant endpoint or S256.' },
-  ERR_OIDC_CLIENT_AUTH_UNSUPPORTED: { area: 'oidc', exit: 1, retryable: false, doc: "The issuer's discovery document does not offer the client authentication method (token_endpoint_auth_methods_supported; omitted means client_secret_basic only): the message names what it offers; choose one with --client-auth." },
+  ERR_OIDC_CLIENT_AUTH_UNSUPPORTED: { area: 'oidc', exit: 1, retryable: false, doc: 'The issuer does not offer that client authentication method: the message names those it does (token_endpoint_auth_methods_supported).' },
   ERR_OIDC_ISSUER_MISMATCH: { area: 'oidc', exit: 1, retryable: false, doc: 'The discovery issuer differs from issuerURL: use the exact issuer identifier.' },
   ERR_OIDC_GRANT: { area: 'oidc', exit: 1, retryable: false, doc: "The token endpoint refused the grant: the OP's error and error_description are in the message, with a hint." },
   ERR_OIDC_REFRESH_FAILED: { area: 'oidc', exit: 1, retryable: false, doc: 'The refresh token was refused and there is no terminal for a new login: run once from a terminal.' },
   ERR_OIDC_INTERACTIVE_REQUIRED: { area: 'oidc', exit: 1, retryable: false, doc: 'A login is needed but spec.interactive is false: run once from a terminal.' },
-  ERR_OIDC_LOGIN_FAILED: { area: 'oidc', exit: 1, retryable: false, doc: "Device code denied or expired (the message says whose deadline: the issuer's expires_in or --login-timeout), an error or wrong-state redirect, no login within --login-timeout, the loopback port taken." },
+  ERR_OIDC_LOGIN_FAILED: { area: 'oidc', exit: 1, retryable: false, doc: 'Device code expired (the message says whose deadline) or denied, an error or wrong-state redirect, no login within --login-timeout, the loopback port taken.' },
   ERR_OIDC_TOKEN_INVALID: { area: 'oidc', exit: 1, retryable: false, doc: 'A returned token failed validation (signature, algorithm, iss, aud, azp, exp, nbf, nonce, not a JWT): check the OP and issuerURL.' },
 
   // cli: the clusterprofile command

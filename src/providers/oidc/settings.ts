@@ -265,7 +265,8 @@ function parseTokenParams(config: Record<string, unknown>, flags: readonly strin
   }
   for (const entry of flags) {
     const eq = entry.indexOf('=');
-    if (eq <= 0 || eq === entry.length - 1) throw configError(`--token-param ${JSON.stringify(entry)} is not NAME=VALUE`, '--token-param', 'e.g. --token-param connector_id=kubernetes');
+    // The entry is not quoted back: its value may be a credential.
+    if (eq <= 0 || eq === entry.length - 1) throw configError('a --token-param is not NAME=VALUE (a name, =, a non-empty value)', '--token-param', 'e.g. --token-param connector_id=kubernetes');
     const name = entry.slice(0, eq);
     checkParamName(name, '--token-param');
     params[name] = entry.slice(eq + 1);
