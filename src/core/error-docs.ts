@@ -140,11 +140,12 @@ export const ERROR_DOCS: { readonly [C in ErrorCode]: ErrorDoc } = {
   ERR_OIDC_FILE: { area: 'oidc', doc: 'The client secret, private key or subject-token file is unreadable, empty or not a PEM key; path = the flag.' },
   ERR_OIDC_ISSUER_UNREACHABLE: { area: 'oidc', doc: 'Connection refused, DNS, timeout or a TLS failure talking to the issuer: check issuerURL; set issuerCA for a private CA.' },
   ERR_OIDC_DISCOVERY: { area: 'oidc', doc: 'The discovery document or JWKS is missing, not JSON or lacks an https endpoint, or the issuer lacks the grant endpoint or S256.' },
+  ERR_OIDC_CLIENT_AUTH_UNSUPPORTED: { area: 'oidc', doc: 'The issuer does not offer that client authentication method: the message names those it does (token_endpoint_auth_methods_supported).' },
   ERR_OIDC_ISSUER_MISMATCH: { area: 'oidc', doc: 'The discovery issuer differs from issuerURL: use the exact issuer identifier.' },
   ERR_OIDC_GRANT: { area: 'oidc', doc: "The token endpoint refused the grant: the OP's error and error_description are in the message, with a hint." },
   ERR_OIDC_REFRESH_FAILED: { area: 'oidc', doc: 'The refresh token was refused and there is no terminal for a new login: run once from a terminal.' },
   ERR_OIDC_INTERACTIVE_REQUIRED: { area: 'oidc', doc: 'A login is needed but spec.interactive is false: run once from a terminal.' },
-  ERR_OIDC_LOGIN_FAILED: { area: 'oidc', doc: 'Device code expired or denied, an error or wrong-state redirect, no login within --login-timeout, the loopback port taken.' },
+  ERR_OIDC_LOGIN_FAILED: { area: 'oidc', doc: 'Device code expired (the message says whose deadline) or denied, an error or wrong-state redirect, no login within --login-timeout, the loopback port taken.' },
   ERR_OIDC_TOKEN_INVALID: { area: 'oidc', doc: 'A returned token failed validation (signature, algorithm, iss, aud, azp, exp, nbf, nonce, not a JWT): check the OP and issuerURL.' },
 
   // cli: the clusterprofile command

@@ -144,6 +144,7 @@ export const ERRORS = {
   ERR_OIDC_FILE: { exit: 1, retryable: false },
   ERR_OIDC_ISSUER_UNREACHABLE: { exit: 1, retryable: true },
   ERR_OIDC_DISCOVERY: { exit: 1, retryable: false },
+  ERR_OIDC_CLIENT_AUTH_UNSUPPORTED: { exit: 1, retryable: false },
   ERR_OIDC_ISSUER_MISMATCH: { exit: 1, retryable: false },
   ERR_OIDC_GRANT: { exit: 1, retryable: false },
   ERR_OIDC_REFRESH_FAILED: { exit: 1, retryable: false },

@@ -1,13 +1,14 @@
 /**
- * Global setup of the e2e project: builds (or finds in .cache/) etcd, kube-apiserver, kube-controller-manager and
- * the Go client, starts the test OpenID Provider and a control plane whose structured authentication trusts it, and
- * provides their facts to test files (see test/helpers/controlplane-e2e.ts). Needs Go: without it this fails with
- * the Go requirement, it never skips.
+ * Global setup of the e2e project: builds (or finds in .cache/) etcd, kube-apiserver, kube-controller-manager, Dex
+ * and the Go client, starts the test OpenID Provider, Dex (whose token-exchange connector trusts the test OP) and a
+ * control plane whose structured authentication trusts both, and provides their facts to test files (see
+ * test/helpers/controlplane-e2e.ts). Needs Go: without it this fails with the Go requirement, it never skips.
  */
 import type { TestProject } from 'vitest/node';
 import { ensureControlPlaneBinaries } from './controlplane/build.mjs';
 import { startControlPlane, freePort, type ControlPlane } from '../helpers/controlplane.js';
-import type { E2eBinaries, E2eOidcInfo } from '../helpers/controlplane-e2e.js';
+import type { E2eBinaries, E2eDexInfo, E2eOidcInfo } from '../helpers/controlplane-e2e.js';
+import { DEX_AUDIENCE, startDex } from '../helpers/dex.js';
 import { DEFAULT_AUDIENCE, startTestOpenIdProvider } from '../helpers/oidc-op.js';
 
 /**
@@ -39,9 +40,18 @@ export default async function setup(project: TestProject): Promise<() => Promise
       subjectTokenKey: op.subjectTokenKey,
     };
 
+    // Dex's audience is a client ID (the peer `kubernetes` that trusts the others), not a URI.
+    const dexServer = await startDex({ binary: binaries.dex, upstream: { issuer: op.issuer, caPem: op.caPem } });
+    cleanups.push(() => dexServer.close());
+    const { close: _close, ...dexFacts } = dexServer;
+    const dex: E2eDexInfo = { ...dexFacts, audience: DEX_AUDIENCE, usernamePrefix: 'dex:', groupsPrefix: 'dex:' };
+
     const controlPlane: ControlPlane = await startControlPlane({
       binaries,
-      jwtIssuers: [{ url: op.issuer, caPem: op.caPem, audiences: [E2E_AUDIENCE], usernamePrefix: oidc.usernamePrefix, groupsPrefix: oidc.groupsPrefix }],
+      jwtIssuers: [
+        { url: op.issuer, caPem: op.caPem, audiences: [E2E_AUDIENCE], usernamePrefix: oidc.usernamePrefix, groupsPrefix: oidc.groupsPrefix },
+        { url: dex.issuer, caPem: dex.caPem, audiences: [DEX_AUDIENCE], usernamePrefix: dex.usernamePrefix, groupsPrefix: dex.groupsPrefix },
+      ],
       keepWorkDir: process.env.CPC_E2E_KEEP === '1',
       log,
     });
@@ -51,6 +61,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
     const { stop: _stop, ...info } = controlPlane;
     project.provide('controlPlane', info);
     project.provide('oidc', oidc);
+    project.provide('dex', dex);
     project.provide('binaries', binaries);
   } catch (error) {
     await teardown();

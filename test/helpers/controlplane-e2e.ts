@@ -6,7 +6,7 @@
  * Hooks for scenarios: a test that needs an identity issues a client certificate from the client CA
  * ({@link clientCertKubeconfig}), grants it rights as admin ({@link kubectl} with `adminKubeconfig`), and checks what
  * the API server sees ({@link whoami}). OIDC scenarios use `oidc` (the test OpenID Provider that kube-apiserver's
- * AuthenticationConfiguration trusts).
+ * AuthenticationConfiguration trusts) and `dex` (Dex, trusted as a second issuer).
  *
  * @example
  * const { controlPlane } = e2eContext();
@@ -21,6 +21,7 @@ import { inject } from 'vitest';
 import { stringify } from 'yaml';
 import { loadCa } from './controlplane-pki.js';
 import { clientCertKubeconfig as kubeconfigDocument, type ControlPlaneInfo } from './controlplane.js';
+import type { DexInfo } from './dex.js';
 
 /** The test OpenID Provider as kube-apiserver trusts it (serializable part of oidc-op's TestOpenIdProvider). */
 export interface E2eOidcInfo {
@@ -37,10 +38,20 @@ export interface E2eOidcInfo {
   subjectTokenKey: JWK;
 }
 
+/** Dex as kube-apiserver trusts it: a second jwt issuer of the AuthenticationConfiguration (see test/helpers/dex.ts). */
+export interface E2eDexInfo extends DexInfo {
+  /** The audience kube-apiserver accepts: the peer client whose trustedPeers lists Dex's other clients. */
+  audience: string;
+  usernamePrefix: string;
+  groupsPrefix: string;
+}
+
 export interface E2eBinaries {
   etcd: string;
   kubeApiserver: string;
   kubeControllerManager: string;
+  /** test/e2e/dex: Dex's server package (test/helpers/dex.ts starts it). */
+  dex: string;
   /** test/e2e/goclient: lists namespaces through cluster-inventory-api pkg/access. */
   goclient: string;
   /** test/e2e/differential: cluster-inventory-api and client-go's exec decoding, as a JSON-lines driver. */
@@ -52,12 +63,13 @@ declare module 'vitest' {
   export interface ProvidedContext {
     controlPlane: ControlPlaneInfo;
     oidc: E2eOidcInfo;
+    dex: E2eDexInfo;
     binaries: E2eBinaries;
   }
 }
 
-export function e2eContext(): { controlPlane: ControlPlaneInfo; oidc: E2eOidcInfo; binaries: E2eBinaries } {
-  return { controlPlane: inject('controlPlane'), oidc: inject('oidc'), binaries: inject('binaries') };
+export function e2eContext(): { controlPlane: ControlPlaneInfo; oidc: E2eOidcInfo; dex: E2eDexInfo; binaries: E2eBinaries } {
+  return { controlPlane: inject('controlPlane'), oidc: inject('oidc'), dex: inject('dex'), binaries: inject('binaries') };
 }
 
 export interface ExecResult {

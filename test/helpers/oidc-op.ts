@@ -78,6 +78,8 @@ export interface TestOpOptions {
   deviceInterval?: number;
   /** Keep oidc-provider's development NOTICE/WARNING console lines (default: silenced). */
   verbose?: boolean;
+  /** More clients, as oidc-provider client metadata (e.g. a confidential device-flow client). */
+  extraClients?: Record<string, unknown>[];
 }
 
 export interface GrantEvent {
@@ -304,6 +306,7 @@ export async function startTestOpenIdProvider(options: TestOpOptions = {}): Prom
         response_types: ['code'],
         redirect_uris: [clients.cli.redirectUri],
       },
+      ...(options.extraClients ?? []),
     ],
     claims: { openid: ['sub'], groups: ['groups'], email: ['email'] },
     // Put scope-requested claims (groups) into the ID token too: kube-apiserver reads the ID token.

@@ -69,6 +69,7 @@ const flags = (over: Partial<FlagValues<OidcFlags>> = {}): FlagValues<OidcFlags>
   'private-key-id': undefined,
   'subject-token-file': undefined,
   'subject-token-type': undefined,
+  'token-param': [],
   'open-browser': false,
   'redirect-port': undefined,
   'login-timeout': undefined,

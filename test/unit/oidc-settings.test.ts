@@ -14,6 +14,7 @@ const noFlags: FlagValues<OidcFlags> = {
   'private-key-id': undefined,
   'subject-token-file': undefined,
   'subject-token-type': undefined,
+  'token-param': [],
   'open-browser': false,
   'redirect-port': undefined,
   'login-timeout': undefined,
@@ -97,5 +98,52 @@ describe('parseOidcSettings: proxy credentials stay out of errors', () => {
     expect(error.code).toBe('ERR_OIDC_CONFIG');
     expect(error.message).toContain('proxy.test');
     expect(`${error.message} ${error.hint}`).not.toContain('hunter2pw');
+  });
+});
+
+describe('parseOidcSettings: token exchange settings for real OPs', () => {
+  const exchangeFlags = { ...noFlags, 'subject-token-file': '/t' };
+
+  it('subjectTokenType from the cluster, the flag over it, the RFC 8693 jwt type by default', () => {
+    expect(parseOidcSettings(input(base), exchangeFlags).subjectTokenType).toBe('urn:ietf:params:oauth:token-type:jwt');
+    const dex = { ...base, subjectTokenType: 'urn:ietf:params:oauth:token-type:id_token' };
+    expect(parseOidcSettings(input(dex), exchangeFlags).subjectTokenType).toBe('urn:ietf:params:oauth:token-type:id_token');
+    expect(parseOidcSettings(input(dex), { ...exchangeFlags, 'subject-token-type': 'urn:x:y' }).subjectTokenType).toBe('urn:x:y');
+    expect(failure({ ...base, subjectTokenType: 'id_token' })).toMatchObject({ code: 'ERR_OIDC_CONFIG', path: '$.spec.cluster.config.subjectTokenType' });
+    expect(failure(base, { 'subject-token-type': 'not a uri' })).toMatchObject({ code: 'ERR_OIDC_CONFIG', path: '--subject-token-type' });
+  });
+
+  it('tokenParams from the cluster, each --token-param NAME=VALUE over it', () => {
+    const config = { ...base, tokenParams: { connector_id: 'kubernetes', tenant: 'a' } };
+    expect(parseOidcSettings(input(config), exchangeFlags).tokenParams).toEqual({ connector_id: 'kubernetes', tenant: 'a' });
+    expect(parseOidcSettings(input(config), { ...exchangeFlags, 'token-param': ['connector_id=github', 'x=a=b'] }).tokenParams).toEqual({ connector_id: 'github', tenant: 'a', x: 'a=b' });
+    expect(parseOidcSettings(input(base), exchangeFlags).tokenParams).toEqual({});
+  });
+
+  it('refuses a parameter the plugin sets itself, a bad name or value, a flag that is not NAME=VALUE', () => {
+    expect(failure({ ...base, tokenParams: { scope: 'x' } })).toMatchObject({ code: 'ERR_OIDC_CONFIG', path: '$.spec.cluster.config.tokenParams.scope', message: expect.stringContaining('set by the plugin') });
+    expect(failure({ ...base, tokenParams: { client_secret: 'x' } })).toMatchObject({ path: '$.spec.cluster.config.tokenParams.client_secret' });
+    expect(failure({ ...base, tokenParams: { 'a b': 'x' } })).toMatchObject({ path: '$.spec.cluster.config.tokenParams["a b"]' });
+    expect(failure({ ...base, tokenParams: { connector_id: 7 } })).toMatchObject({ path: '$.spec.cluster.config.tokenParams.connector_id' });
+    expect(failure({ ...base, tokenParams: ['connector_id=x'] })).toMatchObject({ path: '$.spec.cluster.config.tokenParams' });
+    expect(failure(base, { 'token-param': ['connector_id'] })).toMatchObject({ path: '--token-param' });
+    expect(failure(base, { 'token-param': ['=x'] })).toMatchObject({ path: '--token-param' });
+    expect(failure(base, { 'token-param': ['grant_type=password'] })).toMatchObject({ path: '--token-param' });
+  });
+
+  it('--client-auth given or not (then discovery chooses); --login-timeout unset by default (the device code lives as the OP says)', () => {
+    expect(parseOidcSettings(input(base), { ...noFlags, 'client-secret-file': '/s' })).toMatchObject({ clientAuthGiven: false, loginTimeoutMs: undefined });
+    expect(parseOidcSettings(input(base), { ...noFlags, 'client-secret-file': '/s', 'client-auth': 'client_secret_basic', 'login-timeout': '90' })).toMatchObject({
+      clientAuthGiven: true,
+      loginTimeoutMs: 90_000,
+    });
+  });
+
+  it('cache key: tokenParams and subjectTokenType are part of the identity; without tokenParams the key is what it was', () => {
+    const key = (config: object, flags: Partial<FlagValues<OidcFlags>> = {}) => oidcCacheKey(parseOidcSettings(input(config), { ...exchangeFlags, ...flags })) as Record<string, unknown>;
+    expect(key(base)).not.toHaveProperty('tokenParams');
+    expect(key({ ...base, tokenParams: { connector_id: 'a' } })).not.toEqual(key({ ...base, tokenParams: { connector_id: 'b' } }));
+    expect(key({ ...base, tokenParams: { a: '1', b: '2' } })).toEqual(key(base, { 'token-param': ['b=2', 'a=1'] }));
+    expect(key({ ...base, subjectTokenType: 'urn:a:b' })).not.toEqual(key(base));
   });
 });

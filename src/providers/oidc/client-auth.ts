@@ -1,13 +1,74 @@
 /**
- * Client authentication at the token endpoint (RFC 6749 §2.3.1; OpenID Connect Core §9 `private_key_jwt`, RFC 7523).
- * Reads the secret or key file when a grant needs it (never on a cache hit); signs client assertions with jose.
+ * Client authentication at the token endpoint (RFC 6749 §2.3.1; OpenID Connect Core §9 `private_key_jwt`, RFC 7523):
+ * which method (from the issuer's discovery document unless `--client-auth` says), and what it sends. Reads the secret
+ * or key file when a grant needs it (never on a cache hit); signs client assertions with jose.
  */
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { importPKCS8, SignJWT } from 'jose';
 import { CredentialsError } from '../../core/errors.js';
-import type { ClientAuthentication } from './protocol.js';
+import type { ClientAuthentication, ProviderMetadata } from './protocol.js';
 import type { ClientAuthMethod } from './settings.js';
+
+/** The methods the plugin uses at each endpoint it authenticates to. */
+export interface ClientAuthChoice {
+  token: ClientAuthMethod;
+  /** The device authorization endpoint (RFC 8628 §3.1). */
+  device: ClientAuthMethod;
+  /** When `device` differs from `token`: the method to try the device request with once more if it is refused. */
+  deviceFallback?: ClientAuthMethod;
+}
+
+/** Secret methods in the order the plugin prefers them: basic is the one every OP must support (RFC 6749 §2.3.1). */
+const SECRET_METHODS = ['client_secret_basic', 'client_secret_post'] as const;
+
+function unsupported(method: ClientAuthMethod, listed: string[] | undefined, given: boolean, discovery: string): CredentialsError {
+  const offers = listed === undefined
+    ? "its discovery document has no token_endpoint_auth_methods_supported, which means client_secret_basic only (OpenID Connect Discovery 1.0 §3)"
+    : `it offers ${listed.length === 0 ? 'none' : listed.join(', ')} (token_endpoint_auth_methods_supported)`;
+  const from = given ? '--client-auth' : method === 'private_key_jwt' ? 'implied by --private-key-file' : 'implied by --client-secret-file';
+  const hint = given
+    ? 'choose a method the issuer offers with --client-auth, or register the client for this one at the issuer'
+    : listed === undefined
+      ? `if the issuer accepts ${method} all the same, say so with --client-auth ${method}`
+      : method === 'private_key_jwt'
+        ? `the issuer takes a client secret (e.g. Dex, which has no private_key_jwt): pass --client-secret-file instead of --private-key-file`
+        : 'register a key for the client at the issuer and pass --private-key-file instead of --client-secret-file';
+  return new CredentialsError('ERR_OIDC_CLIENT_AUTH_UNSUPPORTED', `the issuer does not offer client authentication ${method} (${from}): ${offers}`, {
+    path: discovery,
+    hint,
+  });
+}
+
+/**
+ * The client authentication method per endpoint. `--client-auth` is the operator's word: used as given, but refused
+ * when the issuer lists its methods and that one is not among them. Otherwise discovery decides: for a secret
+ * `client_secret_basic` if offered, else `client_secret_post`; for a key `private_key_jwt`; a missing list means
+ * `client_secret_basic` only. `none` (a public client) is never checked: OPs rarely list it (Dex does not).
+ *
+ * The device authorization endpoint: RFC 8628 §3.1 shows the client in the form body, and some OPs read it only from
+ * there — Dex's `/device/code` ignores an Authorization header, so the person at the verification page then sees
+ * "Invalid client_id". So, unless `--client-auth` was given, a secret goes in the form body when the issuer offers
+ * `client_secret_post` (oidc-provider takes either); an OP that binds a client to another registered method refuses
+ * that with `invalid_client`, and the request is sent once more with the token endpoint's method (`deviceFallback`).
+ */
+export function chooseClientAuth(o: { method: ClientAuthMethod; given: boolean }, metadata: ProviderMetadata, discovery: string): ClientAuthChoice {
+  if (o.method === 'none') return { token: 'none', device: 'none' };
+  const listed = metadata.token_endpoint_auth_methods_supported;
+  const offered: readonly string[] = listed ?? ['client_secret_basic'];
+  if (o.given) {
+    if (listed !== undefined && !listed.includes(o.method)) throw unsupported(o.method, listed, true, discovery);
+    return { token: o.method, device: o.method };
+  }
+  if (o.method === 'private_key_jwt') {
+    if (!offered.includes('private_key_jwt')) throw unsupported(o.method, listed, false, discovery);
+    return { token: 'private_key_jwt', device: 'private_key_jwt' };
+  }
+  const token = SECRET_METHODS.find((m) => offered.includes(m));
+  if (token === undefined) throw unsupported(o.method, listed, false, discovery);
+  if (token !== 'client_secret_post' && offered.includes('client_secret_post')) return { token, device: 'client_secret_post', deviceFallback: token };
+  return { token, device: token };
+}
 
 /** What client authentication needs, already read from files. */
 export type ClientCredential =
@@ -29,6 +90,15 @@ export async function readCredentialFile(file: string, flag: string, what: strin
   const value = text.trim();
   if (value === '') throw new CredentialsError('ERR_OIDC_FILE', `the ${what} ${file} is empty`, { path: flag });
   return value;
+}
+
+/** The same credential presented with another method of the same kind (basic ↔ post). */
+export function withMethod(credential: ClientCredential, method: ClientAuthMethod): ClientCredential {
+  if (credential.method === method) return credential;
+  if ((credential.method === 'client_secret_basic' || credential.method === 'client_secret_post') && (method === 'client_secret_basic' || method === 'client_secret_post')) {
+    return { ...credential, method };
+  }
+  throw new TypeError(`cannot present a ${credential.method} credential as ${method}`);
 }
 
 export async function loadClientCredential(o: {

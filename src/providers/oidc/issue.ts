@@ -9,7 +9,7 @@ import { randomBytes, createHash } from 'node:crypto';
 import { CredentialsError, isCredentialsError } from '../../core/errors.js';
 import type { ExecCredentialStatus } from '../../core/exec-credential.js';
 import type { IssueContext, IssuedCredential } from '../../plugin/provider.js';
-import { clientAuthentication, loadClientCredential, readCredentialFile, type ClientCredential } from './client-auth.js';
+import { chooseClientAuth, clientAuthentication, loadClientCredential, readCredentialFile, withMethod, type ClientAuthChoice, type ClientCredential } from './client-auth.js';
 import { createIssuerSend, type Send } from './http.js';
 import { awaitLoopbackRedirect } from './loopback.js';
 import {
@@ -22,6 +22,7 @@ import {
   grantError,
   jwksRequest,
   OAuthErrorResponse,
+  oauthErrorOf,
   isExpectedState,
   processAuthorizationCallback,
   processDeviceAuthorizationResponse,
@@ -31,10 +32,11 @@ import {
   refreshTokenParams,
   tokenExchangeParams,
   tokenRequest,
+  type DeviceAuthorization,
   type ProviderMetadata,
   type TokenResponse,
 } from './protocol.js';
-import { INTERACTIVE_GRANTS, type OidcSettings } from './settings.js';
+import { assertOidcClusterConfig, DEFAULT_LOGIN_TIMEOUT_MS, INTERACTIVE_GRANTS, type OidcSettings } from './settings.js';
 import { expirationWithMargin, validateToken } from './validate.js';
 
 /** What the plugin keeps in its 0600 cache entry besides the status. */
@@ -99,6 +101,7 @@ class Flow {
   private metadata!: ProviderMetadata;
   private jwks: { keys: Record<string, unknown>[] } | undefined;
   private credential: ClientCredential | undefined;
+  private auth!: ClientAuthChoice;
 
   constructor(
     private readonly settings: OidcSettings,
@@ -117,7 +120,10 @@ class Flow {
     const refreshToken = context.previous?.state?.refreshToken;
     // Without a refresh token and without a terminal there is nothing to try: say so before any network call.
     if (interactiveGrant && refreshToken === undefined) this.requireInteractive();
-    this.metadata = processDiscoveryResponse(settings.issuerURL, await this.send(discoveryRequest(settings.issuerURL)));
+    await assertOidcClusterConfig(settings.clusterConfig);
+    const discovery = discoveryRequest(settings.issuerURL);
+    this.metadata = processDiscoveryResponse(settings.issuerURL, await this.send(discovery));
+    this.auth = chooseClientAuth({ method: settings.clientAuth, given: settings.clientAuthGiven }, this.metadata, discovery.url);
 
     if (interactiveGrant && refreshToken !== undefined) {
       try {
@@ -167,22 +173,23 @@ class Flow {
     }
   }
 
-  private async clientCredential(): Promise<ClientCredential> {
+  /** The client's credential, presented with the token endpoint's method (or `method`). */
+  private async clientCredential(method: ClientCredential['method'] = this.auth.token): Promise<ClientCredential> {
     this.credential ??= await loadClientCredential({
-      method: this.settings.clientAuth,
+      method: this.auth.token,
       clientID: this.settings.clientID,
       clientSecretFile: this.settings.clientSecretFile,
       privateKeyFile: this.settings.privateKeyFile,
       privateKeyAlg: this.settings.privateKeyAlg,
       privateKeyId: this.settings.privateKeyId,
     });
-    return this.credential;
+    return withMethod(this.credential, method);
   }
 
   /** One token-endpoint round trip. OAuth errors are thrown as {@link OAuthErrorResponse} for the caller. */
   private async token(grant: string, params: Record<string, string | undefined>): Promise<TokenResponse> {
     const auth = await clientAuthentication(await this.clientCredential(), this.metadata.token_endpoint, this.context.now());
-    const response = await this.send(tokenRequest(this.metadata, params, auth));
+    const response = await this.send(tokenRequest(this.metadata, params, auth, this.settings.tokenParams));
     try {
       return processTokenResponse(this.metadata, response);
     } catch (error) {
@@ -236,26 +243,46 @@ class Flow {
   }
 
   // ----------------------------------------------------------------------------------------- RFC 8628 device flow
+  /** The device authorization request, with the device endpoint's client authentication (see chooseClientAuth). */
+  private async deviceAuthorization(): Promise<DeviceAuthorization> {
+    const { settings, context, metadata } = this;
+    const request = async (method: ClientCredential['method']) =>
+      this.send(deviceAuthorizationRequest(metadata, settings, await clientAuthentication(await this.clientCredential(method), metadata.issuer, context.now())));
+    let response = await request(this.auth.device);
+    if (this.auth.deviceFallback !== undefined && oauthErrorOf(response)?.error === 'invalid_client') {
+      response = await request(this.auth.deviceFallback);
+    }
+    return processDeviceAuthorizationResponse(metadata, response);
+  }
+
   private async deviceLogin(): Promise<IssuedCredential<OidcState>> {
     const { settings, context, metadata } = this;
-    const auth = await clientAuthentication(await this.clientCredential(), metadata.issuer, context.now());
-    const device = processDeviceAuthorizationResponse(metadata, await this.send(deviceAuthorizationRequest(metadata, settings, auth)));
+    const device = await this.deviceAuthorization();
     this.say(
       `to log in, open ${device.verification_uri} and enter the code ${device.user_code}` +
         (device.verification_uri_complete === undefined ? '' : `\n  (or open ${device.verification_uri_complete})`),
     );
     if (settings.openBrowser) (this.deps.openBrowser ?? ((url: string) => void openBrowserDefault(url)))(device.verification_uri_complete ?? device.verification_uri);
     const sleep = this.deps.sleep ?? sleepDefault;
-    const deadline = context.now().getTime() + Math.min(device.expires_in * 1000, settings.loginTimeoutMs);
+    // The device code's own lifetime, unless --login-timeout asks for less: the message names whichever ran out.
+    const ours = settings.loginTimeoutMs !== undefined && settings.loginTimeoutMs < device.expires_in * 1000;
+    const deadline = context.now().getTime() + (ours ? settings.loginTimeoutMs! : device.expires_in * 1000);
+    const expired = (): CredentialsError =>
+      ours
+        ? new CredentialsError(
+            'ERR_OIDC_LOGIN_FAILED',
+            `no login within --login-timeout ${settings.loginTimeoutMs! / 1000} s (the issuer's device code was valid for ${device.expires_in} s)`,
+            { path: '--login-timeout', hint: "run the command again; raise --login-timeout, or leave it out to wait as long as the issuer's device code lives" },
+          )
+        : new CredentialsError(
+            'ERR_OIDC_LOGIN_FAILED',
+            `the device code expired before the login was completed: the issuer's expires_in of ${device.expires_in} s ran out`,
+            { path: metadata.device_authorization_endpoint ?? metadata.issuer, hint: `run the command again and complete the login in the browser within ${device.expires_in} s` },
+          );
     let interval = device.interval * 1000;
     for (;;) {
       await sleep(interval, context.signal);
-      if (context.now().getTime() > deadline) {
-        throw new CredentialsError('ERR_OIDC_LOGIN_FAILED', 'the device code expired before the login was completed', {
-          path: metadata.device_authorization_endpoint ?? metadata.issuer,
-          hint: 'run the command again and complete the login in the browser in time',
-        });
-      }
+      if (context.now().getTime() > deadline) throw expired();
       try {
         return await this.accept(await this.token('device_code', deviceCodeParams({ deviceCode: device.device_code })));
       } catch (error) {
@@ -264,6 +291,13 @@ class Flow {
         if (error.error === 'slow_down') {
           interval += 5000;
           continue;
+        }
+        if (error.error === 'expired_token') {
+          throw new CredentialsError('ERR_OIDC_LOGIN_FAILED', `the device code expired at the issuer (its expires_in was ${device.expires_in} s) before the login was completed`, {
+            path: metadata.token_endpoint,
+            cause: error,
+            hint: `run the command again and complete the login in the browser within ${device.expires_in} s`,
+          });
         }
         throw new CredentialsError('ERR_OIDC_LOGIN_FAILED', `the device login failed: ${error.message}`, {
           path: metadata.token_endpoint,
@@ -281,7 +315,7 @@ class Flow {
     const nonce = randomBytes(16).toString('base64url');
     const codeVerifier = randomBytes(32).toString('base64url');
     const codeChallenge = createHash('sha256').update(codeVerifier).digest('base64url');
-    const loopback = await awaitLoopbackRedirect({ port: settings.redirectPort, path: '/callback', timeoutMs: settings.loginTimeoutMs, signal: context.signal });
+    const loopback = await awaitLoopbackRedirect({ port: settings.redirectPort, path: '/callback', timeoutMs: settings.loginTimeoutMs ?? DEFAULT_LOGIN_TIMEOUT_MS, signal: context.signal });
     try {
       const url = authorizationUrl(metadata, { clientID: settings.clientID, redirectUri: loopback.redirectUri, scopes: settings.scopes, audience: settings.audience, state, nonce, codeChallenge });
       this.say(`to log in, open this URL in a browser:\n  ${url}`);

@@ -33,6 +33,8 @@ export interface ProviderMetadata {
   authorization_endpoint?: string;
   device_authorization_endpoint?: string;
   code_challenge_methods_supported?: string[];
+  /** Absent when the document omits it: OpenID Connect Discovery 1.0 §3 then means `client_secret_basic` only. */
+  token_endpoint_auth_methods_supported?: string[];
 }
 
 export interface TokenResponse {
@@ -117,14 +119,17 @@ export function processDiscoveryResponse(issuerURL: string, response: HttpRespon
     }
   }
   const optional = (name: string): string | undefined => (typeof doc[name] === 'string' ? (doc[name] as string) : undefined);
+  const strings = (value: unknown): string[] | undefined => (Array.isArray(value) ? value.filter((m): m is string => typeof m === 'string') : undefined);
   const methods = doc['code_challenge_methods_supported'];
+  const authMethods = strings(doc['token_endpoint_auth_methods_supported']);
   return {
     issuer: issuerURL,
     token_endpoint: doc['token_endpoint'] as string,
     jwks_uri: doc['jwks_uri'] as string,
     ...(optional('authorization_endpoint') === undefined ? {} : { authorization_endpoint: optional('authorization_endpoint')! }),
     ...(optional('device_authorization_endpoint') === undefined ? {} : { device_authorization_endpoint: optional('device_authorization_endpoint')! }),
-    ...(Array.isArray(methods) ? { code_challenge_methods_supported: methods.filter((m): m is string => typeof m === 'string') } : {}),
+    ...(Array.isArray(methods) ? { code_challenge_methods_supported: strings(methods)! } : {}),
+    ...(authMethods === undefined ? {} : { token_endpoint_auth_methods_supported: authMethods }),
   };
 }
 
@@ -154,13 +159,21 @@ export function audienceParams(audience: string | undefined): Record<string, str
   return URL.canParse(audience) ? { resource: audience } : { audience };
 }
 
-/** A token-endpoint POST for any grant: the grant's parameters plus client authentication. */
-export function tokenRequest(metadata: ProviderMetadata, grantParams: Record<string, string | undefined>, auth: ClientAuthentication): HttpRequest {
+/**
+ * A token-endpoint POST for any grant: the grant's parameters, the configured extra parameters (`tokenParams`, e.g.
+ * Dex's `connector_id`; settings refuse names the plugin sets itself) and client authentication.
+ */
+export function tokenRequest(
+  metadata: ProviderMetadata,
+  grantParams: Record<string, string | undefined>,
+  auth: ClientAuthentication,
+  extraParams: Record<string, string> = {},
+): HttpRequest {
   return {
     method: 'POST',
     url: metadata.token_endpoint,
     headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json', ...auth.headers },
-    body: form({ ...grantParams, ...auth.params }),
+    body: form({ ...grantParams, ...extraParams, ...auth.params }),
   };
 }
 
@@ -211,6 +224,19 @@ export class OAuthErrorResponse extends Error {
   }
 }
 
+/** The RFC 6749 §5.2 error of a response (any status), if its body is one. */
+export function oauthErrorOf(response: HttpResponse): OAuthErrorResponse | undefined {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(response.body);
+  } catch {
+    return undefined;
+  }
+  if (typeof doc !== 'object' || doc === null || typeof (doc as Record<string, unknown>)['error'] !== 'string') return undefined;
+  const description = (doc as Record<string, unknown>)['error_description'];
+  return new OAuthErrorResponse((doc as Record<string, string>)['error']!, typeof description === 'string' && description !== '' ? description : undefined, response.status);
+}
+
 /**
  * A token response: 200 with `access_token` and `token_type`, or an RFC 6749 §5.2 error thrown as
  * {@link OAuthErrorResponse} (the caller knows what `invalid_grant` means for its grant). Anything else is
@@ -229,7 +255,17 @@ export function processTokenResponse(metadata: ProviderMetadata, response: HttpR
       throw new OAuthErrorResponse(doc['error'], typeof doc['error_description'] === 'string' ? doc['error_description'] : undefined, response.status);
     }
   }
-  if (response.status !== 200) throw error('ERR_OIDC_GRANT', `the token endpoint answered HTTP ${response.status}`, url);
+  if (response.status !== 200) {
+    const failure = oauthErrorOf(response);
+    throw error(
+      'ERR_OIDC_GRANT',
+      `the token endpoint answered HTTP ${response.status}${failure === undefined ? '' : ` (${failure.message})`}`,
+      url,
+      response.status >= 500
+        ? "the issuer failed to answer: its log says why (Dex fails with server_error when a scope audience:server:client_id:<peer> names a peer whose trustedPeers does not list this client)"
+        : undefined,
+    );
+  }
   const doc = parseJsonObject(response, 'the token response', url, 'ERR_OIDC_GRANT');
   if (typeof doc['access_token'] !== 'string' || doc['access_token'] === '' || typeof doc['token_type'] !== 'string') {
     throw error('ERR_OIDC_GRANT', 'the token response has no access_token or token_type', url);
@@ -245,25 +281,41 @@ export function processTokenResponse(metadata: ProviderMetadata, response: HttpR
   return result;
 }
 
-/** Turns an OAuth error from a grant into a CredentialsError with the OP's own words. */
+/** Turns an OAuth error from a grant into a CredentialsError with the OP's own words, and a hint for every error. */
 export function grantError(grant: string, metadata: ProviderMetadata, cause: OAuthErrorResponse): CredentialsError {
+  const exchange = grant === 'token_exchange';
   const hints: Record<string, string> = {
     invalid_client: 'check the client ID and its credential (--client-secret-file / --private-key-file) and --client-auth',
     unauthorized_client: 'the client is not allowed this grant type at the issuer',
-    invalid_scope: 'check scopes in spec.cluster.config',
+    invalid_scope: 'check scopes in spec.cluster.config (Dex: a scope audience:server:client_id:<peer> needs this client in that peer\'s trustedPeers)',
     invalid_target: 'check audience in spec.cluster.config: the issuer does not know that resource',
-    invalid_grant: grant === 'token_exchange' ? 'the issuer rejected the subject token: check --subject-token-file and the trust configured at the issuer' : 'the grant is no longer valid: log in again',
+    invalid_grant: exchange ? 'the issuer rejected the subject token: check --subject-token-file and the trust configured at the issuer' : 'the grant is no longer valid: log in again',
+    // Dex: the connector named by connector_id could not verify the subject token (no description is given).
+    access_denied: exchange
+      ? 'the issuer did not accept the subject token (Dex answers access_denied when the connector named by connector_id cannot verify it): check that the token is unexpired and signed by the issuer that connector trusts; the issuer\'s log says why'
+      : 'the issuer denied the request: its log says why',
+    invalid_request: exchange
+      ? 'the issuer refused the exchange request: Dex needs tokenParams {connector_id: <connector that trusts the subject token>} (or --token-param connector_id=…) and subjectTokenType urn:ietf:params:oauth:token-type:id_token'
+      : 'the issuer refused the request: check tokenParams and the client settings',
+    request_not_supported: exchange
+      ? 'set subjectTokenType in spec.cluster.config (or --subject-token-type) to a type the issuer accepts: Dex takes urn:ietf:params:oauth:token-type:id_token or …:access_token'
+      : 'the issuer does not support this request',
+    unsupported_grant_type: `the issuer does not offer the ${grant} grant (or not to this client): check its configuration, or choose another --grant`,
   };
-  return new CredentialsError('ERR_OIDC_GRANT', `the issuer refused the ${grant} grant: ${cause.message}`, {
-    path: metadata.token_endpoint,
-    cause,
-    ...(hints[cause.error] === undefined ? {} : { hint: hints[cause.error] }),
-  });
+  const hint = hints[cause.error] ?? 'the issuer\'s documentation of this error, or its log, says why';
+  return new CredentialsError(
+    'ERR_OIDC_GRANT',
+    `the issuer refused the ${grant} grant: ${cause.message}${cause.description === undefined ? ' (the issuer gave no error_description)' : ''}`,
+    { path: metadata.token_endpoint, cause, hint },
+  );
 }
 
 // ------------------------------------------------------------------------------------------------- device flow
 
-/** RFC 8628 §3.1 device authorization request (client authentication as for the token endpoint). */
+/**
+ * RFC 8628 §3.1 device authorization request. Client authentication as given: the caller chooses the method (Dex
+ * reads the client only from the form body, see issue.ts).
+ */
 export function deviceAuthorizationRequest(
   metadata: ProviderMetadata,
   o: { scopes: string[]; audience: string | undefined },
@@ -291,7 +343,14 @@ export function processDeviceAuthorizationResponse(metadata: ProviderMetadata, r
       }
     })();
     const detail = typeof doc?.['error'] === 'string' ? `: ${String(doc['error'])}${typeof doc['error_description'] === 'string' ? ` (${doc['error_description']})` : ''}` : '';
-    throw error('ERR_OIDC_LOGIN_FAILED', `the device authorization request failed with HTTP ${response.status}${detail}`, url);
+    throw error(
+      'ERR_OIDC_LOGIN_FAILED',
+      `the device authorization request failed with HTTP ${response.status}${detail}`,
+      url,
+      doc?.['error'] === 'invalid_client'
+        ? 'check the client ID, its secret and --client-auth'
+        : 'check clientID and scopes in spec.cluster.config; the issuer\'s log says why',
+    );
   }
   const doc = parseJsonObject(response, 'the device authorization response', url, 'ERR_OIDC_LOGIN_FAILED');
   for (const name of ['device_code', 'user_code', 'verification_uri'] as const) {

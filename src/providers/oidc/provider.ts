@@ -16,8 +16,9 @@ export const oidcProvider: CredentialProvider<OidcFlags, OidcSettings, OidcState
   flags: oidcFlags,
   minRemainingSeconds: 60,
   // The lock also covers an interactive login (so parallel kubectl runs show one prompt and then share its token):
-  // others wait for as long as a login may take (`--login-timeout` default 300 s) plus a margin.
-  lockTimeoutMs: 330_000,
+  // others wait for as long as a login may take — a device code lives as long as the issuer says (Dex 5 min;
+  // oidc-provider, Keycloak, Okta 10 min), the code flow 300 s — plus a margin.
+  lockTimeoutMs: 630_000,
   settings: ({ input, flags, env }) => parseOidcSettings(input, flags, env),
   cacheKey: oidcCacheKey,
   async issue(settings, context) {

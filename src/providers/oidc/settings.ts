@@ -3,9 +3,11 @@
  * network or JOSE work. Secrets, keys and subject tokens are read later, by `issue`, on a cache miss.
  *
  * - Cluster-specific, from `spec.cluster.config` (the ClusterProfile's `client.authentication.k8s.io/exec`
- *   extension): `issuerURL`, `clientID`, `audience`, `scopes`, `token`, `issuerCA`, `signingAlgorithms`.
+ *   extension): {@link OidcClusterConfig}, whose contract is schemas/oidc-config.schema.json. The checks here follow
+ *   that schema by hand (the precompiled validators are a large module, and this runs on every cache hit); `issue`
+ *   runs the schema itself on a miss ({@link assertOidcClusterConfig}), and a unit test holds the two together.
  * - Controller-side, from flags: `--grant`, `--client-secret-file`, `--client-auth`, `--private-key-file`,
- *   `--subject-token-file`, … (see {@link oidcFlags}).
+ *   `--subject-token-file`, `--subject-token-type`, `--token-param`, … (see {@link oidcFlags}).
  */
 import { CredentialsError, quote, quoteUrl } from '../../core/errors.js';
 import type { Env } from '../../core/io.js';
@@ -29,10 +31,24 @@ export const oidcFlags = {
   'private-key-alg': { type: 'string', placeholder: 'ALG', description: 'JWS algorithm of the client assertion (default: RS256 for RSA, ES256/ES384/ES512 for EC, EdDSA)' },
   'private-key-id': { type: 'string', placeholder: 'KID', description: '`kid` header of the client assertion' },
   'subject-token-file': { type: 'string', placeholder: 'FILE', description: 'token_exchange: the subject token (e.g. a projected service-account token), re-read on every exchange' },
-  'subject-token-type': { type: 'string', placeholder: 'URN', description: 'token_exchange: subject_token_type (default urn:ietf:params:oauth:token-type:jwt)' },
+  'subject-token-type': {
+    type: 'string',
+    placeholder: 'URN',
+    description: 'token_exchange: subject_token_type (overrides subjectTokenType; default urn:ietf:params:oauth:token-type:jwt; Dex: …:id_token)',
+  },
+  'token-param': {
+    type: 'string',
+    multiple: true,
+    placeholder: 'NAME=VALUE',
+    description: 'an extra form parameter of every token request, e.g. connector_id=kubernetes for Dex (overrides the same name in tokenParams)',
+  },
   'open-browser': { type: 'boolean', description: 'open the login (authorization_code) or verification (device_code) URL in a browser (default: only print it on stderr)' },
   'redirect-port': { type: 'string', placeholder: 'PORT', description: 'authorization_code: loopback port of the redirect URI (default: any free port)' },
-  'login-timeout': { type: 'string', placeholder: 'SECONDS', description: 'how long an interactive login may take (default 300)' },
+  'login-timeout': {
+    type: 'string',
+    placeholder: 'SECONDS',
+    description: "how long an interactive login may take (default: device_code the issuer's expires_in, authorization_code 300)",
+  },
   timeout: { type: 'string', placeholder: 'SECONDS', description: 'deadline of each request to the issuer, connect and TLS included (default 30)' },
 } as const;
 
@@ -50,7 +66,72 @@ export const ASYMMETRIC_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384
 
 export type TokenKind = 'id_token' | 'access_token';
 
+/** RFC 8693 §3: a JWT, and what the plugin sends unless told otherwise. */
+export const DEFAULT_SUBJECT_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:jwt';
+
+/** The `--login-timeout` of the authorization code flow when none is given (device code: the OP's `expires_in`). */
+export const DEFAULT_LOGIN_TIMEOUT_MS = 300_000;
+
+/**
+ * Form parameters the plugin sets itself: `tokenParams` / `--token-param` cannot name them (a typo must not replace a
+ * grant's own parameter, or send a second client credential).
+ */
+export const RESERVED_TOKEN_PARAMS: readonly string[] = [
+  'grant_type',
+  'client_id',
+  'client_secret',
+  'client_assertion',
+  'client_assertion_type',
+  'scope',
+  'audience',
+  'resource',
+  'subject_token',
+  'subject_token_type',
+  'actor_token',
+  'actor_token_type',
+  'requested_token_type',
+  'refresh_token',
+  'code',
+  'code_verifier',
+  'redirect_uri',
+  'device_code',
+  'username',
+  'password',
+];
+
+/** A parameter name: what a form field name of an OAuth request looks like (RFC 6749 Appendix A: VSCHAR less `=`/`&`). */
+const PARAM_NAME = /^[A-Za-z0-9_.:-]+$/;
+
+/**
+ * `spec.cluster.config` of the oidc plugin: the ClusterProfile's `client.authentication.k8s.io/exec` extension.
+ * Schema: schemas/oidc-config.schema.json (the same keys; `null` counts as absent; unknown keys are ignored).
+ */
+export interface OidcClusterConfig {
+  /** The issuer identifier, https, no query or fragment; discovery must report exactly this string. */
+  issuerURL: string;
+  /** The OAuth client (`--client-id` overrides it). */
+  clientID?: string | null;
+  /** The audience the access token must carry (RFC 8707 `resource` when an absolute URI, else `audience`). */
+  audience?: string | null;
+  /** Alias of `audience`. */
+  resource?: string | null;
+  /** Extra scopes: a list, or one space- or comma-separated string. */
+  scopes?: string | string[] | null;
+  /** Which token to return. */
+  token?: 'id_token' | 'access_token' | null;
+  /** Base64 of the PEM CA bundle trusted for the issuer. */
+  issuerCA?: string | null;
+  /** JWS algorithms accepted for the tokens (asymmetric only). */
+  signingAlgorithms?: string[] | null;
+  /** Token exchange: `subject_token_type` (a URI); `--subject-token-type` overrides it. */
+  subjectTokenType?: string | null;
+  /** Extra form parameters of every token request (Dex: `connector_id`); `--token-param` overrides a name. */
+  tokenParams?: Record<string, string> | null;
+}
+
 export interface OidcSettings {
+  /** `spec.cluster.config` as received, for the schema check on a cache miss ({@link assertOidcClusterConfig}). */
+  clusterConfig: Record<string, unknown>;
   /** Exactly as configured (no trailing-slash normalisation: discovery must echo it byte for byte). */
   issuerURL: string;
   clientID: string;
@@ -67,11 +148,16 @@ export interface OidcSettings {
   privateKeyFile: string | undefined;
   privateKeyAlg: string | undefined;
   privateKeyId: string | undefined;
+  /** Whether `--client-auth` was given: else the method is chosen from the issuer's discovery document. */
+  clientAuthGiven: boolean;
   subjectTokenFile: string | undefined;
   subjectTokenType: string;
+  /** Extra form parameters of every token-endpoint request: `tokenParams` with `--token-param` on top. */
+  tokenParams: Record<string, string>;
   openBrowser: boolean;
   redirectPort: number;
-  loginTimeoutMs: number;
+  /** `--login-timeout` in ms; undefined: the device code's `expires_in`, or {@link DEFAULT_LOGIN_TIMEOUT_MS}. */
+  loginTimeoutMs: number | undefined;
   /** Deadline of each request to the issuer (ms). */
   timeoutMs: number;
   interactive: boolean;
@@ -140,6 +226,52 @@ function parseAlgorithms(value: unknown): string[] {
     }
   }
   return value as string[];
+}
+
+function parseSubjectTokenType(config: Record<string, unknown>, flag: string | undefined): string {
+  const fromFlag = flag !== undefined;
+  const value = flag ?? optionalString(config, 'subjectTokenType');
+  if (value === undefined) return DEFAULT_SUBJECT_TOKEN_TYPE;
+  // RFC 8693 §3: an absolute URI (in practice a URN such as urn:ietf:params:oauth:token-type:id_token).
+  if (!/^[A-Za-z][A-Za-z0-9+.-]*:\S+$/.test(value)) {
+    throw configError(
+      `subject token type ${quote(value)} is not a URI`,
+      fromFlag ? '--subject-token-type' : `${CONFIG}.subjectTokenType`,
+      'e.g. urn:ietf:params:oauth:token-type:jwt, or urn:ietf:params:oauth:token-type:id_token for Dex',
+    );
+  }
+  return value;
+}
+
+function checkParamName(name: string, path: string): void {
+  if (!PARAM_NAME.test(name)) throw configError(`token parameter name ${quote(name)} is not a form field name`, path);
+  if (RESERVED_TOKEN_PARAMS.includes(name)) {
+    throw configError(`the token parameter ${name} is set by the plugin itself`, path, 'scopes, audience, subjectTokenType and the client flags set these; tokenParams is for what an issuer adds, e.g. connector_id');
+  }
+}
+
+/** `tokenParams` of the config, then each `--token-param NAME=VALUE` (a flag overrides the same name). */
+function parseTokenParams(config: Record<string, unknown>, flags: readonly string[]): Record<string, string> {
+  const params: Record<string, string> = {};
+  const raw = config['tokenParams'];
+  if (raw !== undefined && raw !== null) {
+    if (typeof raw !== 'object' || Array.isArray(raw)) throw configError('tokenParams must be an object of form parameters', `${CONFIG}.tokenParams`, 'e.g. tokenParams: {connector_id: kubernetes}');
+    for (const [name, value] of Object.entries(raw as Record<string, unknown>)) {
+      const path = `${CONFIG}.tokenParams${/^[A-Za-z_][A-Za-z0-9_]*$/.test(name) ? `.${name}` : `[${JSON.stringify(name)}]`}`;
+      checkParamName(name, path);
+      if (typeof value !== 'string' || value === '') throw configError(`tokenParams.${name} must be a non-empty string`, path);
+      params[name] = value;
+    }
+  }
+  for (const entry of flags) {
+    const eq = entry.indexOf('=');
+    // The entry is not quoted back: its value may be a credential.
+    if (eq <= 0 || eq === entry.length - 1) throw configError('a --token-param is not NAME=VALUE (a name, =, a non-empty value)', '--token-param', 'e.g. --token-param connector_id=kubernetes');
+    const name = entry.slice(0, eq);
+    checkParamName(name, '--token-param');
+    params[name] = entry.slice(eq + 1);
+  }
+  return params;
 }
 
 function positiveInt(value: string | undefined, flag: string, fallback: number, max: number): number {
@@ -225,6 +357,8 @@ export function parseOidcSettings(input: ExecCredentialInput, flags: FlagValues<
       `${CONFIG}.audience`,
     );
   }
+  const subjectTokenType = parseSubjectTokenType(config, flags['subject-token-type']);
+  const tokenParams = parseTokenParams(config, flags['token-param']);
   let scopes = parseScopes(config['scopes']);
   if (interactiveGrant) {
     // openid for the ID token, offline_access for a refresh token (so the next run needs no login).
@@ -232,6 +366,7 @@ export function parseOidcSettings(input: ExecCredentialInput, flags: FlagValues<
   }
 
   return {
+    clusterConfig: config,
     issuerURL,
     clientID,
     audience,
@@ -245,15 +380,37 @@ export function parseOidcSettings(input: ExecCredentialInput, flags: FlagValues<
     privateKeyFile: flags['private-key-file'],
     privateKeyAlg: flags['private-key-alg'],
     privateKeyId: flags['private-key-id'],
+    clientAuthGiven: authFlag !== undefined,
     subjectTokenFile: flags['subject-token-file'],
-    subjectTokenType: flags['subject-token-type'] ?? 'urn:ietf:params:oauth:token-type:jwt',
+    subjectTokenType,
+    tokenParams,
     openBrowser: flags['open-browser'],
     redirectPort: positiveInt(flags['redirect-port'], 'redirect-port', 0, 65535),
-    loginTimeoutMs: positiveInt(flags['login-timeout'], 'login-timeout', 300, 86_400) * 1000,
+    loginTimeoutMs: flags['login-timeout'] === undefined ? undefined : positiveInt(flags['login-timeout'], 'login-timeout', 0, 86_400) * 1000,
     timeoutMs: parseTimeout(flags.timeout),
     interactive: input.spec.interactive === true,
     proxy: parseProxy(env),
   };
+}
+
+/**
+ * The authoritative check of `spec.cluster.config` against schemas/oidc-config.schema.json, on a cache miss only
+ * (the validators are a large module; the hand checks of {@link parseOidcSettings} follow the same rules on every
+ * run). Throws `ERR_OIDC_CONFIG` with the JSON path of the first problem.
+ */
+export async function assertOidcClusterConfig(config: Record<string, unknown>): Promise<void> {
+  const { validateDocument } = await import('../../schemas/index.js');
+  const issues = validateDocument('oidc-config', config);
+  const first = issues[0];
+  if (first === undefined) return;
+  throw configError(
+    `spec.cluster.config is invalid: ${issues
+      .slice(0, 3)
+      .map((issue) => `${CONFIG}${issue.path.slice(1)}: ${issue.message}`)
+      .join('; ')}`,
+    `${CONFIG}${first.path.slice(1)}`,
+    'the keys and their types: docs/oidc.md, "Cluster settings"',
+  );
 }
 
 /** The proxy for the issuer's https URL, from the environment as Go's ProxyFromEnvironment reads it. */
@@ -292,5 +449,7 @@ export function oidcCacheKey(settings: OidcSettings): unknown {
     privateKeyFile: settings.privateKeyFile,
     subjectTokenFile: settings.subjectTokenFile,
     subjectTokenType: settings.subjectTokenType,
+    // Only when set, so the keys of entries written before tokenParams existed stay the same.
+    ...(Object.keys(settings.tokenParams).length === 0 ? {} : { tokenParams: Object.entries(settings.tokenParams).sort(([a], [b]) => (a < b ? -1 : 1)) }),
   };
 }

@@ -4,7 +4,7 @@
  * HS256-with-the-public-key confusion), `iss`, `aud`, `azp`, `exp`, `nbf`, `nonce`. jose does the JOSE work; this
  * module chooses what to require and translates jose's errors into `ERR_OIDC_TOKEN_INVALID`.
  */
-import { createLocalJWKSet, errors as joseErrors, jwtVerify, type JSONWebKeySet, type JWTPayload } from 'jose';
+import { createLocalJWKSet, decodeJwt, errors as joseErrors, jwtVerify, type JSONWebKeySet, type JWTPayload } from 'jose';
 import { CredentialsError } from '../../core/errors.js';
 
 export interface TokenExpectations {
@@ -30,13 +30,25 @@ export interface ValidatedToken {
 /** Asymmetric JWS algorithms only; anything else in an allowlist is a programming error. */
 const ASYMMETRIC = /^(RS|PS|ES)(256|384|512)$|^EdDSA$|^Ed25519$/;
 
-function invalid(o: TokenExpectations, reason: string, cause?: unknown): CredentialsError {
+function invalid(o: TokenExpectations, reason: string, cause?: unknown, hint?: string): CredentialsError {
   return new CredentialsError('ERR_OIDC_TOKEN_INVALID', `the ${o.what} from ${o.issuer} failed validation: ${reason}; it was not used`, {
     path: o.issuer,
-    hint: 'the issuer returned a token this cluster would reject (or that was tampered with): check issuerURL, clientID, audience and the issuer\'s signing keys',
+    hint: hint ?? 'the issuer returned a token this cluster would reject (or that was tampered with): check issuerURL, clientID, audience and the issuer\'s signing keys',
     ...(cause === undefined ? {} : { cause }),
   });
 }
+
+/** The token's `aud` as the message shows it (the signature was good: only the audience was wrong). */
+function audienceOf(jwt: string): string {
+  try {
+    return JSON.stringify(decodeJwt(jwt).aud ?? null);
+  } catch {
+    return 'unreadable';
+  }
+}
+
+const AUDIENCE_HINT =
+  'the issuer made the token for another audience: set audience to what the API server expects and have the issuer put it in "aud" (RFC 8707 resource or audience; Dex ignores both: add the scope audience:server:client_id:<audience> and list this client in that client\'s trustedPeers)';
 
 /**
  * Verifies `jwt` against the issuer's JWKS and the expectations. Throws `ERR_OIDC_TOKEN_INVALID` naming the failed
@@ -62,6 +74,9 @@ export async function validateToken(jwt: string, jwks: JSONWebKeySet, o: TokenEx
       requiredClaims: ['exp', 'iss', 'aud', 'sub'],
     }));
   } catch (error) {
+    if (error instanceof joseErrors.JWTClaimValidationFailed && error.claim === 'aud') {
+      throw invalid(o, `wrong audience ("aud"): the token is for ${audienceOf(jwt)}, not ${JSON.stringify(o.audience)}`, error, AUDIENCE_HINT);
+    }
     throw invalid(o, describeJoseError(error), error);
   }
   const nowSeconds = Math.floor(o.now.getTime() / 1000);

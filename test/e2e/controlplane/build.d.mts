@@ -7,6 +7,8 @@ export interface ControlPlaneBinaries {
   etcd: string;
   kubeApiserver: string;
   kubeControllerManager: string;
+  /** Dex, the second real OpenID Provider (test/helpers/dex.ts). */
+  dex: string;
   goclient: string;
   /** test/e2e/differential: the Go reference answering the differential test's cases. */
   differential: string;

@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 /**
  * Builds what the e2e tests run, from Go modules, into a git-ignored cache: etcd, kube-apiserver,
- * kube-controller-manager (wrapper modules next to this file), the Go reference client (test/e2e/goclient) and the
- * differential driver (test/e2e/differential).
+ * kube-controller-manager (wrapper modules next to this file), Dex (test/e2e/dex), the Go reference client
+ * (test/e2e/goclient) and the differential driver (test/e2e/differential).
  *
  *   npm run controlplane:build          # prints the binary paths and versions
  *
@@ -79,6 +79,15 @@ const targets = [
         'k8s.io/kubernetes/cmd/kube-controller-manager',
       ];
     },
+  },
+  {
+    // The second real OpenID Provider of the e2e layer: Dex's server package started by test/e2e/dex/main.go
+    // (test/helpers/dex.ts runs it). The pseudo-version is stamped in as its version.
+    name: 'dex',
+    moduleDir: path.resolve(here, '../dex'),
+    version: (goMod) => requiredVersion(goMod, 'github.com/dexidp/dex'),
+    binaries: ['dex'],
+    buildArgs: (version) => [`-ldflags=-s -w -X main.version=${version}`, '-o', 'OUT/dex', '.'],
   },
   {
     name: 'goclient',
@@ -185,9 +194,11 @@ async function readStamp(dir) {
 async function binaryVersion(file) {
   const name = path.basename(file);
   if (name === 'goclient' || name === 'differential') return undefined;
-  const result = await run(file, ['--version']);
+  const result = await run(file, name === 'dex' ? ['version'] : ['--version']);
   const text = (result.stdout + result.stderr).trim();
-  return name === 'etcd' ? /etcd Version:\s*(\S+)/.exec(text)?.[1] ?? text : text;
+  if (name === 'etcd') return /etcd Version:\s*(\S+)/.exec(text)?.[1] ?? text;
+  if (name === 'dex') return `dex ${/Dex Version:\s*(\S+)/.exec(text)?.[1] ?? text}`;
+  return text;
 }
 
 /**
@@ -195,6 +206,7 @@ async function binaryVersion(file) {
  * @property {string} etcd
  * @property {string} kubeApiserver
  * @property {string} kubeControllerManager
+ * @property {string} dex
  * @property {string} goclient
  * @property {string} differential
  * @property {Record<string, string>} versions binary name → version it reports
@@ -261,6 +273,7 @@ export async function ensureControlPlaneBinaries(options = {}) {
     etcd: paths.etcd ?? '',
     kubeApiserver: paths['kube-apiserver'] ?? '',
     kubeControllerManager: paths['kube-controller-manager'] ?? '',
+    dex: paths.dex ?? '',
     goclient: paths.goclient ?? '',
     differential: paths.differential ?? '',
     versions,
