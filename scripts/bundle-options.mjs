@@ -7,7 +7,7 @@
 //   - chunks/<module>-<hash>.mjs: what those import()s load (issuance, HTTP, JOSE, X.509, schemas), one ESM build
 //     with splitting for all binaries, so a miss shares chunks between them.
 // One file for a hit: each further module costs a start-up about 0.4 ms of resolving, reading and linking.
-import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { isBuiltin as isBuiltinModule } from 'node:module';
 import { basename, dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -24,6 +24,44 @@ const common = {
   logLevel: 'warning',
 };
 
+/**
+ * Our modules' static imports of built-ins become `process.getBuiltinModule()` in the ESM build. An ESM import of a
+ * built-in builds its namespace, which runs every lazy getter of the module: `node:http`'s loads Node's own copy of
+ * undici (with http2, zlib, worker_threads: ~10 ms and MiBs on an oidc miss), `node:fs`'s fs.promises and readline,
+ * `node:crypto`'s WebCrypto. A destructuring reads only the names imported. Type-only imports are left to esbuild.
+ */
+const IMPORT_BUILTIN = /^import\s+(?!type\s)([\w$]+\s*,\s*)?(\*\s+as\s+[\w$]+|\{[^}]*\}|[\w$]+)\s+from\s+['"](node:[\w/]+)['"];?/gm;
+
+function builtinImport(_statement, defaultPart, bindings, specifier) {
+  const module = `process.getBuiltinModule(${JSON.stringify(specifier)})`;
+  const declarations = [];
+  if (defaultPart !== undefined) declarations.push(`const ${defaultPart.replace(/[\s,]/g, '')} = ${module};`);
+  if (bindings.startsWith('*')) {
+    declarations.push(`const ${bindings.replace(/^\*\s+as\s+/, '')} = ${module};`);
+  } else if (bindings.startsWith('{')) {
+    const names = bindings
+      .slice(1, -1)
+      .split(',')
+      .map((part) => part.trim())
+      .filter((part) => part !== '' && !part.startsWith('type '))
+      .map((part) => part.replace(/\s+as\s+/, ': '));
+    if (names.length > 0) declarations.push(`const { ${names.join(', ')} } = ${module};`);
+  } else {
+    declarations.push(`const ${bindings} = ${module};`);
+  }
+  return declarations.join(' ');
+}
+
+const builtinsByName = {
+  name: 'builtins-by-name',
+  setup(pluginBuild) {
+    pluginBuild.onLoad({ filter: /[\\/]src[\\/].*\.ts$/ }, (args) => ({
+      contents: readFileSync(args.path, 'utf8').replace(IMPORT_BUILTIN, builtinImport),
+      loader: 'ts',
+    }));
+  },
+};
+
 /** ESM output with code splitting: the miss chunks of the plugins, and the `clusterprofile` CLI. */
 export const pluginBundleOptions = {
   ...common,
@@ -33,6 +71,7 @@ export const pluginBundleOptions = {
   format: 'esm',
   // Some bundled CommonJS dependencies call require(); give ESM output a real one.
   banner: { js: "import { createRequire as __cpcCreateRequire } from 'node:module'; const require = __cpcCreateRequire(import.meta.url);" },
+  plugins: [builtinsByName],
 };
 
 const isBuiltin = (path) => isBuiltinModule(path);

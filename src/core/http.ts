@@ -218,7 +218,7 @@ const CERTIFICATE_CODES =
 const TLS_CODES = /^(ERR_SSL_\w+|ERR_TLS_\w+|EPROTO)$/;
 const TIMEOUT_CODES = new Set(['ETIMEDOUT']);
 const DNS_CODES = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'EAI_NONAME']);
-const RESET_CODES = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED', 'ERR_STREAM_PREMATURE_CLOSE']);
+const RESET_CODES = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED']);
 
 /** The error and its causes (and an AggregateError's first member: a happy-eyeballs connect). */
 function chain(error: unknown): Error[] {
