@@ -41,7 +41,7 @@ const api = await startFakeKubeApi({ ca, minters: { 'fleet/bench': ['bootstrap']
 const kubeconfig = join(work, 'bootstrap.kubeconfig');
 writeFileSync(kubeconfig, JSON.stringify({
   'current-context': 'c',
-  clusters: [{ name: 'c', cluster: { server: api.url } }],
+  clusters: [{ name: 'c', cluster: { server: api.url, 'certificate-authority-data': ca.certBase64 } }],
   users: [{ name: 'u', user: { token: 'bootstrap' } }],
   contexts: [{ name: 'c', context: { cluster: 'c', user: 'u' } }],
 }));

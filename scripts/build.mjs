@@ -1,11 +1,10 @@
-// Builds the package: optional generation steps, the library with tsc (dist/, with .d.ts), and one esbuild
-// bundle per binary (dist/bin/), so that a plugin start pays for no module resolution I/O. Dynamic import()s in
-// the entries become separate chunks: the cache-hit path of a plugin loads none of the HTTP/JOSE/TLS code.
+// Builds the package: optional generation steps, the library with tsc (dist/, with .d.ts), and the binaries with
+// esbuild (dist/bin/): each plugin's cache-hit path as one file, what a miss import()s in chunks
+// (scripts/bundle-options.mjs), and the `clusterprofile` CLI as an ESM bundle whose commands are chunks.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
-import { pluginBundleOptions } from './bundle-options.mjs';
+import { bundlePlugins } from './bundle-options.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 process.chdir(root);
@@ -37,9 +36,10 @@ rmSync(out, { recursive: true, force: true });
 run(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.json', '--outDir', out]);
 
 const present = binaries.filter((binary) => existsSync(binary.entry));
-await build({
-  ...pluginBundleOptions,
-  entryPoints: Object.fromEntries(present.map((binary) => [binary.name, binary.entry])),
+const [cli, ...plugins] = present;
+await bundlePlugins({
+  entries: Object.fromEntries(plugins.map((binary) => [binary.name, binary.entry])),
+  esmEntries: { [cli.name]: cli.entry },
   outdir: `${out}/bin`,
   sourcemap: 'linked',
 });

@@ -1,17 +1,180 @@
 // How every exec-plugin binary is bundled (scripts/build.mjs), and the runtime's test fixture with it, so the
-// start-up that tests and benchmarks measure is the one users get: one ESM file per entry, its dynamic imports split
-// into chunks (a cache hit loads none of the network code), the compile cache turned on by the bin stub.
-export const pluginBundleOptions = {
-  outExtension: { '.js': '.mjs' },
-  chunkNames: 'chunks/[name]-[hash]',
+// start-up that tests and benchmarks measure is the one users get. Per binary <name>:
+//   - <name>.cjs: the cache-hit path in one file — the entry and everything it imports statically — with built-ins
+//     as require() and nothing else outside it; every import() in it becomes a require() of a chunk of the miss
+//     build (require(esm)), or of a built-in;
+//   - <name>.mjs: scripts/plugin-entry.mjs, which runs <name>.cjs with a V8 code cache (bin/<name>.mjs imports it);
+//   - chunks/<module>-<hash>.mjs: what those import()s load (issuance, HTTP, JOSE, X.509, schemas), one ESM build
+//     with splitting for all binaries, so a miss shares chunks between them.
+// One file for a hit: each further module costs a start-up about 0.4 ms of resolving, reading and linking.
+import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { isBuiltin as isBuiltinModule } from 'node:module';
+import { basename, dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+
+const ENTRY_TEMPLATE = fileURLToPath(new URL('./plugin-entry.mjs', import.meta.url));
+
+const common = {
   bundle: true,
-  splitting: true,
-  format: 'esm',
   platform: 'node',
   target: 'node22',
   // A peer dependency: the host's own copy is used, never bundled.
   external: ['@kubernetes/client-node'],
-  // Some bundled CommonJS dependencies call require(); give ESM output a real one.
-  banner: { js: "import { createRequire as __cpcCreateRequire } from 'node:module'; const require = __cpcCreateRequire(import.meta.url);" },
   logLevel: 'warning',
 };
+
+/**
+ * Our modules' static imports of built-ins become `process.getBuiltinModule()` in the ESM build. An ESM import of a
+ * built-in builds its namespace, which runs every lazy getter of the module: `node:http`'s loads Node's own copy of
+ * undici (with http2, zlib, worker_threads: ~10 ms and MiBs on an oidc miss), `node:fs`'s fs.promises and readline,
+ * `node:crypto`'s WebCrypto. A destructuring reads only the names imported. Type-only imports are left to esbuild.
+ */
+const IMPORT_BUILTIN = /^import\s+(?!type\s)([\w$]+\s*,\s*)?(\*\s+as\s+[\w$]+|\{[^}]*\}|[\w$]+)\s+from\s+['"](node:[\w/]+)['"];?/gm;
+
+function builtinImport(_statement, defaultPart, bindings, specifier) {
+  const module = `process.getBuiltinModule(${JSON.stringify(specifier)})`;
+  const declarations = [];
+  if (defaultPart !== undefined) declarations.push(`const ${defaultPart.replace(/[\s,]/g, '')} = ${module};`);
+  if (bindings.startsWith('*')) {
+    declarations.push(`const ${bindings.replace(/^\*\s+as\s+/, '')} = ${module};`);
+  } else if (bindings.startsWith('{')) {
+    const names = bindings
+      .slice(1, -1)
+      .split(',')
+      .map((part) => part.trim())
+      .filter((part) => part !== '' && !part.startsWith('type '))
+      .map((part) => part.replace(/\s+as\s+/, ': '));
+    if (names.length > 0) declarations.push(`const { ${names.join(', ')} } = ${module};`);
+  } else {
+    declarations.push(`const ${bindings} = ${module};`);
+  }
+  return declarations.join(' ');
+}
+
+const builtinsByName = {
+  name: 'builtins-by-name',
+  setup(pluginBuild) {
+    pluginBuild.onLoad({ filter: /[\\/]src[\\/].*\.ts$/ }, (args) => ({
+      contents: readFileSync(args.path, 'utf8').replace(IMPORT_BUILTIN, builtinImport),
+      loader: 'ts',
+    }));
+  },
+};
+
+/** ESM output with code splitting: the miss chunks of the plugins, and the `clusterprofile` CLI. */
+export const pluginBundleOptions = {
+  ...common,
+  outExtension: { '.js': '.mjs' },
+  chunkNames: 'chunks/[name]-[hash]',
+  splitting: true,
+  format: 'esm',
+  // Some bundled CommonJS dependencies call require(); give ESM output a real one.
+  banner: { js: "import { createRequire as __cpcCreateRequire } from 'node:module'; const require = __cpcCreateRequire(import.meta.url);" },
+  plugins: [builtinsByName],
+};
+
+const isBuiltin = (path) => isBuiltinModule(path);
+
+/**
+ * An esbuild plugin for the hit-path file: every `import()` of something not built in is left out of it. `lazy`
+ * collects what they resolve to; `target` maps that to the import specifier written into the file.
+ */
+function lazyImports(lazy, target) {
+  return {
+    name: 'lazy-imports',
+    setup(pluginBuild) {
+      pluginBuild.onResolve({ filter: /.*/ }, async (args) => {
+        if (args.kind !== 'dynamic-import' || isBuiltin(args.path) || args.pluginData === 'lazy-imports') return undefined;
+        const resolved = await pluginBuild.resolve(args.path, { kind: args.kind, resolveDir: args.resolveDir, importer: args.importer, pluginData: 'lazy-imports' });
+        if (resolved.errors.length > 0) return { errors: resolved.errors };
+        lazy.add(resolved.path);
+        return { path: target?.(resolved.path) ?? args.path, external: true };
+      });
+    },
+  };
+}
+
+/** The file of a hit path, CommonJS for vm.Script, wrapped by scripts/plugin-entry.mjs. */
+function hitOptions(name, entry, outdir, plugin) {
+  return {
+    ...common,
+    entryPoints: [entry],
+    outfile: join(outdir, `${name}.cjs`),
+    format: 'cjs',
+    // import() becomes require() (built-ins, and the ESM chunks through require(esm)): a vm.Script's own import()
+    // would need an experimental loader option.
+    supported: { 'dynamic-import': false },
+    metafile: true,
+    plugins: [plugin],
+  };
+}
+
+/** Chunk names: a module's file name, its folder's for an index file, its parent folder's too when names clash. */
+function chunkNames(files) {
+  const short = (file) => {
+    const base = basename(file).replace(/\.[cm]?[jt]s$/, '');
+    return base === 'index' ? basename(dirname(file)) : base;
+  };
+  const count = new Map();
+  for (const file of files) count.set(short(file), (count.get(short(file)) ?? 0) + 1);
+  return Object.fromEntries(
+    files.map((file) => [count.get(short(file)) > 1 ? `${basename(dirname(file))}-${short(file)}` : short(file), file]),
+  );
+}
+
+/**
+ * Bundles plugin binaries into `outdir`: for each `entries[name]` (a module exporting `run`), `<name>.mjs` and
+ * `<name>.cjs`, plus the miss chunks under `outdir/chunks`. `esmEntries` (the CLI) are ESM bundles sharing those
+ * chunks: `<name>.mjs` re-exports `chunks/<name>-<hash>.mjs`.
+ *
+ * @param {{ entries: Record<string, string>, esmEntries?: Record<string, string>, outdir: string, sourcemap?: boolean | 'linked' }} options
+ */
+export async function bundlePlugins({ entries, esmEntries = {}, outdir, sourcemap = false }) {
+  mkdirSync(outdir, { recursive: true });
+  // 1. What the hit paths import() (written nowhere).
+  const lazy = new Set();
+  for (const [name, entry] of Object.entries(entries)) {
+    await build({ ...hitOptions(name, entry, outdir, lazyImports(lazy)), write: false });
+  }
+  // 2. Those modules, as entries of one split ESM build (with the ESM entries).
+  const names = chunkNames([...lazy].sort());
+  for (const name of Object.keys(esmEntries)) {
+    if (Object.hasOwn(names, name)) throw new Error(`bundlePlugins: ${name} is both an ESM entry and a chunk name`);
+  }
+  const misses = lazy.size + Object.keys(esmEntries).length === 0 ? { metafile: { outputs: {} } } : await build({
+    ...pluginBundleOptions,
+    entryPoints: { ...names, ...esmEntries },
+    entryNames: 'chunks/[name]-[hash]',
+    outdir,
+    metafile: true,
+    sourcemap,
+  });
+  const chunkOf = new Map();
+  for (const [output, meta] of Object.entries(misses.metafile.outputs)) {
+    if (meta.entryPoint !== undefined) chunkOf.set(meta.entryPoint, output);
+  }
+  const absoluteWorkingDir = process.cwd();
+  const chunks = new Set();
+  const specifier = (file) => {
+    const output = chunkOf.get(relative(absoluteWorkingDir, resolve(file)).split('\\').join('/'));
+    if (output === undefined) throw new Error(`bundlePlugins: no chunk was built for ${file}`);
+    const path = `./${relative(outdir, join(absoluteWorkingDir, output)).split('\\').join('/')}`;
+    chunks.add(path);
+    return path;
+  };
+  for (const [name, entry] of Object.entries(esmEntries)) {
+    writeFileSync(join(outdir, `${name}.mjs`), `export * from '${specifier(entry)}';\n`);
+  }
+  // 3. The hit paths, their import()s pointing to the chunks; then the entry next to each.
+  for (const [name, entry] of Object.entries(entries)) {
+    const result = await build({ ...hitOptions(name, entry, outdir, lazyImports(new Set(), specifier)), sourcemap });
+    const foreign = Object.values(result.metafile.outputs)
+      .flatMap((output) => output.imports)
+      .filter((imported) => !isBuiltin(imported.path) && !chunks.has(imported.path));
+    if (foreign.length > 0) {
+      throw new Error(`bundlePlugins: ${name}.cjs requires ${foreign.map((imported) => imported.path).join(', ')}: only built-ins and the miss chunks may stay outside it`);
+    }
+    copyFileSync(ENTRY_TEMPLATE, join(outdir, `${name}.mjs`));
+  }
+}

@@ -10,10 +10,11 @@
  * - JSON goes through JSON.parse, with unique keys too. `auto` reads text that starts with `{` or `[` as JSON (a
  *   YAML flow collection that is not JSON still parses as YAML) and anything else as YAML.
  *
- * Loads the `yaml` package: not for the plugins' cache-hit path.
+ * Loads the `yaml` package when a text is read as YAML (JSON text never needs it): not for the plugins' cache-hit
+ * path, and a token-request miss reading a JSON kubeconfig is 35 ms and 7 MiB lighter without it.
  */
 import { open } from 'node:fs/promises';
-import { isScalar, parseAllDocuments, type DocumentOptions, type ParseOptions, type SchemaOptions, type ToJSOptions } from 'yaml';
+import type { DocumentOptions, ParseOptions, SchemaOptions, ToJSOptions } from 'yaml';
 import { CredentialsError, errno, jsonSyntaxProblem, type ErrorCode } from './errors.js';
 
 export type DocumentFormat = 'json' | 'yaml' | 'auto';
@@ -160,7 +161,19 @@ function isEscaped(text: string, index: number): boolean {
   return backslashes % 2 === 1;
 }
 
+let yamlPackage: typeof import('yaml') | undefined;
+
+/**
+ * The `yaml` package, loaded on first use. `require` where there is one — a bundle, where esbuild bundles the
+ * package and evaluates it only here — else (tsc's ES modules) a require of our own.
+ */
+function yaml(): typeof import('yaml') {
+  yamlPackage ??= (typeof require === 'function' ? require('yaml') : process.getBuiltinModule('node:module').createRequire(import.meta.url)('yaml')) as typeof import('yaml');
+  return yamlPackage;
+}
+
 function parseYaml(text: string, multiple: boolean): Parsed {
+  const { isScalar, parseAllDocuments } = yaml();
   let documents;
   try {
     documents = parseAllDocuments(text, YAML_OPTIONS);

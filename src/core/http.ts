@@ -1,10 +1,12 @@
 /**
  * The one HTTP seam under every request builder / response processor pair (the Kubernetes transport, the OpenID
- * Provider client, the tenant-cert issuer client): undici with a per-client trust store, one deadline per send that
- * covers DNS, TCP connect, TLS, the request and the whole answer, one response body limit, one translation of
- * network errors into a classified {@link HttpFailure}, and retries with backoff that never run past the deadline.
+ * Provider client, the tenant-cert issuer client): node:http over sockets it makes itself (TCP, TLS with a per-client
+ * trust store, an HTTP CONNECT or SOCKS5 tunnel), kept alive per client; one deadline per send that covers DNS, TCP
+ * connect, TLS, the request and the whole answer; one response body limit; one translation of network errors into a
+ * classified {@link HttpFailure}; and retries with backoff that never run past the deadline.
  *
- * undici is imported on the first send: modules on a plugin's cache-hit path may import this one for free.
+ * Built-ins are taken on the first send: modules on a plugin's cache-hit path may import this one for free. (undici,
+ * used here before, cost a cache miss 40-60 ms and 25 MiB to load; node:http and node:tls are in Node's snapshot.)
  *
  * @example
  * ```ts
@@ -19,8 +21,8 @@
  * }
  * ```
  */
+import type { Agent, ClientRequest, IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
-import type { Dispatcher } from 'undici';
 import { clip, quoteUrl, redactUrl, withoutUserinfo } from './errors.js';
 import { withRetries } from './retry.js';
 
@@ -74,8 +76,11 @@ export interface TlsOptions {
 }
 
 /**
- * An explicit proxy: requests go through `url` (an HTTP CONNECT tunnel for https), except to hosts `noProxy`
- * exempts (NO_PROXY syntax). The environment is never read here: callers that honour HTTPS_PROXY pass it in.
+ * An explicit proxy: requests go through `url` — `http://` or `https://` (a CONNECT tunnel for https targets, the
+ * absolute URL for http ones; userinfo becomes Proxy-Authorization) or `socks5://` (`socks://`, `socks5h://`; the
+ * host name is resolved by the proxy) — except to hosts `noProxy` exempts (NO_PROXY syntax: `*`, names and their
+ * subdomains, `.suffix`, `*.suffix`, optional `:port`). The environment is never read here: callers that honour
+ * HTTPS_PROXY pass it in.
  */
 export interface ProxyOptions {
   url: string;
@@ -140,7 +145,7 @@ const RETRYABLE_KINDS: ReadonlySet<HttpFailureKind> = new Set(['timeout', 'refus
 export class HttpFailure extends Error {
   override readonly name = 'HttpFailure';
   readonly kind: HttpFailureKind;
-  /** The lowest-level code seen (`ECONNREFUSED`, `UND_ERR_CONNECT_TIMEOUT`, `DEPTH_ZERO_SELF_SIGNED_CERT`...). */
+  /** The lowest-level code seen (`ECONNREFUSED`, `ETIMEDOUT`, `DEPTH_ZERO_SELF_SIGNED_CERT`...). */
   readonly code: string | undefined;
   /** The request URL, without userinfo. */
   readonly url: string;
@@ -179,7 +184,7 @@ function targetOf(request: Pick<HttpRequest, 'url' | 'base'>): string {
 
 /**
  * Parses an http(s) URL, or throws an {@link HttpFailure} of kind `url` quoting it without userinfo. Synchronous
- * and undici-free: adapters check configured URLs up front with it.
+ * and free of any network code: adapters check configured URLs up front with it.
  */
 export function parseHttpUrl(value: string | URL, what = 'the URL'): URL {
   const text = String(value);
@@ -211,11 +216,11 @@ export function requestUrl(request: Pick<HttpRequest, 'url' | 'base'>): URL {
 const CERTIFICATE_CODES =
   /^(UNABLE_TO_\w+|CERT_\w+|CRL_\w+|ERROR_IN_CERT_\w+|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN|INVALID_CA|PATH_LENGTH_EXCEEDED|INVALID_PURPOSE|HOSTNAME_MISMATCH|ERR_TLS_CERT_ALTNAME_INVALID)$/;
 const TLS_CODES = /^(ERR_SSL_\w+|ERR_TLS_\w+|EPROTO)$/;
-const TIMEOUT_CODES = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'ETIMEDOUT']);
+const TIMEOUT_CODES = new Set(['ETIMEDOUT']);
 const DNS_CODES = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'EAI_NONAME']);
-const RESET_CODES = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED']);
+const RESET_CODES = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED']);
 
-/** The error and its causes (and an AggregateError's first member: undici's happy-eyeballs connect). */
+/** The error and its causes (and an AggregateError's first member: a happy-eyeballs connect). */
 function chain(error: unknown): Error[] {
   const seen: Error[] = [];
   let current: unknown = error;
@@ -258,7 +263,7 @@ function classify(errors: Error[]): { kind: HttpFailureKind; code: string | unde
   return { kind: 'network', code: codes.at(-1) };
 }
 
-/** The one place where undici's and node's errors become {@link HttpFailure}s. */
+/** The one place where node's errors become {@link HttpFailure}s. */
 function translate(
   error: unknown,
   context: { url: string; target: string; timedOut: boolean; callerSignal: AbortSignal | undefined; budgetMs: number },
@@ -278,9 +283,203 @@ function translate(
   return new HttpFailure(kind, describe(errors, error), { ...where, code, cause: error, ...(kind === 'timeout' ? { timeoutMs: context.budgetMs } : {}) });
 }
 
+// ----------------------------------------------------------------------------------------------- connections
+
+/** How a request reaches its origin: directly, through an HTTP(S) proxy, or through a SOCKS5 proxy. */
+type Route = { kind: 'direct' } | { kind: 'http-proxy' | 'socks'; proxy: URL; authorization: string | undefined };
+
+const DEFAULT_PORTS: Record<string, number> = { 'http:': 80, 'https:': 443, 'socks:': 1080, 'socks5:': 1080, 'socks5h:': 1080 };
+
+interface NoProxyEntry {
+  hostname: string;
+  port: number;
+  wildcard: boolean;
+}
+
+/** NO_PROXY entries: comma or space separated `host`, `.suffix`, `*.suffix`, `host:port`, `[v6]:port`, `*`. */
+function parseNoProxy(value: string): NoProxyEntry[] {
+  return value
+    .split(/[,\s]/)
+    .filter((entry) => entry !== '')
+    .map((entry) => {
+      const bracketed = /^\[(.+)\]:(\d+)$/.exec(entry);
+      let hostname: string;
+      let port = 0;
+      if (bracketed !== null) {
+        hostname = bracketed[1]!;
+        port = Number(bracketed[2]);
+      } else {
+        const unbracketed = entry.replace(/^\[(.+)\]$/, '$1');
+        const withPort = (unbracketed.match(/:/g) ?? []).length === 1 ? /^(.+):(\d+)$/.exec(unbracketed) : null;
+        hostname = withPort === null ? unbracketed : withPort[1]!;
+        port = withPort === null ? 0 : Number(withPort[2]);
+      }
+      return { hostname: hostname.replace(/^\*?\./, '').replace(/^(.+)\.$/, '$1').toLowerCase(), port, wildcard: entry.startsWith('*') };
+    });
+}
+
+/** Whether NO_PROXY exempts `url`: `*`, the host itself (not for `*.` entries), or a subdomain of an entry. */
+function exempt(entries: readonly NoProxyEntry[], url: URL): boolean {
+  let hostname = url.hostname.replace(/^\[(.+)\]$/, '$1').toLowerCase();
+  if (hostname.length > 1 && hostname.endsWith('.')) hostname = hostname.slice(0, -1);
+  const port = Number(url.port) || DEFAULT_PORTS[url.protocol] || 0;
+  return entries.some(
+    (entry) =>
+      (entry.port === 0 || entry.port === port) &&
+      (entry.hostname === '*' || (!entry.wildcard && hostname === entry.hostname) || hostname.endsWith(`.${entry.hostname}`)),
+  );
+}
+
+function proxyError(message: string, cause?: unknown): Error {
+  const error = new Error(message, cause === undefined ? undefined : { cause });
+  error.name = 'ProxyConnectionError';
+  return error;
+}
+
+/** Reads an HTTP response head (up to the blank line) from a socket; the bytes after it are pushed back. */
+function readResponseHead(socket: Socket): Promise<{ status: number }> {
+  return new Promise((resolve, reject) => {
+    let buffered = Buffer.alloc(0);
+    const cleanup = (): void => {
+      socket.off('data', onData);
+      socket.off('error', onError);
+      socket.off('close', onClose);
+    };
+    const onError = (error: Error): void => {
+      cleanup();
+      reject(error);
+    };
+    const onClose = (): void => {
+      cleanup();
+      reject(proxyError('the proxy closed the connection during CONNECT'));
+    };
+    const onData = (chunk: Buffer): void => {
+      buffered = Buffer.concat([buffered, chunk]);
+      const end = buffered.indexOf('\r\n\r\n');
+      if (end === -1) {
+        if (buffered.length > 16 * 1024) onError(proxyError('the proxy answered CONNECT with an endless header'));
+        return;
+      }
+      cleanup();
+      socket.pause();
+      if (end + 4 < buffered.length) socket.unshift(buffered.subarray(end + 4));
+      const status = /^HTTP\/1\.[01] (\d{3})/.exec(buffered.subarray(0, end).toString('latin1'));
+      if (status === null) reject(proxyError('the proxy answered CONNECT with something other than HTTP'));
+      else resolve({ status: Number(status[1]) });
+    };
+    socket.on('data', onData);
+    socket.on('error', onError);
+    socket.on('close', onClose);
+  });
+}
+
+/** Reads exactly `length` bytes (SOCKS5 replies). */
+function readBytes(socket: Socket, length: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    let buffered = Buffer.alloc(0);
+    const cleanup = (): void => {
+      socket.off('data', onData);
+      socket.off('error', onError);
+      socket.off('close', onClose);
+    };
+    const onError = (error: Error): void => {
+      cleanup();
+      reject(error);
+    };
+    const onClose = (): void => {
+      cleanup();
+      reject(proxyError('the SOCKS proxy closed the connection'));
+    };
+    const onData = (chunk: Buffer): void => {
+      buffered = Buffer.concat([buffered, chunk]);
+      if (buffered.length < length) return;
+      cleanup();
+      socket.pause();
+      if (buffered.length > length) socket.unshift(buffered.subarray(length));
+      resolve(buffered.subarray(0, length));
+    };
+    socket.on('data', onData);
+    socket.on('error', onError);
+    socket.on('close', onClose);
+    socket.resume();
+  });
+}
+
+const SOCKS_REPLIES: Record<number, string> = {
+  1: 'general failure',
+  2: 'connection not allowed by ruleset',
+  3: 'network unreachable',
+  4: 'host unreachable',
+  5: 'connection refused',
+  6: 'TTL expired',
+  7: 'command not supported',
+  8: 'address type not supported',
+};
+
+/** RFC 1928 CONNECT (with RFC 1929 username/password when the proxy URL has them) to `host:port`. */
+async function socksConnect(socket: Socket, proxy: URL, host: string, port: number): Promise<void> {
+  const username = decodeURIComponent(proxy.username);
+  const password = decodeURIComponent(proxy.password);
+  const withPassword = username !== '' || password !== '';
+  socket.write(Buffer.from(withPassword ? [5, 2, 0, 2] : [5, 1, 0]));
+  const [version, method] = await readBytes(socket, 2);
+  if (version !== 5) throw proxyError('the proxy does not speak SOCKS5');
+  if (method === 2 && withPassword) {
+    const user = Buffer.from(username);
+    const pass = Buffer.from(password);
+    socket.write(Buffer.concat([Buffer.from([1, user.length]), user, Buffer.from([pass.length]), pass]));
+    const [, status] = await readBytes(socket, 2);
+    if (status !== 0) throw proxyError('the SOCKS proxy refused the username and password');
+  } else if (method !== 0) {
+    throw proxyError(withPassword ? 'the SOCKS proxy accepts no authentication we offer' : 'the SOCKS proxy wants a username and password');
+  }
+  const { isIP } = process.getBuiltinModule('node:net');
+  const family = isIP(host);
+  let address: Buffer;
+  if (family === 4) {
+    address = Buffer.from([1, ...host.split('.').map(Number)]);
+  } else if (family === 6) {
+    address = Buffer.concat([Buffer.from([4]), ipv6Bytes(host)]);
+  } else {
+    const name = Buffer.from(host);
+    address = Buffer.concat([Buffer.from([3, name.length]), name]);
+  }
+  const portBytes = Buffer.from([port >> 8, port & 0xff]);
+  socket.write(Buffer.concat([Buffer.from([5, 1, 0]), address, portBytes]));
+  const reply = await readBytes(socket, 4);
+  if (reply[1] !== 0) throw proxyError(`the SOCKS proxy could not connect: ${SOCKS_REPLIES[reply[1]!] ?? `reply ${reply[1]}`}`);
+  const boundLength = reply[3] === 1 ? 4 : reply[3] === 4 ? 16 : (await readBytes(socket, 1))[0]!;
+  await readBytes(socket, boundLength + 2);
+}
+
+/** The 16 bytes of an IPv6 address. */
+function ipv6Bytes(address: string): Buffer {
+  const [head = '', tail] = address.split('::') as [string, string | undefined];
+  const words = (part: string): number[] => (part === '' ? [] : part.split(':').flatMap((word) => (word.includes('.') ? ipv4Words(word) : [Number.parseInt(word, 16)])));
+  const front = words(head);
+  const back = tail === undefined ? [] : words(tail);
+  const all = [...front, ...new Array<number>(8 - front.length - back.length).fill(0), ...back];
+  const bytes = Buffer.alloc(16);
+  all.forEach((word, index) => bytes.writeUInt16BE(word, index * 2));
+  return bytes;
+}
+
+function ipv4Words(dotted: string): number[] {
+  const [a = 0, b = 0, c = 0, d = 0] = dotted.split('.').map(Number);
+  return [(a << 8) | b, (c << 8) | d];
+}
+
 // ----------------------------------------------------------------------------------------------- the client
 
-function tlsConnectOptions(tls: TlsOptions = {}): Record<string, unknown> {
+interface TlsConnectOptions {
+  ca?: string;
+  cert?: string;
+  key?: string;
+  servername?: string;
+  rejectUnauthorized: boolean;
+}
+
+function tlsConnectOptions(tls: TlsOptions = {}): TlsConnectOptions {
   return {
     ...(tls.caPem === undefined ? {} : { ca: tls.caPem }),
     ...(tls.certPem === undefined ? {} : { cert: tls.certPem }),
@@ -302,24 +501,39 @@ function bearerOf(headers: Record<string, string>): string | undefined {
   return undefined;
 }
 
+function proxyAuthorization(proxy: URL): string | undefined {
+  if (proxy.username === '' && proxy.password === '') return undefined;
+  return `Basic ${Buffer.from(`${decodeURIComponent(proxy.username)}:${decodeURIComponent(proxy.password)}`).toString('base64')}`;
+}
+
+/** `host` of a URL for connecting: without the brackets of an IPv6 literal. */
+const connectHost = (url: URL): string => url.hostname.replace(/^\[(.+)\]$/, '$1');
+const portOf = (url: URL): number => Number(url.port) || DEFAULT_PORTS[url.protocol]!;
+
 /**
- * A client for one server identity: its TLS settings, proxy, deadline, body limit and retry policy. The undici
- * dispatcher behind it (one connection pool) is made on the first send.
+ * A client for one server identity: its TLS settings, proxy, deadline, body limit and retry policy. Its connections
+ * (one keep-alive pool per origin) are made on the first send.
  */
 export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
   const retryStatus = options.retry?.retryStatus ?? ((status: number) => status === 429 || status >= 500);
+  const tls = tlsConnectOptions(options.tls);
   /** Deadlines of the sends under way: a new connection may take until the latest of them. */
   const inflight = new Map<symbol, number>();
-  /** Sockets still connecting (TCP or TLS): undici does not abort them with the request, so we do. */
+  /** Sockets still connecting (TCP, proxy tunnel or TLS): torn down when every send waiting for them gave up. */
   const connecting = new Set<Socket>();
-  let loaded: Promise<{ undici: typeof import('undici'); dispatcher: Dispatcher }> | undefined;
-  let abandoned = false;
+  const agents = new Map<string, Agent>();
+  const noProxy = parseNoProxy(options.proxy?.noProxy ?? '');
 
+  /**
+   * How long a new connection may take: until the latest deadline of the sends under way, plus a second. Sends end
+   * themselves at their deadline (and drop what still connects); this only keeps a connection nobody waits for from
+   * lingering.
+   */
   const connectTimeout = (): number => {
     const latest = inflight.size === 0 ? Date.now() + timeoutMs : Math.max(...inflight.values());
-    return Math.max(1, latest - Date.now());
+    return Math.max(1, latest - Date.now()) + 1000;
   };
 
   const dropConnecting = (): void => {
@@ -327,41 +541,130 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
     connecting.clear();
   };
 
-  async function load(): Promise<{ undici: typeof import('undici'); dispatcher: Dispatcher }> {
-    const module = await import('undici');
-    // A bundler's chunk of the CommonJS undici may offer only `default`; node's own import offers both.
-    type Undici = typeof module;
-    const fallback = (module as unknown as { default?: Undici }).default;
-    const undici: Undici = typeof module.Agent === 'function' || fallback === undefined ? module : fallback;
-    const tls = tlsConnectOptions(options.tls);
-    const connect = (connectOptions: Parameters<ReturnType<typeof undici.buildConnector>>[0], callback: Parameters<ReturnType<typeof undici.buildConnector>>[1]): Socket => {
-      let done = false;
-      const connector = undici.buildConnector({ ...tls, timeout: connectTimeout() });
-      const socket = (connector as unknown as (o: typeof connectOptions, cb: typeof callback) => Socket)(connectOptions, (...args) => {
-        done = true;
-        connecting.delete(socket);
-        callback(...args);
-      });
-      if (!done) connecting.add(socket);
-      return socket;
-    };
-    let dispatcher: Dispatcher;
-    if (options.proxy === undefined) {
-      dispatcher = new undici.Agent({ connect });
-    } else {
-      const common = { connectTimeout: timeoutMs, requestTls: tls, proxyTls: { timeout: timeoutMs } };
-      dispatcher =
-        options.proxy.noProxy === undefined
-          ? new undici.ProxyAgent({ uri: options.proxy.url, ...common })
-          : // Every value explicit: undici would otherwise read HTTP(S)_PROXY / NO_PROXY from process.env.
-            new undici.EnvHttpProxyAgent({ ...common, connect, httpProxy: options.proxy.url, httpsProxy: options.proxy.url, noProxy: options.proxy.noProxy });
+  /** The route to `url`; a bad proxy URL is the failure of the send that needs it. */
+  function routeFor(url: URL): Route {
+    if (options.proxy === undefined || exempt(noProxy, url)) return { kind: 'direct' };
+    let proxyUrl: URL;
+    try {
+      proxyUrl = new URL(options.proxy.url);
+    } catch (cause) {
+      throw new HttpFailure('url', `the proxy URL ${JSON.stringify(withoutUserinfo(options.proxy.url))} is not a URL`, { url: url.href, target: url.href, cause });
     }
-    return { undici, dispatcher };
+    if (/^socks5?h?:$/.test(proxyUrl.protocol)) return { kind: 'socks', proxy: proxyUrl, authorization: undefined };
+    if (proxyUrl.protocol !== 'http:' && proxyUrl.protocol !== 'https:') {
+      throw new HttpFailure('url', `the proxy URL ${withoutUserinfo(options.proxy.url)} must be http, https or socks5`, { url: url.href, target: url.href });
+    }
+    return { kind: 'http-proxy', proxy: proxyUrl, authorization: proxyAuthorization(proxyUrl) };
+  }
+
+  /** Counts `socket` as connecting until `event` (or its end), and ends it when the connect deadline passes first. */
+  function connectWithin<T extends Socket>(socket: T, event: 'connect' | 'secureConnect'): T {
+    connecting.add(socket);
+    const timer = setTimeout(() => socket.destroy(Object.assign(new Error('no connection within the deadline'), { code: 'ETIMEDOUT' })), connectTimeout());
+    const done = (): void => {
+      clearTimeout(timer);
+      connecting.delete(socket);
+    };
+    socket.once(event, done);
+    socket.once('close', done);
+    return socket;
+  }
+
+  /** TLS to `origin` as configured (trusted CAs, client certificate, server name), over `socket` when given. */
+  function secureTo(origin: URL, socket?: Socket): Socket {
+    const { isIP } = process.getBuiltinModule('node:net');
+    const { connect } = process.getBuiltinModule('node:tls');
+    const host = connectHost(origin);
+    // SNI and the name verified: the configured server name, else the URL's host (an IP is verified, not sent).
+    const servername = tls.servername ?? (isIP(host) === 0 ? host : undefined);
+    return connect({
+      host,
+      port: portOf(origin),
+      ...(socket === undefined ? {} : { socket }),
+      ...(tls.ca === undefined ? {} : { ca: tls.ca }),
+      ...(tls.cert === undefined ? {} : { cert: tls.cert }),
+      ...(tls.key === undefined ? {} : { key: tls.key }),
+      ...(servername === undefined ? {} : { servername }),
+      rejectUnauthorized: tls.rejectUnauthorized,
+    });
+  }
+
+  /**
+   * A socket to `origin` (TLS for https) along `route`. A direct one is returned at once (still connecting); a tunnel
+   * is reported to `callback` when it is through, as http.Agent#createConnection allows.
+   */
+  function openSocket(origin: URL, route: Route, callback: (error: Error | null, socket?: Socket) => void): Socket | undefined {
+    const net = process.getBuiltinModule('node:net');
+    const secure = origin.protocol === 'https:';
+    if (route.kind === 'direct') {
+      return secure ? connectWithin(secureTo(origin), 'secureConnect') : connectWithin(net.connect({ host: connectHost(origin), port: portOf(origin) }), 'connect');
+    }
+    // Through a proxy: a connection to it (TLS with the system roots for an https:// proxy), the tunnel, then TLS to
+    // the origin inside it.
+    const proxyHost = connectHost(route.proxy);
+    const overTls = route.proxy.protocol === 'https:';
+    const toProxy: Socket = overTls
+      ? process.getBuiltinModule('node:tls').connect({ host: proxyHost, port: portOf(route.proxy), ...(net.isIP(proxyHost) === 0 ? { servername: proxyHost } : {}) })
+      : net.connect({ host: proxyHost, port: portOf(route.proxy) });
+    // Connecting lasts until the tunnel is through: one deadline for the proxy connection and the tunnel.
+    connecting.add(toProxy);
+    const timer = setTimeout(() => toProxy.destroy(Object.assign(new Error('no tunnel through the proxy within the deadline'), { code: 'ETIMEDOUT' })), connectTimeout());
+    const tunnel = async (): Promise<Socket> => {
+      try {
+        await new Promise<void>((resolve, reject) => {
+          toProxy.once(overTls ? 'secureConnect' : 'connect', () => resolve());
+          toProxy.once('error', reject);
+        });
+        const host = connectHost(origin);
+        const port = portOf(origin);
+        if (route.kind === 'socks') {
+          await socksConnect(toProxy, route.proxy, host, port);
+        } else {
+          const authority = `${host.includes(':') ? `[${host}]` : host}:${port}`;
+          const authorization = route.authorization === undefined ? '' : `Proxy-Authorization: ${route.authorization}\r\n`;
+          toProxy.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n${authorization}\r\n`);
+          const { status } = await readResponseHead(toProxy);
+          if (status !== 200) throw proxyError(`Proxy response (${status}) !== 200 when HTTP Tunneling`);
+        }
+      } finally {
+        clearTimeout(timer);
+        connecting.delete(toProxy);
+      }
+      toProxy.resume();
+      if (!secure) return toProxy;
+      const inner = connectWithin(secureTo(origin, toProxy), 'secureConnect');
+      await new Promise<void>((resolve, reject) => {
+        inner.once('secureConnect', () => resolve());
+        inner.once('error', reject);
+      });
+      return inner;
+    };
+    tunnel().then(
+      (socket) => callback(null, socket),
+      (error: unknown) => {
+        toProxy.destroy();
+        callback(error instanceof Error ? error : new Error(String(error)));
+      },
+    );
+    return undefined;
+  }
+
+  /** The keep-alive pool of one origin (or of the proxy, for http origins it forwards to). */
+  function agentFor(origin: URL, route: Route): Agent {
+    const key = `${origin.protocol}//${origin.host}`;
+    let agent = agents.get(key);
+    if (agent === undefined) {
+      const { Agent: HttpAgent } = process.getBuiltinModule('node:http');
+      const made = new HttpAgent({ keepAlive: true });
+      // node:http speaks HTTP/1.1 over whatever socket this gives it: TLS and tunnels are made here.
+      Object.assign(made, { createConnection: (_options: unknown, callback: (error: Error | null, socket?: Socket) => void) => openSocket(origin, route, callback) });
+      agents.set(key, made);
+      agent = made;
+    }
+    return agent;
   }
 
   async function exchange(request: HttpRequest, url: URL, signal: AbortSignal): Promise<HttpResponse> {
-    loaded ??= load();
-    const { undici, dispatcher } = await loaded;
     const headers: Record<string, string> = { ...request.headers };
     let body: string | Uint8Array | undefined = request.body;
     if (request.json !== undefined) body = JSON.stringify(request.json);
@@ -369,20 +672,58 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
     if (body !== undefined && !hasContentType && (request.contentType !== undefined || request.json !== undefined)) {
       headers['content-type'] = request.contentType ?? 'application/json';
     }
-    const response = await undici.request(url, { method: request.method, headers, dispatcher, signal, ...(body === undefined ? {} : { body }) });
+    const route = routeFor(url);
+    // An http origin through an http:// proxy gets the absolute URL sent to the proxy; anything else goes over a
+    // connection (or tunnel) to the origin.
+    const forward = route.kind === 'http-proxy' && url.protocol === 'http:' && route.proxy.protocol === 'http:' ? route : undefined;
+    const connectTo = forward === undefined ? url : forward.proxy;
+    const outgoing: Record<string, string> = { host: url.host, ...headers };
+    if (forward?.authorization !== undefined) outgoing['proxy-authorization'] = forward.authorization;
+    const payload = body === undefined ? undefined : typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
+    if (payload !== undefined && !Object.keys(headers).some((name) => name.toLowerCase() === 'content-length')) outgoing['content-length'] = String(payload.length);
+
+    const { request: httpRequest } = process.getBuiltinModule('node:http');
+    const response = await new Promise<IncomingMessage>((resolve, reject) => {
+      let sent: ClientRequest;
+      try {
+        sent = httpRequest({
+          method: request.method,
+          host: connectHost(connectTo),
+          port: portOf(connectTo),
+          path: forward === undefined ? `${url.pathname}${url.search}` : url.href,
+          headers: outgoing,
+          agent: agentFor(connectTo, forward === undefined ? route : { kind: 'direct' }),
+          signal,
+        });
+      } catch (error) {
+        reject(error);
+        return;
+      }
+      sent.once('response', resolve);
+      sent.once('error', reject);
+      sent.end(payload);
+    });
+
     const chunks: Buffer[] = [];
     let size = 0;
-    for await (const chunk of response.body) {
-      size += (chunk as Buffer).length;
-      if (size > maxResponseBytes) {
-        response.body.destroy();
-        throw new HttpFailure('too-large', `the answer is larger than ${maxResponseBytes} bytes`, { url: url.href, target: targetOf(request), limit: maxResponseBytes });
+    try {
+      for await (const chunk of response) {
+        size += (chunk as Buffer).length;
+        if (size > maxResponseBytes) {
+          throw new HttpFailure('too-large', `the answer is larger than ${maxResponseBytes} bytes`, { url: url.href, target: targetOf(request), limit: maxResponseBytes });
+        }
+        chunks.push(chunk as Buffer);
       }
-      chunks.push(chunk as Buffer);
+    } catch (error) {
+      // Stop reading (and the connection with it): never buffer an answer past the limit.
+      response.destroy();
+      response.socket?.destroy();
+      throw error;
     }
     let buffer = Buffer.concat(chunks);
     let text = buffer.toString('utf8');
-    if (response.statusCode >= 300) {
+    const status = response.statusCode ?? 0;
+    if (status >= 300) {
       // An error answer is only ever shown to people: never let it carry a credential we sent back into a message
       // (auth proxies and debug endpoints repeat the credential they refused).
       const secrets = [bearerOf(headers), ...(request.secrets ?? [])]
@@ -393,9 +734,12 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
         buffer = Buffer.from(text, 'utf8');
       }
     }
+    // Every header as sent, repeated ones joined (node's `headers` drops repeats of some names).
     const responseHeaders: Record<string, string> = {};
-    for (const [name, value] of Object.entries(response.headers)) {
-      if (value !== undefined) responseHeaders[name.toLowerCase()] = Array.isArray(value) ? value.join(', ') : value;
+    const raw = response.rawHeaders;
+    for (let index = 0; index + 1 < raw.length; index += 2) {
+      const name = raw[index]!.toLowerCase();
+      responseHeaders[name] = name in responseHeaders ? `${responseHeaders[name]}, ${raw[index + 1]!}` : raw[index + 1]!;
     }
     let json: unknown;
     if (JSON_TYPE.test(responseHeaders['content-type'] ?? '')) {
@@ -405,7 +749,7 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
         json = undefined;
       }
     }
-    return { status: response.statusCode, headers: responseHeaders, body: buffer, text, json, url: withoutUserinfo(url.href) };
+    return { status, headers: responseHeaders, body: buffer, text, json, url: withoutUserinfo(url.href) };
   }
 
   /** One attempt, until `deadline`; `budgetMs` (the send's whole time) is what a timeout message names. */
@@ -416,7 +760,7 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
     const key = Symbol('send');
     inflight.set(key, Date.now() + allottedMs);
     let onAbort: (() => void) | undefined;
-    // undici does not give up a connection being made when the request aborts: the race answers at the deadline.
+    // The answer to a send given up on is not waited for: the race answers at the deadline.
     const abandon = new Promise<never>((_, reject) => {
       onAbort = () => reject(signal.reason);
       if (signal.aborted) onAbort();
@@ -432,10 +776,7 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
     } finally {
       if (onAbort !== undefined) signal.removeEventListener('abort', onAbort);
       inflight.delete(key);
-      if (signal.aborted) {
-        abandoned = true;
-        if (inflight.size === 0) dropConnecting();
-      }
+      if (signal.aborted && inflight.size === 0) dropConnecting();
     }
   }
 
@@ -463,10 +804,8 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
     },
     async close() {
       dropConnecting();
-      const dispatcher = await loaded?.then((ready) => ready.dispatcher).catch(() => undefined);
-      if (dispatcher === undefined) return;
-      // A send given up on may still be queued behind a connection: destroy rather than wait for it.
-      await (abandoned ? dispatcher.destroy() : dispatcher.close()).catch(() => undefined);
+      for (const agent of agents.values()) agent.destroy();
+      agents.clear();
     },
   };
 }

@@ -137,7 +137,7 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 
 function parseKubeconfig(text: string, file: string, what: string): Record<string, unknown> {
   // The one document reader: it never quotes the text (a kubeconfig line can be a token or a key).
-  const doc = parseDocument(text, { source: file, code: 'ERR_KUBECONFIG_INVALID', format: 'yaml', message: `cannot load ${what}: ${file} is not YAML` });
+  const doc = parseDocument(text, { source: file, code: 'ERR_KUBECONFIG_INVALID', format: 'auto', message: `cannot load ${what}: ${file} is not YAML` });
   // An empty file is an empty kubeconfig (kubectl reads it so).
   if (doc === null || doc === undefined) return {};
   if (!isRecord(doc)) throw invalid(`${what} ${file} must be a mapping (apiVersion, clusters, users, contexts)`, `${file}: $`);

@@ -1,15 +1,57 @@
 /**
- * The command line of every plugin: the provider's flags plus the runtime's own, parsed with `node:util` `parseArgs`
- * (yargs costs tens of milliseconds to import; a plugin runs on every kubectl call).
+ * The command line of every plugin: the provider's flags plus the runtime's own, with `node:util` `parseArgs`'s
+ * rules (yargs costs tens of milliseconds to import; a plugin runs on every kubectl call). What kubectl passes — long
+ * flags with their values — is read by {@link readCommonForm}; anything else (short flags, `--`, mistakes) goes to
+ * `parseArgs` itself, whose first use costs a cache hit about 0.4 ms.
  */
 import type { ParseArgsOptionsConfig } from 'node:util';
 import { CredentialsError, type ErrorCodes } from '../core/errors.js';
 import type { CredentialProvider, FlagSpecs, FlagValues } from './provider.js';
 
-// Built-ins come from process.getBuiltinModule, not `import`: an ESM import of a built-in builds its namespace,
-// which runs every lazy getter (fs.promises, streams, WebCrypto...) and loads ~30 more internal modules on each
-// plugin start (docs/plugin-runtime.md, "Start-up").
-const { parseArgs } = process.getBuiltinModule('node:util');
+type ParsedArgs = { values: Record<string, string | boolean | (string | boolean)[] | undefined>; positionals: string[] };
+
+/**
+ * `parseArgs({ args, options, strict: true, allowPositionals: true })` for the arguments made only of positionals
+ * not starting with `-`, `--name value` / `--name=value` of a string option (the value not starting with `-`) and
+ * `--name` of a boolean one; undefined for anything else, which `parseArgs` then reads (or rejects).
+ */
+export function readCommonForm(args: readonly string[], options: ParseArgsOptionsConfig): ParsedArgs | undefined {
+  const values: ParsedArgs['values'] = Object.create(null) as ParsedArgs['values'];
+  const positionals: string[] = [];
+  for (let index = 0; index < args.length; index += 1) {
+    const arg = args[index]!;
+    if (!arg.startsWith('-')) {
+      positionals.push(arg);
+      continue;
+    }
+    if (!arg.startsWith('--') || arg.length === 2) return undefined;
+    const equals = arg.indexOf('=');
+    const name = equals === -1 ? arg.slice(2) : arg.slice(2, equals);
+    const option = Object.hasOwn(options, name) ? options[name] : undefined;
+    if (option === undefined) return undefined;
+    if (option.type === 'boolean') {
+      if (equals !== -1 || option.multiple === true) return undefined;
+      values[name] = true;
+      continue;
+    }
+    let value: string;
+    if (equals !== -1) {
+      value = arg.slice(equals + 1);
+    } else {
+      const next = args[index + 1];
+      if (next === undefined || next.startsWith('-')) return undefined;
+      value = next;
+      index += 1;
+    }
+    if (option.multiple === true) {
+      const list = values[name];
+      values[name] = Array.isArray(list) ? [...list, value] : [value];
+    } else {
+      values[name] = value;
+    }
+  }
+  return { values, positionals };
+}
 
 /** Codes of command-line mistakes (exit 2). */
 export type PluginUsageErrorCode = ErrorCodes<'ERR_PLUGIN_USAGE'>;
@@ -53,11 +95,15 @@ export function parseCommand<F extends FlagSpecs>(
       options[name] = { type: spec.type, ...(spec.multiple === true ? { multiple: true } : {}) };
     }
   }
-  let parsed: ReturnType<typeof parseArgs>;
-  try {
-    parsed = parseArgs({ args: [...argv], options, strict: true, allowPositionals: true });
-  } catch (error) {
-    throw usageError(error);
+  let parsed: ParsedArgs | undefined = readCommonForm(argv, options);
+  if (parsed === undefined) {
+    // Built-ins come from process.getBuiltinModule, not `import` (see README.md, "The plugin runtime", "Start-up").
+    const { parseArgs } = process.getBuiltinModule('node:util');
+    try {
+      parsed = parseArgs({ args: [...argv], options, strict: true, allowPositionals: true });
+    } catch (error) {
+      throw usageError(error);
+    }
   }
   const { values, positionals } = parsed;
   const action = values['help'] === true ? 'help' : positionals[0] === 'clean' ? 'clean' : 'credential';

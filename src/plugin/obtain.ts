@@ -169,8 +169,8 @@ export async function obtain<F extends FlagSpecs, Settings, State>(
   signal.throwIfAborted();
 
   // The slow path: take the key's lock, read the entry again, else call the provider and store what it returns.
-  let stderr = options.stderr;
-  const diagnostics = (): NodeJS.WritableStream => (stderr ??= discard());
+  let stderr: NodeJS.WritableStream | undefined;
+  const diagnostics = (): NodeJS.WritableStream => (stderr ??= options.stderr ?? discard());
   const say = (message: string): void => {
     diagnostics().write(`${command}: ${message}\n`);
   };
@@ -198,11 +198,18 @@ export async function obtain<F extends FlagSpecs, Settings, State>(
     }
     const issuedAt = now();
     const interactive = input.spec.interactive === true;
+    let stdin: NodeJS.ReadableStream | undefined;
     const issued = await provider.issue(settings, {
       now,
       interactive,
-      stdin: interactive && options.stdin !== undefined ? options.stdin : process.getBuiltinModule('node:stream').Readable.from([]),
-      stderr: diagnostics(),
+      // Getters: the streams are made only for a provider that reads or writes them (process.stderr costs a
+      // miss ~6 ms to create).
+      get stdin() {
+        return (stdin ??= interactive && options.stdin !== undefined ? options.stdin : process.getBuiltinModule('node:stream').Readable.from([]));
+      },
+      get stderr() {
+        return diagnostics();
+      },
       signal,
       env,
       previous: read.kind === 'entry' ? read.entry : undefined,

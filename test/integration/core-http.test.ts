@@ -342,6 +342,111 @@ describe('proxies', () => {
     expect(tunnels).toEqual([]);
   });
 
+  it('sends the proxy URL\'s userinfo as Proxy-Authorization; a refused tunnel is kind proxy, without the userinfo', async () => {
+    const refusing = createHttpServer();
+    const seen: (string | undefined)[] = [];
+    refusing.on('connect', (req, client: Socket) => {
+      seen.push(req.headers['proxy-authorization']);
+      client.end('HTTP/1.1 407 Proxy Authentication Required\r\ncontent-length: 0\r\n\r\n');
+    });
+    const url = `http://${encodeURIComponent('us er')}:${encodeURIComponent('p@ss')}@127.0.0.1:${await listen(refusing)}`;
+    try {
+      const { failure } = await sendOnce({ tls: { caPem: ca.cert }, proxy: { url } }, { method: 'GET', url: `${echo.url}/` });
+      expect(failure).toMatchObject({ kind: 'proxy', retryable: false });
+      expect(failure?.message).toContain('Proxy response (407)');
+      expect(failure?.message).not.toContain('p@ss');
+      expect(seen).toEqual([`Basic ${Buffer.from('us er:p@ss').toString('base64')}`]);
+    } finally {
+      await new Promise<void>((resolve) => refusing.close(() => resolve()));
+    }
+  });
+
+  it('sends an http:// origin\'s request to an http:// proxy as an absolute URL', async () => {
+    const plain = createHttpServer((req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ url: req.url })));
+    const plainUrl = `http://127.0.0.1:${await listen(plain)}`;
+    const forwarded: string[] = [];
+    const forwarding = createHttpServer((req, res) => {
+      forwarded.push(req.url ?? '');
+      const target = new URL(req.url ?? '');
+      const upstream = tcpConnect(Number(target.port), target.hostname, () => {
+        upstream.write(`GET ${target.pathname}${target.search} HTTP/1.1\r\nhost: ${target.host}\r\nconnection: close\r\n\r\n`);
+      });
+      upstream.pipe(res.socket!);
+    });
+    try {
+      const { response } = await sendOnce({ proxy: { url: `http://127.0.0.1:${await listen(forwarding)}` } }, { method: 'GET', url: `${plainUrl}/p?q=1` });
+      expect(response?.json).toEqual({ url: '/p?q=1' });
+      expect(forwarded).toEqual([`${plainUrl}/p?q=1`]);
+    } finally {
+      forwarding.closeAllConnections();
+      await Promise.all([new Promise((resolve) => forwarding.close(resolve)), new Promise((resolve) => plain.close(resolve))]);
+    }
+  });
+
+  it('tunnels through a SOCKS5 proxy (the host name resolved by the proxy; username and password when given)', async () => {
+    const requests: { host: string; port: number; user?: string }[] = [];
+    const socks = createServer((client) => {
+      client.on('error', () => undefined);
+      let stage = 'greeting';
+      let user: string | undefined;
+      let buffered = Buffer.alloc(0);
+      client.on('data', (chunk: Buffer) => {
+        if (stage === 'piped') return;
+        buffered = Buffer.concat([buffered, chunk]);
+        if (stage === 'greeting' && buffered.length >= 2 && buffered.length >= 2 + buffered[1]!) {
+          const methods = [...buffered.subarray(2, 2 + buffered[1]!)];
+          buffered = buffered.subarray(2 + buffered[1]!);
+          stage = methods.includes(2) ? 'auth' : 'request';
+          client.write(Buffer.from([5, methods.includes(2) ? 2 : 0]));
+        }
+        if (stage === 'auth' && buffered.length >= 2) {
+          const userLength = buffered[1]!;
+          const passLength = buffered[2 + userLength];
+          if (passLength === undefined || buffered.length < 3 + userLength + passLength) return;
+          user = `${buffered.subarray(2, 2 + userLength).toString()}:${buffered.subarray(3 + userLength, 3 + userLength + passLength).toString()}`;
+          buffered = buffered.subarray(3 + userLength + passLength);
+          stage = 'request';
+          client.write(Buffer.from([1, 0]));
+        }
+        if (stage === 'request' && buffered.length >= 5) {
+          const type = buffered[3];
+          const end = type === 3 ? 5 + buffered[4]! : type === 1 ? 8 : 20;
+          if (buffered.length < end + 2) return;
+          const host = type === 3 ? buffered.subarray(5, end).toString() : [...buffered.subarray(4, end)].join('.');
+          const port = buffered.readUInt16BE(end);
+          requests.push({ host, port, ...(user === undefined ? {} : { user }) });
+          stage = 'piped';
+          const rest = buffered.subarray(end + 2);
+          const upstream = tcpConnect(port, host === 'localhost' ? '127.0.0.1' : host, () => {
+            client.write(Buffer.from([5, 0, 0, 1, 127, 0, 0, 1, 0, 0]));
+            upstream.write(rest);
+            upstream.pipe(client).pipe(upstream);
+          });
+          upstream.on('error', () => client.destroy());
+        }
+      });
+    });
+    const socksPort = await listen(socks);
+    const named = await startHttpsServer({ ca, serverCert: await ca.issueServerCert({ ips: [], dns: ['localhost'] }) });
+    try {
+      const target = `https://localhost:${new URL(named.url).port}/`;
+      const plain = await sendOnce({ tls: { caPem: ca.cert }, proxy: { url: `socks5://127.0.0.1:${socksPort}` } }, { method: 'GET', url: target });
+      expect(plain.response?.status).toBe(200);
+      const withUser = await sendOnce({ tls: { caPem: ca.cert }, proxy: { url: `socks5h://me:secret@127.0.0.1:${socksPort}` } }, { method: 'GET', url: target });
+      expect(withUser.response?.status).toBe(200);
+      const untrusted = await sendOnce({ tls: { caPem: otherCa.cert }, proxy: { url: `socks5://127.0.0.1:${socksPort}` } }, { method: 'GET', url: target });
+      expect(untrusted.failure?.kind).toBe('certificate');
+      expect(requests.map(({ host, user }) => ({ host, user }))).toEqual([
+        { host: 'localhost', user: undefined },
+        { host: 'localhost', user: 'me:secret' },
+        { host: 'localhost', user: undefined },
+      ]);
+    } finally {
+      await named.close();
+      await new Promise((resolve) => socks.close(resolve));
+    }
+  });
+
   it('never takes a proxy from the environment', async () => {
     const saved = { HTTPS_PROXY: process.env['HTTPS_PROXY'], https_proxy: process.env['https_proxy'] };
     process.env['HTTPS_PROXY'] = process.env['https_proxy'] = `http://127.0.0.1:${new URL(closedUrl).port}`;

@@ -1,5 +1,6 @@
+import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { assertNoFlagClash, helpText, parseCommand } from '../../src/plugin/flags.js';
+import { assertNoFlagClash, helpText, parseCommand, readCommonForm } from '../../src/plugin/flags.js';
 
 const provider = {
   description: 'test',
@@ -51,5 +52,57 @@ describe('parseCommand', () => {
     expect(text).toMatch(/--scope VALUE\s+scope \(repeatable\)/);
     expect(text).toContain('--cache-dir DIR');
     expect(text).toContain('exit codes: 0 ok, 1 no credential (see the message), 2 usage or configuration error');
+  });
+});
+
+describe('readCommonForm (the fast path of parseCommand)', () => {
+  const options: ParseArgsOptionsConfig = {
+    help: { type: 'boolean', short: 'h' },
+    'cache-dir': { type: 'string' },
+    'force-refresh': { type: 'boolean' },
+    'cluster-id': { type: 'string' },
+    scope: { type: 'string', multiple: true },
+  };
+  const parsed = (args: string[]) => {
+    try {
+      const { values, positionals } = parseArgs({ args, options, strict: true, allowPositionals: true });
+      return { values: { ...values }, positionals };
+    } catch (error) {
+      return { error: (error as Error).message };
+    }
+  };
+
+  it.each([
+    [['--cluster-id', 'c1', '--cache-dir', '/c']],
+    [['--cluster-id=c1', '--cache-dir=', '--force-refresh']],
+    [['clean', '--cache-dir', '/c', 'extra']],
+    [['--scope', 'a', '--scope=b', '--cluster-id', 'x', '--cluster-id', 'y']],
+    [['--cluster-id', 'has=equals', '--help']],
+    [[]],
+  ])('reads %j exactly as parseArgs does', (args) => {
+    const fast = readCommonForm(args, options);
+    expect(fast).toBeDefined();
+    expect({ values: { ...fast!.values }, positionals: fast!.positionals }).toEqual(parsed(args));
+  });
+
+  it.each([
+    [['-h']],
+    [['--', '--cluster-id']],
+    [['--cluster-id', '-5']],
+    [['--cluster-id', '--force-refresh']],
+    [['--cluster-id']],
+    [['--force-refresh=yes']],
+    [['--no-such-flag']],
+    [['--constructor', 'x']],
+    [['-']],
+  ])('leaves %j to parseArgs', (args) => {
+    expect(readCommonForm(args, options)).toBeUndefined();
+  });
+
+  it('parseCommand gives parseArgs\'s answer either way, errors included', () => {
+    expect(parseCommand(provider, ['-h']).action).toBe('help');
+    expect(() => parseCommand(provider, ['--cluster-id'])).toThrow("Option '--cluster-id <value>' argument missing");
+    expect(() => parseCommand(provider, ['--cluster-id', '--verbose'])).toThrow("Option '--cluster-id' argument is ambiguous");
+    expect(parseCommand(provider, ['--', 'clean']).action).toBe('clean');
   });
 });

@@ -20,7 +20,7 @@ import { writeFileAtomic } from '../../core/private-files.js';
 import { CredentialsError, errno } from '../../core/errors.js';
 import { renderKubeconfig } from '../../library/kubeconfig.js';
 import type { ResolvedClusterAccess } from '../../library/types.js';
-import { checkCertificate, defaultIdentityDir, identityFile, parseIdentity, readKeyFile, storeIdentity, type ParsedIdentity } from '../../providers/tenant-cert/index.js';
+import { defaultIdentityDir, identityFile, loadIdentityImport, readKeyFile, type ParsedIdentity } from '../../providers/tenant-cert/index.js';
 import type { CommandArgs, CommandContext } from '../command.js';
 import { readInput } from '../input.js';
 
@@ -118,6 +118,7 @@ export async function run(args: CommandArgs, ctx: CommandContext): Promise<numbe
   const { text, source } = await readInput(file, ctx, (cause, path) =>
     new CredentialsError('ERR_IDENTITY_READ', `cannot read the Identity: ${(cause as Error).message}`, { path, cause }),
   );
+  const { checkCertificate, parseIdentity, storeIdentity } = await loadIdentityImport();
   const identity = parseIdentity(text, source);
 
   const clusterID = args['cluster-id'] as string | undefined;

@@ -14,21 +14,7 @@ import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Argv } from 'yargs';
 import { CredentialsError } from '../../core/errors.js';
-import {
-  DATA_FILES,
-  TrustStore,
-  checkClusterId,
-  checkGroups,
-  configError,
-  keyAlgorithm,
-  openIssuer,
-  parseListen,
-  parsePublicKey,
-  servingMaterial,
-  spkiDer,
-  startIssuerServer,
-  type IssuerSettings,
-} from '../../providers/tenant-cert/index.js';
+import { checkClusterId, keyAlgorithm, loadIssuer, parsePublicKey, spkiDer, type IssuerSettings } from '../../providers/tenant-cert/index.js';
 import { parseDuration } from '../duration.js';
 import { readInput } from '../input.js';
 import { requiredFlag, type CommandArgs, type CommandContext } from '../command.js';
@@ -98,6 +84,7 @@ export function issuerSettings(args: CommandArgs, providerClusterID: string | un
 }
 
 async function serve(args: CommandArgs, ctx: CommandContext): Promise<number> {
+  const { DATA_FILES, configError, openIssuer, parseListen, servingMaterial, startIssuerServer } = await loadIssuer();
   const providerClusterID = checkClusterId(required(args, 'cluster-id', 'serve'), '--cluster-id');
   const listen = parseListen(String(args['listen']));
   const settings = issuerSettings(args, providerClusterID);
@@ -147,9 +134,9 @@ function readPublicKey(file: string, ctx: CommandContext): Promise<{ text: strin
 export async function run(args: CommandArgs, ctx: CommandContext): Promise<number> {
   const action = String(args['action']);
   const dataDir = resolve(ctx.cwd, String(args['data-dir']));
+  if (action === 'serve') return serve(args, ctx);
+  const { TrustStore, checkGroups } = await loadIssuer();
   switch (action) {
-    case 'serve':
-      return serve(args, ctx);
     case 'trust': {
       const clusterID = checkClusterId(required(args, 'cluster-id', 'trust'), '--cluster-id');
       const { text, source } = await readPublicKey(required(args, 'public-key', 'trust'), ctx);

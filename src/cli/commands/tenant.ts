@@ -19,11 +19,10 @@ import { parseDocument } from '../../core/document.js';
 import { CredentialsError } from '../../core/errors.js';
 import {
   LIQO_API_VERSION,
-  buildCsr,
-  buildTenant,
   checkClusterId,
   encodeBase64,
-  openIssuer,
+  loadIssuer,
+  loadTenantBuilder,
   parsePrivateKeyPem,
   publicKeyPem,
   signBytes,
@@ -82,6 +81,7 @@ export async function run(args: CommandArgs, ctx: CommandContext): Promise<numbe
       throw new CredentialsError('ERR_TENANT_INPUT', `cannot read --key-file ${keyFile}: ${(cause as Error).message}`, { path: keyFile });
     });
     const privateKey = parsePrivateKeyPem(keyPem, keyFile);
+    const { buildCsr, buildTenant } = await loadTenantBuilder();
     let document: unknown;
     if (args['liqo'] === true) {
       const csr = await buildCsr(privateKey, { commonName: consumerClusterID, organizations: groups.length > 0 ? groups : ['liqo.io'] });
@@ -105,6 +105,7 @@ export async function run(args: CommandArgs, ctx: CommandContext): Promise<numbe
   }
 
   const dataDir = required(args, 'data-dir', action);
+  const { openIssuer } = await loadIssuer();
   const log = (line: string) => ctx.io.stderr.write(`${line}\n`);
   if (action === 'nonce') {
     const consumerClusterID = checkClusterId(required(args, 'cluster-id', 'nonce'), '--cluster-id');

@@ -1,13 +1,14 @@
 /**
  * PKCS#10 certification requests: build one with the cluster key (the private key never leaves the process), and
  * read one into plain data the issuer can judge: subject attributes, requested SANs and extensions, other
- * attributes, the public key, and whether the self-signature is valid.
+ * attributes, the public key, and whether the self-signature is valid. Both by hand over ./der.ts and node:crypto:
+ * the consumer's cache miss builds one, and @peculiar/x509 (with its ASN.1 schema layer and WebCrypto) cost it
+ * ~10 MiB and tens of milliseconds to load.
  */
 import { createPublicKey, verify, type KeyObject } from 'node:crypto';
-import { children, decodeObjectIdentifier, readElement, splitSigned, type DerElement } from './der.js';
+import { bitString, children, decodeObjectIdentifier, objectIdentifier, readElement, sequence, set, splitSigned, tlv, type DerElement } from './der.js';
 import { tenantError } from './protocol.js';
-import { keyAlgorithm, toCryptoKeyPair, webCryptoAlgorithm } from './keys.js';
-import { x509 } from './x509.js';
+import { keyAlgorithm, signBytes, spkiDer } from './keys.js';
 
 export const OID = {
   commonName: '2.5.4.3',
@@ -31,8 +32,23 @@ export interface BuiltCsr {
   der: Buffer;
 }
 
+/** The signature algorithm of a CSR signed by {@link signBytes} with a key of each type (RSA's with NULL parameters). */
+const SIGNED_WITH: Readonly<Record<ReturnType<typeof keyAlgorithm>, Buffer>> = {
+  ed25519: sequence(objectIdentifier('1.3.101.112')),
+  'ecdsa-p256': sequence(objectIdentifier('1.2.840.10045.4.3.2')),
+  'rsa-2048': sequence(objectIdentifier('1.2.840.113549.1.1.11'), tlv(0x05)),
+};
+
+/** PrintableString's characters (X.680): such a value is one, any other a UTF8String. */
+const PRINTABLE = /^[A-Za-z0-9 '()+,\-./:=?]*$/;
+
+/** An AttributeTypeAndValue's string: PrintableString when it can be one, else UTF8String. */
+const directoryString = (value: string): Buffer => tlv(PRINTABLE.test(value) ? 0x13 : 0x0c, Buffer.from(value, 'utf8'));
+
 /**
- * A CSR for the cluster key: subject CN (and O, when asked), nothing else — no SANs, no extensions, no attributes.
+ * A CSR for the cluster key: subject O... (when asked) then CN, one attribute per RDN, the values as given; no SANs,
+ * no extensions, no attributes. Signed as {@link signBytes} signs (Ed25519; ECDSA P-256 and RSA PKCS#1 v1.5 with
+ * SHA-256).
  *
  * @example
  * ```ts
@@ -40,18 +56,13 @@ export interface BuiltCsr {
  * ```
  */
 export async function buildCsr(privateKey: KeyObject, subject: CsrSubject): Promise<BuiltCsr> {
-  const name: Array<Record<string, string[]>> = [];
-  for (const organization of subject.organizations ?? []) {
-    name.push({ O: [organization] });
-  }
-  name.push({ CN: [subject.commonName] });
-  const request = await x509.Pkcs10CertificateRequestGenerator.create({
-    name: new x509.Name(name),
-    keys: toCryptoKeyPair(privateKey),
-    signingAlgorithm: webCryptoAlgorithm(privateKey),
-  });
-  const der = Buffer.from(request.rawData);
-  return { pem: request.toString('pem'), der };
+  const attributes = [...(subject.organizations ?? []).map((value) => ({ oid: OID.organization, value })), { oid: OID.commonName, value: subject.commonName }];
+  const name = sequence(...attributes.map(({ oid, value }) => set(sequence(objectIdentifier(oid), directoryString(value)))));
+  // CertificationRequestInfo: version 0, subject, the public key, no attributes ([0] IMPLICIT SET OF, empty).
+  const info = sequence(tlv(0x02, Buffer.from([0])), name, spkiDer(privateKey), tlv(0xa0));
+  const der = sequence(info, SIGNED_WITH[keyAlgorithm(privateKey)], bitString(signBytes(privateKey, info)));
+  const body = der.toString('base64').replace(/.{1,64}/g, '$&\n');
+  return { pem: `-----BEGIN CERTIFICATE REQUEST-----\n${body}-----END CERTIFICATE REQUEST-----`, der };
 }
 
 /** One attribute of the subject, in order: `type` is the OID, `value` the string value. */

@@ -1,0 +1,13 @@
+/**
+ * The issuer side as the door's {@link import('../index.js').loadIssuer} hands it out: opening a data dir, serving,
+ * the trust store, the groups policy (`clusterprofile issuer`, `tenant nonce|accept`). Heavy (the HTTPS server,
+ * X.509, the schemas): loaded only by the commands that need it.
+ */
+export { DATA_FILES, servingMaterial } from './data-dir.js';
+export { checkGroups } from './policy.js';
+export { startIssuerServer } from './server.js';
+export type { IssuerServerOptions, RunningIssuer } from './server.js';
+export { configError, openIssuer, parseListen } from './setup.js';
+export type { IssuerSettings, OpenIssuer } from './setup.js';
+export { TrustStore } from './trust.js';
+export type { TrustRecord, TrustedConsumer } from './trust.js';
