@@ -2,7 +2,7 @@
 // bundle per binary (dist/bin/), so that a plugin start pays for no module resolution I/O. Dynamic import()s in
 // the entries become separate chunks: the cache-hit path of a plugin loads none of the HTTP/JOSE/TLS code.
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import { pluginBundleOptions } from './bundle-options.mjs';
@@ -42,6 +42,8 @@ await build({
   entryPoints: Object.fromEntries(present.map((binary) => [binary.name, binary.entry])),
   outdir: `${out}/bin`,
   sourcemap: 'linked',
+  // --version of every binary (src/core/version.ts): a constant, so no start reads package.json.
+  define: { CLUSTERPROFILE_CREDENTIALS_VERSION: JSON.stringify(JSON.parse(readFileSync('package.json', 'utf8')).version) },
 });
 
 // Swap: the previous build stays next to it for a few minutes (a running binary may still import its chunks).

@@ -9,8 +9,10 @@ export const pluginBundleOptions = {
   format: 'esm',
   platform: 'node',
   target: 'node22',
-  // A peer dependency: the host's own copy is used, never bundled.
-  external: ['@kubernetes/client-node'],
+  // Imported from node_modules, never bundled: the peer dependency (the host's own copy) and the dependencies the
+  // library (dist/, built by tsc) needs anyway, so the package ships their code once. The other libraries the binaries
+  // use (jose, @peculiar/x509, yargs) are bundled and are devDependencies. A cache hit loads none of them.
+  external: ['@kubernetes/client-node', 'undici', 'yaml'],
   // Some bundled CommonJS dependencies call require(); give ESM output a real one.
   banner: { js: "import { createRequire as __cpcCreateRequire } from 'node:module'; const require = __cpcCreateRequire(import.meta.url);" },
   logLevel: 'warning',
