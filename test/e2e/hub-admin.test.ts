@@ -4,7 +4,6 @@
  * and the package at node_modules/clusterprofile-credentials. Then both ClusterProfiles (v1alpha1 and v1alpha2) carry
  * their status and `clusterprofile kubeconfig --name` renders each one's server.
  */
-import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
@@ -12,40 +11,21 @@ import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
 import { e2eContext, kubectl } from '../helpers/controlplane-e2e.js';
+import { codeBlocks, runLines, shellLines, writeFiles, type ShellRun } from '../helpers/markdown-run.js';
 
 const repo = fileURLToPath(new URL('../../', import.meta.url));
-const page = readFileSync(join(repo, 'docs', 'hub-admin.md'), 'utf8');
-const blocks = [...page.matchAll(/^```(\w+)([^\n]*)\n([\s\S]*?)^```$/gm)].map(([, language, info, body]) => ({
-  language: language!,
-  title: /title="([^"]+)"/.exec(info!)?.[1],
-  body: body!,
-}));
-const files = blocks.filter((block) => block.title !== undefined);
-const lines = blocks.filter((block) => block.language === 'sh').flatMap((block) => block.body.split('\n').filter((line) => line.trim() !== ''));
-
-interface Ran {
-  line: string;
-  code: number;
-  stdout: string;
-  stderr: string;
-}
+const blocks = codeBlocks(readFileSync(join(repo, 'docs', 'hub-admin.md'), 'utf8'));
+const lines = shellLines(blocks);
 
 let dir = '';
-const ran: Ran[] = [];
-
-function shell(line: string, env: NodeJS.ProcessEnv): Promise<Ran> {
-  return new Promise((resolve) => {
-    execFile('bash', ['-euo', 'pipefail', '-c', line], { cwd: dir, env, timeout: 120_000 }, (error, stdout, stderr) => {
-      resolve({ line, code: error === null ? 0 : typeof error.code === 'number' ? error.code : 1, stdout, stderr });
-    });
-  });
-}
+let files: string[] = [];
+let ran: ShellRun[] = [];
 
 describe('docs/hub-admin.md on a real API server', () => {
   beforeAll(async () => {
     const { controlPlane } = e2eContext();
     dir = mkdtempSync(join(tmpdir(), 'cpc-hub-admin-'));
-    for (const file of files) writeFileSync(join(dir, file.title!), file.body);
+    files = writeFiles(blocks, dir);
     // The package as an npm install lays it out, `clusterprofile` on PATH, and the providers file the page refers to.
     mkdirSync(join(dir, 'node_modules'));
     symlinkSync(repo, join(dir, 'node_modules', 'clusterprofile-credentials'));
@@ -60,15 +40,11 @@ describe('docs/hub-admin.md on a real API server', () => {
       HOME: dir,
       KUBECONFIG: controlPlane.adminKubeconfig,
     };
-    for (const line of lines) {
-      const result = await shell(line, env);
-      ran.push(result);
-      if (result.code !== 0) break;
-    }
+    ran = await runLines(lines, dir, env);
   }, 600_000);
 
   it('has the files of both versions and the commands', () => {
-    expect(files.map((file) => file.title)).toEqual(['cluster-east.yaml', 'cluster-east-status.yaml', 'cluster-west.yaml']);
+    expect(files).toEqual(['cluster-east.yaml', 'cluster-east-status.yaml', 'cluster-west.yaml']);
     expect(lines.length).toBeGreaterThan(8);
   });
 
