@@ -136,5 +136,6 @@ function forAction(parser: Argv<any>, action: ActionSpec): Argv<any> {
       if (!shown.has(key)) parser.hide(key);
     }
   }
-  return parser.usage(`${action.usage}\n\n${action.describe}`);
+  // usage(null) drops the command's usage lines (usage() adds to them).
+  return parser.usage(null as unknown as string).usage(`${action.usage}\n\n${action.describe}`);
 }
