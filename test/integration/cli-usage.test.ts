@@ -229,7 +229,7 @@ describe('every hint, followed', () => {
       expect(untrusted.stderr).toMatch(/^ERR_TENANT_UNKNOWN_CONSUMER: /);
       const hint = hintOf(untrusted);
       const command = /^the provider admin runs: (clusterprofile issuer trust .*)$/.exec(hint)![1]!;
-      expect(command).toBe('clusterprofile issuer trust --data-dir DIR --cluster-id c2 --public-key FILE');
+      expect(command).toBe('clusterprofile issuer trust --cluster-id c2 --public-key FILE --data-dir DIR');
       ok(await cli(words(command.replace('DIR', dataDir).replace('FILE', pub))));
       expect((await cli(['tenant', 'nonce', '--data-dir', dataDir, '--cluster-id', 'c2'])).code).toBe(0);
     });
