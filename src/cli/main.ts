@@ -1,8 +1,9 @@
 /**
  * The composition root of the `clusterprofile` binary: `clusterprofile <command> [options]`.
  *
- * yargs parses (strict: unknown options and commands are usage errors); the chosen subcommand's module is loaded on
- * demand and runs with the process's side effects passed in. Exit codes: 0 success, 1 a failure (one line on stderr,
+ * yargs parses (strict: unknown options and commands are usage errors; an unknown command or action is answered with
+ * the nearest known one as a hint); the chosen subcommand's module is loaded on demand and runs with the process's
+ * side effects passed in. A bare call lists the commands; `<command> <action> --help` shows that action only. Exit codes: 0 success, 1 a failure (one line on stderr,
  * `CODE: message (at path)`), 2 a usage error (src/core/error-registry.ts gives each code its exit code). Nothing is
  * written to stdout on an error, and no stack trace ever.
  *
