@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import '../dist/core/node-floor-exit.js'; // first: on a too old Node.js, one ERR_NODE_VERSION line and exit 1
 // Tiny stub: turn on the compile cache before the bundle is parsed, then hand over to the composition root.
 import module from 'node:module';
 

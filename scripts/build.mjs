@@ -2,7 +2,7 @@
 // esbuild (dist/bin/): each plugin's cache-hit path as one file, what a miss import()s in chunks
 // (scripts/bundle-options.mjs), and the `clusterprofile` CLI as an ESM bundle whose commands are chunks.
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { bundlePlugins } from './bundle-options.mjs';
 
@@ -41,7 +41,11 @@ await bundlePlugins({
   entries: Object.fromEntries(plugins.map((binary) => [binary.name, binary.entry])),
   esmEntries: { [cli.name]: cli.entry },
   outdir: `${out}/bin`,
-  sourcemap: 'linked',
+  // No source maps: the bundles are not minified (a stack trace reads as it is), and maps would carry every bundled
+  // library's sources again (the library's own maps, from tsc, embed their TypeScript).
+  sourcemap: false,
+  // --version of every binary (src/core/version.ts): a constant, so no start reads package.json.
+  define: { CLUSTERPROFILE_CREDENTIALS_VERSION: JSON.stringify(JSON.parse(readFileSync('package.json', 'utf8')).version) },
 });
 
 // Swap: the previous build stays next to it for a few minutes (a running binary may still import its chunks).

@@ -22,6 +22,9 @@ const common = {
   // A peer dependency: the host's own copy is used, never bundled.
   external: ['@kubernetes/client-node'],
   logLevel: 'warning',
+  // src/core/version.ts reads import.meta only when the build did not define the version constant, which every
+  // bundle does; in the CJS hit build esbuild would warn about that dead branch.
+  logOverride: { 'empty-import-meta': 'silent' },
 };
 
 /**
@@ -128,14 +131,14 @@ function chunkNames(files) {
  * `<name>.cjs`, plus the miss chunks under `outdir/chunks`. `esmEntries` (the CLI) are ESM bundles sharing those
  * chunks: `<name>.mjs` re-exports `chunks/<name>-<hash>.mjs`.
  *
- * @param {{ entries: Record<string, string>, esmEntries?: Record<string, string>, outdir: string, sourcemap?: boolean | 'linked' }} options
+ * @param {{ entries: Record<string, string>, esmEntries?: Record<string, string>, outdir: string, sourcemap?: boolean | 'linked', define?: Record<string, string> }} options
  */
-export async function bundlePlugins({ entries, esmEntries = {}, outdir, sourcemap = false }) {
+export async function bundlePlugins({ entries, esmEntries = {}, outdir, sourcemap = false, define = {} }) {
   mkdirSync(outdir, { recursive: true });
   // 1. What the hit paths import() (written nowhere).
   const lazy = new Set();
   for (const [name, entry] of Object.entries(entries)) {
-    await build({ ...hitOptions(name, entry, outdir, lazyImports(lazy)), write: false });
+    await build({ ...hitOptions(name, entry, outdir, lazyImports(lazy)), define, write: false });
   }
   // 2. Those modules, as entries of one split ESM build (with the ESM entries).
   const names = chunkNames([...lazy].sort());
@@ -149,6 +152,7 @@ export async function bundlePlugins({ entries, esmEntries = {}, outdir, sourcema
     outdir,
     metafile: true,
     sourcemap,
+    define,
   });
   const chunkOf = new Map();
   for (const [output, meta] of Object.entries(misses.metafile.outputs)) {
@@ -168,7 +172,7 @@ export async function bundlePlugins({ entries, esmEntries = {}, outdir, sourcema
   }
   // 3. The hit paths, their import()s pointing to the chunks; then the entry next to each.
   for (const [name, entry] of Object.entries(entries)) {
-    const result = await build({ ...hitOptions(name, entry, outdir, lazyImports(new Set(), specifier)), sourcemap });
+    const result = await build({ ...hitOptions(name, entry, outdir, lazyImports(new Set(), specifier)), define, sourcemap });
     const foreign = Object.values(result.metafile.outputs)
       .flatMap((output) => output.imports)
       .filter((imported) => !isBuiltin(imported.path) && !chunks.has(imported.path));

@@ -17,6 +17,7 @@ export const docsPath = 'docs/errors.md';
 
 /** Section titles, in document order: every area of the registry needs one. */
 const AREAS = {
+  node: 'Node.js version (every binary and the library)',
   library: 'Library: providers file and ClusterProfile resolution',
   exec: 'Exec: running a credential plugin (`ExecAuthenticator`, `runExecPlugin`)',
   plugin: 'Plugin runtime (every `clusterprofile-*` plugin)',

@@ -30,6 +30,28 @@ export type CommandArgs = { readonly [key: string]: unknown; readonly _: readonl
 export interface CommandModule {
   builder(parser: Argv): Argv<any>;
   run(args: CommandArgs, ctx: CommandContext): Promise<number>;
+  /**
+   * The actions of a command whose first positional is `<action>` (`issuer serve`): `<command> <action> --help`
+   * shows only that action's usage and flags, and a mistyped action is answered with the nearest one.
+   */
+  actions?: Readonly<Record<string, ActionSpec>>;
+}
+
+/**
+ * One action of a command: its usage line (`$0 issuer list --data-dir DIR`), what it does and the flags it reads
+ * (absent: all of the command's).
+ */
+export interface ActionSpec {
+  usage: string;
+  describe: string;
+  flags?: readonly string[];
+}
+
+/** The usage of every action, one per line, then the command's description: the `.usage()` of a command's builder. */
+export function actionsUsage(actions: Readonly<Record<string, ActionSpec>>, description: string): string {
+  return `${Object.values(actions)
+    .map((action) => action.usage)
+    .join('\n')}\n\n${description}`;
 }
 
 /** One line of the registry in commands/index.ts. */

@@ -1,8 +1,9 @@
 /**
  * The composition root of the `clusterprofile` binary: `clusterprofile <command> [options]`.
  *
- * yargs parses (strict: unknown options and commands are usage errors); the chosen subcommand's module is loaded on
- * demand and runs with the process's side effects passed in. Exit codes: 0 success, 1 a failure (one line on stderr,
+ * yargs parses (strict: unknown options and commands are usage errors; an unknown command or action is answered with
+ * the nearest known one as a hint); the chosen subcommand's module is loaded on demand and runs with the process's
+ * side effects passed in. A bare call lists the commands; `<command> <action> --help` shows that action only. Exit codes: 0 success, 1 a failure (one line on stderr,
  * `CODE: message (at path)`), 2 a usage error (src/core/error-registry.ts gives each code its exit code). Nothing is
  * written to stdout on an error, and no stack trace ever.
  *
@@ -15,7 +16,9 @@
 import yargs, { type Argv } from 'yargs';
 import { CredentialsError, formatError, isCredentialsError } from '../core/errors.js';
 import type { Run } from '../core/io.js';
-import type { CommandArgs, CommandContext, CommandModule } from './command.js';
+import type { ActionSpec, CommandArgs, CommandContext, CommandModule } from './command.js';
+import { closest } from './suggest.js';
+import { packageVersion } from '../core/version.js';
 import { commands } from './commands/index.js';
 
 const SCRIPT = 'clusterprofile';
@@ -24,6 +27,10 @@ export const run: Run = async (argv, env, io) => {
   const words = [...argv];
   const name = words.find((word) => !word.startsWith('-'));
   const entry = commands.find((candidate) => commandName(candidate.command) === name);
+  if (name !== undefined && entry === undefined) {
+    const names = commands.map((candidate) => commandName(candidate.command));
+    return usageError(io, unknownWord(`command "${name}"`, name, names, `"${SCRIPT} --help" lists the commands`, words));
+  }
 
   let module: CommandModule | undefined;
   try {
@@ -32,26 +39,37 @@ export const run: Run = async (argv, env, io) => {
     io.stderr.write(`${formatError(error)}\n`);
     return 1;
   }
+  // `<command> <action> --help` shows that action only.
+  const actions = module?.actions;
+  const action = actions === undefined || name === undefined ? undefined : words.slice(words.indexOf(name) + 1).find((word) => Object.hasOwn(actions, word));
 
   const parser = yargs()
     .scriptName(SCRIPT)
     .usage(`$0 <command> [options]`)
     .strict()
     .demandCommand(1, 'a command is required')
-    .recommendCommands()
     .help()
     .alias('help', 'h')
-    .version(false)
+    .version(packageVersion())
     .wrap(100)
     .exitProcess(false)
     .showHelpOnFail(false);
   for (const candidate of commands) {
     if (candidate === entry && module !== undefined) {
       const loaded = module;
-      parser.command(candidate.command, candidate.describe, (sub: Argv) => loaded.builder(sub));
+      parser.command(candidate.command, candidate.describe, (sub: Argv) => {
+        const built = loaded.builder(sub);
+        return action === undefined ? built : forAction(built, loaded.actions![action]!);
+      });
     } else {
       parser.command(candidate.command, candidate.describe);
     }
+  }
+
+  if (words.length === 0) {
+    // A bare call: the command list, as a usage error.
+    io.stderr.write(`${await parser.getHelp()}\n\n${formatError(new CredentialsError('ERR_USAGE', 'a command is required'))}\n`);
+    return 2;
   }
 
   const parsed = await new Promise<{ error: Error | undefined; args: CommandArgs; output: string }>((resolve) => {
@@ -61,16 +79,16 @@ export const run: Run = async (argv, env, io) => {
   });
 
   if (parsed.error !== undefined) {
+    const given = parsed.args?.['action'];
+    if (entry !== undefined && actions !== undefined && typeof given === 'string' && !Object.hasOwn(actions, given)) {
+      const command = `${SCRIPT} ${commandName(entry.command)}`;
+      return usageError(io, unknownWord(`action "${given}" of ${command}`, given, Object.keys(actions), `"${command} --help" lists the actions`, words));
+    }
     const where = entry === undefined ? '' : ` ${commandName(entry.command)}`;
-    const usage = new CredentialsError(
-      'ERR_USAGE',
-      `${parsed.error.message} (see "${SCRIPT}${where} --help")`,
-    );
-    io.stderr.write(`${formatError(usage)}\n`);
-    return usage.exitCode ?? 2;
+    return usageError(io, new CredentialsError('ERR_USAGE', `${parsed.error.message} (see "${SCRIPT}${where} --help")`));
   }
   if (parsed.output !== '') {
-    // --help
+    // --help, --version
     io.stdout.write(`${parsed.output}\n`);
     return 0;
   }
@@ -91,4 +109,34 @@ export const run: Run = async (argv, env, io) => {
 
 function commandName(command: string): string {
   return command.split(' ')[0] ?? command;
+}
+
+function usageError(io: Parameters<Run>[2], error: CredentialsError): number {
+  io.stderr.write(`${formatError(error)}\n`);
+  return error.exitCode ?? 2;
+}
+
+/**
+ * `unknown <what>`, with a hint naming the nearest known word in the command line as given (`did you mean
+ * "clusterprofile issuer serve --data-dir d"?`) and where the list is.
+ */
+function unknownWord(what: string, word: string, known: readonly string[], list: string, words: readonly string[]): CredentialsError {
+  const nearest = closest(word, known);
+  const corrected = words.map((candidate, index) => (index === words.indexOf(word) ? nearest : candidate));
+  const hint = nearest === undefined ? list : `did you mean "${SCRIPT} ${corrected.join(' ')}"? ${list}`;
+  return new CredentialsError('ERR_USAGE', `unknown ${what}`, { hint });
+}
+
+/** The help of one action: its usage line and description, and only the flags it reads. */
+function forAction(parser: Argv<any>, action: ActionSpec): Argv<any> {
+  if (action.flags !== undefined) {
+    const shown = new Set([...action.flags, 'help', 'version']);
+    // getOptions() is yargs' (missing from @types/yargs 17): every key the builder declared.
+    const { key: keys } = (parser as unknown as { getOptions(): { key: Record<string, unknown> } }).getOptions();
+    for (const key of Object.keys(keys)) {
+      if (!shown.has(key)) parser.hide(key);
+    }
+  }
+  // usage(null) drops the command's usage lines (usage() adds to them).
+  return parser.usage(null as unknown as string).usage(`${action.usage}\n\n${action.describe}`);
 }

@@ -7,7 +7,7 @@
 import type { ErrorCode } from './error-registry.js';
 
 /** Where a code is raised; groups the generated documentation. */
-export type ErrorArea = 'library' | 'exec' | 'plugin' | 'kube' | 'tenant-cert' | 'issuer' | 'token-request' | 'oidc' | 'cli';
+export type ErrorArea = 'node' | 'library' | 'exec' | 'plugin' | 'kube' | 'tenant-cert' | 'issuer' | 'token-request' | 'oidc' | 'cli';
 
 export interface ErrorDoc {
   readonly area: ErrorArea;
@@ -16,6 +16,9 @@ export interface ErrorDoc {
 }
 
 export const ERROR_DOCS: { readonly [C in ErrorCode]: ErrorDoc } = {
+  // node: every entry point, before anything else (src/core/node-floor.ts)
+  ERR_NODE_VERSION: { area: 'node', doc: 'The Node.js running a binary or importing the library is older than the package needs (engines): the message names both versions and the node binary; put a newer node first on PATH.' },
+
   // library: the providers file and ClusterProfile resolution
   ERR_ACCESS_CONFIG_READ: { area: 'library', doc: 'The providers file cannot be read (path = the file): check the path and its permissions.' },
   ERR_ACCESS_CONFIG_PARSE: { area: 'library', doc: 'The providers file is not JSON/YAML, is empty or is not one object: fix the file.' },

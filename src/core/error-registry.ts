@@ -20,6 +20,9 @@ export interface ErrorSpec {
 }
 
 export const ERRORS = {
+  // node: every entry point, before anything else (src/core/node-floor.ts)
+  ERR_NODE_VERSION: { exit: 1, retryable: false },
+
   // library: the providers file and ClusterProfile resolution
   ERR_ACCESS_CONFIG_READ: { exit: 1, retryable: false },
   ERR_ACCESS_CONFIG_PARSE: { exit: 1, retryable: false },

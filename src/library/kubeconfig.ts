@@ -7,11 +7,16 @@
  */
 import { stringify } from 'yaml';
 import { EXEC_EXTENSION_NAME } from './resolve.js';
-import type { ResolvedClusterAccess } from './types.js';
+import type { InteractiveMode, ResolvedClusterAccess } from './types.js';
 
 export interface KubeconfigOptions {
   /** The name of the cluster, user and context. Default: `<namespace>/<name>` of the profile, or `<name>`. */
   name?: string;
+  /**
+   * The exec config's `interactiveMode` (default `Never`, as a controller runs it). A kubeconfig for a person sets
+   * `IfAvailable` or `Always`, so kubectl hands the plugin the terminal for a login.
+   */
+  interactiveMode?: InteractiveMode;
 }
 
 /** The kubeconfig document (`apiVersion: v1, kind: Config`), as plain data. */
@@ -61,7 +66,7 @@ export function kubeconfigFromAccess(access: ResolvedClusterAccess, options: Kub
   if (execSource.args.length > 0) exec.args = [...execSource.args];
   if (execSource.env.length > 0) exec.env = execSource.env.map((v) => ({ name: v.name, value: v.value }));
   exec.provideClusterInfo = execSource.provideClusterInfo === true;
-  exec.interactiveMode = 'Never';
+  exec.interactiveMode = options.interactiveMode ?? 'Never';
   if (execSource.installHint !== undefined) exec.installHint = execSource.installHint;
 
   return {

@@ -65,12 +65,13 @@ export const COMMON_FLAGS = {
   },
   'force-refresh': { type: 'boolean', description: 'ignore a cached credential and obtain a new one' },
   help: { type: 'boolean', description: 'show this help' },
+  version: { type: 'boolean', description: 'print the version of clusterprofile-credentials (the plugin runtime)' },
 } as const satisfies FlagSpecs;
 
 /** What the command line asks for. */
 export interface PluginCommand<F extends FlagSpecs> {
-  /** `credential` (the default: print an ExecCredential), `clean` (empty the cache) or `help`. */
-  action: 'credential' | 'clean' | 'help';
+  /** `credential` (the default: print an ExecCredential), `clean` (empty the cache), `help` or `version`. */
+  action: 'credential' | 'clean' | 'help' | 'version';
   flags: FlagValues<F>;
   cacheDir: string | undefined;
   forceRefresh: boolean;
@@ -106,9 +107,10 @@ export function parseCommand<F extends FlagSpecs>(
     }
   }
   const { values, positionals } = parsed;
-  const action = values['help'] === true ? 'help' : positionals[0] === 'clean' ? 'clean' : 'credential';
+  const action =
+    values['help'] === true ? 'help' : values['version'] === true ? 'version' : positionals[0] === 'clean' ? 'clean' : 'credential';
   const extra = action === 'clean' ? positionals.slice(1) : positionals;
-  if (action !== 'help' && extra.length > 0) {
+  if (action !== 'help' && action !== 'version' && extra.length > 0) {
     throw new CredentialsError('ERR_PLUGIN_USAGE', `unexpected argument '${extra[0]}'`, {
       path: String(extra[0]),
       hint: 'the only command is "clean"; run with --help for the flags',

@@ -1,5 +1,6 @@
 // The exec-plugin runtime: input, flags, cache, lock, output; in-process (obtainCredential) or as a binary (runPlugin).
 // Only named exports.
+import '../core/node-floor-throw.js'; // first: on a too old Node.js, importing the package throws ERR_NODE_VERSION
 export { obtainCredential } from './obtain.js';
 export type { ObtainCredentialOptions, ObtainedCredential } from './obtain.js';
 export { runPlugin, EXIT } from './run.js';

@@ -8,6 +8,7 @@ import { cacheDirectory, cleanDirectory } from './cache.js';
 import { assertNoFlagClash, helpText, parseCommand } from './flags.js';
 import { writeStdout, type Env, type ProcessIo, type Run } from '../core/io.js';
 import { isLockHeld, type HeldLock } from '../core/private-files.js';
+import { packageVersion } from '../core/version.js';
 import { obtain } from './obtain.js';
 import type { CredentialProvider, FlagSpecs } from './provider.js';
 
@@ -71,6 +72,10 @@ export function runPlugin<F extends FlagSpecs, Settings, State>(
       const parsed = parseCommand(provider, argv);
       if (parsed.action === 'help') {
         io.stdout.write(helpText(command, provider));
+        return EXIT.ok;
+      }
+      if (parsed.action === 'version') {
+        io.stdout.write(`${packageVersion()}\n`);
         return EXIT.ok;
       }
       const dir = cacheDirectory(provider.name, parsed.cacheDir, env);

@@ -343,6 +343,6 @@ describe('clusterprofile kubeconfig: bad input (built bin)', () => {
   it('usage errors exit 2', async () => {
     await fails(['kubeconfig'], 2, /^ERR_USAGE: pass --profile FILE, or --namespace NS --name NAME/);
     await fails(['kubeconfig', '--profile'], 2, /^ERR_USAGE: /);
-    await fails(['nonsense'], 2, /^ERR_USAGE: Unknown argument: nonsense/);
+    await fails(['nonsense'], 2, /^ERR_USAGE: unknown command "nonsense"/);
   });
 });

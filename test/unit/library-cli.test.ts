@@ -56,15 +56,31 @@ describe('clusterprofile (in process)', () => {
     }
   });
 
-  it('is a usage error (exit 2, one line on stderr, nothing on stdout) without a command, with an unknown one or flag', async () => {
-    for (const argv of [[], ['frobnicate'], ['kubeconfig', '--profile', 'x', '--bogus']]) {
-      const result = await cli(argv);
-      expect(result.code).toBe(2);
-      expect(result.stdout).toBe('');
-      expect(result.stderr).toMatch(/^ERR_USAGE: .+\n$/);
-      expect(result.stderr.trim().split('\n')).toHaveLength(1);
-    }
-    expect((await cli(['kubeconfig', '--profile', 'x', '--bogus'])).stderr).toContain('Unknown argument: bogus');
+  it('is a usage error (exit 2, one line on stderr, nothing on stdout) with an unknown flag', async () => {
+    const result = await cli(['kubeconfig', '--profile', 'x', '--bogus']);
+    expect(result.code).toBe(2);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toMatch(/^ERR_USAGE: .+\n$/);
+    expect(result.stderr.trim().split('\n')).toHaveLength(1);
+    expect(result.stderr).toContain('Unknown argument: bogus');
+  });
+
+  it('answers an unknown command with a usage error and a hint: the nearest command, else where the list is', async () => {
+    const far = await cli(['frobnicate']);
+    expect(far).toEqual({ code: 2, stdout: '', stderr: 'ERR_USAGE: unknown command "frobnicate"\nhint: "clusterprofile --help" lists the commands\n' });
+    const near = await cli(['kubeconfg', '--profile', 'x']);
+    expect(near.code).toBe(2);
+    expect(near.stderr).toBe(
+      'ERR_USAGE: unknown command "kubeconfg"\nhint: did you mean "clusterprofile kubeconfig --profile x"? "clusterprofile --help" lists the commands\n',
+    );
+  });
+
+  it('lists the commands on a bare call (a usage error: exit 2, nothing on stdout)', async () => {
+    const result = await cli([]);
+    expect(result.code).toBe(2);
+    expect(result.stdout).toBe('');
+    for (const entry of commands) expect(result.stderr).toContain(`clusterprofile ${entry.command}`);
+    expect(result.stderr).toMatch(/\nERR_USAGE: a command is required\n$/);
   });
 
   it('requires --profile or --namespace with --name, not both', async () => {

@@ -21,16 +21,20 @@ import { CredentialsError, errno } from '../../core/errors.js';
 import { renderKubeconfig } from '../../library/kubeconfig.js';
 import type { ResolvedClusterAccess } from '../../library/types.js';
 import { defaultIdentityDir, identityFile, loadIdentityImport, readKeyFile, type ParsedIdentity } from '../../providers/tenant-cert/index.js';
-import type { CommandArgs, CommandContext } from '../command.js';
+import { actionsUsage, type ActionSpec, type CommandArgs, type CommandContext } from '../command.js';
 import { readInput } from '../input.js';
+
+export const actions = {
+  import: {
+    usage: '$0 identity import FILE --key-file KEY [--cluster-id ID] [--identity-dir DIR] [--kubeconfig OUT]',
+    describe: 'Store an Identity (ours or Liqo\'s; YAML or JSON; "-" for stdin) where clusterprofile-tenant-cert serves it from.',
+  },
+} as const satisfies Record<string, ActionSpec>;
 
 export function builder(parser: Argv): Argv<any> {
   return parser
-    .usage(
-      '$0 identity import FILE --key-file KEY [--cluster-id ID] [--identity-dir DIR] [--kubeconfig OUT]\n\n' +
-        'Store an Identity (ours or Liqo\'s; YAML or JSON; "-" for stdin) where clusterprofile-tenant-cert serves it from.',
-    )
-    .positional('action', { type: 'string', choices: ['import'], describe: 'what to do' })
+    .usage(actionsUsage(actions, 'The consumer side of the manual tenant-cert flow.'))
+    .positional('action', { type: 'string', choices: Object.keys(actions), describe: 'what to do' })
     .positional('file', { type: 'string', describe: 'the Identity document ("-": stdin)' })
     .option('key-file', { type: 'string', demandOption: true, requiresArg: true, describe: "this cluster's private key (PKCS#8 PEM, 0600)" })
     .option('cluster-id', { type: 'string', requiresArg: true, describe: "this cluster's ID (default: the certificate's CN, which must match)" })

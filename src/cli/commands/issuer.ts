@@ -10,6 +10,7 @@
  * SIGTERM stop it cleanly (exit 0).
  */
 import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Argv } from 'yargs';
@@ -17,22 +18,39 @@ import { CredentialsError } from '../../core/errors.js';
 import { checkClusterId, keyAlgorithm, loadIssuer, parsePublicKey, spkiDer, type IssuerSettings } from '../../providers/tenant-cert/index.js';
 import { parseDuration } from '../duration.js';
 import { readInput } from '../input.js';
-import { requiredFlag, type CommandArgs, type CommandContext } from '../command.js';
+import { actionsUsage, requiredFlag, type ActionSpec, type CommandArgs, type CommandContext } from '../command.js';
 
-const ACTIONS = ['serve', 'trust', 'untrust', 'list'] as const;
+export const actions = {
+  serve: {
+    usage: '$0 issuer serve --data-dir DIR --listen HOST:PORT --cluster-id PROVIDER_ID [options]',
+    describe: 'Serve the issuer over HTTPS: nonces, and Tenants of trusted consumers answered with Identities.',
+    flags: ['data-dir', 'cluster-id', 'listen', 'san', 'api-server-url', 'api-server-ca', 'cert-lifetime', 'nonce-ttl', 'signer', 'kubeconfig', 'context', 'signer-timeout', 'group', 'liqo-compat'],
+  },
+  trust: {
+    usage: '$0 issuer trust --data-dir DIR --cluster-id CONSUMER_ID --public-key FILE [--group G]...',
+    describe: "Trust a consumer cluster's public key (creates the data dir if needed).",
+    flags: ['data-dir', 'cluster-id', 'public-key', 'group'],
+  },
+  untrust: {
+    usage: '$0 issuer untrust --data-dir DIR --cluster-id CONSUMER_ID',
+    describe: 'Stop trusting a consumer cluster (certificates already issued stay valid until they expire).',
+    flags: ['data-dir', 'cluster-id'],
+  },
+  list: {
+    usage: '$0 issuer list --data-dir DIR',
+    describe: 'List the trusted consumers: cluster ID, key algorithm, fingerprint, groups, since.',
+    flags: ['data-dir'],
+  },
+} as const satisfies Record<string, ActionSpec>;
 const MINUTE = 60_000;
 const DAY = 1440 * MINUTE;
 
 export function builder(parser: Argv): Argv<any> {
   return parser
     .usage(
-      '$0 issuer serve --data-dir DIR --listen HOST:PORT --cluster-id PROVIDER_ID [options]\n' +
-        '$0 issuer trust --data-dir DIR --cluster-id CONSUMER_ID --public-key FILE [--group G]...\n' +
-        '$0 issuer untrust --data-dir DIR --cluster-id CONSUMER_ID\n' +
-        '$0 issuer list --data-dir DIR\n\n' +
-        'The tenant-cert issuer: hands out nonces and signs short-lived client certificates for trusted consumer clusters.',
+      actionsUsage(actions, 'The tenant-cert issuer: hands out nonces and signs short-lived client certificates for trusted consumer clusters.'),
     )
-    .positional('action', { type: 'string', choices: [...ACTIONS], describe: 'what to do' })
+    .positional('action', { type: 'string', choices: Object.keys(actions), describe: 'what to do' })
     .option('data-dir', { type: 'string', demandOption: true, requiresArg: true, describe: 'the issuer state (0700; created on first serve)' })
     .option('cluster-id', { type: 'string', requiresArg: true, describe: 'serve: this provider cluster\'s ID; trust/untrust: the consumer\'s' })
     .option('listen', { type: 'string', default: '127.0.0.1:8443', requiresArg: true, describe: 'serve: HOST:PORT (port 0: any free port)' })
@@ -156,6 +174,12 @@ export async function run(args: CommandArgs, ctx: CommandContext): Promise<numbe
       return 0;
     }
     case 'list': {
+      if (!existsSync(dataDir)) {
+        throw new CredentialsError('ERR_ISSUER_CONFIG', `there is no issuer data dir ${dataDir}`, {
+          path: '--data-dir',
+          hint: `check --data-dir; clusterprofile issuer trust --data-dir ${dataDir} --cluster-id CONSUMER_ID --public-key FILE creates it`,
+        });
+      }
       const consumers = await new TrustStore(dataDir).list();
       for (const consumer of consumers) {
         ctx.io.stdout.write(

@@ -17,8 +17,10 @@ import { readClusterProfileFile, type ClusterProfileObject } from '../../kube/cl
 import { renderKubeconfig } from '../../library/kubeconfig.js';
 import { PROVIDER_FILE_OPTION, withProviderFileOption } from '../../library/provider-file-option.js';
 import { resolveClusterAccess } from '../../library/resolve.js';
-import type { ClusterProfile } from '../../library/types.js';
+import type { ClusterProfile, InteractiveMode } from '../../library/types.js';
 import type { CommandArgs, CommandContext } from '../command.js';
+
+const INTERACTIVE_MODES: readonly InteractiveMode[] = ['IfAvailable', 'Always', 'Never'];
 
 /** ERR_PROFILE_READ and the other reading errors come from src/kube/cluster-profile.ts. */
 export type KubeconfigCommandErrorCode = 'ERR_PROFILE_PARSE';
@@ -42,6 +44,14 @@ export function builder(parser: Argv): Argv<any> {
       requiresArg: true,
       describe: 'Name of the cluster, user and context (default: <namespace>/<name> of the profile)',
     })
+    .option('interactive-mode', {
+      type: 'string',
+      choices: INTERACTIVE_MODES,
+      requiresArg: true,
+      describe:
+        "The exec config's interactiveMode: IfAvailable or Always let kubectl hand the plugin your terminal for a login " +
+        "(oidc device code, PKCE). Default: the providers file's, else Never",
+    })
     .conflicts('profile', ['namespace', 'name'])
     .check((args) => {
       const fromFile = args.profile !== undefined;
@@ -53,7 +63,8 @@ export function builder(parser: Argv): Argv<any> {
       return true;
     })
     .example('$0 kubeconfig --profile spoke-1.yaml > spoke-1.kubeconfig', 'from a file')
-    .example('$0 kubeconfig -n fleet --name spoke-1 > spoke-1.kubeconfig', 'from the hub cluster');
+    .example('$0 kubeconfig -n fleet --name spoke-1 > spoke-1.kubeconfig', 'from the hub cluster')
+    .example('$0 kubeconfig --profile spoke-1.yaml --interactive-mode IfAvailable > spoke-1.kubeconfig', 'for a person who logs in from kubectl');
 }
 
 export async function run(args: CommandArgs, ctx: CommandContext): Promise<number> {
@@ -66,7 +77,11 @@ export async function run(args: CommandArgs, ctx: CommandContext): Promise<numbe
   const access = resolveClusterAccess(profile as ClusterProfile, accessConfig, {
     warn: (message) => ctx.io.stderr.write(`warning: ${message}\n`),
   });
-  const options = typeof args['context-name'] === 'string' ? { name: args['context-name'] } : {};
+  // The resolution gives a controller's exec config (interactiveMode Never); a person's kubeconfig keeps the mode the
+  // providers file asks for, or the flag's.
+  const fromFile = accessConfig.providers.find((provider) => provider.name === access.providerName)?.execConfig?.interactiveMode;
+  const interactiveMode = (args['interactive-mode'] as InteractiveMode | undefined) ?? fromFile ?? 'Never';
+  const options = { interactiveMode, ...(typeof args['context-name'] === 'string' ? { name: args['context-name'] } : {}) };
   ctx.io.stdout.write(renderKubeconfig(access, options));
   return 0;
 }

@@ -31,21 +31,38 @@ import {
 import { issuerSettings } from './issuer.js';
 import { parseDuration } from '../duration.js';
 import { readInput } from '../input.js';
-import { requiredFlag, type CommandArgs, type CommandContext } from '../command.js';
+import { actionsUsage, requiredFlag, type ActionSpec, type CommandArgs, type CommandContext } from '../command.js';
+
+export const actions = {
+  nonce: {
+    usage: '$0 tenant nonce --data-dir DIR --cluster-id CONSUMER_ID [--ttl 1h] [--provider-cluster-id PROVIDER_ID]',
+    describe: 'Provider: issue a nonce for a trusted consumer (stdout), to carry to it.',
+    flags: ['data-dir', 'cluster-id', 'ttl', 'provider-cluster-id'],
+  },
+  generate: {
+    usage: '$0 tenant generate --key-file KEY --cluster-id CONSUMER_ID --provider-cluster-id PROVIDER_ID --nonce NONCE [--group G]... [--liqo]',
+    describe: 'Consumer: answer the nonce with a Tenant (a CSR signed over nonce and cluster IDs) on stdout.',
+    flags: ['key-file', 'cluster-id', 'provider-cluster-id', 'nonce', 'group', 'liqo'],
+  },
+  accept: {
+    usage: '$0 tenant accept --data-dir DIR [FILE|-] [--api-server-url URL] [--api-server-ca FILE] [--cert-lifetime 24h] [--group G]... [--liqo-compat]',
+    describe: 'Provider: check a Tenant and answer it with an Identity (the signed certificate) on stdout.',
+    flags: ['data-dir', 'provider-cluster-id', 'api-server-url', 'api-server-ca', 'cert-lifetime', 'group', 'signer', 'kubeconfig', 'context', 'liqo-compat'],
+  },
+} as const satisfies Record<string, ActionSpec>;
 
 export function builder(parser: Argv): Argv<any> {
   return parser
-    .usage(
-      '$0 tenant nonce --data-dir DIR --cluster-id CONSUMER_ID [--ttl 1h]\n' +
-        '$0 tenant generate --key-file KEY --cluster-id CONSUMER_ID --provider-cluster-id PROVIDER_ID --nonce NONCE [--group G]... [--liqo]\n' +
-        '$0 tenant accept --data-dir DIR [FILE|-] [--api-server-url URL] [--api-server-ca FILE] [--cert-lifetime 24h] [--group G]... [--liqo-compat]\n\n' +
-        'The manual tenant-cert flow: the provider issues a nonce, the consumer answers a Tenant, the provider answers an Identity.',
-    )
-    .positional('action', { type: 'string', choices: ['nonce', 'generate', 'accept'], describe: 'what to do' })
+    .usage(actionsUsage(actions, 'The manual tenant-cert flow: the provider issues a nonce, the consumer answers a Tenant, the provider answers an Identity.'))
+    .positional('action', { type: 'string', choices: Object.keys(actions), describe: 'what to do' })
     .positional('file', { type: 'string', describe: 'accept: the Tenant (YAML or JSON; "-" or absent: stdin)' })
     .option('data-dir', { type: 'string', requiresArg: true, describe: 'nonce/accept: the issuer\'s data dir' })
     .option('cluster-id', { type: 'string', requiresArg: true, describe: 'nonce/generate: the consumer cluster ID' })
-    .option('provider-cluster-id', { type: 'string', requiresArg: true, describe: 'generate: the provider cluster ID' })
+    .option('provider-cluster-id', {
+      type: 'string',
+      requiresArg: true,
+      describe: 'generate: the provider cluster ID; nonce/accept: the provider a data dir without an issuer yet belongs to',
+    })
     .option('ttl', { type: 'string', default: '1h', requiresArg: true, describe: 'nonce: how long it stays valid (the documents travel by hand)' })
     .option('key-file', { type: 'string', requiresArg: true, describe: 'generate: the consumer\'s private key (PKCS#8 PEM)' })
     .option('nonce', { type: 'string', requiresArg: true, describe: 'generate: the nonce the provider issued' })
@@ -61,6 +78,12 @@ export function builder(parser: Argv): Argv<any> {
 }
 
 const required = (args: CommandArgs, flag: string, action: string): string => requiredFlag(args, flag, `tenant ${action}`);
+
+/** nonce/accept: --provider-cluster-id, which a data dir needs until an issuer has been set up in it. */
+function providerClusterID(args: CommandArgs): string | undefined {
+  const id = args['provider-cluster-id'];
+  return typeof id === 'string' ? checkClusterId(id, '--provider-cluster-id') : undefined;
+}
 
 async function readDocument(file: string | undefined, ctx: CommandContext): Promise<unknown> {
   const { text, source } = await readInput(file, ctx, (cause, path) =>
@@ -110,7 +133,7 @@ export async function run(args: CommandArgs, ctx: CommandContext): Promise<numbe
   if (action === 'nonce') {
     const consumerClusterID = checkClusterId(required(args, 'cluster-id', 'nonce'), '--cluster-id');
     const ttlMs = parseDuration(String(args['ttl']), { flag: '--ttl', min: 5000, max: 7 * 86_400_000, code: 'ERR_ISSUER_CONFIG' });
-    const opened = await openIssuer(issuerSettings({ ...args, 'data-dir': dataDir }, undefined), {
+    const opened = await openIssuer(issuerSettings({ ...args, 'data-dir': dataDir }, providerClusterID(args)), {
       env: ctx.env,
       now: () => new Date(),
       cwd: ctx.cwd,
@@ -131,7 +154,7 @@ export async function run(args: CommandArgs, ctx: CommandContext): Promise<numbe
   }
   if (action === 'accept') {
     const document = await readDocument(typeof args['file'] === 'string' ? args['file'] : undefined, ctx);
-    const opened = await openIssuer(issuerSettings({ ...args, 'nonce-ttl': '60s' }, undefined), {
+    const opened = await openIssuer(issuerSettings({ ...args, 'nonce-ttl': '60s' }, providerClusterID(args)), {
       env: ctx.env,
       now: () => new Date(),
       cwd: ctx.cwd,

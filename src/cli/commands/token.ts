@@ -15,11 +15,19 @@ import { createKubeTransport } from '../../kube/transport.js';
 import type { KubeCredential } from '../../kube/types.js';
 import { syncTokensOnce } from '../token-sync.js';
 import { parseDuration } from '../duration.js';
-import type { CommandArgs, CommandContext } from '../command.js';
+import { actionsUsage, type ActionSpec, type CommandArgs, type CommandContext } from '../command.js';
+
+export const actions = {
+  sync: {
+    usage: '$0 token sync [-n NAMESPACE] [--cluster NAME]... [--interval DURATION] [options]',
+    describe: 'Mint member-cluster tokens (TokenRequest through the selected exec plugin) into hub Secrets in the Secret Reader layout.',
+  },
+} as const satisfies Record<string, ActionSpec>;
 
 export function builder(parser: Argv): Argv<any> {
   return withProviderFileOption(parser)
-    .positional('action', { choices: ['sync'] as const, describe: 'sync: mint member tokens into hub Secrets' })
+    .usage(actionsUsage(actions, 'Tokens for member clusters, kept in hub Secrets.'))
+    .positional('action', { choices: Object.keys(actions), describe: 'sync: mint member tokens into hub Secrets' })
     .option('namespace', { alias: 'n', type: 'string', requiresArg: true, describe: 'Hub namespace of the ClusterProfiles and the token Secrets (default: the hub context\'s or pod\'s namespace)' })
     .option('cluster', { type: 'string', array: true, requiresArg: true, describe: 'Only these ClusterProfiles (repeatable; default all in the namespace)' })
     .option('hub-kubeconfig', { type: 'string', requiresArg: true, describe: 'kubeconfig of the hub (default: KUBECONFIG, else ~/.kube/config, else in-cluster)' })

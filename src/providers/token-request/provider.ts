@@ -20,7 +20,13 @@ export const tokenRequestFlags = {
   'service-account': { type: 'string', description: 'service account name (default for spec.cluster.config.serviceAccount)', placeholder: 'NAME' },
   audience: { type: 'string', multiple: true, description: 'token audience, repeatable (default for spec.cluster.config.audiences)', placeholder: 'AUD' },
   'expiration-seconds': { type: 'string', description: 'requested lifetime, 600..2^32 (default 3600)', placeholder: 'SECONDS' },
-  bootstrap: { type: 'string', description: 'identity that calls TokenRequest: kubeconfig (default: KUBECONFIG, else ~/.kube/config, else in-cluster), in-cluster (only) or tenant-cert', placeholder: 'KIND' },
+  bootstrap: {
+    type: 'string',
+    description:
+      'identity that calls TokenRequest: kubeconfig (the default: --bootstrap-kubeconfig, else KUBECONFIG, else ~/.kube/config, else in-cluster), ' +
+      'in-cluster (only the pod\'s service account) or tenant-cert (the default when --key-file is given without --bootstrap-kubeconfig)',
+    placeholder: 'KIND',
+  },
   'bootstrap-kubeconfig': { type: 'string', description: 'kubeconfig whose current user calls TokenRequest (implies --bootstrap kubeconfig)', placeholder: 'FILE' },
   'cluster-id': { type: 'string', description: 'tenant-cert bootstrap: this (consumer) cluster\'s ID', placeholder: 'ID' },
   'key-file': { type: 'string', description: 'tenant-cert bootstrap: the consumer\'s PKCS#8 PEM private key', placeholder: 'FILE' },

@@ -74,7 +74,7 @@ export class Issuer {
     if (consumer === undefined) {
       throw tenantError('ERR_TENANT_UNKNOWN_CONSUMER', `consumer cluster ${consumerClusterID} is not trusted by this issuer`, {
         path,
-        hint: `the provider admin runs: clusterprofile issuer trust --cluster-id ${consumerClusterID} --public-key FILE`,
+        hint: `the provider admin runs: clusterprofile issuer trust --cluster-id ${consumerClusterID} --public-key FILE --data-dir DIR`,
       });
     }
     return consumer;
