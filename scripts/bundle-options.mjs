@@ -19,8 +19,10 @@ const common = {
   bundle: true,
   platform: 'node',
   target: 'node22',
-  // A peer dependency: the host's own copy is used, never bundled.
-  external: ['@kubernetes/client-node'],
+  // Imported from node_modules, never bundled: the peer dependency (the host's own copy) and the dependencies the
+  // library (dist/, built by tsc) needs anyway, so the package ships their code once. The other libraries the
+  // binaries use (jose, @peculiar/x509, yargs) are bundled and are devDependencies. A cache hit loads none of them.
+  external: ['@kubernetes/client-node', 'undici', 'yaml'],
   logLevel: 'warning',
   // src/core/version.ts reads import.meta only when the build did not define the version constant, which every
   // bundle does; in the CJS hit build esbuild would warn about that dead branch.

@@ -2,7 +2,7 @@
 // statically is paid by every one of them. The tenant-cert door re-exports only light modules and hands out the
 // issuer, Identity import and the Tenant builder (X.509) through loaders: checked on the built binaries with the
 // recorder of the plugin runtime tests (every module URL resolved).
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -70,6 +70,8 @@ it('`clusterprofile keygen` loads neither X.509 nor the issuer (they are behind 
   expect(generate.result.code, generate.result.stderr).toBe(0);
   expect(generate.heavy).toEqual([]);
   // The recorder does see them where they are used: the issuer's commands.
+  // (`issuer list` refuses a data dir that does not exist: an empty one lists nothing.)
+  mkdirSync(join(root, 'empty-data'), { mode: 0o700 });
   const list = await recorded(CLI, ['issuer', 'list', '--data-dir', join(root, 'empty-data')]);
   expect(list.result.code, list.result.stderr).toBe(0);
   expect(list.heavy).toEqual(['@peculiar/x509', 'the issuer']);
