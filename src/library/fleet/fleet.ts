@@ -474,6 +474,7 @@ export class ClusterProfileFleet implements AsyncIterable<FleetEvent> {
     const hub = this.#hub!;
     const signal = this.#stop.signal;
     let failures = 0;
+    let quiet = 0;
     while (!signal.aborted) {
       try {
         if (this.#resourceVersion === undefined) {
@@ -484,11 +485,19 @@ export class ClusterProfileFleet implements AsyncIterable<FleetEvent> {
           this.#replaceAll(listed.items);
           this.#resourceVersion = listed.resourceVersion;
         }
-        await hub.watch(this.namespace, this.#resourceVersion, signal, (event) => {
+        const opened = this.#clock.now();
+        const seen = await hub.watch(this.namespace, this.#resourceVersion, signal, (event) => {
           this.#onWatchEvent(event);
           failures = 0;
           this.#hubError = undefined;
         });
+        // A watch that ends at once with nothing to say (a hub cutting every stream) is not reopened in a tight loop.
+        if (seen === 0 && this.#clock.now() - opened < 1_000) {
+          quiet += 1;
+          await this.#sleep(backoffDelay(quiet, HUB_BACKOFF, this.#random));
+        } else {
+          quiet = 0;
+        }
       } catch (error) {
         if (signal.aborted) break;
         if (error instanceof HubGoneError) {

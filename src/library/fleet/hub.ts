@@ -201,11 +201,12 @@ export class FleetHub {
   }
 
   /**
-   * Watches from `resourceVersion` until the stream ends (the server's timeout, or silence past the idle deadline:
-   * resolves), `signal` aborts (resolves), the resourceVersion is gone (rejects with {@link HubGoneError}) or the
-   * hub fails (rejects with a coded error). `onEvent` gets each event in order.
+   * Watches from `resourceVersion` until the stream ends (the server's timeout, a cut connection, silence past the
+   * idle deadline: resolves with the number of events seen), `signal` aborts (resolves), the resourceVersion is gone
+   * (rejects with {@link HubGoneError}) or the watch cannot be opened (rejects with a coded error). `onEvent` gets
+   * each event in order.
    */
-  async watch(namespace: string, resourceVersion: string, signal: AbortSignal, onEvent: (event: HubWatchEvent) => void): Promise<void> {
+  async watch(namespace: string, resourceVersion: string, signal: AbortSignal, onEvent: (event: HubWatchEvent) => void): Promise<number> {
     const version = this.#version ?? CLUSTERPROFILE_VERSIONS[0];
     // Like client-go's reflector: a server-side timeout between 5 and 10 minutes, so watches do not end together.
     const timeoutSeconds = 300 + Math.floor(this.#deps.random() * 300);
@@ -228,11 +229,16 @@ export class FleetHub {
       const headers: Record<string, string> = { accept: 'application/json' };
       if (credential.kind === 'token') headers['authorization'] = `Bearer ${credential.token}`;
       let response: Dispatcher.ResponseData;
-      try {
-        response = await request(url, { method: 'GET', headers, dispatcher, signal: stop });
-      } catch (error) {
-        if (stop.aborted) return;
-        throw this.#unreachable('watch', namespace, error);
+      for (let attempt = 1; ; attempt += 1) {
+        try {
+          response = await request(url, { method: 'GET', headers, dispatcher, signal: stop });
+          break;
+        } catch (error) {
+          if (stop.aborted) return 0;
+          // A kept-alive connection the hub closed as the request went out (as Go's transport does: once more).
+          if (attempt === 1 && isStaleConnection(error)) continue;
+          throw this.#unreachable('watch', namespace, error);
+        }
       }
       if (response.statusCode !== 200) {
         const text = await readBounded(response.body, 64 * 1024).catch(() => '');
@@ -247,6 +253,7 @@ export class FleetHub {
         throw this.#statusError('watch', namespace, { status: response.statusCode, body });
       }
       let pending = '';
+      let events = 0;
       try {
         for await (const chunk of response.body) {
           touch();
@@ -255,7 +262,10 @@ export class FleetHub {
           while ((newline = pending.indexOf('\n')) >= 0) {
             const line = pending.slice(0, newline);
             pending = pending.slice(newline + 1);
-            if (line.trim() !== '') this.#event(namespace, line, onEvent);
+            if (line.trim() !== '') {
+              events += 1;
+              this.#event(namespace, line, onEvent);
+            }
           }
           if (pending.length > MAX_EVENT_BYTES) {
             throw new CredentialsError('ERR_FLEET_HUB_REQUEST', `the hub ${this.server} sent a watch event of ${CLUSTERPROFILE_RESOURCE} larger than ${MAX_EVENT_BYTES} bytes`, {
@@ -263,10 +273,12 @@ export class FleetHub {
             });
           }
         }
+        return events;
       } catch (error) {
-        if (stop.aborted) return;
         if (error instanceof HubGoneError || isCredentialsError(error)) throw error;
-        throw this.#unreachable('watch', namespace, error);
+        // A stream cut after it was open (a hub restart, a proxy, the idle deadline) ends the watch like the
+        // server's timeout does: it is reopened from the last resourceVersion.
+        return events;
       } finally {
         response.body.destroy();
       }
@@ -452,6 +464,12 @@ async function readBounded(body: Dispatcher.ResponseData['body'], limit: number)
     }
   }
   return text.slice(0, limit);
+}
+
+/** A request lost on a reused connection the server had closed, before any answer. */
+function isStaleConnection(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === 'UND_ERR_SOCKET' || code === 'ECONNRESET';
 }
 
 /** `message (CODE): cause (CODE)` of a network error, without userinfo. */
