@@ -10,6 +10,7 @@
  * plugin on the same host and the fleet never issue the same credential twice.
  */
 import { CredentialsError, isCredentialsError } from '../../core/errors.js';
+import { sha256Hex } from '../../core/sha256.js';
 import type { Env } from '../../core/io.js';
 import { parseTimestamp } from '../../core/exec-credential.js';
 import { obtainCredential, type ObtainedCredential } from '../../plugin/obtain.js';
@@ -56,6 +57,7 @@ export function builtinPluginOf(exec: Pick<ExecConfig, 'command' | 'args'>): { b
 
 /** One credential of the fleet: a plugin input and what is known about its credential. */
 export interface CredentialSlot {
+  /** SHA-256 of the plugin input's exec cache key. */
   readonly key: string;
   /** The providers-file entry's name (the metrics label). */
   readonly providerName: string;
@@ -167,7 +169,7 @@ export class FleetCredentials {
    * (path = the flag) when an in-process provider cannot parse the providers file's args.
    */
   acquire(access: ResolvedClusterAccess): CredentialSlot {
-    const key = execCacheKey(access.exec, access.cluster);
+    const key = slotKey(access.exec, access.cluster);
     const existing = this.#slots.get(key);
     if (existing !== undefined) {
       existing.refs += 1;
@@ -258,7 +260,7 @@ export class FleetCredentials {
   /** The authenticator's run: one fetch of the slot's credential, recorded and scheduled. */
   async #run(exec: ExecConfig, cluster: ExecCluster | undefined): Promise<ExecCredential> {
     const { clock } = this.#options;
-    const key = execCacheKey(exec, cluster);
+    const key = slotKey(exec, cluster);
     const slot = this.#slots.get(key);
     if (slot === undefined || slot.closed) {
       throw new CredentialsError('ERR_FLEET_CLOSED', `the cluster at ${cluster?.server ?? exec.command} is no longer in the fleet`, { path: cluster?.server ?? exec.command });
@@ -375,6 +377,11 @@ export class FleetCredentials {
       }
     });
   }
+}
+
+/** A slot's key: the hash of the exec cache's key (that one holds the cluster's CA; 10 000 of them add up). */
+function slotKey(exec: ExecConfig, cluster: ExecCluster | undefined): string {
+  return sha256Hex(execCacheKey(exec, cluster));
 }
 
 function expiryOf(obtained: ObtainedCredential): number | undefined {

@@ -232,6 +232,8 @@ export class ClusterProfileFleet implements AsyncIterable<FleetEvent> {
   readonly #credentials: FleetCredentials;
   readonly #metrics: FleetMetrics;
   readonly #members = new Map<string, Member>();
+  /** Interned CA bundles. */
+  readonly #strings = new Map<string, string>();
   /** Members by credential slot key. */
   readonly #bySlot = new Map<string, Set<Member>>();
   /** Slots whose first fetch has not ended yet. */
@@ -310,10 +312,8 @@ export class ClusterProfileFleet implements AsyncIterable<FleetEvent> {
     }
     await this.#credentials.prepare(this.#options.accessConfig);
     this.#throwIfClosed();
-    const first = await hub.list(this.namespace, this.#stop.signal);
+    this.#resourceVersion = await this.#listAll(hub);
     this.#throwIfClosed();
-    this.#replaceAll(first.items);
-    this.#resourceVersion = first.resourceVersion;
     this.#synced = true;
     this.#checkSettled();
     this.#loop = this.#watchLoop();
@@ -478,12 +478,11 @@ export class ClusterProfileFleet implements AsyncIterable<FleetEvent> {
     while (!signal.aborted) {
       try {
         if (this.#resourceVersion === undefined) {
-          const listed = await hub.list(this.namespace, signal);
-          if (signal.aborted) break;
           this.#relists += 1;
           this.#metrics.relist();
-          this.#replaceAll(listed.items);
-          this.#resourceVersion = listed.resourceVersion;
+          const resourceVersion = await this.#listAll(hub);
+          if (signal.aborted) break;
+          this.#resourceVersion = resourceVersion;
         }
         const opened = this.#clock.now();
         const seen = await hub.watch(this.namespace, this.#resourceVersion, signal, (event) => {
@@ -491,6 +490,7 @@ export class ClusterProfileFleet implements AsyncIterable<FleetEvent> {
           failures = 0;
           this.#hubError = undefined;
         });
+        if (signal.aborted) break;
         // A watch that ends at once with nothing to say (a hub cutting every stream) is not reopened in a tight loop.
         if (seen === 0 && this.#clock.now() - opened < 1_000) {
           quiet += 1;
@@ -526,6 +526,10 @@ export class ClusterProfileFleet implements AsyncIterable<FleetEvent> {
   #sleep(ms: number): Promise<void> {
     return new Promise((resolve) => {
       const signal = this.#stop.signal;
+      if (signal.aborted) {
+        resolve();
+        return;
+      }
       const done = (): void => {
         signal.removeEventListener('abort', done);
         this.#clock.clearTimer(handle);
@@ -538,17 +542,28 @@ export class ClusterProfileFleet implements AsyncIterable<FleetEvent> {
 
   // ------------------------------------------------------------------------------------------- members
 
-  /** A full list: every item applied, every member the list no longer has removed. */
-  #replaceAll(items: readonly unknown[]): void {
-    const seen = new Set<string>();
-    for (let index = 0; index < items.length; index += 1) {
-      const item = items[index];
-      const name = (item as { metadata?: { name?: unknown } } | null)?.metadata?.name;
-      if (typeof name !== 'string' || name === '') continue;
-      seen.add(name);
-      this.#apply(name, item);
-    }
-    for (const name of [...this.#members.keys()]) if (!seen.has(name)) this.#remove(name, 'deleted');
+  /**
+   * A full list, applied page by page: every item applied, then every member the list no longer has removed.
+   * Resolves with the list's resourceVersion.
+   */
+  async #listAll(hub: FleetHub): Promise<string> {
+    let seen = new Set<string>();
+    const { resourceVersion } = await hub.list(this.namespace, this.#stop.signal, {
+      onStart: () => {
+        seen = new Set();
+      },
+      onPage: (items) => {
+        if (this.#closed) return;
+        for (const item of items) {
+          const name = (item as { metadata?: { name?: unknown } } | null)?.metadata?.name;
+          if (typeof name !== 'string' || name === '') continue;
+          seen.add(name);
+          this.#apply(name, item);
+        }
+      },
+    });
+    if (!this.#closed) for (const name of [...this.#members.keys()]) if (!seen.has(name)) this.#remove(name, 'deleted');
+    return resourceVersion;
   }
 
   /** A profile as the hub has it now: resolve, rebuild when the access changed, update health and engagement. */
@@ -567,6 +582,9 @@ export class ClusterProfileFleet implements AsyncIterable<FleetEvent> {
     try {
       access = resolveClusterAccess(profile as ClusterProfile, this.#options.accessConfig, this.#options.warn === undefined ? {} : { warn: this.#options.warn });
       hash = sha256Hex(canonicalJson(access));
+      // Members of one inventory mostly share a CA: one string for all of them instead of a copy each.
+      const ca = access.cluster['certificate-authority-data'];
+      if (ca !== undefined) access.cluster['certificate-authority-data'] = this.#intern(ca);
     } catch (error) {
       this.#invalidate(member, error);
       return;
@@ -598,6 +616,14 @@ export class ClusterProfileFleet implements AsyncIterable<FleetEvent> {
       if (member.engaged) this.#emit({ type: 'updated', name, member, previousClient });
     }
     this.#reconcile(member);
+  }
+
+  #intern(text: string): string {
+    const known = this.#strings.get(text);
+    if (known !== undefined) return known;
+    if (this.#strings.size >= 1024) this.#strings.clear();
+    this.#strings.set(text, text);
+    return text;
   }
 
   #clientOptions(): { maxConnections?: number } {

@@ -121,13 +121,20 @@ export class FleetHub {
   }
 
   /**
-   * Every ClusterProfile of `namespace`, page by page, and the list's resourceVersion (where a watch starts). The
-   * first list asks for v1alpha1 and, when the hub does not serve it, v1alpha2; later lists ask for the same.
+   * Every ClusterProfile of `namespace`, page by page (each page is handed to `onPage` as it arrives and dropped, so a
+   * list of 10 000 never sits in memory at once), and the list's resourceVersion (where a watch starts). An expired
+   * continue token starts the list over: `onStart` runs before each attempt. The first list asks for v1alpha1 and,
+   * when the hub does not serve it, v1alpha2; later lists ask for the same.
    */
-  async list(namespace: string, signal: AbortSignal): Promise<{ items: unknown[]; resourceVersion: string; version: ClusterProfileVersion }> {
+  async list(
+    namespace: string,
+    signal: AbortSignal,
+    handlers: { onStart(): void; onPage(items: unknown[]): void },
+  ): Promise<{ resourceVersion: string; version: ClusterProfileVersion }> {
     for (let restart = 0; ; restart += 1) {
+      handlers.onStart();
       try {
-        return await this.#listOnce(namespace, signal);
+        return await this.#listOnce(namespace, signal, handlers.onPage);
       } catch (error) {
         // An expired continue token: the snapshot is gone, start the list over.
         if (error instanceof HubGoneError && restart < 3) continue;
@@ -141,8 +148,7 @@ export class FleetHub {
     }
   }
 
-  async #listOnce(namespace: string, signal: AbortSignal): Promise<{ items: unknown[]; resourceVersion: string; version: ClusterProfileVersion }> {
-    const items: unknown[] = [];
+  async #listOnce(namespace: string, signal: AbortSignal, onPage: (items: unknown[]) => void): Promise<{ resourceVersion: string; version: ClusterProfileVersion }> {
     const pageSize = this.#options.pageSize ?? DEFAULT_PAGE_SIZE;
     let token: string | undefined;
     let resourceVersion = '';
@@ -166,16 +172,15 @@ export class FleetHub {
           path: this.server,
         });
       }
-      for (const item of body.items) {
-        // A list's items may leave apiVersion and kind to the list.
-        items.push(isRecord(item) ? { apiVersion: body.apiVersion, kind: 'ClusterProfile', ...item } : item);
-      }
+      // A list's items may leave apiVersion and kind to the list.
+      const items = body.items.map((item: unknown) => (isRecord(item) ? { apiVersion: body.apiVersion, kind: 'ClusterProfile', ...item } : item));
       const meta = body.metadata ?? {};
       resourceVersion = typeof meta.resourceVersion === 'string' ? meta.resourceVersion : resourceVersion;
       token = typeof meta.continue === 'string' && meta.continue !== '' ? meta.continue : undefined;
+      this.#version = version;
+      onPage(items);
     } while (token !== undefined);
-    this.#version = version;
-    return { items, resourceVersion, version };
+    return { resourceVersion, version };
   }
 
   /** One GET through the seam, as the hub's current identity; network failures are ERR_FLEET_HUB_UNREACHABLE. */
