@@ -23,11 +23,14 @@ function cpuSeconds() {
   return { own: (own.user + own.system) / 1e6, children };
 }
 
-function memory() {
+/** After a second of idleness (V8's memory reducer) and full collections. */
+async function memory() {
+  gc();
+  await new Promise((resolve) => setTimeout(resolve, 1000));
   gc();
   gc();
   const usage = process.memoryUsage();
-  return { rss: usage.rss, heap: usage.heapUsed + usage.external + usage.arrayBuffers };
+  return { rss: usage.rss, heap: usage.heapUsed + usage.external + usage.arrayBuffers, heapTotal: usage.heapTotal };
 }
 
 const accessConfig = JSON.parse(readFileSync(config.providersFile, 'utf8'));
@@ -47,7 +50,7 @@ const empty = new ClusterProfileFleet(options(config.emptyNamespace));
 await empty.start();
 await empty.settled();
 await empty.close();
-const before = memory();
+const before = await memory();
 const cpu0 = cpuSeconds();
 const fleet = new ClusterProfileFleet(options(config.namespace));
 let updated = 0;
@@ -61,7 +64,7 @@ await fleet.settled();
 const readySeconds = (performance.now() - started) / 1000;
 const cpu1 = cpuSeconds();
 const status = fleet.status();
-const after = memory();
+const after = await memory();
 const result = {
   members: status.clusters.length,
   counts: status.counts,
@@ -76,6 +79,8 @@ const result = {
   rssAfter: after.rss,
   heapBefore: before.heap,
   heapAfter: after.heap,
+  heapTotalBefore: before.heapTotal,
+  heapTotalAfter: after.heapTotal,
   errors: [...new Set(status.clusters.filter((row) => row.lastError).map((row) => row.lastError.code))],
 };
 

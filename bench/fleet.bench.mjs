@@ -163,6 +163,7 @@ try {
   log(`2. restart on the warm cache: start -> all ready ${warm.readySeconds.toFixed(2)} s, CPU ${warm.cpuOwnSeconds.toFixed(2)} s`);
   const warmRssPer = (warm.rssAfter - warm.rssBefore) / N;
   log(`   per idle member after the restart (no issuance garbage): ${kib(warmRssPer)} RSS, ${kib((warm.heapAfter - warm.heapBefore) / N)} heap   [target <= 20 KiB RSS: ${verdict(warmRssPer <= 20 * 1024)}]`);
+  log(`   (V8 heap committed: ${mib(warm.heapTotalBefore)} -> ${mib(warm.heapTotalAfter)}; RSS above the heap is V8's grown young generation and malloc arenas, a fixed cost)`);
   log(`   the same without client-node clients (clients: false): ${kib((warmNoClients.rssAfter - warmNoClients.rssBefore) / N)} RSS, ${kib((warmNoClients.heapAfter - warmNoClients.heapBefore) / N)} heap per member`);
   if (N >= 10_000) {
     log(`   [target 10 000 ready <= 30 s: cold ${verdict(cold.readySeconds <= 30)} (${cold.readySeconds.toFixed(1)} s), warm ${verdict(warm.readySeconds <= 30)} (${warm.readySeconds.toFixed(1)} s)]`);

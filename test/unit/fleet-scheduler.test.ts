@@ -323,6 +323,27 @@ describe('FleetCredentials on a frozen clock', () => {
     fleet.close();
   });
 
+  it('a refresh ahead of expiry that fails leaves requests on the credential the slot still holds, until it expires', async () => {
+    const behaviour = { issued: [] as string[], failFor: new Set<string>() };
+    const fleet = credentials(testProvider(behaviour), { random: () => 0 });
+    const slot = fleet.acquire(access('https://a'));
+    await clock.advance(0);
+    const first = slot.credential!;
+    behaviour.failFor.add('https://a');
+    // Due at expiry − 60 s; the refresh fails and backs off.
+    await clock.advance(HOUR - MINUTE);
+    expect(slot.failures).toBe(1);
+    expect(results.at(-1)?.error).toBeDefined();
+    // Requests still get the old credential (valid for 60 s more), between attempts too.
+    expect(await slot.authenticator.getCredential()).toBe(first);
+    await clock.advance(30_000);
+    expect(await slot.authenticator.getCredential()).toBe(first);
+    // Past its expiry there is nothing valid to hand out: the last error.
+    await clock.advance(31_000);
+    await expect(slot.authenticator.getCredential()).rejects.toMatchObject({ code: 'ERR_EXEC_FAILED' });
+    fleet.close();
+  });
+
   it('bounds concurrent fetches; a hanging provider is aborted at its deadline and counted, and delays no other slot', async () => {
     const behaviour = { issued: [] as string[], hangFor: new Set(['https://hang-1', 'https://hang-2']) };
     const fleet = credentials(testProvider(behaviour), { maxConcurrentFetches: 3, fetchTimeoutMs: 5_000 });

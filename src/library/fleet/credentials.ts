@@ -16,7 +16,7 @@ import { parseTimestamp } from '../../core/exec-credential.js';
 import { obtainCredential, type ObtainedCredential } from '../../plugin/obtain.js';
 import type { CredentialProvider } from '../../plugin/provider.js';
 import { parseCommand } from '../../plugin/flags.js';
-import { ExecCredentialCache, execCacheKey, type ExecAuthenticator } from '../exec/authenticator.js';
+import { ExecAuthenticator, ExecCredentialCache, execCacheKey, type ExecAuthenticatorOptions } from '../exec/authenticator.js';
 import { parseExecCredential, type ExecCredential } from '../exec/output.js';
 import { buildExecRequest } from '../exec/request.js';
 import { runExecPlugin } from '../exec/runner.js';
@@ -125,20 +125,22 @@ export class FleetCredentials {
   readonly #processes: Semaphore;
   /** This package's providers, loaded by {@link prepare}, by binary name. */
   readonly #providers = new Map<string, AnyCredentialProvider>();
+  readonly #authenticatorOptions: ExecAuthenticatorOptions;
 
   constructor(options: FleetCredentialsOptions) {
     this.#options = options;
     this.#fetches = new Semaphore(options.maxConcurrentFetches);
     this.#processes = new Semaphore(options.maxConcurrentProcesses);
     this.#queue = new DueQueue(options.clock, (key) => this.#due(key));
-    this.cache = new ExecCredentialCache({
+    this.#authenticatorOptions = {
       run: (exec, cluster) => this.#run(exec, cluster),
       now: () => options.clock.now(),
       env: options.env,
       timeoutMs: options.fetchTimeoutMs,
       // The scheduler refreshes ahead of expiry; the authenticator's own margin only matters when it fails.
       refreshMarginMs: options.policy.marginMs,
-    });
+    };
+    this.cache = new SlotCache(this.#authenticatorOptions, (exec, cluster) => this.#slots.get(slotKey(exec, cluster))?.authenticator);
   }
 
   /** Bounds in use, for status. */
@@ -180,7 +182,7 @@ export class FleetCredentials {
       key,
       providerName: access.providerName,
       mode: plan === undefined ? 'exec' : 'in-process',
-      authenticator: this.cache.authenticatorFor(access.exec, access.cluster),
+      authenticator: new ExecAuthenticator(access.exec, access.cluster, this.#authenticatorOptions),
       plan,
       cluster: access.cluster,
       refs: 1,
@@ -205,7 +207,7 @@ export class FleetCredentials {
     slot.closed = true;
     this.#slots.delete(slot.key);
     this.#queue.cancel(slot.key);
-    this.cache.forget(slot.authenticator.exec, slot.authenticator.cluster);
+    slot.authenticator.clear();
     slot.credential = undefined;
   }
 
@@ -222,8 +224,8 @@ export class FleetCredentials {
   close(): void {
     this.#queue.close();
     for (const slot of this.#slots.values()) slot.closed = true;
+    for (const slot of this.#slots.values()) slot.authenticator.clear();
     this.#slots.clear();
-    this.cache.clear();
   }
 
   #plan(access: ResolvedClusterAccess): CredentialSlot['plan'] {
@@ -267,8 +269,12 @@ export class FleetCredentials {
     }
     const scheduled = slot.scheduled;
     slot.scheduled = false;
-    // A request between failures does not run the plugin again before the backoff is over.
-    if (!scheduled && slot.retryAt !== undefined && clock.now() < slot.retryAt && slot.lastError !== undefined) throw slot.lastError;
+    // A request between failures does not run the plugin again before the backoff is over: it gets the credential
+    // the slot still holds while that is valid, else the last error.
+    if (!scheduled && slot.retryAt !== undefined && clock.now() < slot.retryAt && slot.lastError !== undefined) {
+      if (this.#valid(slot.credential)) return slot.credential;
+      throw slot.lastError;
+    }
     this.#queue.cancel(key);
     slot.fetches += 1;
     const started = clock.now();
@@ -304,9 +310,15 @@ export class FleetCredentials {
         slot.retryAt = Math.max(started, clock.now()) + backoffDelay(slot.failures, this.#options.policy, this.#options.random);
         this.#queue.schedule(key, slot.retryAt);
         this.#options.onResult(slot, error);
+        // A refresh ahead of expiry that failed leaves the member on the credential it has until that expires.
+        if (this.#valid(slot.credential)) return slot.credential;
       }
       throw error;
     }
+  }
+
+  #valid(credential: ExecCredential | undefined): credential is ExecCredential {
+    return credential !== undefined && (credential.expiresAt === undefined || credential.expiresAt > this.#options.clock.now());
   }
 
   /** The plugin as a process: a process place first (so waiting for one holds no fetch place), then a fetch place. */
@@ -376,6 +388,33 @@ export class FleetCredentials {
         clock.clearTimer(timer);
       }
     });
+  }
+}
+
+/**
+ * The cache member clients authenticate through: each plugin input's authenticator is its slot's (one map, keyed by
+ * a hash, instead of a second map keyed by the whole input, CA bundle included). An input the fleet has no slot for
+ * (a removed member's client) gets an authenticator of its own whose fetch is refused (ERR_FLEET_CLOSED).
+ */
+class SlotCache extends ExecCredentialCache {
+  readonly #options: ExecAuthenticatorOptions;
+  readonly #lookup: (exec: ExecConfig, cluster: ExecCluster | undefined) => ExecAuthenticator | undefined;
+
+  constructor(options: ExecAuthenticatorOptions, lookup: (exec: ExecConfig, cluster: ExecCluster | undefined) => ExecAuthenticator | undefined) {
+    super(options);
+    this.#options = options;
+    this.#lookup = lookup;
+  }
+
+  override authenticatorFor(exec: ExecConfig, cluster: ExecCluster | undefined): ExecAuthenticator {
+    return this.#lookup(exec, cluster) ?? new ExecAuthenticator(exec, cluster, this.#options);
+  }
+
+  /** Slots are forgotten by {@link FleetCredentials.release}. */
+  override forget(exec: ExecConfig, cluster: ExecCluster | undefined): boolean {
+    const authenticator = this.#lookup(exec, cluster);
+    authenticator?.clear();
+    return authenticator !== undefined;
   }
 }
 
