@@ -4,6 +4,7 @@
 //
 //   npm run build && npm exec -- node --expose-gc bench/fleet.bench.mjs [--clusters 300] [--exec-sample 100] [--updates 500]
 //   npm exec -- node --expose-gc bench/fleet.bench.mjs --clusters 10000
+//   ... --cpu-prof --keep: a CPU profile of each fleet run in the kept work directory's profiles/
 //
 // Prints, each fleet run in its own process (bench/fleet-runner.mjs):
 //  1. in-process, cold cache: seconds from start() to every member ready; CPU; RSS and heap per member over the same
@@ -21,7 +22,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
-import { ensureControlPlaneBinaries } from '../test/e2e/controlplane/build.mjs';
+import { ensureControlPlaneBinaries, goEnv } from '../test/e2e/controlplane/build.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const flag = (name, fallback) => {
@@ -116,7 +117,8 @@ try {
   };
   const run = (config) =>
     new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, ['--expose-gc', join(root, 'bench/fleet-runner.mjs'), JSON.stringify(config)], {
+      const profile = process.argv.includes('--cpu-prof') ? ['--cpu-prof', `--cpu-prof-dir=${join(work, 'profiles')}`] : [];
+      const child = spawn(process.execPath, ['--expose-gc', ...profile, join(root, 'bench/fleet-runner.mjs'), JSON.stringify(config)], {
         stdio: ['ignore', 'pipe', 'inherit'],
         env: { ...process.env, NODE_COMPILE_CACHE: join(work, 'compile-cache') },
       });
@@ -131,6 +133,79 @@ try {
   };
   const common = { hubKubeconfig, adminKubeconfig: controlPlane.adminKubeconfig, emptyNamespace: 'bench-empty' };
 
+  /** Status-only updates (a condition's lastTransitionTime) on the first `count` profiles of bench-fleet. */
+  const patchStatusOnly = async (count) => {
+    const transport = createKubeTransport(admin.endpoint, admin.credential, { timeoutMs: 60_000 });
+    const stamp = new Date(Date.now() + 7_200_000).toISOString().replace(/\.\d+Z$/, 'Z');
+    let next = 0;
+    await Promise.all(Array.from({ length: 16 }, async () => {
+      while (next < count) {
+        const name = `c-${String(next++).padStart(5, '0')}`;
+        const response = await transport.send({
+          method: 'PATCH',
+          path: `/apis/multicluster.x-k8s.io/v1alpha1/namespaces/bench-fleet/clusterprofiles/${name}/status`,
+          body: { status: { conditions: [{ type: 'ControlPlaneHealthy', status: 'True', reason: 'Probe', message: 'bench', lastTransitionTime: stamp }] } },
+          contentType: 'application/merge-patch+json',
+        });
+        if (response.status !== 200) throw new Error(`patch ${name}: HTTP ${response.status}`);
+      }
+    }));
+    await transport.close();
+  };
+
+  /** The Go provider on bench-fleet: build (needs CPC_MCR_SOURCE), engage, then status-only updates. */
+  const multiclusterRuntime = async ({ providersFile, patchStatusOnly }) => {
+    const source = process.env.CPC_MCR_SOURCE;
+    if (source === undefined || source === '') {
+      return { skipped: 'set CPC_MCR_SOURCE to the providers/cluster-inventory-api directory of multicluster-runtime v0.24.1: the module proxy does not serve that submodule' };
+    }
+    const dir = join(root, 'bench/fleet-mcr');
+    const modfile = join(work, 'fleet-mcr.mod');
+    writeFileSync(modfile, readFileSync(join(dir, 'go.mod')));
+    writeFileSync(join(work, 'fleet-mcr.sum'), readFileSync(join(dir, 'go.sum')));
+    const binary = join(work, 'fleet-mcr');
+    const go = (args) => spawnSync('go', args, { cwd: dir, env: goEnv(), encoding: 'utf8' });
+    let result = go(['mod', 'edit', `-modfile=${modfile}`, `-replace=sigs.k8s.io/multicluster-runtime/providers/cluster-inventory-api=${source}`]);
+    if (result.status === 0) result = go(['build', `-modfile=${modfile}`, '-o', binary, '.']);
+    if (result.status !== 0) return { skipped: `go build failed: ${result.stderr.trim().split('\n').slice(-3).join(' ')}` };
+    const limitSeconds = Math.max(120, N / 20);
+    const child = spawn(binary, ['--kubeconfig', controlPlane.adminKubeconfig, '--namespace', 'bench-fleet', '--providers-file', providersFile], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let last = { seconds: 0, engaged: 0, engagements: 0 };
+    let buffer = '';
+    child.stdout.on('data', (chunk) => {
+      buffer += chunk;
+      const lines = buffer.split('\n');
+      buffer = lines.pop();
+      for (const line of lines) if (line.trim() !== '') last = JSON.parse(line);
+    });
+    const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+    const rssOf = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1] ?? 0) * 1024;
+    try {
+      while (last.engaged < N && last.seconds < limitSeconds) await sleep(200);
+      const engagedSeconds = last.engaged >= N ? last.seconds : undefined;
+      const engagedAtLimit = last.engaged;
+      await sleep(2_000);
+      const rss = rssOf();
+      const before = last.engagements;
+      const updates = Math.min(UPDATES, 100);
+      await patchStatusOnly(updates);
+      // Until no engagement for 5 s (reconciles run one at a time), at most the limit.
+      const started = performance.now();
+      let seen = last.engagements;
+      let quietSince = performance.now();
+      while (performance.now() - quietSince < 5_000 && (performance.now() - started) / 1000 < limitSeconds) {
+        await sleep(250);
+        if (last.engagements !== seen) {
+          seen = last.engagements;
+          quietSince = performance.now();
+        }
+      }
+      return { engagedSeconds, engagedAtLimit, limitSeconds, rss, updates, reengagements: last.engagements - before, waitedSeconds: (performance.now() - started) / 1000 };
+    } finally {
+      child.kill('SIGKILL');
+    }
+  };
+
   // 1. in-process, cold; then the status-only updates.
   const cold = await run({ ...common, namespace: 'bench-fleet', providersFile: providers(true), cacheDir: cache('main'), inProcess: true, updates: UPDATES, sampleStatus: statusOf(0) });
   // 2. a restart: the same cache.
@@ -139,6 +214,7 @@ try {
   // 3. one credential per member of the sample: in-process vs exec, each on a cold cache.
   const sampleIn = await run({ ...common, namespace: 'bench-sample', providersFile: providers(true), cacheDir: cache('sample-in'), inProcess: true, updates: 0 });
   const sampleExec = await run({ ...common, namespace: 'bench-sample', providersFile: providers(false), cacheDir: cache('sample-exec'), inProcess: false, updates: 0 });
+  const mcr = await multiclusterRuntime({ providersFile: providers(false), patchStatusOnly });
   const nodeRss = Number(spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.memoryUsage().rss))'], { encoding: 'utf8' }).stdout);
 
   const kib = (bytes) => `${(bytes / 1024).toFixed(1)} KiB`;
@@ -178,8 +254,15 @@ try {
   log(`   a renewal cycle of ${N}: in-process ${(perIn * N).toFixed(2)} CPU s, exec ${(perExec * N).toFixed(2)} CPU s; exec / in-process = ${(perExec / perIn).toFixed(1)}x   [target >= 20x: ${verdict(perExec / perIn >= 20)}]`);
   log(`4. status-only updates on ${cold.statusOnlyUpdates} members: ${cold.rebuildsAfterStatusOnly} client rebuilds, ${cold.updatedEventsAfterStatusOnly} updated events   [target 0: ${verdict(cold.rebuildsAfterStatusOnly === 0 && cold.updatedEventsAfterStatusOnly === 0)}]`);
   log(`   (then one access change: ${cold.rebuildsAfterOneAccessChange} rebuild)`);
-  log(`5. multicluster-runtime's cluster-inventory-api provider side by side: not measured (no Go program for it in this run)`);
+  if (mcr.skipped !== undefined) {
+    log(`5. multicluster-runtime's cluster-inventory-api provider side by side: not measured (${mcr.skipped})`);
+  } else {
+    log(`5. multicluster-runtime v0.24.1 cluster-inventory-api provider on the same ${N} profiles (bench/fleet-mcr; engaging needs no credential there)`);
+    log(`   start -> all engaged: ${mcr.engagedSeconds === undefined ? `not within ${mcr.limitSeconds} s (${mcr.engagedAtLimit}/${N})` : `${mcr.engagedSeconds.toFixed(2)} s`}; RSS ${mib(mcr.rss)} (${kib(mcr.rss / N)} per member, the whole process)`);
+    log(`   status-only updates on ${mcr.updates} members: ${mcr.reengagements} re-engagements (new cluster + cache) within ${mcr.waitedSeconds.toFixed(0)} s   [ours: ${cold.rebuildsAfterStatusOnly}]`);
+  }
 } finally {
   await controlPlane.stop();
-  if (!process.argv.includes('--keep')) rmSync(work, { recursive: true, force: true });
+  if (process.argv.includes('--keep')) log(`work directory kept: ${work}`);
+  else rmSync(work, { recursive: true, force: true });
 }

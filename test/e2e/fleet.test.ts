@@ -387,7 +387,7 @@ describe('ClusterProfileFleet on the real control plane', () => {
     await expect(whoamiThrough(client)).rejects.toMatchObject({ code: 'ERR_FLEET_CLOSED' });
   });
 
-  it('`clusterprofile fleet status` prints the members as kubectl get does, and as JSON', async () => {
+  it('`clusterprofile fleet status` prints the members as kubectl get does, and as JSON; `fleet watch` prints the events', async () => {
     const env = { ...process.env, KUBECONFIG: hubKubeconfig, KUBECACHEDIR: cacheRoot };
     const providers = await tempFile('providers.json', JSON.stringify(accessConfig));
     const table = await exec(process.execPath, [cli, 'fleet', 'status', '--namespace', NS, '--clusterprofile-provider-file', providers, '--fetch-timeout', '2s'], { env });
@@ -404,6 +404,19 @@ describe('ClusterProfileFleet on the real control plane', () => {
     const status = JSON.parse(json.stdout) as { namespace: string; clusters: { name: string; state: string }[] };
     expect(status.namespace).toBe(NS);
     expect(status.clusters.find((row) => row.name === 'member-3')?.state).toBe('ready');
+
+    // watch: the first list's events, then whatever happens, until --for runs out.
+    const watch = await exec(process.execPath, [cli, 'fleet', 'watch', '-n', NS, '--clusterprofile-provider-file', providers, '--fetch-timeout', '2s', '--for', '5s', '-o', 'json'], { env });
+    expect(watch.code, watch.stderr).toBe(0);
+    const printed = watch.stdout.trim().split('\n').map((line) => JSON.parse(line) as { type: string; name?: string; mode?: string; error?: { code: string } });
+    expect(printed.filter((line) => line.type === 'added').map((line) => line.name).sort()).toEqual(['member-1', 'member-3', 'member-4']);
+    expect(printed.find((line) => line.type === 'added')?.mode).toBe('in-process');
+    expect(printed.find((line) => line.type === 'invalid' && line.name === 'member-unknown-provider')?.error?.code).toBe('ERR_NO_MATCHING_PROVIDER');
+    expect(printed.find((line) => line.type === 'credentialError' && line.name === 'member-hangs')?.error?.code).toBe('ERR_EXEC_TIMEOUT');
+
+    const usage = await exec(process.execPath, [cli, 'fleet', 'status', '--clusterprofile-provider-file', providers], { env });
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toContain('namespace');
   });
 });
 
