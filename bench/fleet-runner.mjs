@@ -129,5 +129,17 @@ if (config.updates > 0) {
   await kube.close();
 }
 
+if (config.second) {
+  // The marginal cost of a member: a second fleet of the same members in this process, whose one-time growth (V8's
+  // young generation, malloc arenas, compiled code) the first fleet already paid for.
+  const second = new ClusterProfileFleet(options(config.namespace));
+  await second.start();
+  await second.settled();
+  const again = await memory();
+  result.marginalRss = again.rss - after.rss;
+  result.marginalHeap = again.heap - after.heap;
+  await second.close();
+}
+
 await fleet.close();
 process.stdout.write(`${JSON.stringify(result)}\n`);

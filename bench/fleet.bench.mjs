@@ -59,6 +59,11 @@ const { loadKubeAccess } = await import('../dist/kube/kubeconfig.js');
 
 const binaries = await ensureControlPlaneBinaries({ log: () => {} });
 const controlPlane = await startControlPlane({ binaries, log: () => {} });
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.once(signal, () => {
+    void controlPlane.stop().finally(() => process.exit(130));
+  });
+}
 log(`control plane: ${controlPlane.server} (${Object.values(binaries.versions).join(', ')}); ${N} ClusterProfiles, exec sample ${EXEC_SAMPLE}`);
 
 try {
@@ -169,7 +174,7 @@ try {
     if (result.status === 0) result = go(['build', `-modfile=${modfile}`, '-o', binary, '.']);
     if (result.status !== 0) return { skipped: `go build failed: ${result.stderr.trim().split('\n').slice(-3).join(' ')}` };
     const limitSeconds = Math.max(120, N / 20);
-    const child = spawn(binary, ['--kubeconfig', controlPlane.adminKubeconfig, '--namespace', 'bench-fleet', '--providers-file', providersFile], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(binary, ['--hub-kubeconfig', controlPlane.adminKubeconfig, '--namespace', 'bench-fleet', '--providers-file', providersFile], { stdio: ['ignore', 'pipe', 'inherit'] });
     let last = { seconds: 0, engaged: 0, engagements: 0 };
     let buffer = '';
     child.stdout.on('data', (chunk) => {
@@ -178,10 +183,13 @@ try {
       buffer = lines.pop();
       for (const line of lines) if (line.trim() !== '') last = JSON.parse(line);
     });
+    let exited;
+    child.on('exit', (code, signal) => (exited = `the Go provider exited (${code ?? signal})`));
     const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
     const rssOf = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1] ?? 0) * 1024;
     try {
-      while (last.engaged < N && last.seconds < limitSeconds) await sleep(200);
+      while (last.engaged < N && last.seconds < limitSeconds && exited === undefined) await sleep(200);
+      if (exited !== undefined) return { skipped: exited };
       const engagedSeconds = last.engaged >= N ? last.seconds : undefined;
       const engagedAtLimit = last.engaged;
       await sleep(2_000);
@@ -209,7 +217,7 @@ try {
   // 1. in-process, cold; then the status-only updates.
   const cold = await run({ ...common, namespace: 'bench-fleet', providersFile: providers(true), cacheDir: cache('main'), inProcess: true, updates: UPDATES, sampleStatus: statusOf(0) });
   // 2. a restart: the same cache.
-  const warm = await run({ ...common, namespace: 'bench-fleet', providersFile: providers(true), cacheDir: cache('main'), inProcess: true, updates: 0 });
+  const warm = await run({ ...common, namespace: 'bench-fleet', providersFile: providers(true), cacheDir: cache('main'), inProcess: true, updates: 0, second: true });
   const warmNoClients = await run({ ...common, namespace: 'bench-fleet', providersFile: providers(true), cacheDir: cache('main'), inProcess: true, updates: 0, clients: false });
   // 3. one credential per member of the sample: in-process vs exec, each on a cold cache.
   const sampleIn = await run({ ...common, namespace: 'bench-sample', providersFile: providers(true), cacheDir: cache('sample-in'), inProcess: true, updates: 0 });
@@ -239,7 +247,9 @@ try {
   log(`2. restart on the warm cache: start -> all ready ${warm.readySeconds.toFixed(2)} s, CPU ${warm.cpuOwnSeconds.toFixed(2)} s`);
   const warmRssPer = (warm.rssAfter - warm.rssBefore) / N;
   log(`   per idle member after the restart (no issuance garbage): ${kib(warmRssPer)} RSS, ${kib((warm.heapAfter - warm.heapBefore) / N)} heap   [target <= 20 KiB RSS: ${verdict(warmRssPer <= 20 * 1024)}]`);
-  log(`   (V8 heap committed: ${mib(warm.heapTotalBefore)} -> ${mib(warm.heapTotalAfter)}; RSS above the heap is V8's grown young generation and malloc arenas, a fixed cost)`);
+  const marginal = warm.marginalRss / N;
+  log(`   marginal, a second fleet of the same ${N} members in that process: ${kib(marginal)} RSS, ${kib(warm.marginalHeap / N)} heap per member   [target <= 20 KiB RSS: ${verdict(marginal <= 20 * 1024)}]`);
+  log(`   (V8 heap committed: ${mib(warm.heapTotalBefore)} -> ${mib(warm.heapTotalAfter)}; the RSS above the heap is mostly a one-time growth: V8's young generation, malloc arenas, compiled code)`);
   log(`   the same without client-node clients (clients: false): ${kib((warmNoClients.rssAfter - warmNoClients.rssBefore) / N)} RSS, ${kib((warmNoClients.heapAfter - warmNoClients.heapBefore) / N)} heap per member`);
   if (N >= 10_000) {
     log(`   [target 10 000 ready <= 30 s: cold ${verdict(cold.readySeconds <= 30)} (${cold.readySeconds.toFixed(1)} s), warm ${verdict(warm.readySeconds <= 30)} (${warm.readySeconds.toFixed(1)} s)]`);

@@ -32,7 +32,7 @@ import (
 )
 
 func main() {
-	kubeconfig := flag.String("kubeconfig", "", "the hub's kubeconfig")
+	kubeconfig := flag.String("hub-kubeconfig", "", "the hub's kubeconfig")
 	namespace := flag.String("namespace", "", "the inventory namespace")
 	providersFile := flag.String("providers-file", "", "the providers file")
 	flag.Parse()
