@@ -253,6 +253,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await relay?.close();
+  // Other files list ClusterProfiles across all namespaces (the harness runs no namespace controller to delete them).
+  await admin(['delete', 'clusterprofiles', '--all', '-n', NS, '--wait=true']);
 });
 
 describe('ClusterProfileFleet on the real control plane', () => {
