@@ -173,6 +173,14 @@ async function startRelay(pair: { cert: string; key: string }): Promise<Relay> {
   };
 }
 
+/** The members whose credential keeps failing: their retries (with backoff) report credentialError at any time. */
+const FAILING = new Set(['member-hangs', 'member-no-sa']);
+
+/** Events after index `from`, less the retries of the failing members. */
+function since(events: FleetEvent[], from: number): FleetEvent[] {
+  return events.slice(from).filter((event) => !(event.type === 'credentialError' && FAILING.has(event.name)));
+}
+
 function recorder(fleet: ClusterProfileFleet): FleetEvent[] {
   const events: FleetEvent[] = [];
   for (const type of ['added', 'updated', 'removed', 'unhealthy', 'credentialError', 'invalid', 'hubError'] as const) {
@@ -271,15 +279,13 @@ describe('ClusterProfileFleet on the real control plane', () => {
       accessConfig,
       hub: { kubeconfig: hubKubeconfig },
       env: { ...process.env, KUBECACHEDIR: cacheRoot },
-      fetchTimeoutMs: 3_000,
+      fetchTimeoutMs: 5_000,
       disengageUnhealthy: true,
     });
     events = recorder(fleet);
-    const started = Date.now();
     await fleet.start();
     await waitFor('three members engaged', () => ['member-1', 'member-2', 'member-3'].every((name) => fleet.get(name)?.engaged === true));
-    // The hanging plugin has a 3 s deadline: the others did not wait for it.
-    expect(Date.now() - started).toBeLessThan(3_000);
+    // The others did not wait for the hanging plugin: it is still running (its deadline is 5 s).
     expect(fleet.get('member-hangs')?.state).toBe('pending');
     await fleet.settled();
 
@@ -326,15 +332,15 @@ describe('ClusterProfileFleet on the real control plane', () => {
     const { status } = profile('member-2');
     (status['conditions'] as { lastTransitionTime: string }[])[0]!.lastTransitionTime = '2030-01-01T00:00:00Z';
     await seen(fleet, await patchStatus('member-2', status));
-    expect(events.slice(before)).toEqual([]);
+    expect(since(events, before)).toEqual([]);
     expect(fleet.get('member-2')!.client).toBe(client);
     expect(fleet.get('member-2')!.rebuilds).toBe(0);
 
     const changed = profile('member-1', { sa: 'member-1b' });
     await seen(fleet, await patchStatus('member-1', changed.status));
-    const updates = events.slice(before).filter((e) => e.type === 'updated');
+    const updates = since(events, before).filter((e) => e.type === 'updated');
     expect(updates.map((e) => e.name)).toEqual(['member-1']);
-    expect(events.slice(before).filter((e) => e.type !== 'updated')).toEqual([]);
+    expect(since(events, before).filter((e) => e.type !== 'updated')).toEqual([]);
     expect(fleet.get('member-1')!.rebuilds).toBe(1);
     expect(await whoamiThrough(fleet.get('member-1'))).toBe(`system:serviceaccount:${SA_NS}:member-1b`);
     // The same access again (written twice): still one rebuild.
@@ -345,10 +351,10 @@ describe('ClusterProfileFleet on the real control plane', () => {
   it('ControlPlaneHealthy turning False is reported and, with disengageUnhealthy, disengages; True engages again', async () => {
     const before = events.length;
     await seen(fleet, await patchStatus('member-2', profile('member-2', { healthy: false }).status));
-    expect(events.slice(before).map((e) => `${e.type}:${'name' in e ? e.name : ''}`)).toEqual(['unhealthy:member-2', 'removed:member-2']);
+    expect(since(events, before).map((e) => `${e.type}:${'name' in e ? e.name : ''}`)).toEqual(['unhealthy:member-2', 'removed:member-2']);
     expect(fleet.get('member-2')).toMatchObject({ state: 'unhealthy', engaged: false, healthy: false });
     await seen(fleet, await patchStatus('member-2', profile('member-2').status));
-    expect(events.slice(before).map((e) => `${e.type}:${'name' in e ? e.name : ''}`)).toEqual(['unhealthy:member-2', 'removed:member-2', 'added:member-2']);
+    expect(since(events, before).map((e) => `${e.type}:${'name' in e ? e.name : ''}`)).toEqual(['unhealthy:member-2', 'removed:member-2', 'added:member-2']);
     // Health is not access: the client was kept throughout.
     expect(fleet.get('member-2')!.rebuilds).toBe(0);
   });
@@ -371,7 +377,7 @@ describe('ClusterProfileFleet on the real control plane', () => {
     await waitFor('member-4 engaged', () => fleet.get('member-4')?.engaged === true);
     for (const [name, client] of clients) expect(fleet.get(name)?.client).toBe(client);
     // A profile is created before its status is written: until then it lists no access provider.
-    expect(events.slice(before).map((e) => `${e.type}:${'name' in e ? e.name : ''}`)).toEqual(['invalid:member-4', 'added:member-4']);
+    expect(since(events, before).map((e) => `${e.type}:${'name' in e ? e.name : ''}`)).toEqual(['invalid:member-4', 'added:member-4']);
     expect(fleet.list().filter((member) => member.engaged).map((member) => member.name)).toEqual(['member-1', 'member-2', 'member-3', 'member-4']);
     // member-3 and member-4 reach the same ServiceAccount: one plugin input, one credential.
     expect(fleet.status().credentials.slots).toBe(fleet.list().filter((member) => member.mode !== undefined).length - 1);
@@ -383,7 +389,7 @@ describe('ClusterProfileFleet on the real control plane', () => {
     const before = events.length;
     await admin(['delete', 'clusterprofile', 'member-2', '-n', NS]);
     await waitFor('member-2 removed', () => fleet.get('member-2') === undefined);
-    expect(events.slice(before)).toEqual([{ type: 'removed', name: 'member-2', reason: 'deleted' }]);
+    expect(since(events, before)).toEqual([{ type: 'removed', name: 'member-2', reason: 'deleted' }]);
     expect(fleet.status().credentials.slots).toBe(slots - 1);
     // The old client has no credential any more: the fleet refuses to fetch one for a member it no longer has.
     await expect(whoamiThrough(client)).rejects.toMatchObject({ code: 'ERR_FLEET_CLOSED' });
