@@ -9,8 +9,8 @@
  * binary would get, so they read and write the binary's cache directory under the binary's lock: kubectl running the
  * plugin on the same host and the fleet never issue the same credential twice.
  */
+import { createHash } from 'node:crypto';
 import { CredentialsError, isCredentialsError } from '../../core/errors.js';
-import { sha256Hex } from '../../core/sha256.js';
 import type { Env } from '../../core/io.js';
 import { parseTimestamp } from '../../core/exec-credential.js';
 import { obtainCredential, type ObtainedCredential } from '../../plugin/obtain.js';
@@ -420,10 +420,15 @@ class SlotCache extends ExecCredentialCache {
 
 /** A slot's key: the hash of the exec cache's key (that one holds the cluster's CA; 10 000 of them add up). */
 function slotKey(exec: ExecConfig, cluster: ExecCluster | undefined): string {
-  return sha256Hex(execCacheKey(exec, cluster));
+  return sha256(execCacheKey(exec, cluster));
 }
 
 function expiryOf(obtained: ObtainedCredential): number | undefined {
   const stamp = obtained.status.expirationTimestamp;
   return stamp === undefined ? undefined : parseTimestamp(stamp);
+}
+
+/** SHA-256 hex of `text` through node:crypto: a flat string (core/sha256.ts, made for a plugin's start, builds a rope). */
+function sha256(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
 }

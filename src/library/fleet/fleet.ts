@@ -15,10 +15,10 @@
  *   it stays engaged until its profile is deleted or becomes invalid (`removed`), or, with `disengageUnhealthy`,
  *   until ControlPlaneHealthy turns False.
  */
+import { createHash } from 'node:crypto';
 import { CredentialsError, formatError, isCredentialsError } from '../../core/errors.js';
 import { canonicalJson } from '../../core/canonical-json.js';
 import type { Env } from '../../core/io.js';
-import { sha256Hex } from '../../core/sha256.js';
 import type { KubeAccess } from '../../kube/kubeconfig.js';
 import type { ClusterProfileKubeConfig } from '../build-config.js';
 import { resolveClusterAccess } from '../resolve.js';
@@ -581,7 +581,7 @@ export class ClusterProfileFleet implements AsyncIterable<FleetEvent> {
     let hash: string;
     try {
       access = resolveClusterAccess(profile as ClusterProfile, this.#options.accessConfig, this.#options.warn === undefined ? {} : { warn: this.#options.warn });
-      hash = sha256Hex(canonicalJson(access));
+      hash = sha256(canonicalJson(access));
       // Members of one inventory mostly share a CA: one string for all of them instead of a copy each.
       const ca = access.cluster['certificate-authority-data'];
       if (ca !== undefined) access.cluster['certificate-authority-data'] = this.#intern(ca);
@@ -806,3 +806,8 @@ export function errorSummary(error: unknown): { code: string; message: string } 
 
 export type { KubeAccess, FleetHubOptions, AnyCredentialProvider, CredentialMode };
 export { builtinPluginOf };
+
+/** SHA-256 hex of `text` through node:crypto: a flat string (core/sha256.ts, made for a plugin's start, builds a rope). */
+function sha256(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
