@@ -31,6 +31,14 @@ export const ERROR_DOCS: { readonly [C in ErrorCode]: ErrorDoc } = {
   ERR_PROFILE_INSECURE_TLS_DENIED: { area: 'library', doc: 'The profile\'s cluster turns TLS verification off (insecure-skip-tls-verify: true) and the providers-file entry does not allow it: give the cluster a CA, or set allowInsecureSkipTLSVerify: true on the entry.' },
   ERR_POLICY_UNSUPPORTED: { area: 'library', doc: 'An unknown profileSourcedCLIArgsPolicy / profileSourcedEnvVarsPolicy while the profile carries that extension: use a supported policy.' },
 
+  // library: the fleet manager (ClusterProfileFleet)
+  ERR_FLEET_OPTIONS: { area: 'library', doc: 'A bad fleet option (namespace, accessConfig, a bound below 1), or start() called twice; path names the option.' },
+  ERR_FLEET_HUB_UNREACHABLE: { area: 'library', doc: "The fleet cannot list or watch ClusterProfiles: the hub's API server did not answer (the message names the verb, resource and namespace); retried with backoff." },
+  ERR_FLEET_HUB_FORBIDDEN: { area: 'library', doc: "The hub refused list or watch on clusterprofiles.multicluster.x-k8s.io in the namespace (401/403), or the hub user's exec plugin failed: grant get, list, watch." },
+  ERR_FLEET_HUB_REQUEST: { area: 'library', doc: 'Any other hub answer to a list or watch (404: the ClusterProfile CRD is not served; a broken watch stream).' },
+  ERR_FLEET_CREDENTIAL_TIMEOUT: { area: 'library', doc: "An in-process provider did not return a member's credential within the fleet's fetchTimeoutMs and was aborted; retried with backoff." },
+  ERR_FLEET_CLOSED: { area: 'library', doc: 'The fleet was closed, or the member was removed from it, while a call was under way.' },
+
   // exec: running a credential plugin (client-go's exec authenticator)
   ERR_EXEC_CONFIG_INVALID: { area: 'exec', doc: 'The exec config cannot run: no command, unknown apiVersion or interactiveMode; fix the execConfig.' },
   ERR_EXEC_NOT_FOUND: { area: 'exec', doc: 'The plugin command does not exist or is not executable: install it (the message carries installHint).' },

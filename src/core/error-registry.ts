@@ -35,6 +35,14 @@ export const ERRORS = {
   ERR_PROFILE_ENV_DENIED: { exit: 1, retryable: false },
   ERR_PROFILE_INSECURE_TLS_DENIED: { exit: 1, retryable: false },
 
+  // library: the fleet manager (ClusterProfileFleet)
+  ERR_FLEET_OPTIONS: { exit: 2, retryable: false },
+  ERR_FLEET_HUB_UNREACHABLE: { exit: 1, retryable: true },
+  ERR_FLEET_HUB_FORBIDDEN: { exit: 1, retryable: false },
+  ERR_FLEET_HUB_REQUEST: { exit: 1, retryable: false },
+  ERR_FLEET_CREDENTIAL_TIMEOUT: { exit: 1, retryable: true },
+  ERR_FLEET_CLOSED: { exit: 1, retryable: false },
+
   // exec: running a credential plugin (client-go's exec authenticator)
   ERR_EXEC_CONFIG_INVALID: { exit: 1, retryable: false },
   ERR_EXEC_NOT_FOUND: { exit: 1, retryable: false },

@@ -8,3 +8,20 @@ export {
   defaultExecCredentialCache,
 } from './build-config.js';
 export type { BuildConfigOptions } from './build-config.js';
+export { ClusterProfileFleet, DEFAULT_REFRESH_POLICY, FLEET_CLUSTER_STATES, FLEET_METRICS } from './fleet/index.js';
+export type {
+  AnyCredentialProvider,
+  ClusterProfileFleetOptions,
+  CredentialMode,
+  FleetClock,
+  FleetClusterState,
+  FleetClusterStatus,
+  FleetEvent,
+  FleetEventOf,
+  FleetEventType,
+  FleetHubOptions,
+  FleetMember,
+  FleetStatus,
+  HealthCondition,
+  RefreshPolicy,
+} from './fleet/index.js';

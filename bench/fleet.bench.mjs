@@ -1,0 +1,278 @@
+// ClusterProfileFleet on the real control plane of the e2e layer (etcd, kube-apiserver, kube-controller-manager built
+// from Go modules: npm run controlplane:build). N ClusterProfiles in one namespace, each a token-request member with
+// its own audience (so each has its own credential: one TokenRequest per member against the real API server).
+//
+//   npm run build && npm exec -- node --expose-gc bench/fleet.bench.mjs [--clusters 300] [--exec-sample 100] [--updates 500]
+//   npm exec -- node --expose-gc bench/fleet.bench.mjs --clusters 10000
+//   ... --cpu-prof --keep: a CPU profile of each fleet run in the kept work directory's profiles/
+//
+// Prints, each fleet run in its own process (bench/fleet-runner.mjs):
+//  1. in-process, cold cache: seconds from start() to every member ready; CPU; RSS and heap per member over the same
+//     process after a fleet over an empty namespace ran and closed (every module loaded), and `node -e 0`'s RSS;
+//  2. in-process, warm cache (a restart: every credential served from the shared cache);
+//  3. one credential per member, in-process vs exec'd plugins (clusterprofile-token-request run as a process per
+//     member), on the same sample of members with cold caches: CPU seconds per credential (the work of one renewal
+//     cycle) and the ratio;
+//  4. status-only updates (a condition's lastTransitionTime) on many members: client rebuilds and `updated` events.
+// Targets (2 cores): 10 000 ready <= 30 s; <= 20 KiB RSS per idle member; in-process >= 20x cheaper in CPU than exec;
+// zero rebuilds on status-only updates. Reported MET / NOT MET; they do not fail the run.
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { build } from 'esbuild';
+import { ensureControlPlaneBinaries, goEnv } from '../test/e2e/controlplane/build.mjs';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const flag = (name, fallback) => {
+  const index = process.argv.indexOf(`--${name}`);
+  return index < 0 ? fallback : Number(process.argv[index + 1]);
+};
+const N = flag('clusters', 300);
+const EXEC_SAMPLE = Math.min(N, flag('exec-sample', 100));
+const UPDATES = Math.min(N, flag('updates', 500));
+const work = mkdtempSync(join(tmpdir(), 'cpc-bench-fleet-'));
+const log = (line) => process.stdout.write(`${line}\n`);
+
+// The control plane helper is TypeScript: bundle it next to node_modules so packages resolve.
+const helpers = join(root, 'node_modules/.cache/clusterprofile-bench/fleet-helpers.mjs');
+await build({
+  // @peculiar/x509 is bundled so the Reflect shim it needs runs first.
+  stdin: {
+    contents: "import './src/providers/tenant-cert/wire/reflect-shim.ts'; export { startControlPlane } from './test/helpers/controlplane.ts';",
+    resolveDir: root,
+    loader: 'ts',
+  },
+  outfile: helpers,
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  external: ['undici', 'yaml', 'jose'],
+  banner: { js: "import { createRequire as __cpcCreateRequire } from 'node:module'; const require = __cpcCreateRequire(import.meta.url);" },
+  absWorkingDir: root,
+  logLevel: 'warning',
+});
+const { startControlPlane } = await import(pathToFileURL(helpers).href);
+const { createKubeTransport } = await import('../dist/kube/transport.js');
+const { loadKubeAccess } = await import('../dist/kube/kubeconfig.js');
+
+const binaries = await ensureControlPlaneBinaries({ log: () => {} });
+const controlPlane = await startControlPlane({ binaries, log: () => {} });
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.once(signal, () => {
+    void controlPlane.stop().finally(() => process.exit(130));
+  });
+}
+log(`control plane: ${controlPlane.server} (${Object.values(binaries.versions).join(', ')}); ${N} ClusterProfiles, exec sample ${EXEC_SAMPLE}`);
+
+try {
+  const kubectl = (args, input) => execFileSync('kubectl', ['--kubeconfig', controlPlane.adminKubeconfig, ...args], { input, encoding: 'utf8' });
+  kubectl(['apply', '-f', join(root, 'schemas/crd/multicluster.x-k8s.io_clusterprofiles.yaml')]);
+  kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd/clusterprofiles.multicluster.x-k8s.io']);
+  for (const ns of ['bench-fleet', 'bench-sample', 'bench-members', 'bench-empty']) kubectl(['create', 'namespace', ns]);
+  kubectl(['create', 'serviceaccount', 'bench', '-n', 'bench-members']);
+
+  const caPem = readFileSync(controlPlane.caFile, 'utf8');
+  const statusOf = (i) => ({
+    accessProviders: [
+      {
+        name: 'token-request',
+        cluster: {
+          server: controlPlane.server,
+          'certificate-authority-data': Buffer.from(caPem).toString('base64'),
+          extensions: [
+            { name: 'client.authentication.k8s.io/exec', extension: { namespace: 'bench-members', serviceAccount: 'bench', audiences: [`bench-${i}`], expirationSeconds: 3600 } },
+          ],
+        },
+      },
+    ],
+    conditions: [{ type: 'ControlPlaneHealthy', status: 'True', reason: 'Probe', message: 'bench', lastTransitionTime: '2026-01-01T00:00:00Z' }],
+  });
+  const admin = await loadKubeAccess({ kubeconfig: controlPlane.adminKubeconfig }, { env: {}, cwd: root });
+  const kube = createKubeTransport(admin.endpoint, admin.credential, { timeoutMs: 60_000 });
+  const create = async (namespace, count, offset) => {
+    const base = `/apis/multicluster.x-k8s.io/v1alpha1/namespaces/${namespace}/clusterprofiles`;
+    const one = async (i) => {
+      const name = `c-${String(i).padStart(5, '0')}`;
+      const created = await kube.send({ method: 'POST', path: base, body: { apiVersion: 'multicluster.x-k8s.io/v1alpha1', kind: 'ClusterProfile', metadata: { name }, spec: { displayName: name, clusterManager: { name: 'bench' } } } });
+      if (created.status !== 201) throw new Error(`create ${name}: HTTP ${created.status}`);
+      const patched = await kube.send({ method: 'PATCH', path: `${base}/${name}/status`, body: { status: statusOf(offset + i) }, contentType: 'application/merge-patch+json' });
+      if (patched.status !== 200) throw new Error(`status ${name}: HTTP ${patched.status}`);
+    };
+    let next = 0;
+    await Promise.all(Array.from({ length: 32 }, async () => {
+      while (next < count) await one(next++);
+    }));
+  };
+  let t = performance.now();
+  await create('bench-fleet', N, 0);
+  log(`created ${N} ClusterProfiles (with status) in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+  await create('bench-sample', EXEC_SAMPLE, 1_000_000);
+  await kube.close();
+
+  const hubKubeconfig = controlPlane.adminKubeconfig;
+  const providers = (inProcess) => {
+    const file = join(work, `providers-${inProcess ? 'in-process' : 'exec'}.json`);
+    const execConfig = inProcess
+      ? { command: 'clusterprofile-token-request', args: ['--bootstrap-kubeconfig', controlPlane.adminKubeconfig] }
+      : { command: process.execPath, args: [join(root, 'bin/clusterprofile-token-request.mjs'), '--bootstrap-kubeconfig', controlPlane.adminKubeconfig] };
+    writeFileSync(file, JSON.stringify({ providers: [{ name: 'token-request', execConfig: { apiVersion: 'client.authentication.k8s.io/v1', provideClusterInfo: true, interactiveMode: 'Never', ...execConfig } }] }));
+    return file;
+  };
+  const run = (config) =>
+    new Promise((resolve, reject) => {
+      const profile = process.argv.includes('--cpu-prof') ? ['--cpu-prof', `--cpu-prof-dir=${join(work, 'profiles')}`] : [];
+      const child = spawn(process.execPath, ['--expose-gc', ...profile, join(root, 'bench/fleet-runner.mjs'), JSON.stringify(config)], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+        env: { ...process.env, NODE_COMPILE_CACHE: join(work, 'compile-cache') },
+      });
+      let out = '';
+      child.stdout.on('data', (chunk) => (out += chunk));
+      child.on('close', (code) => (code === 0 ? resolve(JSON.parse(out.trim().split('\n').pop())) : reject(new Error(`fleet-runner exited with ${code}: ${out}`))));
+    });
+  const cache = (name) => {
+    const dir = join(work, `cache-${name}`);
+    mkdirSync(dir, { recursive: true });
+    return dir;
+  };
+  const common = { hubKubeconfig, adminKubeconfig: controlPlane.adminKubeconfig, emptyNamespace: 'bench-empty' };
+
+  /** Status-only updates (a condition's lastTransitionTime) on the first `count` profiles of bench-fleet. */
+  const patchStatusOnly = async (count) => {
+    const transport = createKubeTransport(admin.endpoint, admin.credential, { timeoutMs: 60_000 });
+    const stamp = new Date(Date.now() + 7_200_000).toISOString().replace(/\.\d+Z$/, 'Z');
+    let next = 0;
+    await Promise.all(Array.from({ length: 16 }, async () => {
+      while (next < count) {
+        const name = `c-${String(next++).padStart(5, '0')}`;
+        const response = await transport.send({
+          method: 'PATCH',
+          path: `/apis/multicluster.x-k8s.io/v1alpha1/namespaces/bench-fleet/clusterprofiles/${name}/status`,
+          body: { status: { conditions: [{ type: 'ControlPlaneHealthy', status: 'True', reason: 'Probe', message: 'bench', lastTransitionTime: stamp }] } },
+          contentType: 'application/merge-patch+json',
+        });
+        if (response.status !== 200) throw new Error(`patch ${name}: HTTP ${response.status}`);
+      }
+    }));
+    await transport.close();
+  };
+
+  /** The Go provider on bench-fleet: build (needs CPC_MCR_SOURCE), engage, then status-only updates. */
+  const multiclusterRuntime = async ({ providersFile, patchStatusOnly }) => {
+    const source = process.env.CPC_MCR_SOURCE;
+    if (source === undefined || source === '') {
+      return { skipped: 'set CPC_MCR_SOURCE to the providers/cluster-inventory-api directory of multicluster-runtime v0.24.1: the module proxy does not serve that submodule' };
+    }
+    const dir = join(root, 'bench/fleet-mcr');
+    const modfile = join(work, 'fleet-mcr.mod');
+    writeFileSync(modfile, readFileSync(join(dir, 'go.mod')));
+    writeFileSync(join(work, 'fleet-mcr.sum'), readFileSync(join(dir, 'go.sum')));
+    const binary = join(work, 'fleet-mcr');
+    const go = (args) => spawnSync('go', args, { cwd: dir, env: goEnv(), encoding: 'utf8' });
+    let result = go(['mod', 'edit', `-modfile=${modfile}`, `-replace=sigs.k8s.io/multicluster-runtime/providers/cluster-inventory-api=${source}`]);
+    if (result.status === 0) result = go(['build', `-modfile=${modfile}`, '-o', binary, '.']);
+    if (result.status !== 0) return { skipped: `go build failed: ${result.stderr.trim().split('\n').slice(-3).join(' ')}` };
+    const limitSeconds = Math.max(120, N / 20);
+    const child = spawn(binary, ['--hub-kubeconfig', controlPlane.adminKubeconfig, '--namespace', 'bench-fleet', '--providers-file', providersFile], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let last = { seconds: 0, engaged: 0, engagements: 0 };
+    let buffer = '';
+    child.stdout.on('data', (chunk) => {
+      buffer += chunk;
+      const lines = buffer.split('\n');
+      buffer = lines.pop();
+      for (const line of lines) if (line.trim() !== '') last = JSON.parse(line);
+    });
+    let exited;
+    child.on('exit', (code, signal) => (exited = `the Go provider exited (${code ?? signal})`));
+    const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+    const rssOf = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1] ?? 0) * 1024;
+    try {
+      while (last.engaged < N && last.seconds < limitSeconds && exited === undefined) await sleep(200);
+      if (exited !== undefined) return { skipped: exited };
+      const engagedSeconds = last.engaged >= N ? last.seconds : undefined;
+      const engagedAtLimit = last.engaged;
+      await sleep(2_000);
+      const rss = rssOf();
+      const before = last.engagements;
+      const updates = Math.min(UPDATES, 100);
+      await patchStatusOnly(updates);
+      // Until no engagement for 5 s (reconciles run one at a time), at most the limit.
+      const started = performance.now();
+      let seen = last.engagements;
+      let quietSince = performance.now();
+      while (performance.now() - quietSince < 5_000 && (performance.now() - started) / 1000 < limitSeconds) {
+        await sleep(250);
+        if (last.engagements !== seen) {
+          seen = last.engagements;
+          quietSince = performance.now();
+        }
+      }
+      return { engagedSeconds, engagedAtLimit, limitSeconds, rss, updates, reengagements: last.engagements - before, waitedSeconds: (performance.now() - started) / 1000 };
+    } finally {
+      child.kill('SIGKILL');
+    }
+  };
+
+  // 1. in-process, cold; then the status-only updates.
+  const cold = await run({ ...common, namespace: 'bench-fleet', providersFile: providers(true), cacheDir: cache('main'), inProcess: true, updates: UPDATES, sampleStatus: statusOf(0) });
+  // 2. a restart: the same cache.
+  const warm = await run({ ...common, namespace: 'bench-fleet', providersFile: providers(true), cacheDir: cache('main'), inProcess: true, updates: 0, second: true });
+  const warmNoClients = await run({ ...common, namespace: 'bench-fleet', providersFile: providers(true), cacheDir: cache('main'), inProcess: true, updates: 0, clients: false });
+  // 3. one credential per member of the sample: in-process vs exec, each on a cold cache.
+  const sampleIn = await run({ ...common, namespace: 'bench-sample', providersFile: providers(true), cacheDir: cache('sample-in'), inProcess: true, updates: 0 });
+  const sampleExec = await run({ ...common, namespace: 'bench-sample', providersFile: providers(false), cacheDir: cache('sample-exec'), inProcess: false, updates: 0 });
+  const mcr = await multiclusterRuntime({ providersFile: providers(false), patchStatusOnly });
+  const nodeRss = Number(spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.memoryUsage().rss))'], { encoding: 'utf8' }).stdout);
+
+  const kib = (bytes) => `${(bytes / 1024).toFixed(1)} KiB`;
+  const mib = (bytes) => `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+  const verdict = (ok) => (ok ? 'MET' : 'NOT MET');
+  const check = (result, what) => {
+    if (result.counts.ready !== result.members) log(`  WARNING ${what}: ${result.counts.ready}/${result.members} ready; errors ${result.errors.join(', ')}`);
+  };
+  check(cold, 'cold');
+  check(warm, 'warm');
+  check(sampleIn, 'sample in-process');
+  check(sampleExec, 'sample exec');
+
+  log('');
+  log(`1. ${N} members, in-process credentials, cold cache (${cold.fetches} fetches, ${cold.slots} credentials)`);
+  log(`   start -> first list applied: ${cold.listedSeconds.toFixed(2)} s; start -> all ready: ${cold.readySeconds.toFixed(2)} s`);
+  log(`   CPU (fleet process): ${cold.cpuOwnSeconds.toFixed(2)} s = ${((cold.cpuOwnSeconds / N) * 1000).toFixed(2)} ms per member`);
+  const rssPer = (cold.rssAfter - cold.rssBefore) / N;
+  const heapPer = (cold.heapAfter - cold.heapBefore) / N;
+  log(`   RSS: ${mib(cold.rssBefore)} with an empty fleet (every module loaded; node -e 0: ${mib(nodeRss)}) -> ${mib(cold.rssAfter)} with ${N} idle members`);
+  log(`   per idle member: ${kib(rssPer)} RSS, ${kib(heapPer)} heap   [target <= 20 KiB RSS: ${verdict(rssPer <= 20 * 1024)}]`);
+  log(`2. restart on the warm cache: start -> all ready ${warm.readySeconds.toFixed(2)} s, CPU ${warm.cpuOwnSeconds.toFixed(2)} s`);
+  const warmRssPer = (warm.rssAfter - warm.rssBefore) / N;
+  log(`   per idle member after the restart (no issuance garbage): ${kib(warmRssPer)} RSS, ${kib((warm.heapAfter - warm.heapBefore) / N)} heap   [target <= 20 KiB RSS: ${verdict(warmRssPer <= 20 * 1024)}]`);
+  const marginal = warm.marginalRss / N;
+  log(`   marginal, a second fleet of the same ${N} members in that process: ${kib(marginal)} RSS, ${kib(warm.marginalHeap / N)} heap per member   [target <= 20 KiB RSS: ${verdict(marginal <= 20 * 1024)}]`);
+  log(`   (V8 heap committed: ${mib(warm.heapTotalBefore)} -> ${mib(warm.heapTotalAfter)}; the RSS above the heap is mostly a one-time growth: V8's young generation, malloc arenas, compiled code)`);
+  log(`   the same without client-node clients (clients: false): ${kib((warmNoClients.rssAfter - warmNoClients.rssBefore) / N)} RSS, ${kib((warmNoClients.heapAfter - warmNoClients.heapBefore) / N)} heap per member`);
+  if (N >= 10_000) {
+    log(`   [target 10 000 ready <= 30 s: cold ${verdict(cold.readySeconds <= 30)} (${cold.readySeconds.toFixed(1)} s), warm ${verdict(warm.readySeconds <= 30)} (${warm.readySeconds.toFixed(1)} s)]`);
+  } else {
+    log(`   [target 10 000 ready <= 30 s: not measured at ${N} (run with --clusters 10000); at this size, extrapolated linearly: cold ${((cold.readySeconds * 10_000) / N).toFixed(1)} s]`);
+  }
+  const perIn = sampleIn.cpuOwnSeconds / EXEC_SAMPLE;
+  const perExec = (sampleExec.cpuOwnSeconds + sampleExec.cpuChildrenSeconds) / EXEC_SAMPLE;
+  log(`3. one credential per member, ${EXEC_SAMPLE} members, cold caches (a TokenRequest each: one renewal cycle's work)`);
+  log(`   in-process: ${(perIn * 1000).toFixed(2)} ms CPU per credential (${sampleIn.cpuOwnSeconds.toFixed(2)} s; ready in ${sampleIn.readySeconds.toFixed(2)} s)`);
+  log(`   exec'd plugins: ${(perExec * 1000).toFixed(2)} ms CPU per credential (fleet ${sampleExec.cpuOwnSeconds.toFixed(2)} s + plugins ${sampleExec.cpuChildrenSeconds.toFixed(2)} s; ready in ${sampleExec.readySeconds.toFixed(2)} s)`);
+  log(`   a renewal cycle of ${N}: in-process ${(perIn * N).toFixed(2)} CPU s, exec ${(perExec * N).toFixed(2)} CPU s; exec / in-process = ${(perExec / perIn).toFixed(1)}x   [target >= 20x: ${verdict(perExec / perIn >= 20)}]`);
+  log(`4. status-only updates on ${cold.statusOnlyUpdates} members: ${cold.rebuildsAfterStatusOnly} client rebuilds, ${cold.updatedEventsAfterStatusOnly} updated events   [target 0: ${verdict(cold.rebuildsAfterStatusOnly === 0 && cold.updatedEventsAfterStatusOnly === 0)}]`);
+  log(`   (then one access change: ${cold.rebuildsAfterOneAccessChange} rebuild)`);
+  if (mcr.skipped !== undefined) {
+    log(`5. multicluster-runtime's cluster-inventory-api provider side by side: not measured (${mcr.skipped})`);
+  } else {
+    log(`5. multicluster-runtime v0.24.1 cluster-inventory-api provider on the same ${N} profiles (bench/fleet-mcr; engaging needs no credential there)`);
+    log(`   start -> all engaged: ${mcr.engagedSeconds === undefined ? `not within ${mcr.limitSeconds} s (${mcr.engagedAtLimit}/${N})` : `${mcr.engagedSeconds.toFixed(2)} s`}; RSS ${mib(mcr.rss)} (${kib(mcr.rss / N)} per member, the whole process)`);
+    log(`   status-only updates on ${mcr.updates} members: ${mcr.reengagements} re-engagements (new cluster + cache) within ${mcr.waitedSeconds.toFixed(0)} s   [ours: ${cold.rebuildsAfterStatusOnly}]`);
+  }
+} finally {
+  await controlPlane.stop();
+  if (process.argv.includes('--keep')) log(`work directory kept: ${work}`);
+  else rmSync(work, { recursive: true, force: true });
+}

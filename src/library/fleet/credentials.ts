@@ -1,0 +1,434 @@
+/**
+ * The fleet's credentials: one slot per plugin input (what {@link execCacheKey} keys: members whose plugin sees the
+ * same input share one credential), obtained in-process when the providers file's command is one of this package's
+ * plugins (or the user registered a provider for the provider's name) and by running the plugin otherwise; every
+ * fetch bounded (concurrent fetches, concurrent plugin processes, a deadline), refreshed ahead of expiry with jitter,
+ * retried with backoff per slot.
+ *
+ * In-process fetches go through `obtainCredential` with the flags of the providers file and the environment the
+ * binary would get, so they read and write the binary's cache directory under the binary's lock: kubectl running the
+ * plugin on the same host and the fleet never issue the same credential twice.
+ */
+import { createHash } from 'node:crypto';
+import { CredentialsError, isCredentialsError } from '../../core/errors.js';
+import type { Env } from '../../core/io.js';
+import { parseTimestamp } from '../../core/exec-credential.js';
+import { obtainCredential, type ObtainedCredential } from '../../plugin/obtain.js';
+import type { CredentialProvider } from '../../plugin/provider.js';
+import { parseCommand } from '../../plugin/flags.js';
+import { ExecAuthenticator, ExecCredentialCache, execCacheKey, type ExecAuthenticatorOptions } from '../exec/authenticator.js';
+import { parseExecCredential, type ExecCredential } from '../exec/output.js';
+import { buildExecRequest } from '../exec/request.js';
+import { runExecPlugin } from '../exec/runner.js';
+import type { AccessConfig, ExecCluster, ExecConfig, ResolvedClusterAccess } from '../types.js';
+import { backoffDelay, DueQueue, refreshTime, Semaphore, type FleetClock, type RefreshPolicy } from './scheduler.js';
+
+/** How a slot's credential is obtained. */
+export type CredentialMode = 'in-process' | 'exec';
+
+/** A credential provider of any flags, settings and state (what the fleet accepts for in-process use). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyCredentialProvider = CredentialProvider<any, any, any>;
+
+/** This package's plugins by binary name; loaded on first use (a provider's door pulls in its whole folder). */
+const BUILTIN_PROVIDERS: Readonly<Record<string, () => Promise<AnyCredentialProvider>>> = {
+  'clusterprofile-tenant-cert': async () => (await import('../../providers/tenant-cert/index.js')).tenantCertProvider,
+  'clusterprofile-token-request': async () => (await import('../../providers/token-request/index.js')).tokenRequestProvider,
+  'clusterprofile-oidc': async () => (await import('../../providers/oidc/index.js')).oidcProvider,
+};
+
+function baseName(file: string): string {
+  return (file.split(/[\\/]/).pop() ?? file).replace(/\.(mjs|cjs|js|exe|cmd)$/i, '');
+}
+
+/**
+ * The binary an exec config runs when it is one of ours, and its flags: `command: clusterprofile-token-request` (any
+ * directory), or `command: node` (or this process's node) with the binary's script as the first argument.
+ */
+export function builtinPluginOf(exec: Pick<ExecConfig, 'command' | 'args'>): { binary: string; argv: readonly string[] } | undefined {
+  const command = baseName(exec.command);
+  const args = exec.args ?? [];
+  if (Object.hasOwn(BUILTIN_PROVIDERS, command)) return { binary: command, argv: args };
+  const isNode = command === 'node' || exec.command === process.execPath;
+  const script = args[0] === undefined ? undefined : baseName(args[0]);
+  if (isNode && script !== undefined && Object.hasOwn(BUILTIN_PROVIDERS, script)) return { binary: script, argv: args.slice(1) };
+  return undefined;
+}
+
+/** One credential of the fleet: a plugin input and what is known about its credential. */
+export interface CredentialSlot {
+  /** SHA-256 of the plugin input's exec cache key. */
+  readonly key: string;
+  /** The providers-file entry's name (the metrics label). */
+  readonly providerName: string;
+  readonly mode: CredentialMode;
+  readonly authenticator: ExecAuthenticator;
+  /** The in-process provider and its argv (mode `in-process`). */
+  readonly plan: { provider: AnyCredentialProvider; argv: readonly string[] } | undefined;
+  /** The plugin's `spec.cluster` (for messages: the member it serves). */
+  readonly cluster: ExecCluster;
+  /** Members holding it. */
+  refs: number;
+  credential: ExecCredential | undefined;
+  obtainedAt: number | undefined;
+  /** Consecutive failures; 0 after a success. */
+  failures: number;
+  lastError: unknown;
+  /** After a failure: no fetch a request asks for before this time (epoch ms). */
+  retryAt: number | undefined;
+  /** Attempts so far (successful or not). */
+  fetches: number;
+  /** The next fetch is the scheduler's (it may force past the shared cache). */
+  scheduled: boolean;
+  closed: boolean;
+}
+
+/** What a fetch did, for metrics. */
+export interface FetchRecord {
+  providerName: string;
+  mode: CredentialMode;
+  seconds: number;
+  /** The error code of a failure (`uncoded` for an uncoded error). */
+  failure?: string;
+  /** The plugin or provider hit its deadline (killed, or abandoned). */
+  timedOut: boolean;
+}
+
+export interface FleetCredentialsOptions {
+  env: Env;
+  clock: FleetClock;
+  random: () => number;
+  policy: RefreshPolicy;
+  maxConcurrentFetches: number;
+  maxConcurrentProcesses: number;
+  /** Deadline of one fetch: an in-process provider is aborted, a plugin process killed. */
+  fetchTimeoutMs: number;
+  /** Providers for provider names (the providers file's `name`), used in-process whatever their command. */
+  providers: Readonly<Record<string, AnyCredentialProvider>>;
+  /** Obtain our own plugins' credentials in-process (default true); false runs every plugin as a process. */
+  inProcess: boolean;
+  /** A plugin process's stderr. */
+  onStderr?: (text: string) => void;
+  /** After each fetch of a slot: `error` undefined on success. */
+  onResult(slot: CredentialSlot, error: unknown): void;
+  onFetch(record: FetchRecord): void;
+}
+
+/** The slots, their cache, the scheduler that refreshes them and the bounds on their fetches. */
+export class FleetCredentials {
+  /** The cache every member client authenticates through; its `run` is this class's fetch. */
+  readonly cache: ExecCredentialCache;
+  readonly #options: FleetCredentialsOptions;
+  readonly #slots = new Map<string, CredentialSlot>();
+  readonly #queue: DueQueue;
+  readonly #fetches: Semaphore;
+  readonly #processes: Semaphore;
+  /** This package's providers, loaded by {@link prepare}, by binary name. */
+  readonly #providers = new Map<string, AnyCredentialProvider>();
+  readonly #authenticatorOptions: ExecAuthenticatorOptions;
+
+  constructor(options: FleetCredentialsOptions) {
+    this.#options = options;
+    this.#fetches = new Semaphore(options.maxConcurrentFetches);
+    this.#processes = new Semaphore(options.maxConcurrentProcesses);
+    this.#queue = new DueQueue(options.clock, (key) => this.#due(key));
+    this.#authenticatorOptions = {
+      run: (exec, cluster) => this.#run(exec, cluster),
+      now: () => options.clock.now(),
+      env: options.env,
+      timeoutMs: options.fetchTimeoutMs,
+      // The scheduler refreshes ahead of expiry; the authenticator's own margin only matters when it fails.
+      refreshMarginMs: options.policy.marginMs,
+    };
+    this.cache = new SlotCache(this.#authenticatorOptions, (exec, cluster) => this.#slots.get(slotKey(exec, cluster))?.authenticator);
+  }
+
+  /** Bounds in use, for status. */
+  get load(): { fetching: number; waiting: number; processes: number; scheduled: number } {
+    return { fetching: this.#fetches.held, waiting: this.#fetches.waiting + this.#processes.waiting, processes: this.#processes.held, scheduled: this.#queue.size };
+  }
+
+  get size(): number {
+    return this.#slots.size;
+  }
+
+  /**
+   * Loads this package's providers the providers file names (a provider's door pulls in its whole folder: once, here,
+   * so that {@link acquire} stays synchronous).
+   */
+  async prepare(accessConfig: AccessConfig): Promise<void> {
+    if (!this.#options.inProcess) return;
+    for (const entry of accessConfig.providers) {
+      const builtin = entry.execConfig === undefined ? undefined : builtinPluginOf(entry.execConfig);
+      if (builtin !== undefined && !this.#providers.has(builtin.binary)) {
+        this.#providers.set(builtin.binary, await BUILTIN_PROVIDERS[builtin.binary]!());
+      }
+    }
+  }
+
+  /**
+   * The slot of a member's access, made (and its first fetch queued) if it is new. Throws `ERR_PLUGIN_USAGE`
+   * (path = the flag) when an in-process provider cannot parse the providers file's args.
+   */
+  acquire(access: ResolvedClusterAccess): CredentialSlot {
+    const key = slotKey(access.exec, access.cluster);
+    const existing = this.#slots.get(key);
+    if (existing !== undefined) {
+      existing.refs += 1;
+      return existing;
+    }
+    const plan = this.#plan(access);
+    const slot: CredentialSlot = {
+      key,
+      providerName: access.providerName,
+      mode: plan === undefined ? 'exec' : 'in-process',
+      authenticator: new ExecAuthenticator(access.exec, access.cluster, this.#authenticatorOptions),
+      plan,
+      cluster: access.cluster,
+      refs: 1,
+      credential: undefined,
+      obtainedAt: undefined,
+      failures: 0,
+      lastError: undefined,
+      retryAt: undefined,
+      fetches: 0,
+      scheduled: false,
+      closed: false,
+    };
+    this.#slots.set(key, slot);
+    this.#queue.schedule(key, this.#options.clock.now());
+    return slot;
+  }
+
+  /** A member lets go of its slot; the last one closes it: no more refreshes, the credential forgotten. */
+  release(slot: CredentialSlot): void {
+    slot.refs -= 1;
+    if (slot.refs > 0 || slot.closed) return;
+    slot.closed = true;
+    this.#slots.delete(slot.key);
+    this.#queue.cancel(slot.key);
+    slot.authenticator.clear();
+    slot.credential = undefined;
+  }
+
+  /** When the scheduler fetches `slot` next (epoch ms). */
+  dueAt(slot: CredentialSlot): number | undefined {
+    return this.#queue.dueAt(slot.key);
+  }
+
+  /** Every live slot. */
+  slots(): IterableIterator<CredentialSlot> {
+    return this.#slots.values();
+  }
+
+  close(): void {
+    this.#queue.close();
+    for (const slot of this.#slots.values()) slot.closed = true;
+    for (const slot of this.#slots.values()) slot.authenticator.clear();
+    this.#slots.clear();
+  }
+
+  #plan(access: ResolvedClusterAccess): CredentialSlot['plan'] {
+    const registered = Object.hasOwn(this.#options.providers, access.providerName) ? this.#options.providers[access.providerName] : undefined;
+    let provider: AnyCredentialProvider | undefined = registered;
+    let argv: readonly string[] = access.exec.args;
+    if (provider === undefined) {
+      const builtin = this.#options.inProcess ? builtinPluginOf(access.exec) : undefined;
+      provider = builtin === undefined ? undefined : this.#providers.get(builtin.binary);
+      // Not prepared (a providers file changed under us): run the binary.
+      if (builtin === undefined || provider === undefined) return undefined;
+      argv = builtin.argv;
+    }
+    // The binary's own parser: a flag it would refuse is refused now, for this member only.
+    const parsed = parseCommand(provider, argv);
+    if (parsed.action !== 'credential') {
+      throw new CredentialsError('ERR_PLUGIN_USAGE', `the args of provider ${JSON.stringify(access.providerName)} ask for ${parsed.action === 'help' ? '--help' : 'the clean command'}, not a credential`, {
+        path: parsed.action === 'help' ? '--help' : 'clean',
+      });
+    }
+    return { provider, argv };
+  }
+
+  /** The scheduler's turn for a slot: refresh it even if its credential is still fresh. */
+  #due(key: string): void {
+    const slot = this.#slots.get(key);
+    if (slot === undefined || slot.closed) return;
+    slot.scheduled = true;
+    slot.authenticator.clear();
+    // The outcome is recorded by #run; a rejection here is already reported.
+    slot.authenticator.getCredential().catch(() => undefined);
+  }
+
+  /** The authenticator's run: one fetch of the slot's credential, recorded and scheduled. */
+  async #run(exec: ExecConfig, cluster: ExecCluster | undefined): Promise<ExecCredential> {
+    const { clock } = this.#options;
+    const key = slotKey(exec, cluster);
+    const slot = this.#slots.get(key);
+    if (slot === undefined || slot.closed) {
+      throw new CredentialsError('ERR_FLEET_CLOSED', `the cluster at ${cluster?.server ?? exec.command} is no longer in the fleet`, { path: cluster?.server ?? exec.command });
+    }
+    const scheduled = slot.scheduled;
+    slot.scheduled = false;
+    // A request between failures does not run the plugin again before the backoff is over: it gets the credential
+    // the slot still holds while that is valid, else the last error.
+    if (!scheduled && slot.retryAt !== undefined && clock.now() < slot.retryAt && slot.lastError !== undefined) {
+      if (this.#valid(slot.credential)) return slot.credential;
+      throw slot.lastError;
+    }
+    this.#queue.cancel(key);
+    slot.fetches += 1;
+    const started = clock.now();
+    const startedHr = performance.now();
+    let timedOut = false;
+    try {
+      const credential = slot.plan === undefined ? await this.#exec(slot, exec, cluster) : await this.#inProcess(slot, slot.plan, exec, cluster, () => (timedOut = true));
+      if (slot.closed) return credential;
+      const now = clock.now();
+      slot.credential = credential;
+      slot.obtainedAt = now;
+      slot.failures = 0;
+      slot.lastError = undefined;
+      slot.retryAt = undefined;
+      const margin = slot.plan === undefined ? this.#options.policy.marginMs : (slot.plan.provider.minRemainingSeconds ?? 60) * 1000;
+      const at = refreshTime(now, credential.expiresAt, { ...this.#options.policy, marginMs: margin }, this.#options.random);
+      if (at !== undefined) this.#queue.schedule(key, at);
+      this.#options.onFetch({ providerName: slot.providerName, mode: slot.mode, seconds: (performance.now() - startedHr) / 1000, timedOut: false });
+      this.#options.onResult(slot, undefined);
+      return credential;
+    } catch (error) {
+      timedOut ||= isCredentialsError(error) && error.code === 'ERR_EXEC_TIMEOUT';
+      this.#options.onFetch({
+        providerName: slot.providerName,
+        mode: slot.mode,
+        seconds: (performance.now() - startedHr) / 1000,
+        failure: isCredentialsError(error) ? error.code : 'uncoded',
+        timedOut,
+      });
+      if (!slot.closed) {
+        slot.failures += 1;
+        slot.lastError = error;
+        slot.retryAt = Math.max(started, clock.now()) + backoffDelay(slot.failures, this.#options.policy, this.#options.random);
+        this.#queue.schedule(key, slot.retryAt);
+        this.#options.onResult(slot, error);
+        // A refresh ahead of expiry that failed leaves the member on the credential it has until that expires.
+        if (this.#valid(slot.credential)) return slot.credential;
+      }
+      throw error;
+    }
+  }
+
+  #valid(credential: ExecCredential | undefined): credential is ExecCredential {
+    return credential !== undefined && (credential.expiresAt === undefined || credential.expiresAt > this.#options.clock.now());
+  }
+
+  /** The plugin as a process: a process place first (so waiting for one holds no fetch place), then a fetch place. */
+  async #exec(slot: CredentialSlot, exec: ExecConfig, cluster: ExecCluster | undefined): Promise<ExecCredential> {
+    return this.#processes.run(() =>
+      this.#fetches.run(() =>
+        runExecPlugin(exec, cluster, {
+          env: this.#options.env,
+          timeoutMs: this.#options.fetchTimeoutMs,
+          ...(this.#options.onStderr === undefined ? {} : { onStderr: this.#options.onStderr }),
+        }),
+      ),
+    );
+  }
+
+  /**
+   * The provider in this process, under the fetch bound and the deadline. A credential the shared cache serves that
+   * is not newer than the one the slot holds (the scheduler refreshing ahead of the cache's margin, or a 401) is
+   * replaced by a forced issuance; a newer one (kubectl renewed it) is taken as it is.
+   */
+  async #inProcess(
+    slot: CredentialSlot,
+    plan: NonNullable<CredentialSlot['plan']>,
+    exec: ExecConfig,
+    cluster: ExecCluster | undefined,
+    onTimeout: () => void,
+  ): Promise<ExecCredential> {
+    const { clock, fetchTimeoutMs } = this.#options;
+    // What the binary would get: KUBERNETES_EXEC_INFO's document and the environment with exec.env merged in.
+    const request = buildExecRequest(exec, cluster, { env: this.#options.env });
+    return this.#fetches.run(async () => {
+      const controller = new AbortController();
+      let timer: unknown;
+      const deadline = new Promise<never>((_, reject) => {
+        timer = clock.setTimer(() => {
+          onTimeout();
+          const error = new CredentialsError(
+            'ERR_FLEET_CREDENTIAL_TIMEOUT',
+            `provider ${plan.provider.name} did not return a credential for ${cluster?.server ?? slot.providerName} within ${fetchTimeoutMs} ms; it was aborted`,
+            { path: slot.providerName, hint: 'check what the provider waits for (its issuer or API server), or raise fetchTimeoutMs' },
+          );
+          controller.abort(error);
+          reject(error);
+        }, fetchTimeoutMs);
+      });
+      deadline.catch(() => undefined);
+      try {
+        const options = {
+          input: request.execInfo,
+          flags: plan.argv,
+          env: request.env,
+          now: () => new Date(clock.now()),
+          signal: controller.signal,
+        };
+        const obtain = async (): Promise<ObtainedCredential> => {
+          const first = await obtainCredential(plan.provider, options);
+          const known = slot.credential?.expiresAt;
+          const served = expiryOf(first);
+          if (first.fromCache && known !== undefined && served !== undefined && served <= known) {
+            return obtainCredential(plan.provider, { ...options, forceRefresh: true });
+          }
+          return first;
+        };
+        const result = await Promise.race([obtain(), deadline]);
+        return parseExecCredential(JSON.stringify({ apiVersion: exec.apiVersion, kind: 'ExecCredential', status: result.status }), exec.apiVersion);
+      } finally {
+        clock.clearTimer(timer);
+      }
+    });
+  }
+}
+
+/**
+ * The cache member clients authenticate through: each plugin input's authenticator is its slot's (one map, keyed by
+ * a hash, instead of a second map keyed by the whole input, CA bundle included). An input the fleet has no slot for
+ * (a removed member's client) gets an authenticator of its own whose fetch is refused (ERR_FLEET_CLOSED).
+ */
+class SlotCache extends ExecCredentialCache {
+  readonly #options: ExecAuthenticatorOptions;
+  readonly #lookup: (exec: ExecConfig, cluster: ExecCluster | undefined) => ExecAuthenticator | undefined;
+
+  constructor(options: ExecAuthenticatorOptions, lookup: (exec: ExecConfig, cluster: ExecCluster | undefined) => ExecAuthenticator | undefined) {
+    super(options);
+    this.#options = options;
+    this.#lookup = lookup;
+  }
+
+  override authenticatorFor(exec: ExecConfig, cluster: ExecCluster | undefined): ExecAuthenticator {
+    return this.#lookup(exec, cluster) ?? new ExecAuthenticator(exec, cluster, this.#options);
+  }
+
+  /** Slots are forgotten by {@link FleetCredentials.release}. */
+  override forget(exec: ExecConfig, cluster: ExecCluster | undefined): boolean {
+    const authenticator = this.#lookup(exec, cluster);
+    authenticator?.clear();
+    return authenticator !== undefined;
+  }
+}
+
+/** A slot's key: the hash of the exec cache's key (that one holds the cluster's CA; 10 000 of them add up). */
+function slotKey(exec: ExecConfig, cluster: ExecCluster | undefined): string {
+  return sha256(execCacheKey(exec, cluster));
+}
+
+function expiryOf(obtained: ObtainedCredential): number | undefined {
+  const stamp = obtained.status.expirationTimestamp;
+  return stamp === undefined ? undefined : parseTimestamp(stamp);
+}
+
+/** SHA-256 hex of `text` through node:crypto: a flat string (core/sha256.ts, made for a plugin's start, builds a rope). */
+function sha256(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}

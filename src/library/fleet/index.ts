@@ -1,0 +1,18 @@
+// The fleet manager: ClusterProfileFleet and what its options, events, status and metrics are made of.
+export { ClusterProfileFleet, FLEET_CLUSTER_STATES } from './fleet.js';
+export type {
+  ClusterProfileFleetOptions,
+  FleetClusterState,
+  FleetClusterStatus,
+  FleetEvent,
+  FleetEventOf,
+  FleetEventType,
+  FleetMember,
+  FleetStatus,
+  HealthCondition,
+} from './fleet.js';
+export type { AnyCredentialProvider, CredentialMode } from './credentials.js';
+export type { FleetHubOptions } from './hub.js';
+export { FLEET_METRICS } from './metrics.js';
+export { DEFAULT_REFRESH_POLICY, systemClock } from './scheduler.js';
+export type { FleetClock, RefreshPolicy } from './scheduler.js';

@@ -1,0 +1,115 @@
+/**
+ * The fleet's metrics in the Prometheus text format, through prom-client (the Node.js Prometheus client most
+ * exporters use; no native code, two small dependencies). Each fleet has its own registry: nothing lands in
+ * prom-client's global one unless the caller merges it (`Registry.merge([fleet.metricsRegistry, register])`).
+ */
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { FetchRecord } from './credentials.js';
+
+/** The metric names, for dashboards and tests. */
+export const FLEET_METRICS = {
+  clusters: 'clusterprofile_fleet_clusters',
+  fetches: 'clusterprofile_fleet_credential_fetches_total',
+  failures: 'clusterprofile_fleet_credential_fetch_failures_total',
+  timeouts: 'clusterprofile_fleet_credential_fetch_timeouts_total',
+  duration: 'clusterprofile_fleet_credential_fetch_duration_seconds',
+  nearestExpiry: 'clusterprofile_fleet_credential_nearest_expiry_seconds',
+  rebuilds: 'clusterprofile_fleet_client_rebuilds_total',
+  relists: 'clusterprofile_fleet_hub_relists_total',
+  watchErrors: 'clusterprofile_fleet_hub_watch_errors_total',
+} as const;
+
+/** What the gauges read when scraped. */
+export interface FleetGaugeSource {
+  /** Members by state (every state present, zero included). */
+  clustersByState(): Record<string, number>;
+  /** Seconds until the earliest credential expiry among the fleet's credentials; undefined when none expires. */
+  secondsToNearestExpiry(): number | undefined;
+}
+
+/** The fleet's counters, histogram and gauges in one registry. */
+export class FleetMetrics {
+  readonly registry = new Registry();
+  readonly #fetches: Counter<'provider' | 'mode'>;
+  readonly #failures: Counter<'provider' | 'mode' | 'code'>;
+  readonly #timeouts: Counter<'provider' | 'mode'>;
+  readonly #duration: Histogram<'provider' | 'mode'>;
+  readonly #rebuilds: Counter;
+  readonly #relists: Counter;
+  readonly #watchErrors: Counter<'code'>;
+
+  constructor(source: FleetGaugeSource) {
+    const registers = [this.registry];
+    new Gauge({
+      name: FLEET_METRICS.clusters,
+      help: 'Member clusters by state (pending, ready, unhealthy, failing, invalid).',
+      labelNames: ['state'],
+      registers,
+      collect() {
+        for (const [state, count] of Object.entries(source.clustersByState())) this.set({ state }, count);
+      },
+    });
+    new Gauge({
+      name: FLEET_METRICS.nearestExpiry,
+      help: 'Seconds until the earliest expiry among the fleet\'s credentials (absent when none expires).',
+      registers,
+      collect() {
+        const seconds = source.secondsToNearestExpiry();
+        this.reset();
+        if (seconds !== undefined) this.set(seconds);
+      },
+    });
+    this.#fetches = new Counter({ name: FLEET_METRICS.fetches, help: 'Credential fetches by provider and mode (in-process or exec).', labelNames: ['provider', 'mode'], registers });
+    this.#failures = new Counter({
+      name: FLEET_METRICS.failures,
+      help: 'Failed credential fetches by provider, mode and error code.',
+      labelNames: ['provider', 'mode', 'code'],
+      registers,
+    });
+    this.#timeouts = new Counter({
+      name: FLEET_METRICS.timeouts,
+      help: 'Credential fetches stopped at their deadline (plugin process killed, in-process provider aborted).',
+      labelNames: ['provider', 'mode'],
+      registers,
+    });
+    this.#duration = new Histogram({
+      name: FLEET_METRICS.duration,
+      help: 'Time of one credential fetch, queueing for a fetch or process place included.',
+      labelNames: ['provider', 'mode'],
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    });
+    this.#rebuilds = new Counter({ name: FLEET_METRICS.rebuilds, help: 'Member clients rebuilt because their resolved access changed.', registers });
+    this.#relists = new Counter({ name: FLEET_METRICS.relists, help: 'Full lists of the inventory after the first (watch resourceVersion gone).', registers });
+    this.#watchErrors = new Counter({ name: FLEET_METRICS.watchErrors, help: 'Failed hub lists and watches by error code.', labelNames: ['code'], registers });
+  }
+
+  fetch(record: FetchRecord): void {
+    const labels = { provider: record.providerName, mode: record.mode };
+    this.#fetches.inc(labels);
+    this.#duration.observe(labels, record.seconds);
+    if (record.failure !== undefined) this.#failures.inc({ ...labels, code: record.failure });
+    if (record.timedOut) this.#timeouts.inc(labels);
+  }
+
+  rebuild(): void {
+    this.#rebuilds.inc();
+  }
+
+  relist(): void {
+    this.#relists.inc();
+  }
+
+  watchError(code: string): void {
+    this.#watchErrors.inc({ code });
+  }
+
+  /** The text exposition (`text/plain; version=0.0.4`). */
+  text(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+}
