@@ -20,9 +20,9 @@ const common = {
   platform: 'node',
   target: 'node22',
   // Imported from node_modules, never bundled: the peer dependency (the host's own copy) and the dependencies the
-  // library (dist/, built by tsc) needs anyway, so the package ships their code once. The other libraries the
-  // binaries use (jose, @peculiar/x509, yargs) are bundled and are devDependencies. A cache hit loads none of them.
-  external: ['@kubernetes/client-node', 'undici', 'yaml'],
+  // library (dist/, built by tsc; its fleet manager runs the providers in process) needs anyway, so the package ships
+  // their code once. yargs, which only the CLI uses, is bundled and a devDependency. A cache hit loads none of them.
+  external: ['@kubernetes/client-node', 'undici', 'yaml', 'jose', '@peculiar/x509', 'prom-client'],
   logLevel: 'warning',
   // src/core/version.ts reads import.meta only when the build did not define the version constant, which every
   // bundle does; in the CJS hit build esbuild would warn about that dead branch.

@@ -13,6 +13,8 @@
  * const code = await run(['kubeconfig', '--profile', 'spoke-1.yaml'], process.env, process);
  * ```
  */
+// First: @peculiar/x509 (imported from node_modules by the issuer's chunk) needs Reflect metadata before it loads.
+import '../core/reflect-shim.js';
 import yargs, { type Argv } from 'yargs';
 import { CredentialsError, formatError, isCredentialsError } from '../core/errors.js';
 import type { Run } from '../core/io.js';
