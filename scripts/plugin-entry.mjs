@@ -11,7 +11,7 @@
 // mtime and inode, and only read or written when that directory is the user's and writable by nobody else. V8 rejects
 // a cache of another V8, other flags or another source length; a missing or rejected one is written after the run,
 // atomically. Without a cache directory the payload is compiled as any module would be.
-const { closeSync, fstatSync, lstatSync, openSync, readFileSync, renameSync, writeFileSync } = process.getBuiltinModule('node:fs');
+const { closeSync, fstatSync, lstatSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } = process.getBuiltinModule('node:fs');
 const { createRequire, getCompileCacheDir, isBuiltin } = process.getBuiltinModule('node:module');
 const { basename, join } = process.getBuiltinModule('node:path');
 const { fileURLToPath } = process.getBuiltinModule('node:url');
@@ -66,12 +66,13 @@ export async function run(argv, env, io) {
     return await payload.exports.run(argv, env, io);
   } finally {
     if (cache !== undefined && (cachedData === undefined || script.cachedDataRejected === true)) {
+      const temporary = `${cache}.${process.pid}.tmp`;
       try {
-        const temporary = `${cache}.${process.pid}.tmp`;
         writeFileSync(temporary, script.createCachedData(), { mode: 0o600, flag: 'wx' });
         renameSync(temporary, cache);
       } catch {
         // An optimisation only: the next run tries again.
+        rmSync(temporary, { force: true });
       }
     }
   }

@@ -50,7 +50,11 @@ describe.each(plugins)('clusterprofile-%s', (name) => {
     });
     expect(found).toEqual([]);
     const bytes = files.reduce((sum, file) => sum + statSync(file).size, 0);
-    expect(bytes, `code loaded at start-up: ${files.join(', ')}`).toBeLessThan(128 * 1024);
+    expect(bytes, `code loaded at start-up: ${files.join(', ')}`).toBeLessThan(96 * 1024);
+    // The bin stub, the entry and the one file of the cache-hit path (scripts/bundle-options.mjs).
+    expect(files.map((file) => file.slice(root.length)).sort()).toEqual(
+      [`bin/clusterprofile-${name}.mjs`, `dist/bin/clusterprofile-${name}.cjs`, `dist/bin/clusterprofile-${name}.mjs`].sort(),
+    );
   });
 
   it('clean empties $KUBECACHEDIR/clusterprofile/<provider>', async () => {
