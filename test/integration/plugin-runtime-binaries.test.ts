@@ -53,7 +53,14 @@ describe.each(plugins)('clusterprofile-%s', (name) => {
     expect(bytes, `code loaded at start-up: ${files.join(', ')}`).toBeLessThan(96 * 1024);
     // The bin stub, the entry and the one file of the cache-hit path (scripts/bundle-options.mjs).
     expect(files.map((file) => file.slice(root.length)).sort()).toEqual(
-      [`bin/clusterprofile-${name}.mjs`, `dist/bin/clusterprofile-${name}.cjs`, `dist/bin/clusterprofile-${name}.mjs`].sort(),
+      [
+        `bin/clusterprofile-${name}.mjs`,
+        // The Node.js version check every entry point runs first (a too old Node fails at once, coded).
+        'dist/core/node-floor-exit.js',
+        'dist/core/node-floor.js',
+        `dist/bin/clusterprofile-${name}.cjs`,
+        `dist/bin/clusterprofile-${name}.mjs`,
+      ].sort(),
     );
   });
 
