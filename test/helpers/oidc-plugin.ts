@@ -4,6 +4,8 @@ import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { FlagValues } from '../../src/plugin/provider.js';
+import type { OidcFlags } from '../../src/providers/oidc/settings.js';
 
 /** The bin stub; OIDC_PLUGIN_BIN points elsewhere (e.g. a private build while others rebuild dist/). */
 export const OIDC_BIN = process.env['OIDC_PLUGIN_BIN'] ?? fileURLToPath(new URL('../../bin/clusterprofile-oidc.mjs', import.meta.url));
@@ -53,4 +55,25 @@ export function cacheEntries(dir: string): { file: string; entry: { status: { to
   return names
     .filter((n) => n.endsWith('.json'))
     .map((n) => ({ file: join(dir, n), entry: JSON.parse(readFileSync(join(dir, n), 'utf8')) }));
+}
+
+/** Every flag of clusterprofile-oidc at its parsed default, with `over` applied: what the provider's settings receive. */
+export function oidcFlags(over: Partial<FlagValues<OidcFlags>> = {}): FlagValues<OidcFlags> {
+  return {
+    grant: undefined,
+    'client-id': undefined,
+    'client-secret-file': undefined,
+    'client-auth': undefined,
+    'private-key-file': undefined,
+    'private-key-alg': undefined,
+    'private-key-id': undefined,
+    'subject-token-file': undefined,
+    'subject-token-type': undefined,
+    'token-param': [],
+    'open-browser': false,
+    'redirect-port': undefined,
+    'login-timeout': undefined,
+    timeout: undefined,
+    ...over,
+  };
 }

@@ -6,30 +6,15 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
+import { oidcFlags } from '../helpers/oidc-plugin.js';
 import { isCredentialsError } from '../../src/core/errors.js';
-import type { FlagValues } from '../../src/plugin/provider.js';
 import { validateDocument } from '../../src/schemas/index.js';
-import { assertOidcClusterConfig, parseOidcSettings, type OidcFlags } from '../../src/providers/oidc/settings.js';
+import { assertOidcClusterConfig, parseOidcSettings } from '../../src/providers/oidc/settings.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const schema = JSON.parse(readFileSync(`${root}schemas/oidc-config.schema.json`, 'utf8')) as { required: string[]; properties: Record<string, unknown> };
 
-const flags: FlagValues<OidcFlags> = {
-  grant: 'device_code',
-  'client-id': undefined,
-  'client-secret-file': undefined,
-  'client-auth': undefined,
-  'private-key-file': undefined,
-  'private-key-alg': undefined,
-  'private-key-id': undefined,
-  'subject-token-file': undefined,
-  'subject-token-type': undefined,
-  'token-param': [],
-  'open-browser': false,
-  'redirect-port': undefined,
-  'login-timeout': undefined,
-  timeout: undefined,
-};
+const flags = oidcFlags({ grant: 'device_code' });
 
 /** The hand check's verdict: undefined when accepted, else the path it names. */
 function hand(config: Record<string, unknown>): string | undefined {

@@ -6,12 +6,12 @@ import { join } from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWTPayload } from 'jose';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { oidcFlags } from '../helpers/oidc-plugin.js';
 import { isCredentialsError } from '../../src/core/errors.js';
 import type { IssueContext } from '../../src/plugin/provider.js';
 import { issueOidcToken, type OidcState } from '../../src/providers/oidc/issue.js';
 import type { HttpRequest, HttpResponse } from '../../src/providers/oidc/protocol.js';
-import { parseOidcSettings, type OidcFlags } from '../../src/providers/oidc/settings.js';
-import type { FlagValues } from '../../src/plugin/provider.js';
+import { parseOidcSettings } from '../../src/providers/oidc/settings.js';
 
 const NOW = new Date('2026-01-01T12:00:00Z');
 const nowS = Math.floor(NOW.getTime() / 1000);
@@ -59,23 +59,7 @@ function issuer(token: ((req: HttpRequest) => Promise<HttpResponse>)[]) {
   };
 }
 
-const flags = (over: Partial<FlagValues<OidcFlags>> = {}): FlagValues<OidcFlags> => ({
-  grant: undefined,
-  'client-id': undefined,
-  'client-secret-file': undefined,
-  'client-auth': undefined,
-  'private-key-file': undefined,
-  'private-key-alg': undefined,
-  'private-key-id': undefined,
-  'subject-token-file': undefined,
-  'subject-token-type': undefined,
-  'token-param': [],
-  'open-browser': false,
-  'redirect-port': undefined,
-  'login-timeout': undefined,
-  timeout: undefined,
-  ...over,
-});
+const flags = oidcFlags;
 
 function context(o: { interactive?: boolean; previous?: OidcState } = {}): IssueContext<OidcState> & { stderrText(): string } {
   const stderr = new PassThrough();

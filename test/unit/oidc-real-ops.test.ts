@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWTPayload } from 'jose';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { oidcFlags } from '../helpers/oidc-plugin.js';
 import { isCredentialsError } from '../../src/core/errors.js';
 import type { FlagValues, IssueContext } from '../../src/plugin/provider.js';
 import { chooseClientAuth } from '../../src/providers/oidc/client-auth.js';
@@ -70,23 +71,7 @@ function op(o: { authMethods?: string[] | null; device?: ((req: HttpRequest) => 
 const jwt = (claims: JWTPayload, now = T0) =>
   new SignJWT({ iss: ISSUER, sub: 'x', iat: Math.floor(now / 1000), exp: Math.floor(now / 1000) + 600, ...claims }).setProtectedHeader({ alg: 'ES256', kid: 'k' }).sign(key);
 
-const flags = (over: Partial<FlagValues<OidcFlags>> = {}): FlagValues<OidcFlags> => ({
-  grant: undefined,
-  'client-id': undefined,
-  'client-secret-file': undefined,
-  'client-auth': undefined,
-  'private-key-file': undefined,
-  'private-key-alg': undefined,
-  'private-key-id': undefined,
-  'subject-token-file': undefined,
-  'subject-token-type': undefined,
-  'token-param': [],
-  'open-browser': false,
-  'redirect-port': undefined,
-  'login-timeout': undefined,
-  timeout: undefined,
-  ...over,
-});
+const flags = oidcFlags;
 
 const settings = (config: Record<string, unknown>, f: Partial<FlagValues<OidcFlags>>, interactive = false) =>
   parseOidcSettings({ apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential', spec: { interactive, cluster: { server: 's', config: { issuerURL: ISSUER, ...config } } } }, flags(f));

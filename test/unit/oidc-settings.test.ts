@@ -1,25 +1,11 @@
 // clusterprofile-oidc settings from spec.cluster.config and flags: defaults and clear errors naming the field/flag.
 import { describe, expect, it } from 'vitest';
+import { oidcFlags } from '../helpers/oidc-plugin.js';
 import { isCredentialsError } from '../../src/core/errors.js';
 import type { ExecCredentialInput, FlagValues } from '../../src/plugin/provider.js';
 import { oidcCacheKey, parseOidcSettings, type OidcFlags } from '../../src/providers/oidc/settings.js';
 
-const noFlags: FlagValues<OidcFlags> = {
-  grant: undefined,
-  'client-id': undefined,
-  'client-secret-file': undefined,
-  'client-auth': undefined,
-  'private-key-file': undefined,
-  'private-key-alg': undefined,
-  'private-key-id': undefined,
-  'subject-token-file': undefined,
-  'subject-token-type': undefined,
-  'token-param': [],
-  'open-browser': false,
-  'redirect-port': undefined,
-  'login-timeout': undefined,
-  timeout: undefined,
-};
+const noFlags = oidcFlags();
 const base = { issuerURL: 'https://op.test', clientID: 'c', audience: 'https://k8s.test' };
 const input = (config: unknown, interactive = false): ExecCredentialInput => ({
   apiVersion: 'client.authentication.k8s.io/v1',
