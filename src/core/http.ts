@@ -336,8 +336,12 @@ function proxyError(message: string, cause?: unknown): Error {
   return error;
 }
 
-/** Reads an HTTP response head (up to the blank line) from a socket; the bytes after it are pushed back. */
-function readResponseHead(socket: Socket): Promise<{ status: number }> {
+/**
+ * Reads one message from a socket: `take` looks at what has arrived and says how many bytes the message is (undefined:
+ * not complete yet; an Error: refuse it). The bytes after the message are pushed back and the socket is left paused
+ * for whoever reads next (the TLS layer, or the next step of a proxy handshake).
+ */
+function readMessage(socket: Socket, take: (buffered: Buffer) => number | Error | undefined, closed: string): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     let buffered = Buffer.alloc(0);
     const cleanup = (): void => {
@@ -349,50 +353,15 @@ function readResponseHead(socket: Socket): Promise<{ status: number }> {
       cleanup();
       reject(error);
     };
-    const onClose = (): void => {
-      cleanup();
-      reject(proxyError('the proxy closed the connection during CONNECT'));
-    };
+    const onClose = (): void => onError(proxyError(closed));
     const onData = (chunk: Buffer): void => {
       buffered = Buffer.concat([buffered, chunk]);
-      const end = buffered.indexOf('\r\n\r\n');
-      if (end === -1) {
-        if (buffered.length > 16 * 1024) onError(proxyError('the proxy answered CONNECT with an endless header'));
+      const length = take(buffered);
+      if (length === undefined) return;
+      if (length instanceof Error) {
+        onError(length);
         return;
       }
-      cleanup();
-      socket.pause();
-      if (end + 4 < buffered.length) socket.unshift(buffered.subarray(end + 4));
-      const status = /^HTTP\/1\.[01] (\d{3})/.exec(buffered.subarray(0, end).toString('latin1'));
-      if (status === null) reject(proxyError('the proxy answered CONNECT with something other than HTTP'));
-      else resolve({ status: Number(status[1]) });
-    };
-    socket.on('data', onData);
-    socket.on('error', onError);
-    socket.on('close', onClose);
-  });
-}
-
-/** Reads exactly `length` bytes (SOCKS5 replies). */
-function readBytes(socket: Socket, length: number): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    let buffered = Buffer.alloc(0);
-    const cleanup = (): void => {
-      socket.off('data', onData);
-      socket.off('error', onError);
-      socket.off('close', onClose);
-    };
-    const onError = (error: Error): void => {
-      cleanup();
-      reject(error);
-    };
-    const onClose = (): void => {
-      cleanup();
-      reject(proxyError('the SOCKS proxy closed the connection'));
-    };
-    const onData = (chunk: Buffer): void => {
-      buffered = Buffer.concat([buffered, chunk]);
-      if (buffered.length < length) return;
       cleanup();
       socket.pause();
       if (buffered.length > length) socket.unshift(buffered.subarray(length));
@@ -403,6 +372,27 @@ function readBytes(socket: Socket, length: number): Promise<Buffer> {
     socket.on('close', onClose);
     socket.resume();
   });
+}
+
+/** Reads an HTTP response head (up to the blank line) from a socket; the bytes after it are pushed back. */
+async function readResponseHead(socket: Socket): Promise<{ status: number }> {
+  const head = await readMessage(
+    socket,
+    (buffered) => {
+      const end = buffered.indexOf('\r\n\r\n');
+      if (end !== -1) return end + 4;
+      return buffered.length > 16 * 1024 ? proxyError('the proxy answered CONNECT with an endless header') : undefined;
+    },
+    'the proxy closed the connection during CONNECT',
+  );
+  const status = /^HTTP\/1\.[01] (\d{3})/.exec(head.toString('latin1'));
+  if (status === null) throw proxyError('the proxy answered CONNECT with something other than HTTP');
+  return { status: Number(status[1]) };
+}
+
+/** Reads exactly `length` bytes (SOCKS5 replies). */
+function readBytes(socket: Socket, length: number): Promise<Buffer> {
+  return readMessage(socket, (buffered) => (buffered.length >= length ? length : undefined), 'the SOCKS proxy closed the connection');
 }
 
 const SOCKS_REPLIES: Record<number, string> = {
