@@ -36,8 +36,18 @@ export function cacheDirectory(
   home: () => string = () => process.getBuiltinModule('node:os').homedir(),
 ): string {
   if (flag !== undefined) return flag;
-  const base = env['KUBECACHEDIR'] !== undefined && env['KUBECACHEDIR'] !== '' ? env['KUBECACHEDIR'] : join(home(), '.kube', 'cache');
-  return join(base, 'clusterprofile', providerName);
+  if (env['KUBECACHEDIR'] !== undefined && env['KUBECACHEDIR'] !== '') return join(env['KUBECACHEDIR'], 'clusterprofile', providerName);
+  let homeDir: string;
+  try {
+    homeDir = home();
+  } catch {
+    // No HOME and no passwd entry: a container built FROM scratch or distroless without a user database.
+    throw new CredentialsError('ERR_PLUGIN_CACHE_IO', 'no cache directory: --cache-dir is not given, KUBECACHEDIR is not set and there is no home directory', {
+      path: '--cache-dir',
+      hint: 'give --cache-dir DIR or set KUBECACHEDIR (in a pod: a writable emptyDir)',
+    });
+  }
+  return join(homeDir, '.kube', 'cache', 'clusterprofile', providerName);
 }
 
 /**

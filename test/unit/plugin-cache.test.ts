@@ -32,6 +32,17 @@ describe('cacheDirectory', () => {
     expect(cacheDirectory('oidc', undefined, { KUBECACHEDIR: '/k' }, home)).toBe('/k/clusterprofile/oidc');
     expect(cacheDirectory('oidc', undefined, { KUBECACHEDIR: '' }, home)).toBe('/home/u/.kube/cache/clusterprofile/oidc');
   });
+
+  it('without a flag, KUBECACHEDIR or a home directory (a container without HOME): ERR_PLUGIN_CACHE_IO naming --cache-dir, not an internal error', () => {
+    const noHome = (): string => {
+      throw Object.assign(new Error('A system error occurred: uv_os_homedir returned ENOENT'), { code: 'ERR_SYSTEM_ERROR' });
+    };
+    expect(cacheDirectory('oidc', '/flag', {}, noHome)).toBe('/flag');
+    expect(cacheDirectory('oidc', undefined, { KUBECACHEDIR: '/k' }, noHome)).toBe('/k/clusterprofile/oidc');
+    expect(() => cacheDirectory('oidc', undefined, {}, noHome)).toThrow(
+      expect.objectContaining({ code: 'ERR_PLUGIN_CACHE_IO', path: '--cache-dir', hint: expect.stringContaining('KUBECACHEDIR') }),
+    );
+  });
 });
 
 describe('entries', () => {
