@@ -101,9 +101,10 @@ function lazyImports(lazy, target) {
 }
 
 /** The file of a hit path, CommonJS for vm.Script, wrapped by scripts/plugin-entry.mjs. */
-function hitOptions(name, entry, outdir, plugin) {
+function hitOptions(name, entry, outdir, plugin, external) {
   return {
     ...common,
+    external,
     entryPoints: [entry],
     outfile: join(outdir, `${name}.cjs`),
     format: 'cjs',
@@ -131,16 +132,17 @@ function chunkNames(files) {
 /**
  * Bundles plugin binaries into `outdir`: for each `entries[name]` (a module exporting `run`), `<name>.mjs` and
  * `<name>.cjs`, plus the miss chunks under `outdir/chunks`. `esmEntries` (the CLI) are ESM bundles sharing those
- * chunks: `<name>.mjs` re-exports `chunks/<name>-<hash>.mjs`.
+ * chunks: `<name>.mjs` re-exports `chunks/<name>-<hash>.mjs`. `external`: what stays an import of node_modules (default:
+ * the package's dependencies; `[]` bundles everything, as a plugin image needs). Returns the files bundled.
  *
- * @param {{ entries: Record<string, string>, esmEntries?: Record<string, string>, outdir: string, sourcemap?: boolean | 'linked', define?: Record<string, string> }} options
+ * @param {{ entries: Record<string, string>, esmEntries?: Record<string, string>, outdir: string, sourcemap?: boolean | 'linked', define?: Record<string, string>, external?: string[] }} options
  */
-export async function bundlePlugins({ entries, esmEntries = {}, outdir, sourcemap = false, define = {} }) {
+export async function bundlePlugins({ entries, esmEntries = {}, outdir, sourcemap = false, define = {}, external = common.external }) {
   mkdirSync(outdir, { recursive: true });
   // 1. What the hit paths import() (written nowhere).
   const lazy = new Set();
   for (const [name, entry] of Object.entries(entries)) {
-    await build({ ...hitOptions(name, entry, outdir, lazyImports(lazy)), define, write: false });
+    await build({ ...hitOptions(name, entry, outdir, lazyImports(lazy), external), define, write: false });
   }
   // 2. Those modules, as entries of one split ESM build (with the ESM entries).
   const names = chunkNames([...lazy].sort());
@@ -149,6 +151,7 @@ export async function bundlePlugins({ entries, esmEntries = {}, outdir, sourcema
   }
   const misses = lazy.size + Object.keys(esmEntries).length === 0 ? { metafile: { outputs: {} } } : await build({
     ...pluginBundleOptions,
+    external,
     entryPoints: { ...names, ...esmEntries },
     entryNames: 'chunks/[name]-[hash]',
     outdir,
@@ -156,6 +159,7 @@ export async function bundlePlugins({ entries, esmEntries = {}, outdir, sourcema
     sourcemap,
     define,
   });
+  const inputs = new Set(Object.keys(misses.metafile.inputs ?? {}));
   const chunkOf = new Map();
   for (const [output, meta] of Object.entries(misses.metafile.outputs)) {
     if (meta.entryPoint !== undefined) chunkOf.set(meta.entryPoint, output);
@@ -174,7 +178,8 @@ export async function bundlePlugins({ entries, esmEntries = {}, outdir, sourcema
   }
   // 3. The hit paths, their import()s pointing to the chunks; then the entry next to each.
   for (const [name, entry] of Object.entries(entries)) {
-    const result = await build({ ...hitOptions(name, entry, outdir, lazyImports(new Set(), specifier)), define, sourcemap });
+    const result = await build({ ...hitOptions(name, entry, outdir, lazyImports(new Set(), specifier), external), define, sourcemap });
+    for (const input of Object.keys(result.metafile.inputs)) inputs.add(input);
     const foreign = Object.values(result.metafile.outputs)
       .flatMap((output) => output.imports)
       .filter((imported) => !isBuiltin(imported.path) && !chunks.has(imported.path));
@@ -183,4 +188,5 @@ export async function bundlePlugins({ entries, esmEntries = {}, outdir, sourcema
     }
     copyFileSync(ENTRY_TEMPLATE, join(outdir, `${name}.mjs`));
   }
+  return { inputs: [...inputs].sort() };
 }
