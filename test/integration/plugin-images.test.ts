@@ -4,9 +4,8 @@
 // libc, no shell, no Node.js, no PATH, no HOME — and run there with chroot, answering a real KUBERNETES_EXEC_INFO
 // against the real tenant-cert issuer, the TokenRequest API server and the OpenID Provider of the integration tests.
 // Needs root (chroot, unshare, apt-get); umoci, skopeo and the build's gcc/libc6-dev/binutils are installed if missing.
-import { spawn, spawnSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
-import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -16,89 +15,25 @@ import { fetch } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeKubeApi, type FakeKubeApi } from '../helpers/kube-api.js';
 import { startTestOpenIdProvider, type TestOpenIdProvider } from '../helpers/oidc-op.js';
+import {
+  PLUGIN_TYPES as TYPES,
+  buildImages,
+  ensureImageTools,
+  filesUnder as files,
+  hasInterpreter,
+  mountDir,
+  runInRoot,
+  sh,
+  unpackImage,
+  type ImageReport,
+  type PluginType,
+} from '../helpers/plugin-images.js';
 import { CLI, execInfo, issuerConfig, runNode, startIssuer, V1, type RunningIssuer } from '../helpers/tenant-cert-plugin-run.js';
 import { createTestCa, type TestCa } from '../helpers/tls.js';
 
-const REPO = join(import.meta.dirname, '../..');
-const TYPES = ['tenant-cert', 'token-request', 'oidc'] as const;
-type PluginType = (typeof TYPES)[number];
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs `command` and returns its output; throws with stderr when it fails. */
-function sh(command: string, args: readonly string[]): string {
-  const result = spawnSync(command, args, { encoding: 'utf8', maxBuffer: 1 << 28 });
-  if (result.status !== 0) throw new Error(`${command} ${args.join(' ')} failed (${result.error?.message ?? result.status}):\n${result.stderr}`);
-  return result.stdout;
-}
-
-const has = (command: string): boolean => spawnSync('sh', ['-c', `command -v ${command}`]).status === 0;
-
-/** The Debian packages providing what is missing among the tools the build and this test use. */
-function ensureTools(): void {
-  const needed: [string, string][] = [
-    ['umoci', 'umoci'],
-    ['skopeo', 'skopeo'],
-    ['gcc', 'gcc'],
-    ['strip', 'binutils'],
-  ];
-  const missing = needed.filter(([command]) => !has(command)).map(([, pkg]) => pkg);
-  if (!existsStatic()) missing.push('libc6-dev');
-  if (missing.length === 0) return;
-  if (process.getuid?.() !== 0) throw new Error(`the plugin image test needs ${missing.join(', ')} (apt-get install -y ${missing.join(' ')}) and root`);
-  const install = ['install', '-y', '--no-install-recommends', ...missing];
-  if (spawnSync('apt-get', install).status !== 0) {
-    sh('apt-get', ['update']);
-    sh('apt-get', install);
-  }
-}
-
-function existsStatic(): boolean {
-  try {
-    return statSync('/usr/lib/x86_64-linux-gnu/libc.a').isFile();
-  } catch {
-    return false;
-  }
-}
-
-/** Runs `argv` chrooted into `root` (new mount and pid namespaces, /proc mounted unless `proc` is false), with exactly `env`. */
-function runInRoot(root: string, argv: readonly string[], env: Record<string, string> = {}, proc = true): Promise<Run> {
-  const namespaces = ['--mount', '--pid', '--fork', ...(proc ? [`--mount-proc=${join(root, 'proc')}`] : [])];
-  return new Promise((resolve, reject) => {
-    const child = spawn('/usr/bin/unshare', [...namespaces, '/usr/sbin/chroot', root, ...argv], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
-/** All files under `dir`, relative, sorted. */
-function files(dir: string, prefix = ''): string[] {
-  return readdirSync(join(dir, prefix), { withFileTypes: true })
-    .flatMap((entry) => (entry.isDirectory() ? files(dir, join(prefix, entry.name)) : [join(prefix, entry.name)]))
-    .sort();
-}
-
-/** Whether an ELF file names a program interpreter (PT_INTERP): a dynamically linked executable. */
-function hasInterpreter(file: string): boolean {
-  const elf = readFileSync(file);
-  expect(elf.subarray(0, 4).toString('latin1')).toBe('\x7fELF');
-  const phoff = Number(elf.readBigUInt64LE(0x20));
-  const phentsize = elf.readUInt16LE(0x36);
-  const phnum = elf.readUInt16LE(0x38);
-  return Array.from({ length: phnum }, (_, i) => elf.readUInt32LE(phoff + i * phentsize)).includes(3);
-}
-
 let work: string;
 let layout: string;
-let report: { buildSeconds: number; images: Record<PluginType, { compressedBytes: number; uncompressedBytes: number; manifest: string }> };
+let report: ImageReport;
 const rootfs = {} as Record<PluginType, string>;
 
 /** A fresh, otherwise empty root holding the image's rootfs of `type` at /plugins, an empty /proc and the given extra files. */
@@ -110,27 +45,12 @@ function podRoot(type: PluginType, name: string): string {
   return root;
 }
 
-/** A private directory in `root` (a Secret or emptyDir mount of a pod) at `path`. */
-function mountDir(root: string, path: string): string {
-  const dir = join(root, path);
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  chmodSync(dir, 0o700);
-  return dir;
-}
-
 beforeAll(async () => {
-  if (process.getuid?.() !== 0) throw new Error('the plugin image test runs chroot and unshare: it needs root');
-  ensureTools();
+  ensureImageTools();
   work = mkdtempSync(join(tmpdir(), 'cpc-images-'));
-  const build = await runNode(join(REPO, 'scripts/image.mjs'), ['--out', join(work, 'out')]);
-  expect(build.code, build.stderr).toBe(0);
+  report = await buildImages(join(work, 'out'));
   layout = join(work, 'out', 'oci');
-  report = JSON.parse(readFileSync(join(work, 'out', 'report.json'), 'utf8'));
-  for (const type of TYPES) {
-    const bundle = join(work, `bundle-${type}`);
-    sh('umoci', ['unpack', '--image', `${layout}:${type}`, bundle]);
-    rootfs[type] = join(bundle, 'rootfs');
-  }
+  for (const type of TYPES) rootfs[type] = unpackImage(layout, type, join(work, `bundle-${type}`));
 }, 300_000);
 
 afterAll(() => {
