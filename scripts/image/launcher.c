@@ -25,15 +25,18 @@
 
 static const char *name = "clusterprofile-plugin";
 
+/* One line on stderr, "<name>: <what> <path>: <error>", and exit status 1 (no credential). */
 static void fail(const char *what, const char *path, int error) {
-  fprintf(stderr, "%s: the plugin image is incomplete or unreadable: %s %s: %s\n", name, what, path, strerror(error));
+  fprintf(stderr, "%s: %s %s: %s\n", name, what, path, strerror(error));
   exit(1);
 }
+
+#define INCOMPLETE "the plugin image is incomplete or unreadable:"
 
 /* Writes "<root>/lib/<rest>" into out; fails on truncation. */
 static void join(char *out, size_t size, const char *root, const char *rest) {
   int n = snprintf(out, size, "%s/lib/%s", root, rest);
-  if (n < 0 || (size_t)n >= size) fail("path too long:", root, ENAMETOOLONG);
+  if (n < 0 || (size_t)n >= size) fail("the plugin image is mounted at too long a path:", root, ENAMETOOLONG);
 }
 
 int main(int argc, char **argv) {
@@ -53,7 +56,7 @@ int main(int argc, char **argv) {
   *slash = '\0';
   name = slash + 1;
   slash = strrchr(self, '/');
-  if (slash == NULL) fail("is not in a bin directory:", self, EINVAL);
+  if (slash == NULL) fail("must be in the bin directory of the plugin image, not in", self[0] == 0 ? "/" : self, EINVAL);
   *slash = '\0';
   const char *root = self; /* "" when the image is at / */
 
@@ -62,9 +65,9 @@ int main(int argc, char **argv) {
   join(loader, sizeof loader, root, "clusterprofile-runtime/ld-linux-x86-64.so.2");
   join(node, sizeof node, root, "clusterprofile-runtime/node");
   int n = snprintf(suffix, sizeof suffix, "%s/main.mjs", name);
-  if (n < 0 || (size_t)n >= sizeof suffix) fail("name too long:", name, ENAMETOOLONG);
+  if (n < 0 || (size_t)n >= sizeof suffix) fail("its file name is too long:", name, ENAMETOOLONG);
   join(entry, sizeof entry, root, suffix);
-  if (access(entry, R_OK) != 0) fail("cannot read", entry, errno);
+  if (access(entry, R_OK) != 0) fail(INCOMPLETE " cannot read", entry, errno);
 
   char **args = calloc((size_t)argc + 8, sizeof *args);
   if (args == NULL) fail("out of memory", "", ENOMEM);
@@ -79,6 +82,6 @@ int main(int argc, char **argv) {
   for (int a = 1; a < argc; a++) args[i++] = argv[a];
   args[i] = NULL;
   execv(loader, args);
-  fail("cannot run", loader, errno);
+  fail(INCOMPLETE " cannot run", loader, errno);
   return 1;
 }

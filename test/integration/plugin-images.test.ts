@@ -166,19 +166,22 @@ describe('plugin images: each plugin answers from an otherwise empty root filesy
     expect(JSON.parse(second.stdout).status.clientCertificateData).toBe(credential.status.clientCertificateData);
   });
 
-  it('token-request at /plugins: a bound token minted by the API server, which it then accepts', async () => {
+  it('token-request at /plugins: a bound token minted by the API server (reached by a name from the pod\'s /etc/hosts), which it then accepts', async () => {
     const root = podRoot('token-request', 'token-request');
     const secrets = mountDir(root, 'etc/fleet');
     mountDir(root, 'var/cache/clusterprofile');
+    // The kubelet mounts /etc/hosts into every container; the image's glibc resolves the name (no NSS modules to load).
+    writeFileSync(join(root, 'etc/hosts'), '127.0.0.1 localhost\n');
+    const server = api.url.replace('127.0.0.1', 'localhost');
     writeFileSync(join(secrets, 'bootstrap.kubeconfig'), JSON.stringify({
       apiVersion: 'v1', kind: 'Config', 'current-context': 'c',
-      clusters: [{ name: 'c', cluster: { server: api.url, 'certificate-authority-data': ca.certBase64 } }],
+      clusters: [{ name: 'c', cluster: { server, 'certificate-authority-data': ca.certBase64 } }],
       users: [{ name: 'u', user: { token: 'bootstrap-token' } }],
       contexts: [{ name: 'c', context: { cluster: 'c', user: 'u' } }],
     }), { mode: 0o600 });
     const info = JSON.stringify({
       apiVersion: V1, kind: 'ExecCredential',
-      spec: { interactive: false, cluster: { server: api.url, 'certificate-authority-data': ca.certBase64, config: { namespace: 'fleet', serviceAccount: 'fleet-workload', audiences: ['https://member.example'], expirationSeconds: 3600 } } },
+      spec: { interactive: false, cluster: { server, 'certificate-authority-data': ca.certBase64, config: { namespace: 'fleet', serviceAccount: 'fleet-workload', audiences: ['https://member.example'], expirationSeconds: 3600 } } },
     });
     const run = await runInRoot(root, ['/plugins/bin/clusterprofile-token-request-plugin', '--bootstrap-kubeconfig', '/etc/fleet/bootstrap.kubeconfig', '--cache-dir', '/var/cache/clusterprofile/token-request'], { KUBERNETES_EXEC_INFO: info });
     expect(run.stderr).toBe('');
