@@ -1,7 +1,8 @@
 /**
  * `clusterprofile token sync` as a real process: ClusterProfiles listed from the hub, the providers file's exec plugin
  * (a real child process) as the bootstrap identity, TokenRequest on the member, Secrets written on the hub in the
- * Secret Reader layout — then read back by the Secret Reader plugin, the whole push model.
+ * Secret Reader layout — then read back by the Secret Reader plugin, the whole push model — and in the
+ * kubeconfig-secretreader layout (upstream's plugins read both in test/e2e/token-sync-upstream.test.ts).
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
