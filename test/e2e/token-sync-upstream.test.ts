@@ -11,7 +11,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parse, stringify } from 'yaml';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyAsAdmin, e2eContext, exec, issueClientCert, clientCertKubeconfig, tempFile, tokenKubeconfig, whoami } from '../helpers/controlplane-e2e.js';
 import { adminKubectl, CLUSTERPROFILE_BIN, REPO, templatedManifest } from './fixtures/tenant-cert-issuer.js';
 
@@ -165,6 +165,12 @@ describe("token sync feeds upstream's reader plugins", () => {
     await adminKubectl(['create', '-f', '-'], JSON.stringify(object));
     await adminKubectl(['patch', 'clusterprofile', PROFILE, '-n', NAMESPACE, '--subresource=status', '--type=merge', '-p', JSON.stringify({ status })]);
     profileFile = await tempFile('profile.json', JSON.stringify({ ...object, status }));
+  });
+
+  afterAll(async () => {
+    // Other files list ClusterProfiles across all namespaces (the harness runs no namespace controller to delete them).
+    await adminKubectl(['delete', 'clusterprofiles', '--all', '-n', NAMESPACE, '--wait=true']);
+    await adminKubectl(['delete', 'namespace', NAMESPACE, CONTROLLERS, '--wait=false']);
   });
 
   it("--layout kubeconfig-secretreader: upstream's kubeconfig-secretreader plugin returns the minted token, a working service-account token", async () => {
