@@ -1,16 +1,20 @@
 /**
  * `clusterprofile token sync`: the push model. A hub-side job mints tokens on every member cluster and keeps them
- * fresh in hub Secrets in the Secret Reader layout (`<namespace>/<ClusterProfile name>`, key `token`), so controllers
- * that use the Secret Reader never hold a member credential of their own.
+ * fresh in hub Secrets, so controllers that read those Secrets never hold a member credential of their own. Two
+ * layouts, each what one of upstream's reader plugins (cluster-inventory-api `plugins/`) reads:
+ * - `secretreader` (default): Secret `<namespace>/<ClusterProfile name>`, key `token` holding the token;
+ * - `kubeconfig-secretreader`: Secret `<namespace>/<ClusterProfile name>-kubeconfig`, key `value` holding a kubeconfig
+ *   whose current context's user carries the token (`users[].user.token`, what that plugin returns).
  *
  * For each ClusterProfile the providers file selects an exec plugin exactly as the library does; that plugin's
  * credential is the bootstrap identity for TokenRequest on the member; the TokenRequest settings come from the
  * chosen provider's `client.authentication.k8s.io/exec` extension, with flags as defaults. A Secret is rewritten only
  * once its recorded renewal time (80% of the token's lifetime) has passed.
  */
+import { stringify } from 'yaml';
 import { CredentialsError, formatError, isCredentialsError } from '../core/errors.js';
 import { resolveClusterAccess } from '../library/resolve.js';
-import type { AccessConfig, ClusterProfile } from '../library/types.js';
+import type { AccessConfig, Cluster, ClusterProfile } from '../library/types.js';
 import { listClusterProfiles } from '../kube/cluster-profile.js';
 import { connectionFromCluster } from '../core/cluster-connection.js';
 import type { KubeCredential, KubeEndpoint, KubeRequest, SendKubeRequest } from '../kube/types.js';
@@ -22,6 +26,45 @@ export const RENEW_AT_ANNOTATION = 'clusterprofile-credentials.x-k8s.io/renew-at
 export const EXPIRES_AT_ANNOTATION = 'clusterprofile-credentials.x-k8s.io/expires-at';
 export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
 export const MANAGED_BY = 'clusterprofile-token-sync';
+
+/** The Secret layouts, named after the upstream plugin that reads each. */
+export const TOKEN_SYNC_LAYOUTS = ['secretreader', 'kubeconfig-secretreader'] as const;
+export type TokenSyncLayout = (typeof TOKEN_SYNC_LAYOUTS)[number];
+
+/** kubeconfig-secretreader layout: the Secret name's suffix and its data key (Cluster API's convention, as in upstream's example). */
+export const KUBECONFIG_SECRET_SUFFIX = '-kubeconfig';
+export const KUBECONFIG_SECRET_KEY = 'value';
+
+/** The name of the hub Secret that holds the token of ClusterProfile `profileName`. */
+export function syncSecretName(layout: TokenSyncLayout, profileName: string): string {
+  return layout === 'kubeconfig-secretreader' ? `${profileName}${KUBECONFIG_SECRET_SUFFIX}` : profileName;
+}
+
+/**
+ * The kubeconfig of the kubeconfig-secretreader layout: one cluster, user and context, all named after the
+ * ClusterProfile, the context current. Upstream's plugin reads only the current context's user (its `token`); the
+ * cluster (server, CA, TLS server name) makes the same kubeconfig usable as it is, e.g. by kubectl. No extensions:
+ * that plugin refuses a kubeconfig that has any.
+ *
+ * @example
+ * syncKubeconfig('spoke-1', { server: 'https://spoke-1:6443' }, 'eyJ…');
+ * // 'apiVersion: "v1"\nkind: "Config"\nclusters:\n  - name: "spoke-1"\n    cluster:\n      server: "https://spoke-1:6443"\n…'
+ */
+export function syncKubeconfig(profileName: string, source: Cluster, token: string): string {
+  const cluster: Record<string, unknown> = { server: source.server };
+  if (source['certificate-authority-data'] !== undefined) cluster['certificate-authority-data'] = source['certificate-authority-data'];
+  if (source['tls-server-name'] !== undefined) cluster['tls-server-name'] = source['tls-server-name'];
+  const document = {
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [{ name: profileName, cluster }],
+    users: [{ name: profileName, user: { token } }],
+    contexts: [{ name: profileName, context: { cluster: profileName, user: profileName } }],
+    'current-context': profileName,
+  };
+  // Every string double-quoted, as renderKubeconfig does: client-go reads YAML 1.1.
+  return stringify(document, { lineWidth: 0, aliasDuplicateObjects: false, defaultStringType: 'QUOTE_DOUBLE', defaultKeyType: 'PLAIN' });
+}
 
 export interface TokenSyncDependencies {
   /** Requests to the hub API server (ClusterProfiles and Secrets). */
@@ -44,6 +87,8 @@ export interface TokenSyncOptions {
   defaults: TokenRequestSettingsSources['flags'];
   /** Only these profiles (names); all when empty. */
   names?: readonly string[];
+  /** The Secret layout; default `secretreader`. */
+  layout?: TokenSyncLayout;
 }
 
 export interface ClusterSyncResult {
@@ -80,7 +125,7 @@ function renewAtOf(secret: unknown): Date | undefined {
   return date === undefined || Number.isNaN(date.getTime()) ? undefined : date;
 }
 
-async function writeSecret(hub: SendKubeRequest, namespace: string, name: string, exists: boolean, data: { token: string; renewAt: Date; expiresAt: Date }): Promise<void> {
+async function writeSecret(hub: SendKubeRequest, namespace: string, name: string, exists: boolean, data: { content: Record<string, string>; renewAt: Date; expiresAt: Date }): Promise<void> {
   const body = {
     apiVersion: 'v1',
     kind: 'Secret',
@@ -91,7 +136,7 @@ async function writeSecret(hub: SendKubeRequest, namespace: string, name: string
       labels: { [MANAGED_BY_LABEL]: MANAGED_BY },
       annotations: { [RENEW_AT_ANNOTATION]: data.renewAt.toISOString(), [EXPIRES_AT_ANNOTATION]: data.expiresAt.toISOString() },
     },
-    data: { token: Buffer.from(data.token).toString('base64') },
+    data: Object.fromEntries(Object.entries(data.content).map(([key, value]) => [key, Buffer.from(value).toString('base64')])),
   };
   const request: KubeRequest = exists
     ? { method: 'PUT', path: secretPath(namespace, name), body }
@@ -104,9 +149,11 @@ async function writeSecret(hub: SendKubeRequest, namespace: string, name: string
 
 async function syncOne(profile: ClusterProfile, options: TokenSyncOptions, deps: TokenSyncDependencies): Promise<ClusterSyncResult> {
   const name = profile.metadata.name;
-  const existing = await deps.hub({ method: 'GET', path: secretPath(options.namespace, name) });
+  const layout = options.layout ?? 'secretreader';
+  const secretName = syncSecretName(layout, name);
+  const existing = await deps.hub({ method: 'GET', path: secretPath(options.namespace, secretName) });
   if (existing.status !== 200 && existing.status !== 404) {
-    throw hubError(`cannot read Secret ${options.namespace}/${name}: ${statusMessage(existing.body) ?? `HTTP ${existing.status}`}`, secretPath(options.namespace, name));
+    throw hubError(`cannot read Secret ${options.namespace}/${secretName}: ${statusMessage(existing.body) ?? `HTTP ${existing.status}`}`, secretPath(options.namespace, secretName));
   }
   const renewAt = existing.status === 200 ? renewAtOf(existing.body) : undefined;
   if (renewAt !== undefined && renewAt.getTime() > deps.now().getTime()) {
@@ -124,7 +171,9 @@ async function syncOne(profile: ClusterProfile, options: TokenSyncOptions, deps:
     const sentAt = deps.now();
     const response = await member.send(buildTokenRequest(settings));
     const minted = processTokenRequestResponse(response, settings, { server: access.cluster.server, now: sentAt });
-    await writeSecret(deps.hub, options.namespace, name, existing.status === 200, minted);
+    const content: Record<string, string> =
+      layout === 'kubeconfig-secretreader' ? { [KUBECONFIG_SECRET_KEY]: syncKubeconfig(name, access.cluster, minted.token) } : { token: minted.token };
+    await writeSecret(deps.hub, options.namespace, secretName, existing.status === 200, { content, renewAt: minted.renewAt, expiresAt: minted.expiresAt });
     return { cluster: name, outcome: 'minted', renewAt: minted.renewAt.toISOString() };
   } finally {
     await member.close();

@@ -56,6 +56,9 @@ export interface E2eBinaries {
   goclient: string;
   /** test/e2e/differential: cluster-inventory-api and client-go's exec decoding, as a JSON-lines driver. */
   differential: string;
+  /** Upstream's plugins/secretreader and plugins/kubeconfig-secretreader (test/e2e/upstream-plugins), unchanged. */
+  secretreaderPlugin: string;
+  kubeconfigSecretreaderPlugin: string;
   versions: Record<string, string>;
 }
 

@@ -1,8 +1,9 @@
 /**
  * The Node.js floor, on real Nodes: the machine's Node 20 (npm's `node@20` where the machine has none) is refused by
  * every binary and every entry point of the library at once, with ERR_NODE_VERSION naming both versions; npm's
- * `node@22` (installed into a temp dir by this test) runs the binaries, a real cache miss of a plugin (the path that
- * failed deep inside undici on Node 20) and the library. Needs `npm run build` first.
+ * `node@<floor>` (the exact floor, 22.19.0: installed once into the cache by scripts/test-node-floor.mjs, which also
+ * runs the unit and integration layers on it) runs the binaries, a real cache miss of a plugin (the path that failed
+ * deep inside undici on Node 20) and the library. Needs `npm run build` first.
  */
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -11,6 +12,7 @@ import { delimiter, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NODE_FLOOR } from '../../src/core/node-floor.js';
+import { ensureNpmNode } from '../../scripts/test-node-floor.mjs';
 import { startTestOpenIdProvider, type TestOpenIdProvider } from '../helpers/oidc-op.js';
 import { oidcExecInfo } from '../helpers/oidc-plugin.js';
 
@@ -129,12 +131,12 @@ describe('on Node 20', () => {
   });
 });
 
-describe("on Node 22 (npm's node@22)", () => {
+describe(`on the floor, Node ${NODE_FLOOR} (npm's node@${NODE_FLOOR})`, () => {
   let node: string;
   let op: TestOpenIdProvider;
   beforeAll(async () => {
-    node = npmNode(22);
-    expect(versionOf(node)).toMatch(/^v22\./);
+    node = await ensureNpmNode(NODE_FLOOR, { log: () => undefined });
+    expect(versionOf(node)).toBe(`v${NODE_FLOOR}`);
     op = await startTestOpenIdProvider();
   }, 300_000);
   afterAll(async () => {

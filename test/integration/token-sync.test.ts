@@ -1,12 +1,14 @@
 /**
  * `clusterprofile token sync` as a real process: ClusterProfiles listed from the hub, the providers file's exec plugin
  * (a real child process) as the bootstrap identity, TokenRequest on the member, Secrets written on the hub in the
- * Secret Reader layout — then read back by the Secret Reader plugin, the whole push model.
+ * Secret Reader layout — then read back by the Secret Reader plugin, the whole push model — and in the
+ * kubeconfig-secretreader layout (upstream's plugins read both in test/e2e/token-sync-upstream.test.ts).
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Agent, request } from 'undici';
+import { parse } from 'yaml';
 import { afterEach, beforeEach, expect, test } from 'vitest';
 import { startFakeKubeApi, type FakeKubeApi } from '../helpers/kube-api.js';
 import { writeSplitKubeconfig } from '../helpers/kubeconfig-split.js';
@@ -124,5 +126,42 @@ test('bad flags and an unreadable providers file are usage errors with nothing o
   expect(missing.code).toBe(1);
   expect(missing.stdout).toBe('');
   expect(missing.stderr).toContain('ERR_ACCESS_CONFIG_READ');
+  expect(api.minted).toHaveLength(0);
+});
+
+test('--layout kubeconfig-secretreader: Secret <name>-kubeconfig, key value, a kubeconfig whose current user carries the token; fresh ones are left alone', async () => {
+  const first = await run('clusterprofile.mjs', [...syncArgs(), '--layout', 'kubeconfig-secretreader']);
+  expect(first.stderr).toMatch(/spoke-a: token minted/);
+  expect(first.code).toBe(0);
+  expect(first.stdout).toBe('');
+  expect(Object.keys(api.secrets).sort()).toEqual(['fleet/spoke-a-kubeconfig', 'fleet/spoke-b-kubeconfig']);
+  expect(Object.keys(api.secrets['fleet/spoke-a-kubeconfig']!)).toEqual(['value']);
+  const kubeconfig = parse(api.secrets['fleet/spoke-a-kubeconfig']!['value']!) as {
+    'current-context': string;
+    contexts: { name: string; context: { cluster: string; user: string } }[];
+    clusters: { name: string; cluster: Record<string, unknown> }[];
+    users: { name: string; user: Record<string, unknown> }[];
+  };
+  expect(kubeconfig).toMatchObject({ apiVersion: 'v1', kind: 'Config', 'current-context': 'spoke-a' });
+  expect(kubeconfig).not.toHaveProperty('extensions');
+  const context = kubeconfig.contexts.find((entry) => entry.name === kubeconfig['current-context'])!.context;
+  expect(kubeconfig.clusters.find((entry) => entry.name === context.cluster)!.cluster).toEqual({ server: api.url, 'certificate-authority-data': ca.certBase64 });
+  const user = kubeconfig.users.find((entry) => entry.name === context.user)!.user;
+  expect(Object.keys(user)).toEqual(['token']);
+  expect(api.minted.find((entry) => entry.token === user['token'])).toMatchObject({ serviceAccount: 'workload-a' });
+  expect(await podsStatus(String(user['token']))).toBe(200);
+
+  const second = await run('clusterprofile.mjs', [...syncArgs(), '--layout', 'kubeconfig-secretreader']);
+  expect(second.code).toBe(0);
+  expect(second.stderr).toMatch(/spoke-a: still fresh/);
+  expect(api.minted).toHaveLength(2);
+});
+
+test('an unknown --layout is a usage error (exit 2) naming the flag and the choices, before anything is minted', async () => {
+  const result = await run('clusterprofile.mjs', [...syncArgs(), '--layout', 'kubeconfig']);
+  expect(result.code).toBe(2);
+  expect(result.stdout).toBe('');
+  expect(result.stderr).toContain('layout');
+  expect(result.stderr).toContain('kubeconfig-secretreader');
   expect(api.minted).toHaveLength(0);
 });

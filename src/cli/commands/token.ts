@@ -1,7 +1,7 @@
 /**
- * `clusterprofile token sync`: mint tokens on member clusters and keep them fresh in hub Secrets in the Secret
- * Reader layout (see src/providers/token-request/sync.ts). One pass by default; `--interval` loops until SIGINT or
- * SIGTERM.
+ * `clusterprofile token sync`: mint tokens on member clusters and keep them fresh in hub Secrets, in the layout of
+ * upstream's secretreader plugin or, with `--layout kubeconfig-secretreader`, of its kubeconfig-secretreader plugin
+ * (see ../token-sync.ts). One pass by default; `--interval` loops until SIGINT or SIGTERM.
  */
 import { resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -13,14 +13,14 @@ import { PROVIDER_FILE_OPTION, withProviderFileOption } from '../../library/prov
 import { loadKubeAccess } from '../../kube/kubeconfig.js';
 import { createKubeTransport } from '../../kube/transport.js';
 import type { KubeCredential } from '../../kube/types.js';
-import { syncTokensOnce } from '../token-sync.js';
+import { syncTokensOnce, TOKEN_SYNC_LAYOUTS, type TokenSyncLayout } from '../token-sync.js';
 import { parseDuration } from '../duration.js';
 import { actionsUsage, type ActionSpec, type CommandArgs, type CommandContext } from '../command.js';
 
 export const actions = {
   sync: {
-    usage: '$0 token sync [-n NAMESPACE] [--cluster NAME]... [--interval DURATION] [options]',
-    describe: 'Mint member-cluster tokens (TokenRequest through the selected exec plugin) into hub Secrets in the Secret Reader layout.',
+    usage: '$0 token sync [-n NAMESPACE] [--cluster NAME]... [--layout LAYOUT] [--interval DURATION] [options]',
+    describe: "Mint member-cluster tokens (TokenRequest through the selected exec plugin) into hub Secrets in the Secret Reader layout, or with --layout kubeconfig-secretreader as kubeconfigs for upstream's kubeconfig-secretreader plugin.",
   },
 } as const satisfies Record<string, ActionSpec>;
 
@@ -35,9 +35,16 @@ export function builder(parser: Argv): Argv<any> {
     .option('service-account', { type: 'string', requiresArg: true, describe: 'Default member service account (spec.cluster.config.serviceAccount wins)' })
     .option('audience', { type: 'string', array: true, requiresArg: true, describe: 'Default token audiences (spec.cluster.config.audiences wins)' })
     .option('expiration-seconds', { type: 'string', requiresArg: true, describe: 'Default token lifetime, 600..2^32 (spec.cluster.config.expirationSeconds wins)' })
+    .option('layout', {
+      type: 'string',
+      choices: TOKEN_SYNC_LAYOUTS,
+      default: 'secretreader',
+      describe: "Secret layout, as upstream's reader plugin of that name reads it: secretreader (<name>, key token) or kubeconfig-secretreader (<name>-kubeconfig, key value: a kubeconfig)",
+    })
     .option('interval', { type: 'string', requiresArg: true, describe: 'Repeat every DURATION (e.g. 30s, 5m) until stopped; default: one pass' })
     .example('$0 token sync -n fleet --service-account fleet-workload --token-namespace fleet', 'one pass over all profiles in fleet')
-    .example('$0 token sync -n fleet --interval 1m', 'keep the Secrets fresh');
+    .example('$0 token sync -n fleet --interval 1m', 'keep the Secrets fresh')
+    .example('$0 token sync -n fleet --layout kubeconfig-secretreader', 'kubeconfigs for the kubeconfig-secretreader plugin');
 }
 
 export async function run(args: CommandArgs, ctx: CommandContext): Promise<number> {
@@ -65,6 +72,7 @@ export async function run(args: CommandArgs, ctx: CommandContext): Promise<numbe
     namespace,
     accessConfig,
     names: (args.cluster as string[] | undefined) ?? [],
+    layout: args.layout as TokenSyncLayout,
     defaults: {
       namespace: args['token-namespace'] as string | undefined,
       serviceAccount: args['service-account'] as string | undefined,

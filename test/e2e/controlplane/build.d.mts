@@ -12,6 +12,9 @@ export interface ControlPlaneBinaries {
   goclient: string;
   /** test/e2e/differential: the Go reference answering the differential test's cases. */
   differential: string;
+  /** Upstream's plugins/secretreader and plugins/kubeconfig-secretreader (test/e2e/upstream-plugins), unchanged. */
+  secretreaderPlugin: string;
+  kubeconfigSecretreaderPlugin: string;
   /** Binary name → the version it reports (`kube-apiserver --version`, `etcd --version`). */
   versions: Record<string, string>;
   targets: Record<string, { built: boolean; seconds: number; dir: string }>;

@@ -2,7 +2,8 @@
 /**
  * Builds what the e2e tests run, from Go modules, into a git-ignored cache: etcd, kube-apiserver,
  * kube-controller-manager (wrapper modules next to this file), Dex (test/e2e/dex), the Go reference client
- * (test/e2e/goclient) and the differential driver (test/e2e/differential).
+ * (test/e2e/goclient), the differential driver (test/e2e/differential) and upstream's secretreader and
+ * kubeconfig-secretreader plugins (test/e2e/upstream-plugins).
  *
  *   npm run controlplane:build          # prints the binary paths and versions
  *
@@ -103,6 +104,15 @@ const targets = [
     binaries: ['differential'],
     buildArgs: () => ['-ldflags=-s -w', '-o', 'OUT/differential', '.'],
   },
+  // Upstream's reader plugins, unchanged: what reads the Secrets `clusterprofile token sync` writes. Two targets of one
+  // wrapper module, because both packages are named `plugin`.
+  ...['secretreader', 'kubeconfig-secretreader'].map((plugin) => ({
+    name: plugin,
+    moduleDir: path.resolve(here, '../upstream-plugins'),
+    version: (goMod) => requiredVersion(goMod, 'sigs.k8s.io/cluster-inventory-api'),
+    binaries: [`${plugin}-plugin`],
+    buildArgs: () => ['-ldflags=-s -w', '-o', `OUT/${plugin}-plugin`, `sigs.k8s.io/cluster-inventory-api/plugins/${plugin}/cmd/plugin`],
+  })),
 ];
 
 function requiredVersion(goMod, modulePath) {
@@ -193,7 +203,7 @@ async function readStamp(dir) {
 
 async function binaryVersion(file) {
   const name = path.basename(file);
-  if (name === 'goclient' || name === 'differential') return undefined;
+  if (name === 'goclient' || name === 'differential' || name.endsWith('-plugin')) return undefined;
   const result = await run(file, name === 'dex' ? ['version'] : ['--version']);
   const text = (result.stdout + result.stderr).trim();
   if (name === 'etcd') return /etcd Version:\s*(\S+)/.exec(text)?.[1] ?? text;
@@ -209,6 +219,8 @@ async function binaryVersion(file) {
  * @property {string} dex
  * @property {string} goclient
  * @property {string} differential
+ * @property {string} secretreaderPlugin
+ * @property {string} kubeconfigSecretreaderPlugin
  * @property {Record<string, string>} versions binary name → version it reports
  * @property {Record<string, { built: boolean, seconds: number, dir: string }>} targets
  */
@@ -276,6 +288,8 @@ export async function ensureControlPlaneBinaries(options = {}) {
     dex: paths.dex ?? '',
     goclient: paths.goclient ?? '',
     differential: paths.differential ?? '',
+    secretreaderPlugin: paths['secretreader-plugin'] ?? '',
+    kubeconfigSecretreaderPlugin: paths['kubeconfig-secretreader-plugin'] ?? '',
     versions,
     targets: report,
   };
