@@ -1,11 +1,10 @@
 /**
  * Client authentication at the token endpoint (RFC 6749 §2.3.1; OpenID Connect Core §9 `private_key_jwt`, RFC 7523):
  * which method (from the issuer's discovery document unless `--client-auth` says), and what it sends. Reads the secret
- * or key file when a grant needs it (never on a cache hit); signs client assertions with jose.
+ * or key file when a grant needs it (never on a cache hit); signs client assertions with jose, loaded only then.
  */
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { importPKCS8, SignJWT } from 'jose';
 import { CredentialsError } from '../../core/errors.js';
 import type { ClientAuthentication, ProviderMetadata } from './protocol.js';
 import type { ClientAuthMethod } from './settings.js';
@@ -153,6 +152,7 @@ export async function clientAuthentication(credential: ClientCredential, audienc
       return { headers: {}, params: { client_id: credential.clientID, client_secret: credential.secret } };
     case 'private_key_jwt': {
       const { createPrivateKey } = await import('node:crypto');
+      const { importPKCS8, SignJWT } = await import('jose');
       let keyObject;
       try {
         keyObject = createPrivateKey(credential.privateKeyPem);
