@@ -4,7 +4,7 @@
  * or key file when a grant needs it (never on a cache hit); signs client assertions with jose, loaded only then.
  */
 import { randomBytes } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs';
 import { CredentialsError } from '../../core/errors.js';
 import type { ClientAuthentication, ProviderMetadata } from './protocol.js';
 import type { ClientAuthMethod } from './settings.js';
@@ -79,7 +79,8 @@ export type ClientCredential =
 export async function readCredentialFile(file: string, flag: string, what: string): Promise<string> {
   let text: string;
   try {
-    text = await readFile(file, 'utf8');
+    // The callback API: node:fs/promises (with readline) is not worth loading for one small file on a miss.
+    text = await new Promise<string>((resolve, reject) => readFile(file, 'utf8', (error, read) => (error ? reject(error) : resolve(read))));
   } catch (error) {
     throw new CredentialsError('ERR_OIDC_FILE', `cannot read the ${what} ${file}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`, {
       path: flag,
