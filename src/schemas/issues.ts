@@ -1,27 +1,30 @@
 /**
- * Validation of the wire formats against the JSON Schemas in `schemas/` (the single source of truth for every document
- * that crosses a process or file boundary). The schemas are precompiled at build time (scripts/compile-schemas.mjs,
- * ajv standalone code): nothing is compiled at run time and no part of ajv is loaded.
+ * How a document's problems are found and worded, with any generated validator module: {@link validateWith} and
+ * {@link assertWith} take the module (src/generated/validators.ts with every schema, through ./index.ts, or
+ * src/generated/validator.<id>.ts with one, for a caller that must not load the other schemas: a plugin's cache miss).
  *
  * Problems are reported as {@link SchemaIssue}s whose `path` is a JSON path into the document (`$`,
  * `$.providers[0].execConfig.command`, `$.status.accessProviders[1].cluster['proxy-url']`).
  *
  * @example
  * ```ts
- * const issues = validateDocument('providers-file', JSON.parse(text));
- * const config = assertDocument<AccessConfig>('providers-file', JSON.parse(text), {
- *   code: 'ERR_ACCESS_CONFIG_INVALID',
- *   what: `providers file ${path}`,
- * });
+ * const schema = await import('../generated/validator.oidc-config.js');
+ * const issues = validateWith(schema, 'oidc-config', config);
  * ```
  */
 import { CredentialsError, type ErrorCode } from '../core/errors.js';
-import { messages, validators } from '../generated/validators.js';
-import type { SchemaId } from '../generated/validators.js';
-import type { ValidatorError } from './runtime.js';
+import type { CompiledValidator, ValidatorError } from './runtime.js';
 
-/** The base name of a file `schemas/<id>.schema.json`, e.g. `'providers-file'` or `'execcredential-output.v1'`. */
-export type { SchemaId } from '../generated/validators.js';
+/** `x-messages` of one schema, by the JSON pointer of the schema object that holds it. */
+type SchemaMessages = Readonly<Record<string, Readonly<Record<string, string | Readonly<Record<string, string>>>>>>;
+
+/**
+ * A generated validator module: src/generated/validators.ts (every schema) or src/generated/validator.<id>.ts (one).
+ */
+export interface SchemaModule<Id extends string> {
+  readonly validators: { readonly [K in Id]: CompiledValidator };
+  readonly messages: { readonly [K in Id]: SchemaMessages };
+}
 
 /** One reason a document is invalid. */
 export interface SchemaIssue {
@@ -33,45 +36,31 @@ export interface SchemaIssue {
 
 const noIssues: readonly SchemaIssue[] = Object.freeze([]);
 
-/** How many issues {@link assertDocument} spells out in its message. */
+/** How many issues {@link assertWith} spells out in its message. */
 const issuesInMessage = 5;
 
 /**
- * Validates `doc` against the schema `schemas/<id>.schema.json`. Returns no issues when it is valid. Never throws
- * for any `doc`; throws a TypeError for an unknown `id` (a programming error).
- *
- * @example
- * ```ts
- * validateDocument('execcredential-output.v1', { apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential' });
- * // [{ path: '$.status', message: "exec plugin didn't return a status field" }]
- * ```
+ * Validates `doc` against the schema `schemas/<id>.schema.json`, compiled into `schema`. Returns no issues when it is
+ * valid. Never throws for any `doc`; throws a TypeError for an id the module does not hold (a programming error).
  */
-export function validateDocument(id: SchemaId, doc: unknown): readonly SchemaIssue[] {
-  const validate = Object.hasOwn(validators, id) ? validators[id] : undefined;
+export function validateWith<Id extends string>(schema: SchemaModule<Id>, id: Id, doc: unknown): readonly SchemaIssue[] {
+  const validate = Object.hasOwn(schema.validators, id) ? schema.validators[id] : undefined;
   if (validate === undefined) {
     throw new TypeError(`unknown schema id ${JSON.stringify(id)}`);
   }
   if (validate(doc)) {
     return noIssues;
   }
-  return Object.freeze(toIssues(id, doc, validate.errors ?? []));
+  return Object.freeze(toIssues(schema.messages[id], doc, validate.errors ?? []));
 }
 
 /**
  * Returns `doc` typed as `T` when it is valid against `schemas/<id>.schema.json`; otherwise throws a
  * {@link CredentialsError} with the given `code`, the message `<what> is invalid: <path>: <message>` (followed by
  * the further issues) and `path` = the first issue's path.
- *
- * @example
- * ```ts
- * const output = assertDocument<{ status: ExecCredentialStatus }>('execcredential-output.v1', parsed, {
- *   code: 'ERR_EXEC_OUTPUT_INVALID',
- *   what: 'the exec plugin output',
- * });
- * ```
  */
-export function assertDocument<T>(id: SchemaId, doc: unknown, options: { code: ErrorCode; what: string }): T {
-  const issues = validateDocument(id, doc);
+export function assertWith<T, Id extends string>(schema: SchemaModule<Id>, id: Id, doc: unknown, options: { code: ErrorCode; what: string }): T {
+  const issues = validateWith(schema, id, doc);
   const first = issues[0];
   if (first === undefined) {
     return doc as T;
@@ -83,7 +72,7 @@ export function assertDocument<T>(id: SchemaId, doc: unknown, options: { code: E
   });
 }
 
-function toIssues(id: SchemaId, doc: unknown, errors: readonly ValidatorError[]): SchemaIssue[] {
+function toIssues(messages: SchemaMessages, doc: unknown, errors: readonly ValidatorError[]): SchemaIssue[] {
   // A failing anyOf/oneOf also reports why each branch failed: keep only the one issue about the whole.
   const composites = errors
     .filter((error) => error.keyword === 'anyOf' || error.keyword === 'oneOf')
@@ -97,7 +86,7 @@ function toIssues(id: SchemaId, doc: unknown, errors: readonly ValidatorError[])
   const issues: SchemaIssue[] = [];
   const seen = new Set<string>();
   for (const error of relevant) {
-    const issue = toIssue(id, doc, error);
+    const issue = toIssue(messages, doc, error);
     const key = `${issue.path}\n${issue.message}`;
     if (!seen.has(key)) {
       seen.add(key);
@@ -107,7 +96,7 @@ function toIssues(id: SchemaId, doc: unknown, errors: readonly ValidatorError[])
   return issues;
 }
 
-function toIssue(id: SchemaId, doc: unknown, error: ValidatorError): SchemaIssue {
+function toIssue(messages: SchemaMessages, doc: unknown, error: ValidatorError): SchemaIssue {
   const { path: parentPath, value } = locate(doc, error.instancePath);
   const params = error.params;
   const child =
@@ -124,13 +113,13 @@ function toIssue(id: SchemaId, doc: unknown, error: ValidatorError): SchemaIssue
     };
   }
   const path = child === undefined ? parentPath : `${parentPath}${memberSegment(child)}`;
-  return { path, message: customMessage(id, error) ?? defaultMessage(error, value) };
+  return { path, message: customMessage(messages, error) ?? defaultMessage(error, value) };
 }
 
 /** The schema's own `x-messages` text for this error, if it has one. */
-function customMessage(id: SchemaId, error: ValidatorError): string | undefined {
+function customMessage(messages: SchemaMessages, error: ValidatorError): string | undefined {
   const cut = error.schemaPath.lastIndexOf('/');
-  const node = messages[id][error.schemaPath.slice(0, cut)];
+  const node = messages[error.schemaPath.slice(0, cut)];
   const entry = node?.[error.schemaPath.slice(cut + 1)];
   if (typeof entry === 'string') {
     return entry;
