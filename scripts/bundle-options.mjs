@@ -5,7 +5,7 @@
 //     build (require(esm)), or of a built-in;
 //   - <name>.mjs: scripts/plugin-entry.mjs, which runs <name>.cjs with a V8 code cache (bin/<name>.mjs imports it);
 //   - chunks/<module>-<hash>.mjs: what those import()s load (issuance, HTTP, JOSE, X.509, schemas), one ESM build
-//     with splitting for all binaries, so a miss shares chunks between them.
+//     with splitting per binary, so a miss loads few chunk files (the CLI has a split build of its own).
 // One file for a hit: each further module costs a start-up about 0.4 ms of resolving, reading and linking.
 import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { isBuiltin as isBuiltinModule } from 'node:module';
@@ -130,50 +130,47 @@ function chunkNames(files) {
 
 /**
  * Bundles plugin binaries into `outdir`: for each `entries[name]` (a module exporting `run`), `<name>.mjs` and
- * `<name>.cjs`, plus the miss chunks under `outdir/chunks`. `esmEntries` (the CLI) are ESM bundles sharing those
- * chunks: `<name>.mjs` re-exports `chunks/<name>-<hash>.mjs`.
+ * `<name>.cjs`, plus the miss chunks under `outdir/chunks`. `esmEntries` (the CLI) are one split ESM build:
+ * `<name>.mjs` re-exports `chunks/<name>-<hash>.mjs`.
  *
  * @param {{ entries: Record<string, string>, esmEntries?: Record<string, string>, outdir: string, sourcemap?: boolean | 'linked', define?: Record<string, string> }} options
  */
 export async function bundlePlugins({ entries, esmEntries = {}, outdir, sourcemap = false, define = {} }) {
   mkdirSync(outdir, { recursive: true });
-  // 1. What the hit paths import() (written nowhere).
-  const lazy = new Set();
-  for (const [name, entry] of Object.entries(entries)) {
-    await build({ ...hitOptions(name, entry, outdir, lazyImports(lazy)), define, write: false });
-  }
-  // 2. Those modules, as entries of one split ESM build (with the ESM entries).
-  const names = chunkNames([...lazy].sort());
-  for (const name of Object.keys(esmEntries)) {
-    if (Object.hasOwn(names, name)) throw new Error(`bundlePlugins: ${name} is both an ESM entry and a chunk name`);
-  }
-  const misses = lazy.size + Object.keys(esmEntries).length === 0 ? { metafile: { outputs: {} } } : await build({
-    ...pluginBundleOptions,
-    entryPoints: { ...names, ...esmEntries },
-    entryNames: 'chunks/[name]-[hash]',
-    outdir,
-    metafile: true,
-    sourcemap,
-    define,
-  });
-  const chunkOf = new Map();
-  for (const [output, meta] of Object.entries(misses.metafile.outputs)) {
-    if (meta.entryPoint !== undefined) chunkOf.set(meta.entryPoint, output);
-  }
   const absoluteWorkingDir = process.cwd();
   const chunks = new Set();
-  const specifier = (file) => {
-    const output = chunkOf.get(relative(absoluteWorkingDir, resolve(file)).split('\\').join('/'));
-    if (output === undefined) throw new Error(`bundlePlugins: no chunk was built for ${file}`);
-    const path = `./${relative(outdir, join(absoluteWorkingDir, output)).split('\\').join('/')}`;
-    chunks.add(path);
-    return path;
+  /** A specifier function for the chunks of one build: entry file -> `./chunks/<name>-<hash>.mjs`. */
+  const specifiers = (metafile) => {
+    const chunkOf = new Map();
+    for (const [output, meta] of Object.entries(metafile.outputs)) {
+      if (meta.entryPoint !== undefined) chunkOf.set(meta.entryPoint, output);
+    }
+    return (file) => {
+      const output = chunkOf.get(relative(absoluteWorkingDir, resolve(file)).split('\\').join('/'));
+      if (output === undefined) throw new Error(`bundlePlugins: no chunk was built for ${file}`);
+      const path = `./${relative(outdir, join(absoluteWorkingDir, output)).split('\\').join('/')}`;
+      chunks.add(path);
+      return path;
+    };
   };
-  for (const [name, entry] of Object.entries(esmEntries)) {
-    writeFileSync(join(outdir, `${name}.mjs`), `export * from '${specifier(entry)}';\n`);
+  const splitBuild = (entryPoints) =>
+    build({ ...pluginBundleOptions, entryPoints, entryNames: 'chunks/[name]-[hash]', outdir, metafile: true, sourcemap, define });
+  // 1. The ESM entries (the CLI), one split build.
+  if (Object.keys(esmEntries).length > 0) {
+    const specifier = specifiers((await splitBuild(esmEntries)).metafile);
+    for (const [name, entry] of Object.entries(esmEntries)) {
+      writeFileSync(join(outdir, `${name}.mjs`), `export * from '${specifier(entry)}';\n`);
+    }
   }
-  // 3. The hit paths, their import()s pointing to the chunks; then the entry next to each.
   for (const [name, entry] of Object.entries(entries)) {
+    // 2. What this binary's hit path import()s (written nowhere), as the entries of one split build of its own: a
+    // miss loads fewer, larger chunks than from one build for every binary (each chunk file is a module to resolve,
+    // read and link; a build shared by all binaries splits at every difference between them).
+    const lazy = new Set();
+    await build({ ...hitOptions(name, entry, outdir, lazyImports(lazy)), define, write: false });
+    const names = chunkNames([...lazy].sort());
+    const specifier = lazy.size === 0 ? () => { throw new Error('bundlePlugins: no lazy imports'); } : specifiers((await splitBuild(names)).metafile);
+    // 3. The hit path, its import()s pointing to those chunks; then the entry next to it.
     const result = await build({ ...hitOptions(name, entry, outdir, lazyImports(new Set(), specifier)), define, sourcemap });
     const foreign = Object.values(result.metafile.outputs)
       .flatMap((output) => output.imports)

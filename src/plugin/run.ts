@@ -122,14 +122,7 @@ export function runPlugin<F extends FlagSpecs, Settings, State>(
           beforeIssue: async () => {
             if (env['KUBERNETES_EXEC_INFO'] === undefined || env['KUBERNETES_EXEC_INFO'].trim() === '') return;
             stage = 'usage';
-            // That schema's validator alone: the module of every schema is ~180 KB (3.5 MiB and ~10 ms to load).
-            const options = { code: 'ERR_PLUGIN_EXEC_INFO', what: 'KUBERNETES_EXEC_INFO' } as const;
-            const { assertWith } = await import('../schemas/issues.js');
-            if (input.apiVersion.endsWith('/v1')) {
-              assertWith(await import('../generated/validator.execcredential-input.v1.js'), 'execcredential-input.v1', input, options);
-            } else {
-              assertWith(await import('../generated/validator.execcredential-input.v1beta1.js'), 'execcredential-input.v1beta1', input, options);
-            }
+            (await import('./schemas.js')).assertExecInfo(input);
             stage = 'credential';
           },
           whileLocked: (lock) => releaseOnSignal(lock, (controller ??= new AbortController())),
