@@ -13,6 +13,7 @@
 // Run after `npm run build`, with Node 24: `npm exec -- node bench/oidc.bench.mjs [runs]` (default 30; or env RUNS).
 // OIDC_PLUGIN_BIN measures another build of the plugin.
 import { spawn } from 'node:child_process';
+import { get } from 'node:https';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,7 +21,7 @@ import { PassThrough, Readable } from 'node:stream';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
 import { ensureKubelogin } from './lib/kubelogin.mjs';
-import { compareMisses, judgeMiss } from './lib/miss.mjs';
+import { compareMisses, FLOOR_NAME, floorCommand, judgeMiss } from './lib/miss.mjs';
 import { formatSummary, loadText, summary } from './lib/report.mjs';
 import { compareStartup } from './lib/startup.mjs';
 
@@ -130,7 +131,7 @@ try {
   // 2. Token acquisition, in process, from the compiled library (dist/): discovery + JWKS + grant + validation.
   const { issueOidcToken } = await import(pathToFileURL(join(root, 'dist/providers/oidc/issue.js')).href);
   const { parseOidcSettings } = await import(pathToFileURL(join(root, 'dist/providers/oidc/settings.js')).href);
-  const flags = { 'client-secret-file': secretFile, 'open-browser': false };
+  const flags = { 'client-secret-file': secretFile, 'open-browser': false, 'token-param': [] };
   const settings = parseOidcSettings(JSON.parse(execInfo), flags);
   const context = () => ({ now: () => new Date(), interactive: false, stdin: Readable.from([]), stderr: new PassThrough(), signal: new AbortController().signal, env: {}, previous: undefined });
   const before = op.grants.length;
@@ -151,8 +152,34 @@ try {
     mkdirSync(dir, { mode: 0o700 });
     return dir;
   };
+  // The floor: what a miss sends (discovery, JWKS, the client_credentials grant with client_secret_basic and the
+  // resource), from a bare node:https script over one connection; it validates nothing.
+  const discoveryURL = `${op.issuer}/.well-known/openid-configuration`;
+  const metadata = await new Promise((resolve, reject) => {
+    get(discoveryURL, { ca: op.caPem }, (response) => {
+      let text = '';
+      response.setEncoding('utf8').on('data', (chunk) => (text += chunk)).on('end', () => resolve(JSON.parse(text)));
+    }).on('error', reject);
+  });
+  const form = (value) => encodeURIComponent(value).replace(/%20/g, '+');
+  const floorRequests = [
+    { url: discoveryURL, headers: { accept: 'application/json' } },
+    { url: metadata.jwks_uri, headers: { accept: 'application/jwk-set+json, application/json' } },
+    {
+      url: metadata.token_endpoint,
+      method: 'POST',
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        accept: 'application/json',
+        authorization: `Basic ${Buffer.from(`${form(op.clients.basic.clientId)}:${form(op.clients.basic.clientSecret)}`).toString('base64')}`,
+      },
+      body: `grant_type=client_credentials&resource=${encodeURIComponent(op.audience)}`,
+    },
+  ];
+  let floorGrants = 0;
   const missCommands = {
     'node -e 0': () => [process.execPath, ['-e', '0']],
+    [FLOOR_NAME]: floorCommand(caFile, floorRequests),
     'oidc (cache miss)': () => [process.execPath, pluginArgs(freshDir('miss-cache'))],
   };
   if (peer) missCommands['kubelogin (cache miss)'] = () => [peer, kubeloginArgs(freshDir('miss-kubelogin')), kubeloginEnv];
@@ -163,14 +190,18 @@ try {
     env,
     rounds: missRounds,
     work,
-    check: checkCredential,
+    check: (name, stdout) => {
+      if (name !== FLOOR_NAME) return checkCredential(name, stdout);
+      if (stdout.trim() !== '[200,200,200]') throw new Error(`${name}: the OP answered ${stdout.trim()}, not [200,200,200]`);
+      floorGrants += 1;
+    },
   });
   const plugins = peer ? 2 : 1;
   const timedRuns = (misses['oidc (cache miss)'].rss === undefined ? 1 : 2) * missRounds;
   const expectedGrants = plugins * (2 + timedRuns);
-  console.log(`  grants seen by the OP: ${op.grants.length - grantsBeforeMiss} (expected ${expectedGrants}: every plugin run was a miss)`);
-  if (op.grants.length - grantsBeforeMiss !== expectedGrants) throw new Error('not every cache-miss run obtained a new token');
-  const ours = judgeMiss('oidc cache miss', misses['oidc (cache miss)']);
+  console.log(`  grants seen by the OP for the plugins: ${op.grants.length - grantsBeforeMiss - floorGrants} (expected ${expectedGrants}: every plugin run was a miss)`);
+  if (op.grants.length - grantsBeforeMiss - floorGrants !== expectedGrants) throw new Error('not every cache-miss run obtained a new token');
+  const ours = judgeMiss('oidc cache miss', misses['oidc (cache miss)'], misses[FLOOR_NAME]);
   if (!ours.measured) process.exitCode = 1;
   if (peer) {
     const theirs = misses['kubelogin (cache miss)'];

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
-import { compareMisses, judgeMiss } from './lib/miss.mjs';
+import { compareMisses, FLOOR_NAME, floorCommand, judgeMiss } from './lib/miss.mjs';
 import { compareStartup } from './lib/startup.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -73,6 +73,17 @@ compareStartup({
 console.log(`  TokenRequests during the measurement: ${api.minted.length - 1} (every run was a cache hit)`);
 if (api.minted.length !== 1) throw new Error('a cache-hit run sent a TokenRequest');
 
+// The floor: the same TokenRequest from a bare node:https script (bench/lib/https-floor.mjs).
+const caFile = join(work, 'api-ca.pem');
+writeFileSync(caFile, Buffer.from(ca.certBase64, 'base64'));
+const floorRequest = {
+  url: `${api.url}/api/v1/namespaces/fleet/serviceaccounts/bench/token`,
+  method: 'POST',
+  headers: { authorization: 'Bearer bootstrap', 'content-type': 'application/json', accept: 'application/json' },
+  body: JSON.stringify({ apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { audiences: [], expirationSeconds: 3600 } }),
+};
+let floorMinted = 0;
+
 let fresh = 0;
 const missRounds = Math.min(runs, 15);
 const mintedBefore = api.minted.length;
@@ -80,6 +91,7 @@ const misses = await compareMisses({
   title: 'token-request cache miss against the warm API server (a TokenRequest every run) vs node -e 0',
   commands: {
     'node -e 0': () => [process.execPath, ['-e', '0']],
+    [FLOOR_NAME]: floorCommand(caFile, [floorRequest]),
     'token-request (cache miss)': () => {
       const dir = join(work, `miss-cache-${fresh++}`);
       mkdirSync(dir, { mode: 0o700 });
@@ -90,13 +102,16 @@ const misses = await compareMisses({
   rounds: missRounds,
   work,
   check: (name, stdout) => {
-    if (name !== 'node -e 0' && typeof JSON.parse(stdout).status?.token !== 'string') throw new Error(`${name}: no token`);
+    if (name === FLOOR_NAME) {
+      if (stdout.trim() !== '[201]') throw new Error(`${name}: the TokenRequest was answered ${stdout.trim()}, not [201]`);
+      floorMinted += 1;
+    } else if (name !== 'node -e 0' && typeof JSON.parse(stdout).status?.token !== 'string') throw new Error(`${name}: no token`);
   },
 });
-const minted = api.minted.length - mintedBefore;
+const minted = api.minted.length - mintedBefore - floorMinted;
 const expected = 2 + missRounds * (misses['token-request (cache miss)'].rss === undefined ? 1 : 2);
 console.log(`  TokenRequests seen by the API server: ${minted} (expected ${expected}: every plugin run was a miss)`);
 if (minted !== expected) throw new Error('not every cache-miss run sent a TokenRequest');
-if (!judgeMiss('token-request cache miss', misses['token-request (cache miss)']).measured) process.exitCode = 1;
+if (!judgeMiss('token-request cache miss', misses['token-request (cache miss)'], misses[FLOOR_NAME]).measured) process.exitCode = 1;
 await api.close();
 rmSync(work, { recursive: true, force: true });

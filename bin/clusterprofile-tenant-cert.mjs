@@ -5,3 +5,6 @@ import '../dist/core/node-floor-exit.js'; // first: on a too old Node.js, one ER
 process.getBuiltinModule('node:module').enableCompileCache?.();
 const { run } = await import('../dist/bin/clusterprofile-tenant-cert.mjs');
 process.exitCode = await run(process.argv.slice(2), process.env, process);
+// Done, and nothing left that would keep Node running (no pending write, timer or socket): exit now instead of
+// tearing the heap down page by page on the way out (2 ms of a cache hit, 5 of a miss). Output is written already.
+if (process.getActiveResourcesInfo().length === 0) process.exit();

@@ -1,11 +1,13 @@
 // How every exec-plugin binary is bundled (scripts/build.mjs), and the runtime's test fixture with it, so the
 // start-up that tests and benchmarks measure is the one users get. Per binary <name>:
 //   - <name>.cjs: the cache-hit path in one file — the entry and everything it imports statically — with built-ins
-//     as require() and nothing else outside it; every import() in it becomes a require() of a chunk of the miss
-//     build (require(esm)), or of a built-in;
-//   - <name>.mjs: scripts/plugin-entry.mjs, which runs <name>.cjs with a V8 code cache (bin/<name>.mjs imports it);
-//   - chunks/<module>-<hash>.mjs: what those import()s load (issuance, HTTP, JOSE, X.509, schemas), one ESM build
-//     with splitting for all binaries, so a miss shares chunks between them.
+//     as require() and nothing else outside it; every import() in it becomes a require() of a miss chunk, or of a
+//     built-in;
+//   - <name>.mjs: scripts/plugin-entry.mjs, which runs <name>.cjs, and the chunks it requires, with V8 code caches
+//     (bin/<name>.mjs imports it);
+//   - chunks/<module>-<name>.cjs: what those import()s load (issuance, HTTP, schemas), each one CommonJS file with
+//     all it imports statically but packages (jose, yaml: from node_modules), its own import()s in files of their
+//     own; a miss opens two or three. The CLI is an ESM build with splitting of its own (chunks/*-<hash>.mjs).
 // One file for a hit: each further module costs a start-up about 0.4 ms of resolving, reading and linking.
 import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { isBuiltin as isBuiltinModule } from 'node:module';
@@ -67,7 +69,7 @@ const builtinsByName = {
   },
 };
 
-/** ESM output with code splitting: the miss chunks of the plugins, and the `clusterprofile` CLI. */
+/** ESM output with code splitting: the `clusterprofile` CLI. */
 export const pluginBundleOptions = {
   ...common,
   outExtension: { '.js': '.mjs' },
@@ -93,6 +95,8 @@ function lazyImports(lazy, target) {
         if (args.kind !== 'dynamic-import' || isBuiltin(args.path) || args.pluginData === 'lazy-imports') return undefined;
         const resolved = await pluginBuild.resolve(args.path, { kind: args.kind, resolveDir: args.resolveDir, importer: args.importer, pluginData: 'lazy-imports' });
         if (resolved.errors.length > 0) return { errors: resolved.errors };
+        // A package (jose, yaml) stays an import() of node_modules.
+        if (resolved.external === true) return undefined;
         lazy.add(resolved.path);
         return { path: target?.(resolved.path) ?? args.path, external: true };
       });
@@ -131,55 +135,94 @@ function chunkNames(files) {
 
 /**
  * Bundles plugin binaries into `outdir`: for each `entries[name]` (a module exporting `run`), `<name>.mjs` and
- * `<name>.cjs`, plus the miss chunks under `outdir/chunks`. `esmEntries` (the CLI) are ESM bundles sharing those
- * chunks: `<name>.mjs` re-exports `chunks/<name>-<hash>.mjs`. `external`: what stays an import of node_modules (default:
- * the package's dependencies; `[]` bundles everything, as a plugin image needs). Returns the files bundled.
+ * `<name>.cjs`, plus the miss chunks under `outdir/chunks`. `esmEntries` (the CLI) are one split ESM build:
+ * `<name>.mjs` re-exports `chunks/<name>-<hash>.mjs`. `external`: what stays an import of node_modules (default: the
+ * package's dependencies; `[]` bundles everything, as a plugin image needs). Returns the source files bundled.
  *
  * @param {{ entries: Record<string, string>, esmEntries?: Record<string, string>, outdir: string, sourcemap?: boolean | 'linked', define?: Record<string, string>, external?: string[] }} options
  */
 export async function bundlePlugins({ entries, esmEntries = {}, outdir, sourcemap = false, define = {}, external = common.external }) {
+  /** Every source file that went into a written output. */
+  const inputs = new Set();
+  const record = (result) => {
+    for (const input of Object.keys(result.metafile?.inputs ?? {})) inputs.add(input);
+    return result;
+  };
   mkdirSync(outdir, { recursive: true });
-  // 1. What the hit paths import() (written nowhere).
-  const lazy = new Set();
-  for (const [name, entry] of Object.entries(entries)) {
-    await build({ ...hitOptions(name, entry, outdir, lazyImports(lazy), external), define, write: false });
-  }
-  // 2. Those modules, as entries of one split ESM build (with the ESM entries).
-  const names = chunkNames([...lazy].sort());
-  for (const name of Object.keys(esmEntries)) {
-    if (Object.hasOwn(names, name)) throw new Error(`bundlePlugins: ${name} is both an ESM entry and a chunk name`);
-  }
-  const misses = lazy.size + Object.keys(esmEntries).length === 0 ? { metafile: { outputs: {} } } : await build({
-    ...pluginBundleOptions,
-    external,
-    entryPoints: { ...names, ...esmEntries },
-    entryNames: 'chunks/[name]-[hash]',
-    outdir,
-    metafile: true,
-    sourcemap,
-    define,
-  });
-  const inputs = new Set(Object.keys(misses.metafile.inputs ?? {}));
-  const chunkOf = new Map();
-  for (const [output, meta] of Object.entries(misses.metafile.outputs)) {
-    if (meta.entryPoint !== undefined) chunkOf.set(meta.entryPoint, output);
-  }
   const absoluteWorkingDir = process.cwd();
   const chunks = new Set();
-  const specifier = (file) => {
-    const output = chunkOf.get(relative(absoluteWorkingDir, resolve(file)).split('\\').join('/'));
-    if (output === undefined) throw new Error(`bundlePlugins: no chunk was built for ${file}`);
-    const path = `./${relative(outdir, join(absoluteWorkingDir, output)).split('\\').join('/')}`;
-    chunks.add(path);
-    return path;
+  /** A specifier function for the chunks of one build: entry file -> `./chunks/<name>-<hash>.mjs`. */
+  const specifiers = (metafile) => {
+    const chunkOf = new Map();
+    for (const [output, meta] of Object.entries(metafile.outputs)) {
+      if (meta.entryPoint !== undefined) chunkOf.set(meta.entryPoint, output);
+    }
+    return (file) => {
+      const output = chunkOf.get(relative(absoluteWorkingDir, resolve(file)).split('\\').join('/'));
+      if (output === undefined) throw new Error(`bundlePlugins: no chunk was built for ${file}`);
+      const path = `./${relative(outdir, join(absoluteWorkingDir, output)).split('\\').join('/')}`;
+      chunks.add(path);
+      return path;
+    };
   };
-  for (const [name, entry] of Object.entries(esmEntries)) {
-    writeFileSync(join(outdir, `${name}.mjs`), `export * from '${specifier(entry)}';\n`);
+  const splitBuild = (entryPoints) =>
+    build({ ...pluginBundleOptions, external, entryPoints, entryNames: 'chunks/[name]-[hash]', outdir, metafile: true, sourcemap, define }).then(record);
+  // The miss chunks of binary `name`: each module its hit path import()s, and each module those import() in turn,
+  // bundled into one CommonJS file (chunks/<module>-<name>.cjs, no splitting: what two share is in both) with its
+  // static imports; its import()s of our modules point to their own files, so what a run does not need is not read.
+  // The entry runs them like the hit path, with a code cache made after a run.
+  const missOptions = {
+    ...common,
+    external,
+    format: 'cjs',
+    supported: { 'dynamic-import': false },
+    sourcemap,
+    define,
+  };
+  const missBuild = async (name, entryPoints) => {
+    const all = new Set(Object.values(entryPoints).map((file) => resolve(file)));
+    for (const queue = [...all]; queue.length > 0; ) {
+      const nested = new Set();
+      await build({ ...missOptions, entryPoints: [queue.shift()], outdir, write: false, plugins: [lazyImports(nested)] });
+      for (const file of nested) {
+        if (!all.has(file)) {
+          all.add(file);
+          queue.push(file);
+        }
+      }
+    }
+    const names = chunkNames([...all].sort());
+    const fileName = new Map(Object.entries(names).map(([chunk, file]) => [resolve(file), `${chunk}-${name}.cjs`]));
+    const output = (file) => {
+      const chunk = fileName.get(resolve(file));
+      if (chunk === undefined) throw new Error(`bundlePlugins: no miss chunk for ${file}`);
+      return chunk;
+    };
+    for (const [chunk, file] of Object.entries(names)) {
+      record(await build({ ...missOptions, metafile: true, entryPoints: [file], outfile: join(outdir, 'chunks', `${chunk}-${name}.cjs`), plugins: [lazyImports(new Set(), (path) => `./${output(path)}`)] }));
+    }
+    return (file) => {
+      const path = `./chunks/${output(file)}`;
+      chunks.add(path);
+      return path;
+    };
+  };
+  // 1. The ESM entries (the CLI), one split build.
+  if (Object.keys(esmEntries).length > 0) {
+    const specifier = specifiers((await splitBuild(esmEntries)).metafile);
+    for (const [name, entry] of Object.entries(esmEntries)) {
+      writeFileSync(join(outdir, `${name}.mjs`), `export * from '${specifier(entry)}';\n`);
+    }
   }
-  // 3. The hit paths, their import()s pointing to the chunks; then the entry next to each.
   for (const [name, entry] of Object.entries(entries)) {
-    const result = await build({ ...hitOptions(name, entry, outdir, lazyImports(new Set(), specifier), external), define, sourcemap });
-    for (const input of Object.keys(result.metafile.inputs)) inputs.add(input);
+    // 2. What this binary's hit path import()s (found by a build written nowhere), as its miss chunks: each chunk
+    // file is a module to resolve, read and compile, so a miss should open few; split ESM chunks opened 4-14.
+    const lazy = new Set();
+    await build({ ...hitOptions(name, entry, outdir, lazyImports(lazy), external), define, write: false });
+    const names = chunkNames([...lazy].sort());
+    const specifier = lazy.size === 0 ? () => { throw new Error('bundlePlugins: no lazy imports'); } : await missBuild(name, names);
+    // 3. The hit path, its import()s pointing to those chunks; then the entry next to it.
+    const result = record(await build({ ...hitOptions(name, entry, outdir, lazyImports(new Set(), specifier), external), define, sourcemap }));
     const foreign = Object.values(result.metafile.outputs)
       .flatMap((output) => output.imports)
       .filter((imported) => !isBuiltin(imported.path) && !chunks.has(imported.path));

@@ -1,5 +1,6 @@
 // Precompiles every schemas/<id>.schema.json into one ESM TypeScript module, src/generated/validators.ts (git-ignored),
-// with ajv's standalone code generation. tsc emits it to dist/generated/ with its .d.ts, esbuild bundles it into each
+// with ajv's standalone code generation, and each schema alone into src/generated/validator.<id>.ts (for a caller that
+// needs one schema: a plugin's cache miss checks its exec input without loading the other schemas' 200 KB). tsc emits it to dist/generated/ with its .d.ts, esbuild bundles it into each
 // binary; at run time no schema is compiled and no part of ajv is loaded (a plugin start stays fast).
 //
 // A new wire format needs no edit here: drop schemas/<id>.schema.json (JSON Schema 2020-12) and rebuild; `<id>` becomes
@@ -213,7 +214,8 @@ export function generate(schemas) {
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const source = generate(listSchemas());
+  const schemas = listSchemas();
   mkdirSync(`${root}src/generated`, { recursive: true });
-  writeFileSync(outFile, source);
+  writeFileSync(outFile, generate(schemas));
+  for (const schema of schemas) writeFileSync(`${root}src/generated/validator.${schema.id}.ts`, generate([schema]));
 }

@@ -10,6 +10,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { formatSummary, loadText, summary, verdict } from './report.mjs';
 
 export const TIME_BIN = '/usr/bin/time';
@@ -43,8 +44,8 @@ function runAsync(command, args, env) {
  * @param {string} o.work  a scratch directory (for /usr/bin/time's output)
  * @param {number} [o.warmup]  unmeasured runs of each command first (JIT of the server, page cache, compile cache)
  * @param {(name: string, stdout: string) => void} [o.check]  throws if a run did not produce a credential
- * @returns {Promise<Record<string, { wall: ReturnType<typeof summary>, cpu?: ReturnType<typeof summary> & { mean: number }, rss?: ReturnType<typeof summary> }>>}
- *   `rss` is missing when /usr/bin/time is not installed.
+ * @returns {Promise<Record<string, { wall: ReturnType<typeof summary>, cpu?: ReturnType<typeof summary> & { mean: number }, rss?: ReturnType<typeof summary>, samples: { wall: number[], rss: number[] } }>>}
+ *   `rss` is missing when /usr/bin/time is not installed; `samples` are per round, in round order.
  */
 export async function compareMisses({ title, commands, env, rounds, work, warmup = 2, check }) {
   const haveTime = existsSync(TIME_BIN);
@@ -92,7 +93,7 @@ export async function compareMisses({ title, commands, env, rounds, work, warmup
   for (const name of names) {
     const cpuStats = cpu[name].length > 0 ? { ...summary(cpu[name]), mean: cpu[name].reduce((a, b) => a + b, 0) / cpu[name].length } : undefined;
     const rssStats = rss[name].length > 0 ? summary(rss[name]) : undefined;
-    results[name] = { wall: summary(wall[name]), cpu: cpuStats, rss: rssStats };
+    results[name] = { wall: summary(wall[name]), cpu: cpuStats, rss: rssStats, samples: { wall: wall[name], rss: rss[name] } };
     const cpuText = cpuStats === undefined ? 'n/a' : `${formatSummary(cpuStats, 0)}, ${cpuStats.mean.toFixed(1)}`;
     const rssText = rssStats === undefined ? `n/a (${TIME_BIN} not installed)` : formatSummary(rssStats);
     console.log(`  ${name.padEnd(width)}${formatSummary(results[name].wall).padEnd(28)}${cpuText.padEnd(34)}${rssText}`);
@@ -104,12 +105,43 @@ export async function compareMisses({ title, commands, env, rounds, work, warmup
 /** The cache-miss targets of every plugin, against a warm issuer / API server / OP. */
 export const MISS_TARGET = { wallMs: 60, rssMiB: 55 };
 
+const FLOOR_SCRIPT = fileURLToPath(new URL('./https-floor.mjs', import.meta.url));
+
+/** The name under which the benches run {@link floorCommand}. */
+export const FLOOR_NAME = 'floor: bare node:https';
+
 /**
- * Prints the two cache-miss verdicts (wall and peak RSS, each judged on the median) for one command's results.
+ * A compareMisses command for the floor of a miss (bench/lib/https-floor.mjs): `requests` ({ url, method?, headers?,
+ * body? }) sent over one keep-alive TLS connection trusting `caFile`, from a bare Node.js script.
+ */
+export function floorCommand(caFile, requests) {
+  return () => [process.execPath, [FLOOR_SCRIPT, JSON.stringify({ ca: caFile, requests })]];
+}
+
+/** The median of per-round ratios a[i] / b[i] (the two ran in the same round, side by side). */
+function roundRatio(a, b) {
+  return summary(a.map((value, i) => value / b[i]));
+}
+
+/**
+ * Prints the two cache-miss verdicts (wall and peak RSS, each judged on the median) for one command's results, and,
+ * with `floor` (the {@link floorCommand} results of the same run), how far the miss is above that floor and where the
+ * targets lie relative to it.
  * @returns {{ met: boolean, measured: boolean }}  measured is false when the peak RSS could not be measured
  */
-export function judgeMiss(what, result) {
+export function judgeMiss(what, result, floor) {
   const load = loadText();
+  if (floor !== undefined) {
+    const ratio = roundRatio(result.samples.wall, floor.samples.wall);
+    const cpu = result.cpu === undefined || floor.cpu === undefined ? '' : `, CPU ${result.cpu.mean.toFixed(1)} vs ${floor.cpu.mean.toFixed(1)} ms (mean)`;
+    console.log(`  ${what} vs its floor (bare node:https, the same requests, same run): wall ${result.wall.median.toFixed(1)} vs ${floor.wall.median.toFixed(1)} ms, per round ${formatSummary(ratio, 2, 'x')}${cpu}`);
+    if (result.rss !== undefined && floor.rss !== undefined) {
+      console.log(`  peak RSS ${result.rss.median.toFixed(1)} vs ${floor.rss.median.toFixed(1)} MiB`);
+      console.log(`  the targets leave ${(MISS_TARGET.wallMs - floor.wall.median).toFixed(1)} ms and ${(MISS_TARGET.rssMiB - floor.rss.median).toFixed(1)} MiB above this floor; the miss uses ${(result.wall.median - floor.wall.median).toFixed(1)} ms and ${(result.rss.median - floor.rss.median).toFixed(1)} MiB`);
+      const below = [floor.wall.median > MISS_TARGET.wallMs ? `the floor's wall ${floor.wall.median.toFixed(1)} ms is above ${MISS_TARGET.wallMs} ms` : undefined, floor.rss.median > MISS_TARGET.rssMiB ? `the floor's peak RSS ${floor.rss.median.toFixed(1)} MiB is above ${MISS_TARGET.rssMiB} MiB` : undefined].filter(Boolean);
+      if (below.length > 0) console.log(`  on this machine now ${below.join(' and ')}: no plugin doing these requests in Node.js can meet that target here`);
+    }
+  }
   const wallMet = verdict(result.wall.median <= MISS_TARGET.wallMs, `${what} wall`, `${formatSummary(result.wall, 1, ' ms')}, load ${load}`, `<= ${MISS_TARGET.wallMs} ms`);
   if (result.rss === undefined) {
     console.log(`  TARGET NOT MEASURED  ${what} peak RSS: ${TIME_BIN} is not installed  (target <= ${MISS_TARGET.rssMiB} MiB)`);

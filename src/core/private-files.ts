@@ -294,12 +294,15 @@ export interface HeldLock {
 // own pid with another token was left by an earlier process that had our pid (a container's pid 1 restarted).
 const held: Set<string> = ((globalThis as Record<symbol, unknown>)[Symbol.for('clusterprofile-credentials.held-locks')] ??= new Set<string>()) as Set<string>;
 
+/** Monotonic milliseconds; not `performance.now()`, whose first use loads perf_hooks (8 modules) into a plugin's miss. */
+const monotonicMs = (): number => Number(process.hrtime.bigint()) / 1e6;
+
 /**
  * Takes the lock at `file`, waiting up to `timeoutMs` for a live owner to release it; a stale lock is taken over.
  * Throws `busyError` (default `ERR_PLUGIN_CACHE_LOCKED`, naming the owner's pid) when the time is up.
  */
 export async function acquireLock(file: string, options: LockOptions): Promise<HeldLock> {
-  const started = performance.now();
+  const started = monotonicMs();
   const deadline = started + options.timeoutMs;
   let told = false;
   let attempt = 0;
@@ -316,10 +319,10 @@ export async function acquireLock(file: string, options: LockOptions): Promise<H
       }
       continue;
     }
-    if (performance.now() >= deadline) {
+    if (monotonicMs() >= deadline) {
       throw options.busyError === undefined ? cacheLockBusy(owner, file, options.timeoutMs) : options.busyError(owner, file);
     }
-    if (!told && performance.now() - started > 1000) {
+    if (!told && monotonicMs() - started > 1000) {
       told = true;
       options.onWait?.(owner);
     }

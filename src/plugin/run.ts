@@ -122,11 +122,7 @@ export function runPlugin<F extends FlagSpecs, Settings, State>(
           beforeIssue: async () => {
             if (env['KUBERNETES_EXEC_INFO'] === undefined || env['KUBERNETES_EXEC_INFO'].trim() === '') return;
             stage = 'usage';
-            const { assertDocument } = await import('../schemas/index.js');
-            assertDocument(input.apiVersion.endsWith('/v1') ? 'execcredential-input.v1' : 'execcredential-input.v1beta1', input, {
-              code: 'ERR_PLUGIN_EXEC_INFO',
-              what: 'KUBERNETES_EXEC_INFO',
-            });
+            (await import('./schemas.js')).assertExecInfo(input);
             stage = 'credential';
           },
           whileLocked: (lock) => releaseOnSignal(lock, (controller ??= new AbortController())),

@@ -1,11 +1,10 @@
 /**
  * Client authentication at the token endpoint (RFC 6749 §2.3.1; OpenID Connect Core §9 `private_key_jwt`, RFC 7523):
  * which method (from the issuer's discovery document unless `--client-auth` says), and what it sends. Reads the secret
- * or key file when a grant needs it (never on a cache hit); signs client assertions with jose.
+ * or key file when a grant needs it (never on a cache hit); signs client assertions with jose, loaded only then.
  */
 import { randomBytes } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
-import { importPKCS8, SignJWT } from 'jose';
+import { readFile } from 'node:fs';
 import { CredentialsError } from '../../core/errors.js';
 import type { ClientAuthentication, ProviderMetadata } from './protocol.js';
 import type { ClientAuthMethod } from './settings.js';
@@ -80,7 +79,8 @@ export type ClientCredential =
 export async function readCredentialFile(file: string, flag: string, what: string): Promise<string> {
   let text: string;
   try {
-    text = await readFile(file, 'utf8');
+    // The callback API: node:fs/promises (with readline) is not worth loading for one small file on a miss.
+    text = await new Promise<string>((resolve, reject) => readFile(file, 'utf8', (error, read) => (error ? reject(error) : resolve(read))));
   } catch (error) {
     throw new CredentialsError('ERR_OIDC_FILE', `cannot read the ${what} ${file}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`, {
       path: flag,
@@ -153,6 +153,7 @@ export async function clientAuthentication(credential: ClientCredential, audienc
       return { headers: {}, params: { client_id: credential.clientID, client_secret: credential.secret } };
     case 'private_key_jwt': {
       const { createPrivateKey } = await import('node:crypto');
+      const { importPKCS8, SignJWT } = await import('jose');
       let keyObject;
       try {
         keyObject = createPrivateKey(credential.privateKeyPem);

@@ -399,8 +399,7 @@ export function parseOidcSettings(input: ExecCredentialInput, flags: FlagValues<
  * run). Throws `ERR_OIDC_CONFIG` with the JSON path of the first problem.
  */
 export async function assertOidcClusterConfig(config: Record<string, unknown>): Promise<void> {
-  const { validateDocument } = await import('../../schemas/index.js');
-  const issues = validateDocument('oidc-config', config);
+  const issues = (await import('./config-schema.js')).oidcConfigIssues(config);
   const first = issues[0];
   if (first === undefined) return;
   throw configError(

@@ -4,7 +4,11 @@
  * HS256-with-the-public-key confusion), `iss`, `aud`, `azp`, `exp`, `nbf`, `nonce`. jose does the JOSE work; this
  * module chooses what to require and translates jose's errors into `ERR_OIDC_TOKEN_INVALID`.
  */
-import { createLocalJWKSet, decodeJwt, errors as joseErrors, jwtVerify, type JSONWebKeySet, type JWTPayload } from 'jose';
+import * as joseErrors from 'jose/errors';
+import { createLocalJWKSet } from 'jose/jwks/local';
+import { decodeJwt } from 'jose/jwt/decode';
+import { jwtVerify } from 'jose/jwt/verify';
+import type { JSONWebKeySet, JWTPayload } from 'jose';
 import { CredentialsError } from '../../core/errors.js';
 
 export interface TokenExpectations {

@@ -4,7 +4,9 @@
  * base64/PEM fields and reports which one is bad by JSON path.
  */
 import type { KeyObject } from 'node:crypto';
-import { assertDocument } from '../../../schemas/index.js';
+import * as identitySchema from '../../../generated/validator.tenant-cert-identity.js';
+import * as tenantSchema from '../../../generated/validator.tenant-cert-tenant.js';
+import { assertWith } from '../../../schemas/issues.js';
 import { buildCsr, parseCsrSync, type CsrSubject, type ParsedCsr } from './csr.js';
 import { decodeBase64, encodeBase64, parsePublicKey, publicKeyPem } from './keys.js';
 import { signTenant } from './message.js';
@@ -62,7 +64,7 @@ export interface ReceivedTenant {
  * The CSR's self-signature is only reported (`csr.signatureValid`): judging is the issuer's job.
  */
 export async function readTenant(document: unknown): Promise<ReceivedTenant> {
-  const tenant = assertDocument<TenantDocument | LiqoTenantDocument>('tenant-cert-tenant', document, {
+  const tenant = assertWith<TenantDocument | LiqoTenantDocument, 'tenant-cert-tenant'>(tenantSchema, 'tenant-cert-tenant', document, {
     code: 'ERR_TENANT_INVALID_DOCUMENT',
     what: 'the Tenant',
   });
@@ -215,7 +217,7 @@ export interface ReceivedIdentity {
 
 /** Validates and decodes an Identity document (ours or Liqo's). */
 export function readIdentity(document: unknown): ReceivedIdentity {
-  const identity = assertDocument<IdentityDocument | LiqoIdentityDocument>('tenant-cert-identity', document, {
+  const identity = assertWith<IdentityDocument | LiqoIdentityDocument, 'tenant-cert-identity'>(identitySchema, 'tenant-cert-identity', document, {
     code: 'ERR_TENANT_INVALID_DOCUMENT',
     what: 'the Identity',
   });
