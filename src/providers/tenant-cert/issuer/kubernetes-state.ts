@@ -259,14 +259,19 @@ export async function ensureCaSecret(
   return read(winner.body as KubeObject);
 }
 
-/** Trust records as ConfigMaps `issuer-trust-<consumer ID>`; read on every Tenant, so a change applies at once. */
+/**
+ * Trust records as ConfigMaps `issuer-trust-<consumer ID>`. A record read is reused for `maxAgeMs` (default 1 s)
+ * before it is read again: a trust or untrust reaches every replica within that second (certificates already issued
+ * stay valid until they expire in any case), and a handshake's two requests cost one read instead of two.
+ */
 export class KubernetesTrustStore implements TrustSource {
-  private readonly cache = new Map<string, { version: string; consumer: TrustedConsumer }>();
+  private readonly cache = new Map<string, { version: string; consumer: TrustedConsumer; readAt: number }>();
   private readonly paths: Paths;
 
   constructor(
     private readonly conn: StateConnection,
     namespace: string,
+    private readonly maxAgeMs = 1000,
   ) {
     this.paths = new Paths(namespace);
   }
@@ -295,6 +300,9 @@ export class KubernetesTrustStore implements TrustSource {
 
   async get(clusterID: string): Promise<TrustedConsumer | undefined> {
     if (!isClusterId(clusterID)) return undefined;
+    const readAt = Date.now();
+    const fresh = this.cache.get(clusterID);
+    if (fresh !== undefined && readAt - fresh.readAt < this.maxAgeMs) return fresh.consumer;
     const response = await this.conn.send({ method: 'GET', path: this.paths.configMap(trustObjectName(clusterID)) }, `reading the trust record of ${clusterID}`);
     if (response.status === 404) {
       this.cache.delete(clusterID);
@@ -304,15 +312,15 @@ export class KubernetesTrustStore implements TrustSource {
     const object = response.body as KubeObject;
     const version = object.metadata?.resourceVersion ?? '';
     const cached = this.cache.get(clusterID);
-    if (cached !== undefined && cached.version === version) return cached.consumer;
-    const consumer = this.parse(clusterID, object);
-    this.cache.set(clusterID, { version, consumer });
+    const consumer = cached !== undefined && cached.version === version ? cached.consumer : this.parse(clusterID, object);
+    this.cache.set(clusterID, { version, consumer, readAt });
     return consumer;
   }
 
   /** Records (or replaces) a consumer's key and groups. */
   async trust(clusterID: string, publicKey: KeyObject, groups: readonly string[], now: Date): Promise<TrustRecord> {
     checkClusterId(clusterID, '--cluster-id');
+    this.cache.delete(clusterID);
     const record: TrustRecord = { clusterID, publicKey: publicKeyPem(publicKey), groups: [...groups], addedAt: now.toISOString() };
     const object = {
       apiVersion: 'v1',
@@ -332,6 +340,7 @@ export class KubernetesTrustStore implements TrustSource {
   /** Removes a consumer; false when it was not trusted. */
   async untrust(clusterID: string): Promise<boolean> {
     checkClusterId(clusterID, '--cluster-id');
+    this.cache.delete(clusterID);
     const where = this.where(clusterID);
     const response = await this.conn.send({ method: 'DELETE', path: this.paths.configMap(trustObjectName(clusterID)) }, `deleting the trust record ${where}`);
     if (response.status === 404) return false;
