@@ -123,7 +123,7 @@ export const ERROR_DOCS: { readonly [C in ErrorCode]: ErrorDoc } = {
   ERR_ISSUER_BUSY: { area: 'issuer', doc: 'Too many outstanding nonces: try again later.' },
   ERR_ISSUER_DATA_DIR: { area: 'issuer', doc: "The data dir cannot be created, read or written, is accessible by others or lost one file of a CA pair: fix the directory (clients get a generic 500)." },
   ERR_ISSUER_DATA_DIR_LOCKED: { area: 'issuer', doc: 'Another live process holds the data dir: stop it, or use its HTTPS API.' },
-  ERR_ISSUER_TRUST_RECORD: { area: 'issuer', doc: 'A trust record in the data dir is corrupt (not JSON, wrong cluster ID, unusable key): trust the consumer again (clients get a generic 500).' },
+  ERR_ISSUER_TRUST_RECORD: { area: 'issuer', doc: 'A trust record (data dir file or --state kubernetes ConfigMap) is corrupt (not JSON, wrong cluster ID, unusable key): trust the consumer again (clients get a generic 500).' },
   ERR_ISSUER_CONFIG: { area: 'issuer', doc: 'A bad issuer flag (--listen, durations, --api-server-url/-ca, --public-key), a data dir of another provider or a port in use: fix the flag.' },
   ERR_ISSUER_BAD_GROUP: { area: 'issuer', doc: 'An empty group, one with surrounding spaces or a system: group in --group: the issuer never grants those.' },
   ERR_ISSUER_NOT_TRUSTED: { area: 'issuer', doc: 'issuer untrust of a cluster ID that is not trusted: check issuer list.' },

@@ -6,7 +6,7 @@
  * handshake burst costs no consumer its certificate (the consumers fail over to the other replica in the test's loop:
  * the plugin takes one issuer URL); an API server that cannot be reached is a coded, retryable 503.
  */
-import { X509Certificate, createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto';
+import { X509Certificate, createPrivateKey, type KeyObject } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import path from 'node:path';
@@ -162,6 +162,25 @@ describe('issuer replicas on --state kubernetes', () => {
       expect(answers.filter((answer) => answer.status === 201)).toHaveLength(1);
       expect(answers.filter((answer) => answer.status !== 201).map((answer) => answer.body.code)).toEqual(['ERR_TENANT_NONCE_REUSED', 'ERR_TENANT_NONCE_REUSED']);
     }
+  });
+
+  it('issuer list/untrust --state kubernetes: an untrusted consumer is refused by every replica within a second', async () => {
+    const [a, b] = started as [IssuerProcess, IssuerProcess];
+    const { controlPlane } = e2eContext();
+    const state = ['--state', 'kubernetes', '--namespace', NS, '--kubeconfig', controlPlane.adminKubeconfig];
+    const c = await consumer('consumer-untrust');
+    expect((await client(a).call('POST', '/v1/nonces', nonceRequest(c))).status).toBe(201);
+    const listed = await cli(['issuer', 'list', ...state]);
+    expect(listed.code).toBe(0);
+    expect(listed.stdout).toMatch(/^consumer-untrust\ted25519\tSHA256:/m);
+    const untrusted = await cli(['issuer', 'untrust', ...state, '--cluster-id', c.id]);
+    expect(untrusted.code).toBe(0);
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    for (const replica of [a, b]) {
+      const refused = await client(replica).call('POST', '/v1/nonces', nonceRequest(c, new Date(Date.now() + 7)));
+      expect(refused).toMatchObject({ status: 403, body: { code: 'ERR_TENANT_UNKNOWN_CONSUMER' } });
+    }
+    expect((await cli(['issuer', 'untrust', ...state, '--cluster-id', c.id])).code).toBe(1);
   });
 
   it('the replay memory survives a restart of every replica', async () => {

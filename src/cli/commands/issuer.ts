@@ -22,22 +22,22 @@ import { actionsUsage, requiredFlag, type ActionSpec, type CommandArgs, type Com
 
 export const actions = {
   serve: {
-    usage: '$0 issuer serve (--data-dir DIR | --state kubernetes [--namespace NS]) --listen HOST:PORT --cluster-id PROVIDER_ID [options]',
-    describe: 'Serve the issuer over HTTPS: nonces, and Tenants of trusted consumers answered with Identities.',
+    usage: '$0 issuer serve --data-dir DIR --listen HOST:PORT --cluster-id PROVIDER_ID [options]',
+    describe: 'Serve the issuer over HTTPS: nonces, and Tenants of trusted consumers answered with Identities. Replicas: --state kubernetes [--namespace NS] instead of --data-dir.',
     flags: ['data-dir', 'state', 'namespace', 'tls-cert-file', 'tls-key-file', 'cluster-id', 'listen', 'san', 'api-server-url', 'api-server-ca', 'cert-lifetime', 'nonce-ttl', 'signer', 'kubeconfig', 'context', 'signer-timeout', 'group', 'liqo-compat'],
   },
   trust: {
-    usage: '$0 issuer trust (--data-dir DIR | --state kubernetes [--namespace NS]) --cluster-id CONSUMER_ID --public-key FILE [--group G]...',
-    describe: "Trust a consumer cluster's public key (creates the data dir if needed).",
+    usage: '$0 issuer trust --data-dir DIR --cluster-id CONSUMER_ID --public-key FILE [--group G]...',
+    describe: "Trust a consumer cluster's public key (creates the data dir if needed; --state kubernetes [--namespace NS]: a trust record ConfigMap).",
     flags: ['data-dir', 'state', 'namespace', 'kubeconfig', 'context', 'cluster-id', 'public-key', 'group'],
   },
   untrust: {
-    usage: '$0 issuer untrust (--data-dir DIR | --state kubernetes [--namespace NS]) --cluster-id CONSUMER_ID',
+    usage: '$0 issuer untrust --data-dir DIR --cluster-id CONSUMER_ID',
     describe: 'Stop trusting a consumer cluster (certificates already issued stay valid until they expire).',
     flags: ['data-dir', 'state', 'namespace', 'kubeconfig', 'context', 'cluster-id'],
   },
   list: {
-    usage: '$0 issuer list (--data-dir DIR | --state kubernetes [--namespace NS])',
+    usage: '$0 issuer list --data-dir DIR',
     describe: 'List the trusted consumers: cluster ID, key algorithm, fingerprint, groups, since.',
     flags: ['data-dir', 'state', 'namespace', 'kubeconfig', 'context'],
   },

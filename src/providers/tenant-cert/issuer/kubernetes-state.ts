@@ -571,8 +571,9 @@ export async function kubernetesState(conn: StateConnection, options: Kubernetes
   const every = options.collectEveryMs ?? 30_000;
   let timer: NodeJS.Timeout | undefined;
   let collecting: Promise<unknown> | undefined;
+  let closed = false;
   const schedule = (): void => {
-    if (every <= 0) return;
+    if (every <= 0 || closed) return;
     timer = setTimeout(() => {
       collecting = nonces
         .collect(options.now())
@@ -607,6 +608,7 @@ export async function kubernetesState(conn: StateConnection, options: Kubernetes
     },
     outstandingNonces: (at) => nonces.count(at),
     async close() {
+      closed = true;
       if (timer !== undefined) clearTimeout(timer);
       timer = undefined;
       await collecting;
