@@ -18,7 +18,7 @@
 // as two signed nonce requests of one consumer in the same millisecond are the same request).
 import { execFileSync, spawn } from 'node:child_process';
 import { createPrivateKey, createPublicKey } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -81,18 +81,21 @@ function trustAll(stateArgs, cli = CLI) {
   );
 }
 
+let issuers = 0;
 async function startIssuer(args, cli = CLI) {
-  const child = spawn(process.execPath, [...ISSUER_NODE_ARGS, cli, 'issuer', 'serve', '--listen', '127.0.0.1:0', '--cluster-id', PROVIDER, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  // The log goes to a file (as a log collector would read it), not a pipe this process must drain.
+  const logFile = join(work, `issuer-${issuers++}.log`);
+  const logFd = openSync(logFile, 'a');
+  const child = spawn(process.execPath, [...ISSUER_NODE_ARGS, cli, 'issuer', 'serve', '--listen', '127.0.0.1:0', '--cluster-id', PROVIDER, ...args], { stdio: ['ignore', 'pipe', logFd] });
+  closeSync(logFd);
   children.push(child);
-  let stderr = '';
-  child.stderr.setEncoding('utf8').on('data', (chunk) => (stderr = (stderr + chunk).slice(-4000)));
   const url = await new Promise((resolve, reject) => {
     let out = '';
     child.stdout.setEncoding('utf8').on('data', (chunk) => {
       out += chunk;
       if (out.includes('\n')) resolve(out.split('\n')[0].trim());
     });
-    child.on('exit', (code) => reject(new Error(`issuer exited ${code}: ${stderr}`)));
+    child.on('exit', (code) => reject(new Error(`issuer exited ${code}: ${readFileSync(logFile, 'utf8').slice(-4000)}`)));
   });
   return { url, child };
 }
