@@ -50,6 +50,10 @@ export const LABEL_CONSUMER = 'credentials.clusterprofile.io/consumer-cluster-id
 export const LABEL_NONCE_STATE = 'credentials.clusterprofile.io/nonce-state';
 /** Seconds since the epoch after which the object may be collected. */
 export const LABEL_EXPIRES = 'credentials.clusterprofile.io/expires';
+/** The same, in minutes since the epoch (rounded up): the collector selects past minutes instead of listing everything. */
+export const LABEL_EXPIRES_MINUTE = 'credentials.clusterprofile.io/expires-minute';
+/** How many past minutes a collection selects; a full sweep (every tenth collection) finds anything older. */
+const COLLECT_MINUTES = 30;
 export const ANNOTATION_PROVIDER = 'credentials.clusterprofile.io/provider-cluster-id';
 export const CLIENT_CA_SECRET = 'clusterprofile-issuer-client-ca';
 export const SERVING_CA_SECRET = 'clusterprofile-issuer-serving-ca';
@@ -406,7 +410,7 @@ export class KubernetesNonces implements NonceBook {
           kind: 'ConfigMap',
           metadata: {
             name,
-            labels: { [LABEL_KIND]: 'nonce', [LABEL_CONSUMER]: consumer, [LABEL_NONCE_STATE]: 'outstanding', [LABEL_EXPIRES]: expiresLabel(keepUntil) },
+            labels: { [LABEL_KIND]: 'nonce', [LABEL_CONSUMER]: consumer, [LABEL_NONCE_STATE]: 'outstanding', [LABEL_EXPIRES]: expiresLabel(keepUntil), [LABEL_EXPIRES_MINUTE]: String(Math.ceil(keepUntil / 60_000)) },
           },
           data: { nonce, consumer, expiresAt: new Date(expiresAt).toISOString() },
         },
@@ -515,13 +519,17 @@ export class KubernetesNonces implements NonceBook {
 
   /**
    * Deletes the nonce objects whose nonce and request have both expired; any replica may run it at any time. Each
-   * delete is conditioned on the uid and resourceVersion listed, so a lost race (404, 409) changes nothing.
-   * Returns how many this call deleted.
+   * delete is conditioned on the uid and resourceVersion listed, so a lost race (404, 409) changes nothing. It lists
+   * only objects whose `expires-minute` is one of the last 30 minutes (live nonces are not sent over); `sweep`
+   * lists every nonce object (what a replica that was down longer left behind). Returns how many this call deleted.
    */
-  async collect(now: Date): Promise<number> {
+  async collect(now: Date, options: { sweep?: boolean } = {}): Promise<number> {
     const nowSeconds = now.getTime() / 1000;
+    const minute = Math.floor(now.getTime() / 60_000);
+    const minutes = Array.from({ length: COLLECT_MINUTES }, (_, back) => minute - back).join(',');
+    const selector = options.sweep === true ? `${LABEL_KIND}=nonce` : `${LABEL_KIND}=nonce,${LABEL_EXPIRES_MINUTE} in (${minutes})`;
     const expired: ObjectMeta[] = [];
-    for await (const object of listConfigMaps(this.conn, this.paths, `${LABEL_KIND}=nonce`, 'listing nonces to collect')) {
+    for await (const object of listConfigMaps(this.conn, this.paths, selector, 'listing nonces to collect')) {
       const until = Number(object.metadata?.labels?.[LABEL_EXPIRES]);
       if (object.metadata !== undefined && Number.isFinite(until) && until < nowSeconds) expired.push(object.metadata);
     }
@@ -572,11 +580,12 @@ export async function kubernetesState(conn: StateConnection, options: Kubernetes
   let timer: NodeJS.Timeout | undefined;
   let collecting: Promise<unknown> | undefined;
   let closed = false;
+  let runs = 0;
   const schedule = (): void => {
     if (every <= 0 || closed) return;
     timer = setTimeout(() => {
       collecting = nonces
-        .collect(options.now())
+        .collect(options.now(), { sweep: runs++ % 10 === 0 })
         .catch((error: unknown) => options.log?.(`collecting expired nonces failed: ${(error as Error).message}`))
         .finally(schedule);
     }, every * (0.5 + Math.random()));
