@@ -123,10 +123,13 @@ export const ERROR_DOCS: { readonly [C in ErrorCode]: ErrorDoc } = {
   ERR_ISSUER_BUSY: { area: 'issuer', doc: 'Too many outstanding nonces: try again later.' },
   ERR_ISSUER_DATA_DIR: { area: 'issuer', doc: "The data dir cannot be created, read or written, is accessible by others or lost one file of a CA pair: fix the directory (clients get a generic 500)." },
   ERR_ISSUER_DATA_DIR_LOCKED: { area: 'issuer', doc: 'Another live process holds the data dir: stop it, or use its HTTPS API.' },
-  ERR_ISSUER_TRUST_RECORD: { area: 'issuer', doc: 'A trust record in the data dir is corrupt (not JSON, wrong cluster ID, unusable key): trust the consumer again (clients get a generic 500).' },
+  ERR_ISSUER_TRUST_RECORD: { area: 'issuer', doc: 'A trust record (data dir file or --state kubernetes ConfigMap) is corrupt (not JSON, wrong cluster ID, unusable key): trust the consumer again (clients get a generic 500).' },
   ERR_ISSUER_CONFIG: { area: 'issuer', doc: 'A bad issuer flag (--listen, durations, --api-server-url/-ca, --public-key), a data dir of another provider or a port in use: fix the flag.' },
   ERR_ISSUER_BAD_GROUP: { area: 'issuer', doc: 'An empty group, one with surrounding spaces or a system: group in --group: the issuer never grants those.' },
   ERR_ISSUER_NOT_TRUSTED: { area: 'issuer', doc: 'issuer untrust of a cluster ID that is not trusted: check issuer list.' },
+  ERR_ISSUER_STATE_UNAVAILABLE: { area: 'issuer', doc: "--state kubernetes: the API server holding the issuer's state did not answer, timed out or answered 429/5xx; nothing was half written: clients retry (another replica may answer)." },
+  ERR_ISSUER_STATE_FORBIDDEN: { area: 'issuer', doc: "--state kubernetes: the API server refused the issuer's ServiceAccount (401/403): grant the Role of deploy/base/issuer-state-rbac.yaml in the state namespace." },
+  ERR_ISSUER_STATE_CORRUPT: { area: 'issuer', doc: "--state kubernetes: a state object (CA Secret, trust record ConfigMap, nonce) is not what the issuer wrote: restore or delete it (clients get a generic 500)." },
   ERR_TENANT_INPUT: { area: 'issuer', doc: 'tenant accept/generate cannot read its input file or --key-file: check the path.' },
 
   // token-request: the plugin (TokenRequest and Secret Reader modes) and token sync

@@ -131,6 +131,9 @@ export const ERRORS = {
   ERR_ISSUER_CONFIG: { exit: 1, retryable: false },
   ERR_ISSUER_BAD_GROUP: { exit: 1, retryable: false },
   ERR_ISSUER_NOT_TRUSTED: { exit: 1, retryable: false },
+  ERR_ISSUER_STATE_UNAVAILABLE: { exit: 1, http: 503, retryable: true },
+  ERR_ISSUER_STATE_FORBIDDEN: { exit: 1, http: 503, retryable: true },
+  ERR_ISSUER_STATE_CORRUPT: { exit: 1, http: 500, retryable: false },
   ERR_TENANT_INPUT: { exit: 1, retryable: false },
 
   // token-request: the plugin (TokenRequest and Secret Reader modes) and token sync

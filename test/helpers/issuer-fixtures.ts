@@ -14,6 +14,7 @@ import { openDataDir } from '../../src/providers/tenant-cert/issuer/data-dir.js'
 import { embeddedSigner } from '../../src/providers/tenant-cert/issuer/embedded-signer.js';
 import { Issuer, type IssuerOptions } from '../../src/providers/tenant-cert/issuer/issuer.js';
 import { NonceStore } from '../../src/providers/tenant-cert/issuer/nonces.js';
+import { journalBook } from '../../src/providers/tenant-cert/issuer/state.js';
 import type { Signer } from '../../src/providers/tenant-cert/issuer/signer.js';
 import { TrustStore } from '../../src/providers/tenant-cert/issuer/trust.js';
 import { x509 } from '../../src/providers/tenant-cert/wire/x509.js';
@@ -69,7 +70,7 @@ export async function issuerFixture(options: Partial<Omit<IssuerOptions, 'trust'
     liqoCompat: false,
     ...options,
     trust,
-    nonces,
+    nonces: journalBook(nonces),
     signer: options.signer ?? embeddedSigner(data.clientCa),
     now: clock.now,
   });

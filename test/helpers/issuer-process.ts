@@ -48,7 +48,12 @@ export interface IssuerProcess {
 
 /** Starts the issuer and waits for its ready line (the URL, alone on stdout). */
 export async function serveIssuer(dataDir: string, providerID: string, extra: readonly string[] = [], env: Record<string, string | undefined> = {}): Promise<IssuerProcess> {
-  const child = spawn(process.execPath, [CLI, 'issuer', 'serve', '--data-dir', dataDir, '--listen', '127.0.0.1:0', '--cluster-id', providerID, ...extra], {
+  return startIssuerProcess(['--data-dir', dataDir, '--listen', '127.0.0.1:0', '--cluster-id', providerID, ...extra], env, dataDir);
+}
+
+/** `clusterprofile issuer serve ...args`, waiting for its ready line; `dataDir` is only reported back. */
+export async function startIssuerProcess(args: readonly string[], env: Record<string, string | undefined> = {}, dataDir = ''): Promise<IssuerProcess> {
+  const child = spawn(process.execPath, [CLI, 'issuer', 'serve', ...args], {
     env: { PATH: process.env['PATH'], HOME: process.env['HOME'], ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -92,9 +97,9 @@ export interface IssuerClient {
   close(): Promise<void>;
 }
 
-/** HTTPS to the issuer, trusting DATA_DIR/serving-ca.crt only. */
-export function issuerClient(issuer: { url: string; dataDir: string }, options: { cert?: string; key?: string } = {}): IssuerClient {
-  const agent = new Agent({ connect: { ca: readFileSync(join(issuer.dataDir, 'serving-ca.crt'), 'utf8'), ...options } });
+/** HTTPS to the issuer, trusting `ca` (PEM), else DATA_DIR/serving-ca.crt, only. */
+export function issuerClient(issuer: { url: string; dataDir: string; ca?: string }, options: { cert?: string; key?: string } = {}): IssuerClient {
+  const agent = new Agent({ connect: { ca: issuer.ca ?? readFileSync(join(issuer.dataDir, 'serving-ca.crt'), 'utf8'), ...options } });
   return {
     async call(method, path, body, headers = {}) {
       const response = await request(`${issuer.url}${path}`, {

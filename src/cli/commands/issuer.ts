@@ -9,10 +9,10 @@
  * `serve` prints one line on stdout when it listens — its URL — and logs one line per decision on stderr; SIGINT or
  * SIGTERM stop it cleanly (exit 0).
  */
-import { createHash } from 'node:crypto';
+import { createHash, type KeyObject } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import type { Argv } from 'yargs';
 import { CredentialsError } from '../../core/errors.js';
 import { checkClusterId, keyAlgorithm, loadIssuer, parsePublicKey, spkiDer, type IssuerSettings } from '../../providers/tenant-cert/index.js';
@@ -23,23 +23,23 @@ import { actionsUsage, requiredFlag, type ActionSpec, type CommandArgs, type Com
 export const actions = {
   serve: {
     usage: '$0 issuer serve --data-dir DIR --listen HOST:PORT --cluster-id PROVIDER_ID [options]',
-    describe: 'Serve the issuer over HTTPS: nonces, and Tenants of trusted consumers answered with Identities.',
-    flags: ['data-dir', 'cluster-id', 'listen', 'san', 'api-server-url', 'api-server-ca', 'cert-lifetime', 'nonce-ttl', 'signer', 'kubeconfig', 'context', 'signer-timeout', 'group', 'liqo-compat'],
+    describe: 'Serve the issuer over HTTPS: nonces, and Tenants of trusted consumers answered with Identities. Replicas: --state kubernetes [--namespace NS] instead of --data-dir.',
+    flags: ['data-dir', 'state', 'namespace', 'tls-cert-file', 'tls-key-file', 'cluster-id', 'listen', 'san', 'api-server-url', 'api-server-ca', 'cert-lifetime', 'nonce-ttl', 'signer', 'kubeconfig', 'context', 'signer-timeout', 'group', 'liqo-compat'],
   },
   trust: {
     usage: '$0 issuer trust --data-dir DIR --cluster-id CONSUMER_ID --public-key FILE [--group G]...',
-    describe: "Trust a consumer cluster's public key (creates the data dir if needed).",
-    flags: ['data-dir', 'cluster-id', 'public-key', 'group'],
+    describe: "Trust a consumer cluster's public key (creates the data dir if needed; --state kubernetes [--namespace NS]: a trust record ConfigMap).",
+    flags: ['data-dir', 'state', 'namespace', 'kubeconfig', 'context', 'cluster-id', 'public-key', 'group'],
   },
   untrust: {
     usage: '$0 issuer untrust --data-dir DIR --cluster-id CONSUMER_ID',
     describe: 'Stop trusting a consumer cluster (certificates already issued stay valid until they expire).',
-    flags: ['data-dir', 'cluster-id'],
+    flags: ['data-dir', 'state', 'namespace', 'kubeconfig', 'context', 'cluster-id'],
   },
   list: {
     usage: '$0 issuer list --data-dir DIR',
     describe: 'List the trusted consumers: cluster ID, key algorithm, fingerprint, groups, since.',
-    flags: ['data-dir'],
+    flags: ['data-dir', 'state', 'namespace', 'kubeconfig', 'context'],
   },
 } as const satisfies Record<string, ActionSpec>;
 const MINUTE = 60_000;
@@ -51,7 +51,11 @@ export function builder(parser: Argv): Argv<any> {
       actionsUsage(actions, 'The tenant-cert issuer: hands out nonces and signs short-lived client certificates for trusted consumer clusters.'),
     )
     .positional('action', { type: 'string', choices: Object.keys(actions), describe: 'what to do' })
-    .option('data-dir', { type: 'string', demandOption: true, requiresArg: true, describe: 'the issuer state (0700; created on first serve)' })
+    .option('data-dir', { type: 'string', requiresArg: true, describe: 'the issuer state (0700; created on first serve); needed unless --state kubernetes' })
+    .option('state', { type: 'string', choices: ['data-dir', 'kubernetes'], default: 'data-dir', describe: 'serve: where the state lives: --data-dir, or ConfigMaps/Secrets of the provider cluster (replicas share it)' })
+    .option('namespace', { type: 'string', requiresArg: true, describe: '--state kubernetes: the namespace of the state (default: the context\'s, or the pod\'s)' })
+    .option('tls-cert-file', { type: 'string', requiresArg: true, describe: '--state kubernetes: HTTPS certificate (PEM, e.g. a mounted Secret) instead of one from the serving CA Secret' })
+    .option('tls-key-file', { type: 'string', requiresArg: true, describe: '--state kubernetes: the key of --tls-cert-file' })
     .option('cluster-id', { type: 'string', requiresArg: true, describe: 'serve: this provider cluster\'s ID; trust/untrust: the consumer\'s' })
     .option('listen', { type: 'string', default: '127.0.0.1:8443', requiresArg: true, describe: 'serve: HOST:PORT (port 0: any free port)' })
     .option('san', { type: 'string', array: true, requiresArg: true, describe: 'serve: extra DNS names / IPs for the HTTPS certificate' })
@@ -60,8 +64,8 @@ export function builder(parser: Argv): Argv<any> {
     .option('cert-lifetime', { type: 'string', default: '24h', requiresArg: true, describe: 'lifetime of issued certificates (5m..365d)' })
     .option('nonce-ttl', { type: 'string', default: '60s', requiresArg: true, describe: 'how long a nonce may wait for its Tenant (5s..1h)' })
     .option('signer', { type: 'string', choices: ['embedded', 'kubernetes'], default: 'embedded', describe: 'who signs: the data dir\'s client CA, or the Kubernetes CSR API' })
-    .option('kubeconfig', { type: 'string', requiresArg: true, describe: '--signer kubernetes: kubeconfig (default: KUBECONFIG, else ~/.kube/config, else in-cluster)' })
-    .option('context', { type: 'string', requiresArg: true, describe: '--signer kubernetes: kubeconfig context' })
+    .option('kubeconfig', { type: 'string', requiresArg: true, describe: '--signer/--state kubernetes: kubeconfig (default: KUBECONFIG, else ~/.kube/config, else in-cluster)' })
+    .option('context', { type: 'string', requiresArg: true, describe: '--signer/--state kubernetes: kubeconfig context' })
     .option('signer-timeout', { type: 'string', default: '30s', requiresArg: true, describe: '--signer kubernetes: wait this long for the certificate' })
     .option('group', {
       type: 'string',
@@ -84,9 +88,32 @@ export function fingerprint(der: Buffer): string {
   return `SHA256:${createHash('sha256').update(der).digest('base64').replace(/=+$/, '')}`;
 }
 
+/** The state flags fit together: --data-dir for data-dir only (and required there), the Kubernetes ones for kubernetes only. */
+function checkStateFlags(args: CommandArgs, action: string): 'data-dir' | 'kubernetes' {
+  const state = args['state'] === 'kubernetes' ? 'kubernetes' : 'data-dir';
+  const usage = (message: string, flag: string) => new CredentialsError('ERR_USAGE', message, { path: flag });
+  if (state === 'data-dir') {
+    required(args, 'data-dir', action);
+    for (const flag of ['namespace', 'tls-cert-file', 'tls-key-file']) {
+      if (args[flag] !== undefined) throw usage(`--${flag} goes with --state kubernetes`, `--${flag}`);
+    }
+  } else if (args['data-dir'] !== undefined) {
+    throw usage('--data-dir goes with --state data-dir; --state kubernetes keeps everything in the API server', '--data-dir');
+  }
+  if ((args['tls-cert-file'] === undefined) !== (args['tls-key-file'] === undefined)) {
+    throw usage('--tls-cert-file and --tls-key-file go together', args['tls-cert-file'] === undefined ? '--tls-cert-file' : '--tls-key-file');
+  }
+  return state;
+}
+
 export function issuerSettings(args: CommandArgs, providerClusterID: string | undefined): IssuerSettings {
+  const state = args['state'] === 'kubernetes' ? 'kubernetes' : 'data-dir';
   return {
-    dataDir: String(args['data-dir']),
+    state,
+    ...(typeof args['data-dir'] === 'string' ? { dataDir: args['data-dir'] } : {}),
+    ...(typeof args['namespace'] === 'string' ? { namespace: args['namespace'] } : {}),
+    ...(typeof args['tls-cert-file'] === 'string' ? { tlsCertFile: args['tls-cert-file'] } : {}),
+    ...(typeof args['tls-key-file'] === 'string' ? { tlsKeyFile: args['tls-key-file'] } : {}),
     ...(providerClusterID === undefined ? {} : { providerClusterID }),
     ...(typeof args['api-server-url'] === 'string' ? { apiServer: args['api-server-url'] } : {}),
     ...(typeof args['api-server-ca'] === 'string' ? { apiServerCaFile: args['api-server-ca'] } : {}),
@@ -102,7 +129,8 @@ export function issuerSettings(args: CommandArgs, providerClusterID: string | un
 }
 
 async function serve(args: CommandArgs, ctx: CommandContext): Promise<number> {
-  const { DATA_FILES, configError, openIssuer, parseListen, servingMaterial, startIssuerServer } = await loadIssuer();
+  const { configError, openIssuer, parseListen, startIssuerServer } = await loadIssuer();
+  checkStateFlags(args, 'serve');
   const providerClusterID = checkClusterId(required(args, 'cluster-id', 'serve'), '--cluster-id');
   const listen = parseListen(String(args['listen']));
   const settings = issuerSettings(args, providerClusterID);
@@ -112,7 +140,7 @@ async function serve(args: CommandArgs, ctx: CommandContext): Promise<number> {
   const opened = await openIssuer(settings, { env: ctx.env, now: () => new Date(), cwd: ctx.cwd, holder: 'issuer serve', log });
   let running: Awaited<ReturnType<typeof startIssuerServer>>;
   try {
-    const tls = await servingMaterial(opened.data, sans, new Date());
+    const tls = await opened.state.servingMaterial(sans, new Date());
     running = await startIssuerServer({ issuer: opened.issuer, tls, host: listen.host, port: listen.port, log });
   } catch (error) {
     await opened.close();
@@ -124,8 +152,7 @@ async function serve(args: CommandArgs, ctx: CommandContext): Promise<number> {
   const shownHost = wildcard ? listen.host : listen.host.includes(':') ? `[${listen.host}]` : listen.host;
   const url = `https://${shownHost}:${running.port}`;
   log(
-    `provider ${opened.providerClusterID} listening on ${url} (signer ${settings.signer}; trust ${join(opened.data.dir, DATA_FILES.servingCa)} for HTTPS; ` +
-      `client CA ${join(opened.data.dir, DATA_FILES.clientCa)})`,
+    `provider ${opened.providerClusterID} listening on ${url} (signer ${settings.signer}; ${opened.state.describe()})`,
   );
   ctx.io.stdout.write(`${url}\n`);
   await new Promise<void>((resolveStop) => {
@@ -151,22 +178,48 @@ function readPublicKey(file: string, ctx: CommandContext): Promise<{ text: strin
 
 export async function run(args: CommandArgs, ctx: CommandContext): Promise<number> {
   const action = String(args['action']);
-  const dataDir = resolve(ctx.cwd, String(args['data-dir']));
   if (action === 'serve') return serve(args, ctx);
-  const { TrustStore, checkGroups } = await loadIssuer();
+  const { TrustStore, checkGroups, openKubernetesTrust } = await loadIssuer();
+  const state = checkStateFlags(args, action);
+  if (state === 'kubernetes') {
+    const opened = await openKubernetesTrust(issuerSettings(args, undefined), { env: ctx.env, cwd: ctx.cwd });
+    try {
+      return await manageTrust(action, args, ctx, opened.store, checkGroups);
+    } finally {
+      await opened.close();
+    }
+  }
+  const dataDir = resolve(ctx.cwd, String(args['data-dir']));
+  if (action === 'list' && !existsSync(dataDir)) {
+    throw new CredentialsError('ERR_ISSUER_CONFIG', `there is no issuer data dir ${dataDir}`, {
+      path: '--data-dir',
+      hint: `check --data-dir; clusterprofile issuer trust --data-dir ${dataDir} --cluster-id CONSUMER_ID --public-key FILE creates it`,
+    });
+  }
+  return manageTrust(action, args, ctx, new TrustStore(dataDir), checkGroups);
+}
+
+/** What `issuer trust|untrust|list` need of a trust store (the data dir's or the Kubernetes state's). */
+interface ManagedTrust {
+  trust(clusterID: string, publicKey: KeyObject, groups: readonly string[], now: Date): Promise<{ clusterID: string }>;
+  untrust(clusterID: string): Promise<boolean>;
+  list(): Promise<Array<{ clusterID: string; publicKey: KeyObject; groups: string[]; addedAt: string }>>;
+}
+
+async function manageTrust(action: string, args: CommandArgs, ctx: CommandContext, store: ManagedTrust, checkGroups: (groups: readonly string[], flag: string) => string[]): Promise<number> {
   switch (action) {
     case 'trust': {
       const clusterID = checkClusterId(required(args, 'cluster-id', 'trust'), '--cluster-id');
       const { text, source } = await readPublicKey(required(args, 'public-key', 'trust'), ctx);
       const publicKey = parsePublicKey(text, source);
       const groups = checkGroups(strings(args['group']), '--group');
-      const record = await new TrustStore(dataDir).trust(clusterID, publicKey, groups, new Date());
+      const record = await store.trust(clusterID, publicKey, groups, new Date());
       ctx.io.stdout.write(`trusted ${record.clusterID} ${keyAlgorithm(publicKey)} ${fingerprint(spkiDer(publicKey))}${groups.length > 0 ? ` groups=${groups.join(',')}` : ''}\n`);
       return 0;
     }
     case 'untrust': {
       const clusterID = checkClusterId(required(args, 'cluster-id', 'untrust'), '--cluster-id');
-      const removed = await new TrustStore(dataDir).untrust(clusterID);
+      const removed = await store.untrust(clusterID);
       if (!removed) {
         throw new CredentialsError('ERR_ISSUER_NOT_TRUSTED', `${clusterID} is not trusted`, { path: '--cluster-id' });
       }
@@ -174,13 +227,7 @@ export async function run(args: CommandArgs, ctx: CommandContext): Promise<numbe
       return 0;
     }
     case 'list': {
-      if (!existsSync(dataDir)) {
-        throw new CredentialsError('ERR_ISSUER_CONFIG', `there is no issuer data dir ${dataDir}`, {
-          path: '--data-dir',
-          hint: `check --data-dir; clusterprofile issuer trust --data-dir ${dataDir} --cluster-id CONSUMER_ID --public-key FILE creates it`,
-        });
-      }
-      const consumers = await new TrustStore(dataDir).list();
+      const consumers = await store.list();
       for (const consumer of consumers) {
         ctx.io.stdout.write(
           `${consumer.clusterID}\t${keyAlgorithm(consumer.publicKey)}\t${fingerprint(spkiDer(consumer.publicKey))}\t${consumer.groups.join(',') || '-'}\t${consumer.addedAt}\n`,

@@ -12,7 +12,7 @@
  * issuer.lock      held by the process using nonces.journal
  * ```
  */
-import { X509Certificate, createPrivateKey } from 'node:crypto';
+import { X509Certificate, createHash, createPrivateKey } from 'node:crypto';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
 import { CredentialsError } from '../../../core/errors.js';
@@ -37,6 +37,8 @@ export const DATA_FILES = {
   clientCaKey: 'client-ca.key',
   nonces: 'nonces.journal',
 } as const;
+
+export const CA_LIFETIME_MS = CA_LIFETIME;
 
 async function loadOrCreateCa(dir: string, cert: string, key: string, commonName: string, now: Date): Promise<CertificateAuthority> {
   const certPath = join(dir, cert);
@@ -68,6 +70,23 @@ async function loadOrCreateCa(dir: string, cert: string, key: string, commonName
   }
 }
 
+/** X.520 ub-common-name: a CN is at most 64 characters. */
+const MAX_COMMON_NAME = 64;
+
+/**
+ * `clusterprofile issuer <what> CA <provider ID>`, made to fit 64 characters: a provider ID too long for it is cut and
+ * ends in `~` and 8 hex digits of its SHA-256, so two long IDs with the same start still name different CAs.
+ */
+export function caCommonName(what: 'serving' | 'client', providerClusterID: string): string {
+  const prefix = `clusterprofile issuer ${what} CA `;
+  const full = `${prefix}${providerClusterID}`;
+  if (full.length <= MAX_COMMON_NAME) {
+    return full;
+  }
+  const tag = `~${createHash('sha256').update(providerClusterID).digest('hex').slice(0, 8)}`;
+  return `${prefix}${providerClusterID.slice(0, MAX_COMMON_NAME - prefix.length - tag.length)}${tag}`;
+}
+
 export interface ServingMaterial {
   certificatePem: string;
   keyPem: string;
@@ -84,24 +103,30 @@ export interface DataDir {
 /** Opens (creating on first use) the data dir and its two CAs. */
 export async function openDataDir(dir: string, providerClusterID: string, now: Date): Promise<DataDir> {
   await ensurePrivateDir(dir);
-  const servingCa = await loadOrCreateCa(dir, DATA_FILES.servingCa, DATA_FILES.servingCaKey, `clusterprofile issuer serving CA ${providerClusterID}`, now);
-  const clientCa = await loadOrCreateCa(dir, DATA_FILES.clientCa, DATA_FILES.clientCaKey, `clusterprofile issuer client CA ${providerClusterID}`, now);
+  const servingCa = await loadOrCreateCa(dir, DATA_FILES.servingCa, DATA_FILES.servingCaKey, caCommonName('serving', providerClusterID), now);
+  const clientCa = await loadOrCreateCa(dir, DATA_FILES.clientCa, DATA_FILES.clientCaKey, caCommonName('client', providerClusterID), now);
   return { dir, servingCa, clientCa, noncesFile: join(dir, DATA_FILES.nonces) };
+}
+
+/** The serving CA's HTTPS certificate for `sans` when `current` (PEM pair) is missing, lacks a SAN or nears expiry. */
+export function servingFrom(ca: CertificateAuthority, current: { certificatePem?: string | undefined; keyPem?: string | undefined }, sans: readonly string[], now: Date): ServingMaterial & { fresh: boolean } {
+  if (current.certificatePem !== undefined && current.keyPem !== undefined && covers(current.certificatePem, sans, now)) {
+    return { certificatePem: current.certificatePem, keyPem: current.keyPem, caPem: ca.certificatePem, fresh: false };
+  }
+  const issued = issueServingCertificate(ca, sans, now, SERVING_LIFETIME);
+  return { certificatePem: issued.certificatePem, keyPem: issued.keyPem, caPem: ca.certificatePem, fresh: true };
 }
 
 /** The HTTPS key and certificate, re-issued from the serving CA when missing, lacking a SAN, or within 30 days of expiry. */
 export async function servingMaterial(data: DataDir, sans: readonly string[], now: Date): Promise<ServingMaterial> {
   const certPath = join(data.dir, DATA_FILES.serving);
   const keyPath = join(data.dir, DATA_FILES.servingKey);
-  const certificatePem = await readOptional(certPath);
-  const keyPem = await readOptional(keyPath);
-  if (certificatePem !== undefined && keyPem !== undefined && covers(certificatePem, sans, now)) {
-    return { certificatePem, keyPem, caPem: data.servingCa.certificatePem };
+  const { fresh, ...material } = servingFrom(data.servingCa, { certificatePem: await readOptional(certPath), keyPem: await readOptional(keyPath) }, sans, now);
+  if (fresh) {
+    await writeFileAtomic(keyPath, material.keyPem, 0o600);
+    await writeFileAtomic(certPath, material.certificatePem, 0o644);
   }
-  const issued = issueServingCertificate(data.servingCa, sans, now, SERVING_LIFETIME);
-  await writeFileAtomic(keyPath, issued.keyPem, 0o600);
-  await writeFileAtomic(certPath, issued.certificatePem, 0o644);
-  return { certificatePem: issued.certificatePem, keyPem: issued.keyPem, caPem: data.servingCa.certificatePem };
+  return material;
 }
 
 function covers(certificatePem: string, sans: readonly string[], now: Date): boolean {

@@ -4,10 +4,11 @@
  * X.509, the schemas): loaded only by the commands that need it.
  */
 export { DATA_FILES, servingMaterial } from './data-dir.js';
+export type { IssuerState } from './state.js';
 export { checkGroups } from './policy.js';
 export { startIssuerServer } from './server.js';
 export type { IssuerServerOptions, RunningIssuer } from './server.js';
-export { configError, openIssuer, parseListen } from './setup.js';
+export { configError, openIssuer, openKubernetesTrust, parseListen } from './setup.js';
 export type { IssuerSettings, OpenIssuer } from './setup.js';
 export { TrustStore } from './trust.js';
 export type { TrustRecord, TrustedConsumer } from './trust.js';

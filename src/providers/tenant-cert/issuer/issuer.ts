@@ -23,16 +23,17 @@ import {
   NONCE_REQUEST_MAX_SKEW_MS,
 } from '../wire/protocol.js';
 import { samePublicKey } from '../wire/keys.js';
-import { checkCsr, checkKeys, checkNonce, checkNonceRequestSignature, checkNonceRequestTime, checkSignature } from './checks.js';
-import type { NonceStore } from './nonces.js';
+import { checkCsr, checkKeys, checkNonceRequestSignature, checkNonceRequestTime, checkSignature } from './checks.js';
 import { grantedSubject } from './policy.js';
 import type { Signer } from './signer.js';
-import type { TrustStore, TrustedConsumer } from './trust.js';
+import type { AnsweredRequest, NonceBook, TrustSource } from './state.js';
+import type { TrustedConsumer } from './trust.js';
 
 export interface IssuerOptions {
   providerClusterID: string;
-  trust: TrustStore;
-  nonces: NonceStore;
+  trust: TrustSource;
+  /** The nonces, and the replay memory of signed nonce requests (./state.ts). */
+  nonces: NonceBook;
   signer: Signer;
   /** Issuer-wide group templates (`{clusterID}` is replaced). */
   groups: readonly string[];
@@ -58,14 +59,6 @@ export interface AcceptedTenant {
 }
 
 export class Issuer {
-  /**
-   * Signed nonce requests already answered, until their timestamp leaves the window (then the stale check refuses a
-   * replay): `consumer timestamp` → the time it may be forgotten. Keyed by what the signature covers, not by the
-   * signature bytes (an ECDSA signature can be re-encoded into another valid one). Only requests whose signature
-   * verified are recorded, so its size is bounded by what the trusted consumers themselves send.
-   */
-  private readonly answeredRequests = new Map<string, number>();
-
   constructor(readonly options: IssuerOptions) {}
 
   /** The trusted consumer, or ERR_TENANT_UNKNOWN_CONSUMER. */
@@ -106,8 +99,11 @@ export class Issuer {
       checkNonceRequestTime(request.timestamp, this.options.now());
       const consumer = await this.trusted(request.consumerClusterID, '$.consumerClusterID');
       checkNonceRequestSignature(request, this.options.providerClusterID, consumer.publicKey);
-      this.firstAnswer(`${request.consumerClusterID} ${request.timestamp}`, Date.parse(request.timestamp) + NONCE_REQUEST_MAX_SKEW_MS);
-      return await this.nonceFor(consumer, this.options.nonceTtlMs, durable);
+      // The replay memory is keyed by what the signature covers, not by the signature bytes (an ECDSA signature can be
+      // re-encoded into another valid one), and kept until the timestamp leaves the window (then the stale check
+      // refuses a replay). Only verified requests are recorded: its size is bounded by what trusted consumers send.
+      const answered = { key: `${request.consumerClusterID} ${request.timestamp}`, untilMs: Date.parse(request.timestamp) + NONCE_REQUEST_MAX_SKEW_MS };
+      return await this.nonceFor(consumer, this.options.nonceTtlMs, durable, answered);
     } catch (error) {
       this.options.log?.(`nonce request ${consumerForLog}: refused ${describe(error)}`);
       throw error;
@@ -115,29 +111,19 @@ export class Issuer {
   }
 
   /**
-   * Records a verified nonce request; ERR_TENANT_NONCE_REQUEST_REPLAYED when the same signed request came before
-   * (a captured request sent again inside its window would otherwise still rotate the consumer's nonces).
+   * A nonce for `consumer`. `request`: the signed nonce request it answers; a request answered before is
+   * ERR_TENANT_NONCE_REQUEST_REPLAYED (a captured request sent again inside its window would otherwise still rotate
+   * the consumer's nonces).
    */
-  private firstAnswer(key: string, forgetAtMs: number): void {
-    const nowMs = this.options.now().getTime();
-    // Insertion order is roughly expiry order: drop expired entries from the front.
-    for (const [seen, until] of this.answeredRequests) {
-      if (until > nowMs) {
-        break;
-      }
-      this.answeredRequests.delete(seen);
-    }
-    if (this.answeredRequests.has(key)) {
+  async nonceFor(consumer: TrustedConsumer, ttlMs: number, durable: boolean, request?: AnsweredRequest): Promise<NonceResponse> {
+    const issued = await this.options.nonces.issue(consumer.clusterID, ttlMs, this.options.now(), { durable, ...(request === undefined ? {} : { request }) });
+    if (issued === 'replayed') {
       throw tenantError('ERR_TENANT_NONCE_REQUEST_REPLAYED', 'a nonce request of this consumer with this timestamp was already answered (a request is good for one nonce)', {
         path: '$.signature',
         hint: 'sign a new request',
       });
     }
-    this.answeredRequests.set(key, forgetAtMs);
-  }
-
-  async nonceFor(consumer: TrustedConsumer, ttlMs: number, durable: boolean): Promise<NonceResponse> {
-    const { nonce, expiresAt } = await this.options.nonces.issue(consumer.clusterID, ttlMs, this.options.now(), durable);
+    const { nonce, expiresAt } = issued;
     this.options.log?.(`nonce issued for ${consumer.clusterID}, expires ${expiresAt.toISOString()}`);
     return {
       nonce,
@@ -183,11 +169,10 @@ export class Issuer {
     let nonce: string;
     if (tenant.nonce !== undefined) {
       nonce = tenant.nonce;
-      checkNonce(options.nonces.get(nonce), consumer.clusterID, now);
     } else {
       // Liqo: which outstanding nonce was signed? Try each (with the Tenant's key, which must be the trusted one).
       checkKeys(tenant, consumer.publicKey);
-      const candidates = options.nonces.outstanding(consumer.clusterID, now);
+      const candidates = await options.nonces.outstanding(consumer.clusterID, now);
       const found = candidates.find((candidate) =>
         verifyTenant(tenant.publicKey, { providerClusterID: options.providerClusterID, consumerClusterID: consumer.clusterID, nonce: candidate, csrDer: tenant.csr.der }, tenant.signature, 'liqo-nonce'),
       );
@@ -203,11 +188,7 @@ export class Issuer {
       }
       nonce = found;
     }
-    const spent = options.nonces.consume(nonce);
-    if (!spent.first) {
-      throw tenantError('ERR_TENANT_NONCE_REUSED', 'the nonce was already used (a nonce is good for one Tenant)', { path: '$.spec.nonce' });
-    }
-    await spent.durable;
+    await options.nonces.take(nonce, consumer.clusterID, now);
 
     // Proof of possession and what is asked for.
     checkKeys(tenant, consumer.publicKey);

@@ -1,6 +1,6 @@
 /**
- * Outstanding and consumed nonces, in memory and in an append-only journal `DATA_DIR/nonces.journal` (one JSON
- * object per line). A nonce is single use: {@link NonceStore.consume} marks it in memory at once (so a concurrent
+ * Outstanding and consumed nonces and the replay memory of signed nonce requests, in memory and in an append-only
+ * journal `DATA_DIR/nonces.journal` (one JSON object per line). A nonce is single use: {@link NonceStore.consume} marks it in memory at once (so a concurrent
  * replay in the same process already fails) and resolves only when the journal line is on disk (fsync), before the
  * issuer signs anything. Appends of many requests share one write and one fsync (group commit).
  *
@@ -24,7 +24,10 @@ export interface NonceRecord {
   consumed: boolean;
 }
 
-type JournalEntry = { op: 'issue'; nonce: string; consumer: string; expiresAt: number } | { op: 'consume'; nonce: string };
+type JournalEntry =
+  | { op: 'issue'; nonce: string; consumer: string; expiresAt: number }
+  | { op: 'consume'; nonce: string }
+  | { op: 'answered'; key: string; until: number };
 
 export interface NonceStoreOptions {
   /** Outstanding (unconsumed, unexpired) nonces kept per consumer; issuing one more retires the oldest. */
@@ -45,6 +48,8 @@ interface Pending {
 
 export class NonceStore {
   private readonly records = new Map<string, NonceRecord>();
+  /** Signed nonce requests answered (the replay memory, see {@link NonceStore.remember}): key → forget-at ms. */
+  private readonly answered = new Map<string, number>();
   /** Per consumer, its unconsumed nonces in issue order (may still hold expired ones until pruned). */
   private readonly open = new Map<string, Set<string>>();
   private readonly queue: Pending[] = [];
@@ -87,7 +92,7 @@ export class NonceStore {
     }
     store.prune(now.getTime());
     await writeFileAtomic(file, store.snapshot());
-    store.lines = store.records.size * 2;
+    store.lines = store.records.size * 2 + store.answered.size;
     store.handle = await open(file, 'a', 0o600);
     return store;
   }
@@ -100,6 +105,8 @@ export class NonceStore {
       }
     } else if (entry.op === 'consume' && typeof entry.nonce === 'string') {
       this.markConsumed(entry.nonce);
+    } else if (entry.op === 'answered' && typeof entry.key === 'string' && typeof entry.until === 'number') {
+      this.answered.set(entry.key, entry.until);
     }
   }
 
@@ -132,6 +139,11 @@ export class NonceStore {
         this.records.delete(nonce);
       }
     }
+    for (const [key, until] of this.answered) {
+      if (until <= nowMs) {
+        this.answered.delete(key);
+      }
+    }
   }
 
   /** The consumer's unconsumed, unexpired nonces, oldest first. */
@@ -152,6 +164,9 @@ export class NonceStore {
       if (record.consumed) {
         text += `${JSON.stringify({ op: 'consume', nonce })}\n`;
       }
+    }
+    for (const [key, until] of this.answered) {
+      text += `${JSON.stringify({ op: 'answered', key, until })}\n`;
     }
     return text;
   }
@@ -189,6 +204,30 @@ export class NonceStore {
     writes.push(this.append({ op: 'issue', nonce, consumer, expiresAt }, durable));
     await Promise.all(writes);
     return { nonce, expiresAt: new Date(expiresAt) };
+  }
+
+  /**
+   * The replay memory: records `key` (what a signed nonce request's signature covers) until `untilMs`; false when it
+   * is already recorded and not yet forgotten. Journaled without waiting for fsync: it reaches the disk with the
+   * next synced line (the Tenant that follows a nonce request syncs the journal) and at close, so a restart keeps it.
+   */
+  remember(key: string, untilMs: number, nowMs: number): boolean {
+    const known = this.answered.get(key);
+    if (known !== undefined && known > nowMs) {
+      return false;
+    }
+    this.answered.set(key, untilMs);
+    void this.append({ op: 'answered', key, until: untilMs }, false).catch(() => undefined);
+    return true;
+  }
+
+  /** Outstanding (unconsumed, unexpired) nonces of every consumer. */
+  count(nowMs: number): number {
+    let count = 0;
+    for (const record of this.records.values()) {
+      if (!record.consumed && record.expiresAt > nowMs) count += 1;
+    }
+    return count;
   }
 
   get(nonce: string): NonceRecord | undefined {
@@ -246,7 +285,7 @@ export class NonceStore {
           pending.reject(error);
         }
       }
-      if (this.lines > 4 * this.records.size + 10_000) {
+      if (this.lines > 4 * (this.records.size + this.answered.size) + 10_000) {
         await this.compact(this.now()).catch(() => undefined);
       }
     }
@@ -258,7 +297,7 @@ export class NonceStore {
     await writeFileAtomic(this.file, this.snapshot());
     const previous = this.handle;
     this.handle = await open(this.file, 'a', 0o600);
-    this.lines = this.records.size * 2;
+    this.lines = this.records.size * 2 + this.answered.size;
     await previous?.close();
   }
 

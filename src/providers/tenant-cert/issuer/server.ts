@@ -59,6 +59,8 @@ const GENERIC_MESSAGES: Readonly<Record<string, string>> = {
   ERR_ISSUER_SIGNER_FAILED: 'the certificate signer failed; try again later (details in the issuer log)',
   ERR_ISSUER_SIGNER_DENIED: 'the certificate signer refused to sign (details in the issuer log)',
   ERR_ISSUER_SIGNER_TIMEOUT: 'the certificate signer did not answer in time; try again later',
+  ERR_ISSUER_STATE_UNAVAILABLE: "the issuer's state store is unavailable; try again later",
+  ERR_ISSUER_STATE_FORBIDDEN: "the issuer's state store refused the issuer; try again later (details in the issuer log)",
 };
 const GENERIC_MESSAGE = 'internal error (details in the issuer log)';
 

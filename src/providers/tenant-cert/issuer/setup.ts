@@ -7,7 +7,7 @@ import { join, resolve } from 'node:path';
 import { parseDocument } from '../../../core/document.js';
 import { CredentialsError } from '../../../core/errors.js';
 import type { Env } from '../../../core/io.js';
-import { openDataDir, type DataDir } from './data-dir.js';
+import { openDataDir } from './data-dir.js';
 import { embeddedSigner } from './embedded-signer.js';
 import { ensurePrivateDir, lockDataDir, readOptional, writeFileAtomic, type DataDirLock } from './files.js';
 import { Issuer } from './issuer.js';
@@ -15,6 +15,7 @@ import { NonceStore } from './nonces.js';
 import { checkGroups } from './policy.js';
 import type { IssuerSettings } from './settings.js';
 import type { Signer } from './signer.js';
+import { dataDirState, type IssuerState } from './state.js';
 
 export type { IssuerSettings };
 import { TrustStore } from './trust.js';
@@ -37,9 +38,17 @@ export function parseListen(text: string): { host: string; port: number } {
 
 export interface OpenIssuer {
   issuer: Issuer;
-  data: DataDir;
+  state: IssuerState;
   providerClusterID: string;
   close(): Promise<void>;
+}
+
+export interface IssuerDeps {
+  env: Env;
+  now(): Date;
+  cwd: string;
+  holder: string;
+  log?(line: string): void;
 }
 
 interface IssuerRecord {
@@ -82,8 +91,7 @@ function recordedProvider(recorded: string | undefined, settings: IssuerSettings
  * Opens the data dir (creating it), locks it, replays the nonce journal and builds the issuer. The provider ID is
  * recorded in DATA_DIR/issuer.json on first use; a later mismatch is refused (one data dir, one provider).
  */
-export async function openIssuer(settings: IssuerSettings, deps: { env: Env; now(): Date; cwd: string; holder: string; log?(line: string): void }): Promise<OpenIssuer> {
-  const dataDir = resolve(deps.cwd, settings.dataDir);
+export async function openIssuer(settings: IssuerSettings, deps: IssuerDeps): Promise<OpenIssuer> {
   const groups = checkGroups(settings.groups, '--group');
   if (settings.apiServer !== undefined) {
     let url: URL | undefined;
@@ -107,38 +115,23 @@ export async function openIssuer(settings: IssuerSettings, deps: { env: Env; now
     }
   }
 
-  const now = deps.now();
-  const recordFile = join(dataDir, 'issuer.json');
-  await ensurePrivateDir(dataDir);
-  // Lock first: a second issuer on a fresh dir would otherwise create its own CAs over the first one's.
-  const lock: DataDirLock = await lockDataDir(dataDir, deps.holder);
-  let nonces: NonceStore | undefined;
-  let signer: Signer | undefined;
-  let data: DataDir;
-  let providerClusterID: string;
+  const { state, providerClusterID } = settings.state === 'kubernetes' ? await openKubernetes(settings, deps) : await openDataDirState(settings, deps);
+  let signer: Signer;
   try {
-    const recorded = await readOptional(recordFile);
-    providerClusterID = recordedProvider(recorded, settings, dataDir);
-    data = await openDataDir(dataDir, providerClusterID, now);
-    if (recorded === undefined) {
-      await writeFileAtomic(recordFile, `${JSON.stringify({ providerClusterID } satisfies IssuerRecord)}\n`);
-    }
-    nonces = await NonceStore.open(data.noncesFile, now, { now: deps.now });
     if (settings.signer === 'kubernetes') {
       const { kubernetesSignerFromSettings } = await import('./kubernetes-signer.js');
       signer = await kubernetesSignerFromSettings(settings, deps);
     } else {
-      signer = embeddedSigner(data.clientCa);
+      signer = embeddedSigner(state.clientCa);
     }
   } catch (error) {
-    await nonces?.close();
-    await lock.release();
+    await state.close();
     throw error;
   }
   const issuer = new Issuer({
     providerClusterID,
-    trust: new TrustStore(dataDir),
-    nonces,
+    trust: state.trust,
+    nonces: state.nonces,
     signer,
     groups,
     nonceTtlMs: settings.nonceTtlMs,
@@ -149,16 +142,65 @@ export async function openIssuer(settings: IssuerSettings, deps: { env: Env; now
     now: deps.now,
     ...(deps.log === undefined ? {} : { log: deps.log }),
   });
-  const openedNonces = nonces;
-  const openedSigner = signer;
   return {
     issuer,
-    data,
+    state,
     providerClusterID,
     async close() {
-      await openedSigner.close?.();
-      await openedNonces.close();
-      await lock.release();
+      await signer.close?.();
+      await state.close();
     },
   };
+}
+
+async function openKubernetes(settings: IssuerSettings, deps: IssuerDeps): Promise<{ state: IssuerState; providerClusterID: string }> {
+  if (settings.providerClusterID === undefined) {
+    throw configError('--state kubernetes needs --cluster-id', '--cluster-id');
+  }
+  const providerClusterID = checkClusterId(settings.providerClusterID, '--cluster-id');
+  const { openKubernetesState } = await import('./kubernetes-state.js');
+  return { state: await openKubernetesState(settings, providerClusterID, deps), providerClusterID };
+}
+
+/** The trust records of `--state kubernetes` (for `issuer trust|untrust|list`): no CA, no nonces. */
+export async function openKubernetesTrust(
+  settings: IssuerSettings,
+  deps: { env: Env; cwd: string },
+): Promise<{ store: import('./kubernetes-state.js').KubernetesTrustStore; close(): Promise<void> }> {
+  const { KubernetesTrustStore, stateConnection } = await import('./kubernetes-state.js');
+  const { conn, namespace } = await stateConnection(settings, deps);
+  return { store: new KubernetesTrustStore(conn, namespace), close: () => conn.close() };
+}
+
+/** Opens the data dir (creating it), locks it and replays the nonce journal. */
+async function openDataDirState(settings: IssuerSettings, deps: IssuerDeps): Promise<{ state: IssuerState; providerClusterID: string }> {
+  if (settings.dataDir === undefined) {
+    throw new CredentialsError('ERR_USAGE', '--state data-dir needs --data-dir', { path: '--data-dir' });
+  }
+  const dataDir = resolve(deps.cwd, settings.dataDir);
+  const now = deps.now();
+  const recordFile = join(dataDir, 'issuer.json');
+  await ensurePrivateDir(dataDir);
+  // Lock first: a second issuer on a fresh dir would otherwise create its own CAs over the first one's.
+  const lock: DataDirLock = await lockDataDir(dataDir, deps.holder);
+  let nonces: NonceStore | undefined;
+  try {
+    const recorded = await readOptional(recordFile);
+    const providerClusterID = recordedProvider(recorded, settings, dataDir);
+    const data = await openDataDir(dataDir, providerClusterID, now);
+    if (recorded === undefined) {
+      await writeFileAtomic(recordFile, `${JSON.stringify({ providerClusterID } satisfies IssuerRecord)}\n`);
+    }
+    nonces = await NonceStore.open(data.noncesFile, now, { now: deps.now });
+    const opened = nonces;
+    const state = dataDirState(data, new TrustStore(dataDir), opened, async () => {
+      await opened.close();
+      await lock.release();
+    });
+    return { state, providerClusterID };
+  } catch (error) {
+    await nonces?.close();
+    await lock.release();
+    throw error;
+  }
 }
