@@ -24,7 +24,7 @@ export const actions = {
   serve: {
     usage: '$0 issuer serve --data-dir DIR --listen HOST:PORT --cluster-id PROVIDER_ID [options]',
     describe: 'Serve the issuer over HTTPS: nonces, and Tenants of trusted consumers answered with Identities.',
-    flags: ['data-dir', 'cluster-id', 'listen', 'san', 'api-server-url', 'api-server-ca', 'cert-lifetime', 'nonce-ttl', 'signer', 'kubeconfig', 'context', 'signer-timeout', 'group', 'liqo-compat'],
+    flags: ['data-dir', 'cluster-id', 'listen', 'san', 'api-server-url', 'api-server-ca', 'cert-lifetime', 'nonce-ttl', 'signer', 'kubeconfig', 'context', 'signer-timeout', 'group', 'liqo-compat', 'metrics-listen', 'log-format', 'shutdown-grace'],
   },
   trust: {
     usage: '$0 issuer trust --data-dir DIR --cluster-id CONSUMER_ID --public-key FILE [--group G]...',
@@ -70,6 +70,9 @@ export function builder(parser: Argv): Argv<any> {
       describe: 'serve: a group (O) every consumer gets, {clusterID} is replaced; trust: a group for this consumer only. Never system:*',
     })
     .option('liqo-compat', { type: 'boolean', default: false, describe: 'serve: also accept Liqo Tenants (signature over the nonce alone: weaker)' })
+    .option('metrics-listen', { type: 'string', requiresArg: true, describe: 'serve: also serve GET /metrics over plain HTTP on HOST:PORT (Prometheus inside a cluster); /metrics is on the HTTPS listener too' })
+    .option('log-format', { type: 'string', choices: ['text', 'json'], default: 'text', describe: 'serve: text lines, or one JSON object per line (time, level, msg, code, consumer, durationMs)' })
+    .option('shutdown-grace', { type: 'string', default: '20s', requiresArg: true, describe: 'serve: on SIGTERM/SIGINT, how long requests in flight may take to finish (1s..10m)' })
     .option('public-key', { type: 'string', requiresArg: true, describe: 'trust: the consumer\'s public key, PEM SPKI ("-": stdin)' });
 }
 
@@ -101,23 +104,62 @@ export function issuerSettings(args: CommandArgs, providerClusterID: string | un
   };
 }
 
+/** One JSON object per line: `time`, `level`, `msg`, then the fields given (never a secret: callers pass none). */
+function jsonLine(level: 'info' | 'warn' | 'error', msg: string, fields: Record<string, unknown> = {}): string {
+  return `${JSON.stringify({ time: new Date().toISOString(), level, msg, ...fields })}\n`;
+}
+
 async function serve(args: CommandArgs, ctx: CommandContext): Promise<number> {
-  const { DATA_FILES, configError, openIssuer, parseListen, servingMaterial, startIssuerServer } = await loadIssuer();
+  const { DATA_FILES, IssuerMetrics, configError, openIssuer, parseListen, servingMaterial, startIssuerServer, startMetricsServer } = await loadIssuer();
   const providerClusterID = checkClusterId(required(args, 'cluster-id', 'serve'), '--cluster-id');
   const listen = parseListen(String(args['listen']));
+  const metricsListen = typeof args['metrics-listen'] === 'string' ? parseListen(args['metrics-listen'], '--metrics-listen') : undefined;
+  const graceMs = parseDuration(String(args['shutdown-grace'] ?? '20s'), { flag: '--shutdown-grace', min: 1000, max: 10 * MINUTE, code: 'ERR_ISSUER_CONFIG' });
   const settings = issuerSettings(args, providerClusterID);
-  const log = (line: string) => ctx.io.stderr.write(`${new Date().toISOString()} issuer: ${line}\n`);
+  const json = args['log-format'] === 'json';
+  const log = json
+    ? (line: string) => ctx.io.stderr.write(jsonLine(line.startsWith('internal error') || line.startsWith('readiness check') ? 'error' : 'info', line))
+    : (line: string) => ctx.io.stderr.write(`${new Date().toISOString()} issuer: ${line}\n`);
   const wildcard = listen.host === '0.0.0.0' || listen.host === '::';
   const sans = [...new Set([...(wildcard ? ['localhost', '127.0.0.1', '::1', hostname()] : [listen.host]), ...strings(args['san'])])];
-  const opened = await openIssuer(settings, { env: ctx.env, now: () => new Date(), cwd: ctx.cwd, holder: 'issuer serve', log });
+  // JSON: one line per handshake request from the server (code, consumer, duration) instead of the issuer's text lines.
+  const opened = await openIssuer(settings, { env: ctx.env, now: () => new Date(), cwd: ctx.cwd, holder: 'issuer serve', ...(json ? {} : { log }) });
+  const metrics = new IssuerMetrics({ noncesOutstanding: () => opened.noncesOutstanding() });
   let running: Awaited<ReturnType<typeof startIssuerServer>>;
+  let metricsServer: Awaited<ReturnType<typeof startMetricsServer>> | undefined;
   try {
     const tls = await servingMaterial(opened.data, sans, new Date());
-    running = await startIssuerServer({ issuer: opened.issuer, tls, host: listen.host, port: listen.port, log });
+    running = await startIssuerServer({
+      issuer: opened.issuer,
+      tls,
+      host: listen.host,
+      port: listen.port,
+      log,
+      metrics,
+      readinessChecks: [{ name: 'data-dir', check: (signal) => opened.checkReady(signal) }],
+      ...(json
+        ? {
+            logHandshake: (entry) => {
+              const { step, status, code, consumer, durationMs, detail, validUntil } = entry;
+              const level = code === undefined ? 'info' : status < 500 ? 'warn' : 'error';
+              const what = step === 'nonce' ? 'nonce' : 'tenant';
+              const msg = code === undefined ? (step === 'nonce' ? 'nonce issued' : 'certificate issued') : `${what} refused: ${detail ?? code}`;
+              ctx.io.stderr.write(jsonLine(level, msg, { step, status, code: code ?? null, consumer: consumer ?? null, durationMs, ...(validUntil === undefined ? {} : { validUntil }) }));
+            },
+          }
+        : {}),
+    });
+    if (metricsListen !== undefined) {
+      metricsServer = await startMetricsServer(metrics, metricsListen.host, metricsListen.port).catch((error: unknown) => {
+        void running.close(0);
+        throw Object.assign(error as Error, { flag: '--metrics-listen' });
+      });
+    }
   } catch (error) {
     await opened.close();
     if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE' || (error as NodeJS.ErrnoException).code === 'EACCES' || (error as NodeJS.ErrnoException).code === 'EADDRNOTAVAIL') {
-      throw configError(`cannot listen on ${String(args['listen'])}: ${(error as Error).message}`, '--listen');
+      const flag = (error as { flag?: string }).flag ?? '--listen';
+      throw configError(`cannot listen on ${String(args[flag.slice(2)])}: ${(error as Error).message}`, flag);
     }
     throw error;
   }
@@ -125,21 +167,23 @@ async function serve(args: CommandArgs, ctx: CommandContext): Promise<number> {
   const url = `https://${shownHost}:${running.port}`;
   log(
     `provider ${opened.providerClusterID} listening on ${url} (signer ${settings.signer}; trust ${join(opened.data.dir, DATA_FILES.servingCa)} for HTTPS; ` +
-      `client CA ${join(opened.data.dir, DATA_FILES.clientCa)})`,
+      `client CA ${join(opened.data.dir, DATA_FILES.clientCa)})${metricsServer === undefined ? '' : `; metrics on ${metricsServer.url}/metrics`}`,
   );
   ctx.io.stdout.write(`${url}\n`);
-  await new Promise<void>((resolveStop) => {
-    const stop = () => {
+  const signal = await new Promise<NodeJS.Signals>((resolveStop) => {
+    const stop = (received: NodeJS.Signals) => {
       process.off('SIGINT', stop);
       process.off('SIGTERM', stop);
-      resolveStop();
+      resolveStop(received);
     };
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
   });
-  log('stopping');
-  await running.close();
+  log(`stopping (${signal}): no new connections; requests in flight get up to ${graceMs / 1000}s`);
+  const closed = await running.close(graceMs);
+  await metricsServer?.close();
   await opened.close();
+  log(`stopped: ${closed.inFlight - closed.cut} of ${closed.inFlight} requests in flight answered${closed.cut > 0 ? `, ${closed.cut} cut at the end of --shutdown-grace` : ''}; data dir released`);
   return 0;
 }
 

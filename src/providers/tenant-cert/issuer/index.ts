@@ -5,8 +5,9 @@
  */
 export { DATA_FILES, servingMaterial } from './data-dir.js';
 export { checkGroups } from './policy.js';
-export { startIssuerServer } from './server.js';
-export type { IssuerServerOptions, RunningIssuer } from './server.js';
+export { OPS_PATHS, startIssuerServer, startMetricsServer } from './server.js';
+export type { ClosedIssuer, HandshakeLogEntry, IssuerServerOptions, Readiness, ReadinessCheck, RunningIssuer } from './server.js';
+export { ISSUER_METRICS, IssuerMetrics } from './metrics.js';
 export { configError, openIssuer, parseListen } from './setup.js';
 export type { IssuerSettings, OpenIssuer } from './setup.js';
 export { TrustStore } from './trust.js';

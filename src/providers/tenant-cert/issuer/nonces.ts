@@ -196,6 +196,18 @@ export class NonceStore {
     return record === undefined ? undefined : { ...record };
   }
 
+  /** How many nonces are unconsumed and unexpired (every consumer's). */
+  count(now: Date): number {
+    const nowMs = now.getTime();
+    let total = 0;
+    for (const set of this.open.values()) {
+      for (const nonce of set) {
+        if ((this.records.get(nonce)?.expiresAt ?? 0) > nowMs) total++;
+      }
+    }
+    return total;
+  }
+
   /** The consumer's unconsumed, unexpired nonces, oldest first (Liqo-shaped Tenants do not say which one they signed). */
   outstanding(consumer: string, now: Date): string[] {
     return this.openFor(consumer, now.getTime());

@@ -25,11 +25,11 @@ export function configError(message: string, path: string, hint?: string): Crede
 }
 
 /** HOST:PORT, [IPv6]:PORT. */
-export function parseListen(text: string): { host: string; port: number } {
+export function parseListen(text: string, flag = '--listen'): { host: string; port: number } {
   const match = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(text);
   const port = Number(match?.[3]);
   if (match === null || !(port >= 0 && port <= 65535)) {
-    throw configError(`--listen ${JSON.stringify(text)} is not HOST:PORT`, '--listen');
+    throw configError(`${flag} ${JSON.stringify(text)} is not HOST:PORT`, flag);
   }
   return { host: match[1] ?? (match[2] === '' ? '0.0.0.0' : (match[2] ?? '0.0.0.0')), port };
 }
@@ -39,6 +39,10 @@ export interface OpenIssuer {
   issuer: Issuer;
   data: DataDir;
   providerClusterID: string;
+  /** Readiness of the state: the data dir still locked by this process and writable. */
+  checkReady(signal: AbortSignal): Promise<void>;
+  /** Nonces issued and neither used nor expired (the metrics gauge). */
+  noncesOutstanding(): number;
   close(): Promise<void>;
 }
 
@@ -155,6 +159,8 @@ export async function openIssuer(settings: IssuerSettings, deps: { env: Env; now
     issuer,
     data,
     providerClusterID,
+    checkReady: () => lock.check(),
+    noncesOutstanding: () => openedNonces.count(deps.now()),
     async close() {
       await openedSigner.close?.();
       await openedNonces.close();
