@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { buildTenant } from '../../src/providers/tenant-cert/wire/documents.js';
+import { createTestCa } from '../helpers/tls.js';
 import { cli, issuerClient, nonceRequest, serveIssuer, type IssuerProcess } from '../helpers/issuer-process.js';
 
 const work = mkdtempSync(join(tmpdir(), 'cpc-issuer-ops-'));
@@ -85,6 +86,39 @@ describe('readiness and liveness', () => {
       await client.close();
     }
     await expect.poll(() => issuer.log()).toMatch(/readiness check data-dir failed: ERR_ISSUER_DATA_DIR: the lock .*issuer\.lock was removed: this process no longer holds the data dir/);
+  });
+});
+
+describe('--tls-cert / --tls-key (the serving certificate from a kubernetes.io/tls Secret)', () => {
+  it('serves HTTPS with the given pair, which only its CA validates; a key of another certificate is a coded flag error that quotes no key', async () => {
+    const ca = await createTestCa('issuer-serving-test-ca');
+    const pair = await ca.issueServerCert({ ips: ['127.0.0.1'] });
+    const other = await ca.issueServerCert({ ips: ['127.0.0.1'] });
+    const tlsDir = mkdtempSync(join(work, 'tls-'));
+    writeFileSync(join(tlsDir, 'tls.crt'), pair.cert);
+    writeFileSync(join(tlsDir, 'tls.key'), pair.key);
+    writeFileSync(join(tlsDir, 'other.key'), other.key);
+    const { issuer } = await freshIssuer(['--tls-cert', join(tlsDir, 'tls.crt'), '--tls-key', join(tlsDir, 'tls.key')]);
+    const viaSecretCa = await new Promise<number | undefined>((resolve, reject) => {
+      httpsRequest(`${issuer.url}/readyz`, { ca: ca.cert, agent: new Agent({ keepAlive: false }) }, (response) => {
+        response.resume();
+        resolve(response.statusCode);
+      })
+        .on('error', reject)
+        .end();
+    });
+    expect(viaSecretCa).toBe(200);
+    // The data dir's own serving CA does not validate it.
+    expect(await connect(issuer.url, readFileSync(join(issuer.dataDir, 'serving-ca.crt'), 'utf8'))).not.toMatch(/^HTTP/);
+
+    const mismatch = await cli(['issuer', 'serve', '--data-dir', join(work, `data-${++counter}`), '--cluster-id', 'p1', '--listen', '127.0.0.1:0', '--tls-cert', join(tlsDir, 'tls.crt'), '--tls-key', join(tlsDir, 'other.key')]);
+    expect(mismatch.code).toBe(1);
+    expect(mismatch.stderr).toContain('ERR_ISSUER_CONFIG');
+    expect(mismatch.stderr).toContain('is not the key of the certificate');
+    expect(mismatch.stderr).not.toContain(other.key.split('\n')[1]!);
+    const alone = await cli(['issuer', 'serve', '--data-dir', join(work, `data-${++counter}`), '--cluster-id', 'p1', '--listen', '127.0.0.1:0', '--tls-cert', join(tlsDir, 'tls.crt')]);
+    expect(alone.code).toBe(1);
+    expect(alone.stderr).toContain('--tls-cert and --tls-key go together');
   });
 });
 

@@ -24,7 +24,7 @@ export const actions = {
   serve: {
     usage: '$0 issuer serve --data-dir DIR --listen HOST:PORT --cluster-id PROVIDER_ID [options]',
     describe: 'Serve the issuer over HTTPS: nonces, and Tenants of trusted consumers answered with Identities.',
-    flags: ['data-dir', 'cluster-id', 'listen', 'san', 'api-server-url', 'api-server-ca', 'cert-lifetime', 'nonce-ttl', 'signer', 'kubeconfig', 'context', 'signer-timeout', 'group', 'liqo-compat', 'metrics-listen', 'log-format', 'shutdown-grace'],
+    flags: ['data-dir', 'cluster-id', 'listen', 'san', 'api-server-url', 'api-server-ca', 'cert-lifetime', 'nonce-ttl', 'signer', 'kubeconfig', 'context', 'signer-timeout', 'group', 'liqo-compat', 'metrics-listen', 'log-format', 'shutdown-grace', 'tls-cert', 'tls-key'],
   },
   trust: {
     usage: '$0 issuer trust --data-dir DIR --cluster-id CONSUMER_ID --public-key FILE [--group G]...',
@@ -73,6 +73,8 @@ export function builder(parser: Argv): Argv<any> {
     .option('metrics-listen', { type: 'string', requiresArg: true, describe: 'serve: also serve GET /metrics over plain HTTP on HOST:PORT (Prometheus inside a cluster); /metrics is on the HTTPS listener too' })
     .option('log-format', { type: 'string', choices: ['text', 'json'], default: 'text', describe: 'serve: text lines, or one JSON object per line (time, level, msg, code, consumer, durationMs)' })
     .option('shutdown-grace', { type: 'string', default: '20s', requiresArg: true, describe: 'serve: on SIGTERM/SIGINT, how long requests in flight may take to finish (1s..10m)' })
+    .option('tls-cert', { type: 'string', requiresArg: true, describe: 'serve: HTTPS certificate PEM (chain) from a file, e.g. a kubernetes.io/tls Secret\'s tls.crt, instead of the data dir\'s serving CA; with --tls-key' })
+    .option('tls-key', { type: 'string', requiresArg: true, describe: 'serve: the private key of --tls-cert (PEM)' })
     .option('public-key', { type: 'string', requiresArg: true, describe: 'trust: the consumer\'s public key, PEM SPKI ("-": stdin)' });
 }
 
@@ -110,12 +112,16 @@ function jsonLine(level: 'info' | 'warn' | 'error', msg: string, fields: Record<
 }
 
 async function serve(args: CommandArgs, ctx: CommandContext): Promise<number> {
-  const { DATA_FILES, IssuerMetrics, configError, openIssuer, parseListen, servingMaterial, startIssuerServer, startMetricsServer } = await loadIssuer();
+  const { DATA_FILES, IssuerMetrics, configError, openIssuer, parseListen, servingMaterial, servingMaterialFromFiles, startIssuerServer, startMetricsServer } = await loadIssuer();
   const providerClusterID = checkClusterId(required(args, 'cluster-id', 'serve'), '--cluster-id');
   const listen = parseListen(String(args['listen']));
   const metricsListen = typeof args['metrics-listen'] === 'string' ? parseListen(args['metrics-listen'], '--metrics-listen') : undefined;
   const graceMs = parseDuration(String(args['shutdown-grace'] ?? '20s'), { flag: '--shutdown-grace', min: 1000, max: 10 * MINUTE, code: 'ERR_ISSUER_CONFIG' });
   const settings = issuerSettings(args, providerClusterID);
+  const tlsFiles = typeof args['tls-cert'] === 'string' || typeof args['tls-key'] === 'string';
+  if (tlsFiles && (typeof args['tls-cert'] !== 'string' || typeof args['tls-key'] !== 'string')) {
+    throw configError('--tls-cert and --tls-key go together', typeof args['tls-cert'] === 'string' ? '--tls-key' : '--tls-cert');
+  }
   const json = args['log-format'] === 'json';
   const log = json
     ? (line: string) => ctx.io.stderr.write(jsonLine(line.startsWith('internal error') || line.startsWith('readiness check') ? 'error' : 'info', line))
@@ -128,7 +134,9 @@ async function serve(args: CommandArgs, ctx: CommandContext): Promise<number> {
   let running: Awaited<ReturnType<typeof startIssuerServer>>;
   let metricsServer: Awaited<ReturnType<typeof startMetricsServer>> | undefined;
   try {
-    const tls = await servingMaterial(opened.data, sans, new Date());
+    const tls = tlsFiles
+      ? await servingMaterialFromFiles(String(args['tls-cert']), String(args['tls-key']), ctx.cwd, new Date())
+      : await servingMaterial(opened.data, sans, new Date());
     running = await startIssuerServer({
       issuer: opened.issuer,
       tls,
@@ -166,7 +174,7 @@ async function serve(args: CommandArgs, ctx: CommandContext): Promise<number> {
   const shownHost = wildcard ? listen.host : listen.host.includes(':') ? `[${listen.host}]` : listen.host;
   const url = `https://${shownHost}:${running.port}`;
   log(
-    `provider ${opened.providerClusterID} listening on ${url} (signer ${settings.signer}; trust ${join(opened.data.dir, DATA_FILES.servingCa)} for HTTPS; ` +
+    `provider ${opened.providerClusterID} listening on ${url} (signer ${settings.signer}; trust ${tlsFiles ? `the CA of ${String(args['tls-cert'])}` : join(opened.data.dir, DATA_FILES.servingCa)} for HTTPS; ` +
       `client CA ${join(opened.data.dir, DATA_FILES.clientCa)})${metricsServer === undefined ? '' : `; metrics on ${metricsServer.url}/metrics`}`,
   );
   ctx.io.stdout.write(`${url}\n`);
