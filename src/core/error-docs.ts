@@ -113,7 +113,7 @@ export const ERROR_DOCS: { readonly [C in ErrorCode]: ErrorDoc } = {
   ERR_TENANT_CSR_SANS: { area: 'issuer', doc: 'The CSR asks for subject alternative names; a client certificate gets none: remove them.' },
   ERR_TENANT_CSR_EXTENSIONS: { area: 'issuer', doc: 'The CSR carries attributes or extensions beyond client-auth key usages: remove them.' },
   ERR_ISSUER_SIGNER_FAILED: { area: 'issuer', doc: "The certificate signer failed or returned something else than the certificate asked for: read the issuer's log." },
-  ERR_ISSUER_SIGNER_DENIED: { area: 'issuer', doc: "The Kubernetes signer (or the API server's RBAC) refused the CSR: grant the issuer the RBAC of deploy/issuer-rbac.yaml." },
+  ERR_ISSUER_SIGNER_DENIED: { area: 'issuer', doc: "The Kubernetes signer (or the API server's RBAC) refused the CSR: grant the issuer the RBAC of deploy/overlays/csr-signer/issuer-rbac.yaml." },
   ERR_ISSUER_SIGNER_TIMEOUT: { area: 'issuer', doc: 'No certificate within --signer-timeout: is a signer for the signer name running (kube-controller-manager csrsigning)?' },
   ERR_ISSUER_NOT_FOUND: { area: 'issuer', doc: 'No such path on the issuer: the hint lists the API.' },
   ERR_ISSUER_METHOD_NOT_ALLOWED: { area: 'issuer', doc: 'The path exists but takes another method (the allow header names it).' },
