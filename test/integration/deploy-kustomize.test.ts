@@ -102,7 +102,11 @@ describe.each([
     expect(volumes.get(tlsMount['name'])?.['secret']['secretName']).toBe('clusterprofile-issuer-serving');
     // Every writable path is an emptyDir (the root file system is read-only).
     for (const mount of mounts.filter((m) => m['readOnly'] !== true)) expect(volumes.get(mount['name'])).toHaveProperty('emptyDir');
-    expect(flags.get('--data-dir')).toBe(mounts.find((mount) => mount['mountPath'] === flags.get('--data-dir'))?.['mountPath']);
+    // The data dir is a subdirectory of a writable mount (the issuer creates it 0700; an emptyDir's root is 0777).
+    const dataDir = flags.get('--data-dir')!;
+    const dataMount = mounts.find((mount) => dataDir.startsWith(`${mount['mountPath']}/`));
+    expect(dataMount, dataDir).toBeDefined();
+    expect(dataMount!['readOnly']).not.toBe(true);
 
     // Service, PDB and NetworkPolicy select exactly these pods, on the container's ports.
     const service = one(objects, 'Service');

@@ -296,6 +296,27 @@ describe('graceful stop', () => {
   });
 });
 
+describe('a second signal', () => {
+  it('during the grace period ends the issuer at once', async () => {
+    const { issuer, keys } = await freshIssuer(['--shutdown-grace', '60s']);
+    const ca = readFileSync(join(issuer.dataDir, 'serving-ca.crt'), 'utf8');
+    const client = issuerClient(issuer);
+    const nonce = await client.call('POST', '/v1/nonces', nonceRequest(keys['c1']!, 'c1'));
+    await client.close();
+    const post = halfSentPost(issuer.url, ca, '/v1/tenants', await tenantFor(keys['c1']!, 'c1', nonce.body.nonce));
+    await post.connected;
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const exited = new Promise<NodeJS.Signals | null>((resolve) => issuer.child.once('exit', (_code, signal) => resolve(signal)));
+    issuer.child.kill('SIGTERM');
+    await expect.poll(() => issuer.log(), { timeout: 10_000 }).toContain('stopping (SIGTERM)');
+    const started = Date.now();
+    issuer.child.kill('SIGTERM');
+    expect(await exited).toBe('SIGTERM');
+    expect(Date.now() - started).toBeLessThan(10_000);
+    await expect(post.finish()).rejects.toThrow();
+  });
+});
+
 describe('--log-format json', () => {
   it('one JSON object per line with time, level, msg, code, consumer, durationMs — and no nonce, key, signature or certificate', async () => {
     const { issuer, keys } = await freshIssuer(['--log-format', 'json']);
