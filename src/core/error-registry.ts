@@ -125,6 +125,7 @@ export const ERRORS = {
   ERR_ISSUER_UNSUPPORTED_MEDIA_TYPE: { exit: 1, http: 415, retryable: false },
   ERR_ISSUER_INTERNAL: { exit: 1, http: 500, retryable: true },
   ERR_ISSUER_BUSY: { exit: 1, http: 503, retryable: true },
+  ERR_ISSUER_NOT_READY: { exit: 1, http: 503, retryable: true },
   ERR_ISSUER_DATA_DIR: { exit: 1, http: 500, retryable: false },
   ERR_ISSUER_DATA_DIR_LOCKED: { exit: 1, retryable: true },
   ERR_ISSUER_TRUST_RECORD: { exit: 1, http: 500, retryable: false },

@@ -1,9 +1,10 @@
 /**
  * tenant-cert with the Kubernetes signer on the real control plane: `clusterprofile issuer serve --signer kubernetes`
- * runs as a process whose identity holds only deploy/issuer-rbac.yaml's ClusterRole; for each Tenant it creates a
- * CertificateSigningRequest, approves it itself and kube-controller-manager signs it with the cluster's client CA. The
- * consumer's certificate is then presented by kubectl (kubeconfig rendered by `clusterprofile kubeconfig --profile`)
- * and by client-node through buildConfigFromClusterProfile (the built package, dist/), and RBAC limits what it may do.
+ * runs as a process whose identity holds only deploy/overlays/csr-signer/issuer-rbac.yaml's ClusterRole; for each
+ * Tenant it creates a CertificateSigningRequest, approves it itself and kube-controller-manager signs it with the
+ * cluster's client CA. The consumer's certificate is then presented by kubectl (kubeconfig rendered by
+ * `clusterprofile kubeconfig --profile`) and by client-node through buildConfigFromClusterProfile (the built package,
+ * dist/), and RBAC limits what it may do.
  */
 import { X509Certificate } from 'node:crypto';
 import { readdirSync } from 'node:fs';
@@ -86,7 +87,7 @@ afterAll(async () => {
 });
 
 describe('tenant-cert with the Kubernetes signer (CSR approved by the issuer, signed by kube-controller-manager)', () => {
-  it('the issuer\'s identity is the ServiceAccount of deploy/issuer-rbac.yaml, limited to CSRs', async () => {
+  it('the issuer\'s identity is the ServiceAccount of deploy/overlays/csr-signer/issuer-rbac.yaml, limited to CSRs', async () => {
     expect((await whoami(setup.issuerKubeconfig)).username).toBe(setup.issuerUser);
     const cannot = await kubectl(setup.issuerKubeconfig, ['get', 'secrets', '-n', 'kube-system']);
     expect(cannot.code).toBe(1);

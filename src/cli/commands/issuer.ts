@@ -24,7 +24,7 @@ export const actions = {
   serve: {
     usage: '$0 issuer serve --data-dir DIR --listen HOST:PORT --cluster-id PROVIDER_ID [options]',
     describe: 'Serve the issuer over HTTPS: nonces, and Tenants of trusted consumers answered with Identities. Replicas: --state kubernetes [--namespace NS] instead of --data-dir.',
-    flags: ['data-dir', 'state', 'namespace', 'tls-cert-file', 'tls-key-file', 'cluster-id', 'listen', 'san', 'api-server-url', 'api-server-ca', 'cert-lifetime', 'nonce-ttl', 'signer', 'kubeconfig', 'context', 'signer-timeout', 'group', 'liqo-compat'],
+    flags: ['data-dir', 'state', 'namespace', 'tls-cert-file', 'tls-key-file', 'cluster-id', 'listen', 'san', 'api-server-url', 'api-server-ca', 'cert-lifetime', 'nonce-ttl', 'signer', 'kubeconfig', 'context', 'signer-timeout', 'group', 'liqo-compat', 'metrics-listen', 'log-format', 'shutdown-grace'],
   },
   trust: {
     usage: '$0 issuer trust --data-dir DIR --cluster-id CONSUMER_ID --public-key FILE [--group G]...',
@@ -54,8 +54,8 @@ export function builder(parser: Argv): Argv<any> {
     .option('data-dir', { type: 'string', requiresArg: true, describe: 'the issuer state (0700; created on first serve); needed unless --state kubernetes' })
     .option('state', { type: 'string', choices: ['data-dir', 'kubernetes'], default: 'data-dir', describe: 'serve: where the state lives: --data-dir, or ConfigMaps/Secrets of the provider cluster (replicas share it)' })
     .option('namespace', { type: 'string', requiresArg: true, describe: '--state kubernetes: the namespace of the state (default: the context\'s, or the pod\'s)' })
-    .option('tls-cert-file', { type: 'string', requiresArg: true, describe: '--state kubernetes: HTTPS certificate (PEM, e.g. a mounted Secret) instead of one from the serving CA Secret' })
-    .option('tls-key-file', { type: 'string', requiresArg: true, describe: '--state kubernetes: the key of --tls-cert-file' })
+    .option('tls-cert-file', { type: 'string', requiresArg: true, describe: 'serve: HTTPS certificate PEM (chain), e.g. a kubernetes.io/tls Secret\'s tls.crt, instead of one from the state\'s serving CA; with --tls-key-file' })
+    .option('tls-key-file', { type: 'string', requiresArg: true, describe: 'serve: the private key of --tls-cert-file (PEM)' })
     .option('cluster-id', { type: 'string', requiresArg: true, describe: 'serve: this provider cluster\'s ID; trust/untrust: the consumer\'s' })
     .option('listen', { type: 'string', default: '127.0.0.1:8443', requiresArg: true, describe: 'serve: HOST:PORT (port 0: any free port)' })
     .option('san', { type: 'string', array: true, requiresArg: true, describe: 'serve: extra DNS names / IPs for the HTTPS certificate' })
@@ -74,6 +74,9 @@ export function builder(parser: Argv): Argv<any> {
       describe: 'serve: a group (O) every consumer gets, {clusterID} is replaced; trust: a group for this consumer only. Never system:*',
     })
     .option('liqo-compat', { type: 'boolean', default: false, describe: 'serve: also accept Liqo Tenants (signature over the nonce alone: weaker)' })
+    .option('metrics-listen', { type: 'string', requiresArg: true, describe: 'serve: also serve GET /metrics over plain HTTP on HOST:PORT (Prometheus inside a cluster); /metrics is on the HTTPS listener too' })
+    .option('log-format', { type: 'string', choices: ['text', 'json'], default: 'text', describe: 'serve: text lines, or one JSON object per line (time, level, msg, code, consumer, durationMs)' })
+    .option('shutdown-grace', { type: 'string', default: '20s', requiresArg: true, describe: 'serve: on SIGTERM/SIGINT, how long requests in flight may take to finish (1s..10m)' })
     .option('public-key', { type: 'string', requiresArg: true, describe: 'trust: the consumer\'s public key, PEM SPKI ("-": stdin)' });
 }
 
@@ -88,15 +91,13 @@ export function fingerprint(der: Buffer): string {
   return `SHA256:${createHash('sha256').update(der).digest('base64').replace(/=+$/, '')}`;
 }
 
-/** The state flags fit together: --data-dir for data-dir only (and required there), the Kubernetes ones for kubernetes only. */
+/** The state flags fit together: --data-dir for data-dir only (and required there), --namespace for kubernetes only, the TLS files as a pair. */
 function checkStateFlags(args: CommandArgs, action: string): 'data-dir' | 'kubernetes' {
   const state = args['state'] === 'kubernetes' ? 'kubernetes' : 'data-dir';
   const usage = (message: string, flag: string) => new CredentialsError('ERR_USAGE', message, { path: flag });
   if (state === 'data-dir') {
     required(args, 'data-dir', action);
-    for (const flag of ['namespace', 'tls-cert-file', 'tls-key-file']) {
-      if (args[flag] !== undefined) throw usage(`--${flag} goes with --state kubernetes`, `--${flag}`);
-    }
+    if (args['namespace'] !== undefined) throw usage('--namespace goes with --state kubernetes', '--namespace');
   } else if (args['data-dir'] !== undefined) {
     throw usage('--data-dir goes with --state data-dir; --state kubernetes keeps everything in the API server', '--data-dir');
   }
@@ -128,45 +129,93 @@ export function issuerSettings(args: CommandArgs, providerClusterID: string | un
   };
 }
 
+/** One JSON object per line: `time`, `level`, `msg`, then the fields given (never a secret: callers pass none). */
+function jsonLine(level: 'info' | 'warn' | 'error', msg: string, fields: Record<string, unknown> = {}): string {
+  return `${JSON.stringify({ time: new Date().toISOString(), level, msg, ...fields })}\n`;
+}
+
 async function serve(args: CommandArgs, ctx: CommandContext): Promise<number> {
-  const { configError, openIssuer, parseListen, startIssuerServer } = await loadIssuer();
+  const { IssuerMetrics, configError, openIssuer, parseListen, servingMaterialFromFiles, startIssuerServer, startMetricsServer } = await loadIssuer();
   checkStateFlags(args, 'serve');
   const providerClusterID = checkClusterId(required(args, 'cluster-id', 'serve'), '--cluster-id');
   const listen = parseListen(String(args['listen']));
+  const metricsListen = typeof args['metrics-listen'] === 'string' ? parseListen(args['metrics-listen'], '--metrics-listen') : undefined;
+  const graceMs = parseDuration(String(args['shutdown-grace'] ?? '20s'), { flag: '--shutdown-grace', min: 1000, max: 10 * MINUTE, code: 'ERR_ISSUER_CONFIG' });
   const settings = issuerSettings(args, providerClusterID);
-  const log = (line: string) => ctx.io.stderr.write(`${new Date().toISOString()} issuer: ${line}\n`);
+  // Both or neither: checkStateFlags.
+  const tlsFiles = typeof args['tls-cert-file'] === 'string';
+  const json = args['log-format'] === 'json';
+  const log = json
+    ? (line: string) => ctx.io.stderr.write(jsonLine(line.startsWith('internal error') || line.startsWith('readiness check') ? 'error' : 'info', line))
+    : (line: string) => ctx.io.stderr.write(`${new Date().toISOString()} issuer: ${line}\n`);
   const wildcard = listen.host === '0.0.0.0' || listen.host === '::';
   const sans = [...new Set([...(wildcard ? ['localhost', '127.0.0.1', '::1', hostname()] : [listen.host]), ...strings(args['san'])])];
-  const opened = await openIssuer(settings, { env: ctx.env, now: () => new Date(), cwd: ctx.cwd, holder: 'issuer serve', log });
+  // JSON: one line per handshake request from the server (code, consumer, duration) instead of the issuer's text lines.
+  const opened = await openIssuer(settings, { env: ctx.env, now: () => new Date(), cwd: ctx.cwd, holder: 'issuer serve', ...(json ? {} : { log }) });
+  const metrics = new IssuerMetrics({ noncesOutstanding: () => opened.state.outstandingNonces(new Date()) });
   let running: Awaited<ReturnType<typeof startIssuerServer>>;
+  let metricsServer: Awaited<ReturnType<typeof startMetricsServer>> | undefined;
   try {
-    const tls = await opened.state.servingMaterial(sans, new Date());
-    running = await startIssuerServer({ issuer: opened.issuer, tls, host: listen.host, port: listen.port, log });
+    // The kubernetes state reads --tls-cert-file itself (no serving CA Secret is made then).
+    const tls = tlsFiles && opened.state.kind === 'data-dir'
+      ? await servingMaterialFromFiles(String(args['tls-cert-file']), String(args['tls-key-file']), ctx.cwd, new Date())
+      : await opened.state.servingMaterial(sans, new Date());
+    running = await startIssuerServer({
+      issuer: opened.issuer,
+      tls,
+      host: listen.host,
+      port: listen.port,
+      log,
+      metrics,
+      readinessChecks: [{ name: opened.state.kind, check: (signal) => opened.state.checkReady(signal) }],
+      ...(json
+        ? {
+            logHandshake: (entry) => {
+              const { step, status, code, consumer, durationMs, detail, validUntil } = entry;
+              const level = code === undefined ? 'info' : status < 500 ? 'warn' : 'error';
+              const what = step === 'nonce' ? 'nonce' : 'tenant';
+              const msg = code === undefined ? (step === 'nonce' ? 'nonce issued' : 'certificate issued') : `${what} refused: ${detail ?? code}`;
+              ctx.io.stderr.write(jsonLine(level, msg, { step, status, code: code ?? null, consumer: consumer ?? null, durationMs, ...(validUntil === undefined ? {} : { validUntil }) }));
+            },
+          }
+        : {}),
+    });
+    if (metricsListen !== undefined) {
+      metricsServer = await startMetricsServer(metrics, metricsListen.host, metricsListen.port).catch((error: unknown) => {
+        void running.close(0);
+        throw Object.assign(error as Error, { flag: '--metrics-listen' });
+      });
+    }
   } catch (error) {
     await opened.close();
     if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE' || (error as NodeJS.ErrnoException).code === 'EACCES' || (error as NodeJS.ErrnoException).code === 'EADDRNOTAVAIL') {
-      throw configError(`cannot listen on ${String(args['listen'])}: ${(error as Error).message}`, '--listen');
+      const flag = (error as { flag?: string }).flag ?? '--listen';
+      throw configError(`cannot listen on ${String(args[flag.slice(2)])}: ${(error as Error).message}`, flag);
     }
     throw error;
   }
   const shownHost = wildcard ? listen.host : listen.host.includes(':') ? `[${listen.host}]` : listen.host;
   const url = `https://${shownHost}:${running.port}`;
   log(
-    `provider ${opened.providerClusterID} listening on ${url} (signer ${settings.signer}; ${opened.state.describe()})`,
+    `provider ${opened.providerClusterID} listening on ${url} (signer ${settings.signer}; ` +
+      `${tlsFiles && opened.state.kind === 'data-dir' ? `trust the CA of ${String(args['tls-cert-file'])} for HTTPS; client CA in the data dir` : opened.state.describe()})` +
+      `${metricsServer === undefined ? '' : `; metrics on ${metricsServer.url}/metrics`}`,
   );
   ctx.io.stdout.write(`${url}\n`);
-  await new Promise<void>((resolveStop) => {
-    const stop = () => {
+  const signal = await new Promise<NodeJS.Signals>((resolveStop) => {
+    const stop = (received: NodeJS.Signals) => {
       process.off('SIGINT', stop);
       process.off('SIGTERM', stop);
-      resolveStop();
+      resolveStop(received);
     };
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
   });
-  log('stopping');
-  await running.close();
+  log(`stopping (${signal}): no new connections; requests in flight get up to ${graceMs / 1000}s`);
+  const closed = await running.close(graceMs);
+  await metricsServer?.close();
   await opened.close();
+  log(`stopped: ${closed.inFlight - closed.cut} of ${closed.inFlight} requests in flight answered${closed.cut > 0 ? `, ${closed.cut} cut at the end of --shutdown-grace` : ''}; data dir released`);
   return 0;
 }
 

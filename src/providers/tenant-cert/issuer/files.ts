@@ -4,7 +4,8 @@
  * lock file keeps two writers of the same data dir apart. The rules are the core's (core/private-files.ts); this
  * module gives their failures the issuer's codes.
  */
-import { readFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { access, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { acquireLock, checkPrivateDirectory, writeFileAtomic as writeAtomically } from '../../../core/private-files.js';
 import { CredentialsError } from '../../../core/errors.js';
@@ -61,6 +62,11 @@ export async function readOptional(file: string): Promise<string | undefined> {
 
 export interface DataDirLock {
   release(): Promise<void>;
+  /**
+   * Readiness: resolves while the lock file is still the one this process wrote and the data dir is writable;
+   * ERR_ISSUER_DATA_DIR otherwise (someone removed or took over the lock, the volume went read-only or away).
+   */
+  check(): Promise<void>;
 }
 
 /**
@@ -89,9 +95,23 @@ export async function lockDataDir(dir: string, holder: string): Promise<DataDirL
       ),
     ioError: (problem, path, cause) => dataDirError(`cannot lock ${dir}: ${problem}: ${(cause as Error).message}`, path, cause),
   });
+  const ours = await readFile(file, 'utf8').catch(() => undefined);
   return {
     async release() {
       lock.release();
+    },
+    async check() {
+      const now = await readFile(file, 'utf8').catch((error: unknown) => {
+        throw (error as NodeJS.ErrnoException).code === 'ENOENT'
+          ? dataDirError(`the lock ${file} was removed: this process no longer holds the data dir`, file)
+          : dataDirError(`cannot read the lock ${file}: ${(error as Error).message}`, file, error);
+      });
+      if (ours === undefined || now !== ours) {
+        throw dataDirError(`the lock ${file} is no longer this process's`, file);
+      }
+      await access(dir, constants.W_OK).catch((error: unknown) => {
+        throw dataDirError(`the data dir ${dir} is not writable: ${(error as Error).message}`, dir, error);
+      });
     },
   };
 }

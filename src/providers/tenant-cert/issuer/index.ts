@@ -6,8 +6,10 @@
 export { DATA_FILES, servingMaterial } from './data-dir.js';
 export type { IssuerState } from './state.js';
 export { checkGroups } from './policy.js';
-export { startIssuerServer } from './server.js';
-export type { IssuerServerOptions, RunningIssuer } from './server.js';
+export { OPS_PATHS, startIssuerServer, startMetricsServer } from './server.js';
+export type { ClosedIssuer, HandshakeLogEntry, IssuerServerOptions, Readiness, ReadinessCheck, RunningIssuer } from './server.js';
+export { ISSUER_METRICS, IssuerMetrics } from './metrics.js';
+export { servingMaterialFromFiles } from './serving-files.js';
 export { configError, openIssuer, openKubernetesTrust, parseListen } from './setup.js';
 export type { IssuerSettings, OpenIssuer } from './setup.js';
 export { TrustStore } from './trust.js';

@@ -8,7 +8,7 @@
  * 3. poll until `status.certificate` appears, a Denied/Failed condition shows, or the deadline (default 30 s) passes;
  * 4. delete the object (best effort).
  * The API server's signer copies the CSR's subject, so with this signer a CSR must ask for exactly the granted
- * subject (`copiesCsrSubject`). RBAC it needs: deploy/issuer-rbac.yaml.
+ * subject (`copiesCsrSubject`). RBAC it needs: deploy/overlays/csr-signer/issuer-rbac.yaml.
  *
  * Requests are built and responses processed by pure functions; the transport is src/kube (undici), re-created per
  * signing so rotated service-account tokens and kubeconfig credentials are picked up.
@@ -85,7 +85,7 @@ function failure(response: KubeResponse, what: string): Error {
   const detail = message === undefined ? '' : `: ${message}`;
   if (response.status === 401 || response.status === 403) {
     return tenantError('ERR_ISSUER_SIGNER_DENIED', `the API server refused to ${what} (HTTP ${response.status})${detail}`, {
-      hint: 'the issuer\'s identity needs the RBAC of deploy/issuer-rbac.yaml',
+      hint: 'the issuer\'s identity needs the RBAC of deploy/overlays/csr-signer/issuer-rbac.yaml',
     });
   }
   return tenantError('ERR_ISSUER_SIGNER_FAILED', `the API server could not ${what} (HTTP ${response.status})${detail}`);

@@ -24,8 +24,6 @@
  * (retryable; HTTP 503 to clients): every step above is one write, so nothing is left half written.
  */
 import { createHash, createPrivateKey, randomBytes, type KeyObject } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
-import { resolve } from 'node:path';
 import { parseDocument } from '../../../core/document.js';
 import { CredentialsError, isCredentialsError } from '../../../core/errors.js';
 import type { Env } from '../../../core/io.js';
@@ -41,6 +39,7 @@ import { createCertificateAuthority, loadCertificateAuthority, type CertificateA
 import { checkNonce } from './checks.js';
 import { CA_LIFETIME_MS, caCommonName, servingFrom, type ServingMaterial } from './data-dir.js';
 import { NONCE_BYTES } from './nonces.js';
+import { servingMaterialFromFiles } from './serving-files.js';
 import type { IssuerSettings } from './settings.js';
 import type { IssuerState, NonceBook, TrustSource } from './state.js';
 import type { TrustRecord, TrustedConsumer } from './trust.js';
@@ -652,15 +651,8 @@ export async function openKubernetesState(
 ): Promise<IssuerState> {
   let tls: KubernetesStateOptions['tls'];
   if (settings.tlsCertFile !== undefined && settings.tlsKeyFile !== undefined) {
-    const read = async (file: string, flag: string): Promise<string> => {
-      const path = resolve(deps.cwd, file);
-      const text = await readFile(path, 'utf8').catch((cause: unknown) => {
-        throw new CredentialsError('ERR_ISSUER_CONFIG', `cannot read ${flag} ${path}: ${(cause as Error).message}`, { path: flag, cause });
-      });
-      if (!text.includes('-----BEGIN ')) throw new CredentialsError('ERR_ISSUER_CONFIG', `${flag} ${path} holds no PEM`, { path: flag });
-      return text;
-    };
-    tls = { certificatePem: await read(settings.tlsCertFile, '--tls-cert-file'), keyPem: await read(settings.tlsKeyFile, '--tls-key-file'), source: settings.tlsCertFile };
+    const files = await servingMaterialFromFiles(settings.tlsCertFile, settings.tlsKeyFile, deps.cwd, deps.now());
+    tls = { certificatePem: files.certificatePem, keyPem: files.keyPem, source: settings.tlsCertFile };
   }
   const { conn, namespace } = await stateConnection(settings, deps);
   try {

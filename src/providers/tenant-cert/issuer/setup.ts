@@ -26,11 +26,11 @@ export function configError(message: string, path: string, hint?: string): Crede
 }
 
 /** HOST:PORT, [IPv6]:PORT. */
-export function parseListen(text: string): { host: string; port: number } {
+export function parseListen(text: string, flag = '--listen'): { host: string; port: number } {
   const match = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(text);
   const port = Number(match?.[3]);
   if (match === null || !(port >= 0 && port <= 65535)) {
-    throw configError(`--listen ${JSON.stringify(text)} is not HOST:PORT`, '--listen');
+    throw configError(`${flag} ${JSON.stringify(text)} is not HOST:PORT`, flag);
   }
   return { host: match[1] ?? (match[2] === '' ? '0.0.0.0' : (match[2] ?? '0.0.0.0')), port };
 }
@@ -193,9 +193,13 @@ async function openDataDirState(settings: IssuerSettings, deps: IssuerDeps): Pro
     }
     nonces = await NonceStore.open(data.noncesFile, now, { now: deps.now });
     const opened = nonces;
-    const state = dataDirState(data, new TrustStore(dataDir), opened, async () => {
-      await opened.close();
-      await lock.release();
+    const state = dataDirState(data, new TrustStore(dataDir), opened, {
+      // Ready while the data dir is still locked by this process and writable.
+      checkReady: () => lock.check(),
+      async close() {
+        await opened.close();
+        await lock.release();
+      },
     });
     return { state, providerClusterID };
   } catch (error) {

@@ -80,7 +80,12 @@ export function journalBook(store: NonceStore): NonceBook {
 }
 
 /** The data dir as an {@link IssuerState}; `close` releases what the caller opened (journal, lock). */
-export function dataDirState(data: DataDir, trust: TrustStore, store: NonceStore, close: () => Promise<void>): IssuerState {
+export function dataDirState(
+  data: DataDir,
+  trust: TrustStore,
+  store: NonceStore,
+  lifecycle: { checkReady(): Promise<void>; close(): Promise<void> },
+): IssuerState {
   return {
     kind: 'data-dir',
     trust,
@@ -88,8 +93,8 @@ export function dataDirState(data: DataDir, trust: TrustStore, store: NonceStore
     clientCa: data.clientCa,
     servingMaterial: (sans, now) => servingMaterial(data, sans, now),
     describe: () => `trust ${join(data.dir, DATA_FILES.servingCa)} for HTTPS; client CA ${join(data.dir, DATA_FILES.clientCa)}`,
-    checkReady: async () => undefined,
+    checkReady: () => lifecycle.checkReady(),
     outstandingNonces: async (now) => store.count(now.getTime()),
-    close,
+    close: () => lifecycle.close(),
   };
 }

@@ -1,0 +1,168 @@
+/**
+ * deploy/ on the real control plane: each overlay, rendered by `kubectl kustomize`, is accepted by kube-apiserver
+ * with server-side apply (twice: the second apply changes nothing and conflicts with nothing), the restricted Pod
+ * Security level of the Namespace admits the Deployment's pod (a server-side dry run: nothing runs pods here), and the
+ * issuer's ServiceAccount holds exactly the rights the issuer needs — checked with `kubectl auth can-i --as` for every
+ * verb it uses and for samples it must not have (other namespaces, cluster-wide Secrets, RBAC, CSRs for the embedded
+ * CA).
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import { e2eContext, kubectl, type ExecResult } from '../helpers/controlplane-e2e.js';
+import { REPO } from './fixtures/tenant-cert-issuer.js';
+
+const NAMESPACE = 'clusterprofile-system';
+const ACCOUNT = `system:serviceaccount:${NAMESPACE}:clusterprofile-issuer`;
+const MANAGER = 'e2e-deploy';
+
+function admin(args: string[], input?: string): Promise<ExecResult> {
+  const { controlPlane } = e2eContext();
+  return kubectl(controlPlane.adminKubeconfig, args, input === undefined ? {} : { input });
+}
+
+async function adminOk(args: string[], input?: string): Promise<ExecResult> {
+  const result = await admin(args, input);
+  if (result.code !== 0) throw new Error(`kubectl ${args.join(' ')}: ${result.stderr}`);
+  return result;
+}
+
+async function rendered(overlay: string): Promise<string> {
+  return (await adminOk(['kustomize', `${REPO}deploy/overlays/${overlay}`])).stdout;
+}
+
+/** `kubectl auth can-i VERB RESOURCE [-n NS]` as the issuer's ServiceAccount: true for yes. */
+async function can(verb: string, resource: string, options: { namespace?: string; subresource?: string; all?: boolean } = {}): Promise<boolean> {
+  const args = ['auth', 'can-i', verb, resource, `--as=${ACCOUNT}`];
+  if (options.all === true) args.push('--all-namespaces');
+  else if (options.namespace !== undefined) args.push('-n', options.namespace);
+  if (options.subresource !== undefined) args.push(`--subresource=${options.subresource}`);
+  const result = await admin(args);
+  const answer = result.stdout.trim();
+  expect(['yes', 'no'], `${args.join(' ')}: ${result.stderr}`).toContain(answer);
+  return answer === 'yes';
+}
+
+/**
+ * The same question as a SubjectAccessReview with the group spelled out: for the Tenant/Identity resources, whose
+ * CRDs may not be installed (`kubectl auth can-i` resolves a type through discovery and says no to unknown ones).
+ */
+async function canOnGroup(verb: string, group: string, resource: string, namespace: string, subresource?: string): Promise<boolean> {
+  const review = {
+    apiVersion: 'authorization.k8s.io/v1',
+    kind: 'SubjectAccessReview',
+    spec: {
+      user: ACCOUNT,
+      groups: ['system:serviceaccounts', `system:serviceaccounts:${NAMESPACE}`, 'system:authenticated'],
+      resourceAttributes: { verb, group, resource, namespace, ...(subresource === undefined ? {} : { subresource }) },
+    },
+  };
+  const result = await adminOk(['create', '-o', 'json', '-f', '-'], JSON.stringify(review));
+  return JSON.parse(result.stdout).status.allowed === true;
+}
+
+/** What every overlay must grant in the issuer's namespace: the state backend's verbs... */
+const NEEDED: Array<[string, string, string?]> = ['get', 'list', 'watch', 'create', 'update', 'delete'].flatMap((verb) => [
+  [verb, 'configmaps'] as [string, string],
+  [verb, 'secrets'] as [string, string],
+]);
+/** ...and the reconciler's: [verb, group, resource, subresource?]. */
+const NEEDED_ON_GROUPS: Array<[string, string, string, string?]> = [
+  ['list', 'credentials.clusterprofile.io', 'tenants'],
+  ['watch', 'credentials.clusterprofile.io', 'tenants'],
+  ['watch', 'authentication.liqo.io', 'tenants'],
+  ['update', 'credentials.clusterprofile.io', 'tenants', 'status'],
+  ['create', 'credentials.clusterprofile.io', 'identities'],
+  ['delete', 'authentication.liqo.io', 'identities'],
+];
+
+/** What no overlay may grant. */
+async function expectNothingBeyond(): Promise<void> {
+  expect(await can('get', 'secrets', { namespace: 'kube-system' })).toBe(false);
+  expect(await can('list', 'secrets', { all: true })).toBe(false);
+  expect(await can('list', 'configmaps', { namespace: 'default' })).toBe(false);
+  expect(await can('create', 'pods', { namespace: NAMESPACE })).toBe(false);
+  expect(await can('create', 'serviceaccounts/token', { namespace: NAMESPACE })).toBe(false);
+  expect(await can('create', 'clusterrolebindings')).toBe(false);
+  expect(await can('update', 'roles', { namespace: NAMESPACE })).toBe(false);
+  expect(await canOnGroup('list', 'credentials.clusterprofile.io', 'tenants', 'default')).toBe(false);
+  expect(await canOnGroup('update', 'credentials.clusterprofile.io', 'tenants', NAMESPACE)).toBe(false);
+}
+
+afterAll(async () => {
+  // Leave the control plane as found for the next e2e file.
+  const text = await rendered('csr-signer');
+  await admin(['delete', '--ignore-not-found', '--wait=false', '-f', '-'], text);
+});
+
+describe.each(['embedded-ca', 'csr-signer'])('deploy/overlays/%s on kube-apiserver', (overlay) => {
+  it('is accepted with server-side apply, twice without conflict; Pod Security (restricted) admits its pods', async () => {
+    const text = await rendered(overlay);
+    const first = await admin(['apply', '--server-side', `--field-manager=${MANAGER}`, '-f', '-'], text);
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.stderr).not.toContain('would violate PodSecurity');
+    expect(first.stdout).toContain('deployment.apps/clusterprofile-issuer serverside-applied');
+    const again = await admin(['apply', '--server-side', `--field-manager=${MANAGER}`, '-f', '-'], text);
+    expect(again.code, again.stderr).toBe(0);
+
+    const present =
+      (await adminOk(['get', 'namespace', NAMESPACE, '-o', 'name'])).stdout +
+      (await adminOk(['get', 'serviceaccount,deployment,service,poddisruptionbudget,networkpolicy,role,rolebinding,configmap', '-n', NAMESPACE, '-o', 'name'])).stdout;
+    for (const name of [
+      'namespace/clusterprofile-system',
+      'serviceaccount/clusterprofile-issuer',
+      'deployment.apps/clusterprofile-issuer',
+      'service/clusterprofile-issuer',
+      'poddisruptionbudget.policy/clusterprofile-issuer',
+      'networkpolicy.networking.k8s.io/clusterprofile-issuer',
+      'role.rbac.authorization.k8s.io/clusterprofile-issuer-state',
+      'rolebinding.rbac.authorization.k8s.io/clusterprofile-issuer-state',
+      'role.rbac.authorization.k8s.io/clusterprofile-issuer-tenant-flow',
+    ]) {
+      expect(present).toContain(name);
+    }
+    const deployment = JSON.parse((await adminOk(['get', 'deployment/clusterprofile-issuer', '-n', NAMESPACE, '-o', 'json'])).stdout);
+    expect(deployment.spec.replicas).toBe(2);
+    expect(deployment.spec.template.spec.containers[0].args).toContain(`--signer=${overlay === 'csr-signer' ? 'kubernetes' : 'embedded'}`);
+
+    // No ReplicaSet controller runs here (kube-controller-manager has the CSR controllers only): the Deployment's
+    // pod template is submitted as a Pod with a server-side dry run instead, so admission — Pod Security in enforce
+    // mode (restricted) among it — judges the very pod a ReplicaSet would create.
+    const template = deployment.spec.template;
+    const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'issuer-admission-probe', namespace: NAMESPACE, labels: template.metadata.labels }, spec: template.spec };
+    const admitted = await admin(['create', '--dry-run=server', '-f', '-'], JSON.stringify(pod));
+    expect(admitted.code, admitted.stderr).toBe(0);
+    expect(admitted.stderr).not.toContain('PodSecurity');
+    // The same pod with its container hardening removed is refused: the level is enforced, not just labelled.
+    const weakened = structuredClone(pod);
+    delete weakened.spec.containers[0].securityContext;
+    const refused = await admin(['create', '--dry-run=server', '-f', '-'], JSON.stringify(weakened));
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('violates PodSecurity "restricted');
+  });
+
+  it('the ServiceAccount can do what the issuer needs in its namespace, and nothing beyond', async () => {
+    for (const [verb, resource, subresource] of NEEDED) {
+      expect(await can(verb, resource, { namespace: NAMESPACE, ...(subresource === undefined ? {} : { subresource }) }), `${verb} ${resource}${subresource === undefined ? '' : `/${subresource}`}`).toBe(true);
+    }
+    for (const [verb, group, resource, subresource] of NEEDED_ON_GROUPS) {
+      expect(await canOnGroup(verb, group, resource, NAMESPACE, subresource), `${verb} ${resource}.${group}${subresource === undefined ? '' : `/${subresource}`}`).toBe(true);
+    }
+    await expectNothingBeyond();
+    const signs = overlay === 'csr-signer';
+    expect(await can('create', 'certificatesigningrequests.certificates.k8s.io')).toBe(signs);
+    expect(await can('get', 'certificatesigningrequests.certificates.k8s.io')).toBe(signs);
+    expect(await can('update', 'certificatesigningrequests.certificates.k8s.io', { subresource: 'approval' })).toBe(signs);
+    // Even the CSR signer cannot list CSRs (it reads back only the ones it created, by name).
+    expect(await can('list', 'certificatesigningrequests.certificates.k8s.io')).toBe(false);
+  });
+});
+
+describe('switching back to the embedded CA', () => {
+  it('removing the csr-signer overlay\'s ClusterRoleBinding takes the CSR rights away again', async () => {
+    await adminOk(['delete', 'clusterrolebinding/clusterprofile-issuer', 'clusterrole/clusterprofile-issuer']);
+    await expect.poll(() => can('create', 'certificatesigningrequests.certificates.k8s.io'), { timeout: 10_000 }).toBe(false);
+    const text = await rendered('embedded-ca');
+    const result = await admin(['apply', '--server-side', `--field-manager=${MANAGER}`, '-f', '-'], text);
+    expect(result.code, result.stderr).toBe(0);
+    expect(await can('create', 'secrets', { namespace: NAMESPACE })).toBe(true);
+  });
+});
