@@ -21,6 +21,7 @@ import { generateClusterKeyPair } from '../../src/providers/tenant-cert/wire/key
 import { signNonceRequest } from '../../src/providers/tenant-cert/wire/message.js';
 import { e2eContext, kubectl, tempFile } from '../helpers/controlplane-e2e.js';
 import { tenantWithCsr } from '../helpers/issuer-fixtures.js';
+import { createTestCa } from '../helpers/tls.js';
 import { cli, issuerClient, startIssuerProcess, type IssuerClient, type IssuerProcess } from '../helpers/issuer-process.js';
 import { adminKubectl, templatedManifest } from './fixtures/tenant-cert-issuer.js';
 
@@ -181,6 +182,21 @@ describe('issuer replicas on --state kubernetes', () => {
       expect(refused).toMatchObject({ status: 403, body: { code: 'ERR_TENANT_UNKNOWN_CONSUMER' } });
     }
     expect((await cli(['issuer', 'untrust', ...state, '--cluster-id', c.id])).code).toBe(1);
+  });
+
+  it('--tls-cert-file/--tls-key-file: HTTPS with the certificate given (a mounted Secret), not one from the serving CA', async () => {
+    const ca = await createTestCa('issuer-serving-secret');
+    const pair = await ca.issueServerCert();
+    const certFile = await tempFile('tls.crt', pair.cert);
+    const keyFile = path.join(path.dirname(certFile), 'tls.key');
+    await writeFile(keyFile, pair.key, { mode: 0o600 });
+    const issuer = await replica(['--tls-cert-file', certFile, '--tls-key-file', keyFile]);
+    const c = await consumer('consumer-tls');
+    const viaSecret = issuerClient({ url: issuer.url, dataDir: '', ca: ca.cert });
+    clients.push(viaSecret);
+    expect((await viaSecret.call('POST', '/v1/nonces', nonceRequest(c))).status).toBe(201);
+    expect(issuer.log()).toContain(`certificate ${certFile} for HTTPS`);
+    await issuer.stop();
   });
 
   it('the replay memory survives a restart of every replica', async () => {
