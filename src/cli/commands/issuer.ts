@@ -15,7 +15,8 @@ import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Argv } from 'yargs';
 import { CredentialsError } from '../../core/errors.js';
-import { checkClusterId, keyAlgorithm, loadIssuer, parsePublicKey, spkiDer, type IssuerSettings } from '../../providers/tenant-cert/index.js';
+import { loadKubeAccess } from '../../kube/kubeconfig.js';
+import { checkClusterId, keyAlgorithm, loadIssuer, parsePublicKey, spkiDer, type IssuerSettings, type OpenIssuer } from '../../providers/tenant-cert/index.js';
 import { parseDuration } from '../duration.js';
 import { readInput } from '../input.js';
 import { actionsUsage, requiredFlag, type ActionSpec, type CommandArgs, type CommandContext } from '../command.js';
@@ -24,7 +25,7 @@ export const actions = {
   serve: {
     usage: '$0 issuer serve --data-dir DIR --listen HOST:PORT --cluster-id PROVIDER_ID [options]',
     describe: 'Serve the issuer over HTTPS: nonces, and Tenants of trusted consumers answered with Identities.',
-    flags: ['data-dir', 'cluster-id', 'listen', 'san', 'api-server-url', 'api-server-ca', 'cert-lifetime', 'nonce-ttl', 'signer', 'kubeconfig', 'context', 'signer-timeout', 'group', 'liqo-compat'],
+    flags: ['data-dir', 'cluster-id', 'listen', 'san', 'api-server-url', 'api-server-ca', 'cert-lifetime', 'nonce-ttl', 'signer', 'kubeconfig', 'context', 'signer-timeout', 'group', 'liqo-compat', 'reconcile-tenants', 'namespace'],
   },
   trust: {
     usage: '$0 issuer trust --data-dir DIR --cluster-id CONSUMER_ID --public-key FILE [--group G]...',
@@ -60,8 +61,8 @@ export function builder(parser: Argv): Argv<any> {
     .option('cert-lifetime', { type: 'string', default: '24h', requiresArg: true, describe: 'lifetime of issued certificates (5m..365d)' })
     .option('nonce-ttl', { type: 'string', default: '60s', requiresArg: true, describe: 'how long a nonce may wait for its Tenant (5s..1h)' })
     .option('signer', { type: 'string', choices: ['embedded', 'kubernetes'], default: 'embedded', describe: 'who signs: the data dir\'s client CA, or the Kubernetes CSR API' })
-    .option('kubeconfig', { type: 'string', requiresArg: true, describe: '--signer kubernetes: kubeconfig (default: KUBECONFIG, else ~/.kube/config, else in-cluster)' })
-    .option('context', { type: 'string', requiresArg: true, describe: '--signer kubernetes: kubeconfig context' })
+    .option('kubeconfig', { type: 'string', requiresArg: true, describe: '--signer kubernetes, --reconcile-tenants: kubeconfig (default: KUBECONFIG, else ~/.kube/config, else in-cluster)' })
+    .option('context', { type: 'string', requiresArg: true, describe: '--signer kubernetes, --reconcile-tenants: kubeconfig context' })
     .option('signer-timeout', { type: 'string', default: '30s', requiresArg: true, describe: '--signer kubernetes: wait this long for the certificate' })
     .option('group', {
       type: 'string',
@@ -70,6 +71,8 @@ export function builder(parser: Argv): Argv<any> {
       describe: 'serve: a group (O) every consumer gets, {clusterID} is replaced; trust: a group for this consumer only. Never system:*',
     })
     .option('liqo-compat', { type: 'boolean', default: false, describe: 'serve: also accept Liqo Tenants (signature over the nonce alone: weaker)' })
+    .option('reconcile-tenants', { type: 'boolean', default: false, describe: 'serve: also answer the Tenant resources of --namespace on the cluster of --kubeconfig/--context (the declarative flow)' })
+    .option('namespace', { type: 'string', requiresArg: true, describe: 'serve --reconcile-tenants: the namespace of the Tenants (default: the kubeconfig context\'s or the pod\'s)' })
     .option('public-key', { type: 'string', requiresArg: true, describe: 'trust: the consumer\'s public key, PEM SPKI ("-": stdin)' });
 }
 
@@ -121,6 +124,11 @@ async function serve(args: CommandArgs, ctx: CommandContext): Promise<number> {
     }
     throw error;
   }
+  const tenants = args['reconcile-tenants'] === true ? await startReconciler(args, ctx, opened.issuer, log).catch(async (error: unknown) => {
+    await running.close();
+    await opened.close();
+    throw error;
+  }) : undefined;
   const shownHost = wildcard ? listen.host : listen.host.includes(':') ? `[${listen.host}]` : listen.host;
   const url = `https://${shownHost}:${running.port}`;
   log(
@@ -138,9 +146,26 @@ async function serve(args: CommandArgs, ctx: CommandContext): Promise<number> {
     process.once('SIGTERM', stop);
   });
   log('stopping');
+  await tenants?.stop();
   await running.close();
   await opened.close();
   return 0;
+}
+
+/** `--reconcile-tenants`: the declarative flow's reconciler over the Tenants of `--namespace`, sharing the issuer. */
+async function startReconciler(args: CommandArgs, ctx: CommandContext, issuer: OpenIssuer['issuer'], log: (line: string) => void): Promise<{ stop(): Promise<void> }> {
+  const { startTenantControllerFor } = await loadIssuer();
+  const access = await loadKubeAccess(
+    { kubeconfig: args['kubeconfig'] as string | undefined, context: args['context'] as string | undefined, flag: '--kubeconfig' },
+    { env: ctx.env, cwd: ctx.cwd },
+  );
+  const namespace = (args['namespace'] as string | undefined) ?? access.namespace;
+  if (namespace === undefined || namespace === '') {
+    throw new CredentialsError('ERR_USAGE', 'issuer serve --reconcile-tenants needs --namespace (the kubeconfig context names none)', { path: '--namespace' });
+  }
+  const controller = startTenantControllerFor(access, { issuer, namespace, now: () => new Date(), log });
+  log(`reconciling the Tenants of namespace ${namespace} on ${access.endpoint.server} (${access.source})`);
+  return controller;
 }
 
 function readPublicKey(file: string, ctx: CommandContext): Promise<{ text: string; source: string }> {
