@@ -124,16 +124,22 @@ async function watchOnce<T extends WatchedObject>(options: ListAndWatchOptions<T
     }
     const version = object?.metadata?.resourceVersion;
     if (event.type === 'BOOKMARK') {
-      if (version !== undefined) resourceVersion = version;
+      // In order with the events before it, which set the version when they are handled.
+      chain = chain.then(() => {
+        if (version !== undefined) resourceVersion = version;
+      });
       return;
     }
     if (event.type !== 'ADDED' && event.type !== 'MODIFIED' && event.type !== 'DELETED') return;
     const type = event.type;
     chain = chain.then(async () => {
-      if (signal.aborted || object === undefined) return;
+      // Events that came before an ERROR event or a bad line are still handed over; only the caller's stop skips them.
+      if (options.signal.aborted || object === undefined) return;
       await options.onEvent(type, object);
       if (version !== undefined) resourceVersion = version;
     });
+    // A handler that throws ends this watch (see below, `await chain`); until then the rejection is not unhandled.
+    chain.catch(() => undefined);
   };
 
   const response = await options
