@@ -115,7 +115,7 @@ function memoryApi(): { send: SendKubeRequest; objects: Map<string, any>; calls:
     const target = patchStatus ? path.slice(0, -'/status'.length) : path;
     switch (method) {
       case 'GET':
-        return objects.has(target) ? { status: 200, body: structuredClone(objects.get(target)) } : { status: 404, body: { kind: 'Status', message: 'not found' } };
+        return objects.has(target) ? { status: 200, body: structuredClone(objects.get(target)) } : { status: 404, body: { kind: 'Status', message: 'not found', details: { name: target.split('/').pop() } } };
       case 'POST': {
         const item = structuredClone(body) as any;
         const at = `${path}/${item.metadata.name}`;

@@ -155,15 +155,14 @@ async function serve(args: CommandArgs, ctx: CommandContext): Promise<number> {
 /** `--reconcile-tenants`: the declarative flow's reconciler over the Tenants of `--namespace`, sharing the issuer. */
 async function startReconciler(args: CommandArgs, ctx: CommandContext, issuer: OpenIssuer['issuer'], log: (line: string) => void): Promise<{ stop(): Promise<void> }> {
   const { startTenantControllerFor } = await loadIssuer();
-  const access = await loadKubeAccess(
-    { kubeconfig: args['kubeconfig'] as string | undefined, context: args['context'] as string | undefined, flag: '--kubeconfig' },
-    { env: ctx.env, cwd: ctx.cwd },
-  );
+  const load = () =>
+    loadKubeAccess({ kubeconfig: args['kubeconfig'] as string | undefined, context: args['context'] as string | undefined, flag: '--kubeconfig' }, { env: ctx.env, cwd: ctx.cwd });
+  const access = await load();
   const namespace = (args['namespace'] as string | undefined) ?? access.namespace;
   if (namespace === undefined || namespace === '') {
     throw new CredentialsError('ERR_USAGE', 'issuer serve --reconcile-tenants needs --namespace (the kubeconfig context names none)', { path: '--namespace' });
   }
-  const controller = startTenantControllerFor(access, { issuer, namespace, now: () => new Date(), log });
+  const controller = startTenantControllerFor(access, { issuer, namespace, now: () => new Date(), log, load });
   log(`reconciling the Tenants of namespace ${namespace} on ${access.endpoint.server} (${access.source})`);
   return controller;
 }

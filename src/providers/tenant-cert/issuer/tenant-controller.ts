@@ -72,14 +72,38 @@ export interface RunningTenantController {
 /** The kubeconfig Secret of an Identity. */
 export const kubeconfigSecretName = (identity: string): string => `kubeconfig-${identity}`;
 
-/** Starts the reconciler over `access` (the issuer's `--kubeconfig`/`--context`, or its ServiceAccount). */
+/**
+ * A transport that loads its identity again when the API server answers 401 (a rotated ServiceAccount token or
+ * token file) and sends that request once more.
+ */
+function reloadingTransport(first: KubeAccess, load: () => Promise<KubeAccess>, timeoutMs: number, retry: boolean): { send: SendKubeRequest; close(): Promise<void> } {
+  const open = (access: KubeAccess) => createKubeTransport(access.endpoint, access.credential, { timeoutMs, ...(retry ? { retry: KUBE_RETRY } : {}) });
+  let current = open(first);
+  const send: SendKubeRequest = async (request, options) => {
+    const used = current;
+    const response = await used.send(request, options);
+    if (response.status !== 401) return response;
+    if (used === current) {
+      current = open(await load());
+      void used.close();
+    }
+    return current.send(request, options);
+  };
+  return { send, close: () => current.close() };
+}
+
+/**
+ * Starts the reconciler over `access` (the issuer's `--kubeconfig`/`--context`, or its ServiceAccount); `load` reads
+ * it again after a 401.
+ */
 export function startTenantControllerFor(
   access: KubeAccess,
-  options: Omit<TenantControllerOptions, 'send' | 'watchSend'>,
+  options: Omit<TenantControllerOptions, 'send' | 'watchSend'> & { load?: () => Promise<KubeAccess> },
 ): RunningTenantController {
   const watchTimeoutSeconds = options.watchTimeoutSeconds ?? 300;
-  const requests = createKubeTransport(access.endpoint, access.credential, { timeoutMs: 30_000, retry: KUBE_RETRY });
-  const watches = createKubeTransport(access.endpoint, access.credential, { timeoutMs: (watchTimeoutSeconds + 30) * 1000 });
+  const load = options.load ?? (async () => access);
+  const requests = reloadingTransport(access, load, 30_000, true);
+  const watches = reloadingTransport(access, load, (watchTimeoutSeconds + 30) * 1000, false);
   const running = startTenantController({
     ...options,
     send: requests.send,

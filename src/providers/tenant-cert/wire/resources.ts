@@ -138,7 +138,10 @@ export function identityDocumentOf(resource: IdentityResource): IdentityDocument
  */
 export async function kubeCall(send: SendKubeRequest, request: KubeRequest, expected: readonly number[], what: string, signal?: AbortSignal): Promise<KubeResponse> {
   const response = await send(request, signal === undefined ? {} : { signal });
-  if (!expected.includes(response.status)) {
+  // A 404 is "no such object" only when the Status names the object; without a name the resource type itself is
+  // unknown to the API server (the CRDs are not installed).
+  const missingType = response.status === 404 && typeof (response.body as { details?: { name?: unknown } } | null)?.details?.name !== 'string';
+  if (!expected.includes(response.status) || missingType) {
     const message = statusMessage(response.body);
     const hint =
       response.status === 404 && request.path.includes(`/apis/${FLOW_GROUP}/`)
