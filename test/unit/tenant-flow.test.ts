@@ -130,6 +130,9 @@ function memoryApi(): { send: SendKubeRequest; objects: Map<string, any>; calls:
       case 'PATCH': {
         const current = objects.get(target);
         if (current === undefined) return { status: 404, body: {} };
+        const precondition = (body as any).metadata?.resourceVersion;
+        if (precondition !== undefined && precondition !== current.metadata.resourceVersion) return { status: 409, body: { kind: 'Status', message: 'the object has been modified' } };
+        current.metadata.resourceVersion = String(Number(current.metadata.resourceVersion ?? '0') + 1);
         const status = { ...current.status, ...(body as any).status };
         for (const [key, value] of Object.entries(status)) if (value === null) delete status[key];
         current.status = status;
@@ -220,6 +223,19 @@ describe('the reconciler (an in-process issuer, an in-memory API)', () => {
     delete lost.status;
     await reconcile(options, lost);
     expect(api.calls.filter((call) => !call.startsWith('GET'))).toEqual([`PATCH ${TENANTS}/c1/status`]);
+    expect(stored('c1').status?.conditions?.[0]).toMatchObject({ status: 'True', reason: 'Issued' });
+  });
+
+  test('a refusal judged on an older version is not written over a newer answer (another replica issued meanwhile)', async () => {
+    const { f, api, options, store, stored } = await setup(false);
+    const key = await f.consumer('c1');
+    const document = await buildTenant({ privateKey: key, consumerClusterID: 'c1', providerClusterID: 'p1', nonce: await f.nonce('c1') });
+    const tenant = resource('c1', 1, document.spec);
+    store(structuredClone(tenant));
+    await reconcile(options, structuredClone(tenant)); // "replica A": issues, writes Issued (the stored version moves on)
+    expect(stored('c1').metadata.resourceVersion).not.toBe(tenant.metadata.resourceVersion);
+    api.objects.delete(`${IDENTITIES}/c1`); // "replica B" has not seen A's Identity: it judges the old version
+    await reconcile(options, structuredClone(tenant)); // the nonce is spent: ERR_TENANT_NONCE_REUSED, over the old resourceVersion
     expect(stored('c1').status?.conditions?.[0]).toMatchObject({ status: 'True', reason: 'Issued' });
   });
 });

@@ -163,6 +163,7 @@ export async function reconcile(options: TenantControllerOptions, tenant: Tenant
   const now = options.now();
   const previous = tenant.status;
   let status: Record<string, unknown>;
+  let refused = false;
   try {
     assertDocument<TenantResource>('tenant-resource', tenant, { code: 'ERR_TENANT_INVALID_DOCUMENT', what: 'the Tenant resource' });
     const step = tenantStep(tenant.spec);
@@ -210,6 +211,7 @@ export async function reconcile(options: TenantControllerOptions, tenant: Tenant
     if (signal?.aborted === true) return;
     const { body } = errorAnswer(error);
     options.log?.(`${where}: refused ${describe(error)}`);
+    refused = true;
     status = {
       observedGeneration: generation,
       nonce: null,
@@ -224,15 +226,23 @@ export async function reconcile(options: TenantControllerOptions, tenant: Tenant
       ],
     };
   }
-  // A merge patch of the status subresource: no resourceVersion precondition, so a concurrent change of the spec
-  // (a new generation, answered by its own event) cannot make this answer be lost.
-  await kubeCall(
+  // A merge patch of the status subresource. An answer (a nonce, a certificate) is written unconditionally: it is what
+  // the issuer did, and a concurrent change of the spec (a new generation) is answered by its own event. A refusal is
+  // written only over the version it judged (resourceVersion precondition): where another writer — a second issuer
+  // replica that spent the same nonce and issued — answered in between, its answer stays.
+  const written = await kubeCall(
     options.send,
-    { method: 'PATCH', path: `${tenantPath(options.namespace, name)}/status`, contentType: 'application/merge-patch+json', body: { status } },
-    [200],
+    {
+      method: 'PATCH',
+      path: `${tenantPath(options.namespace, name)}/status`,
+      contentType: 'application/merge-patch+json',
+      body: { ...(refused && tenant.metadata.resourceVersion !== undefined ? { metadata: { resourceVersion: tenant.metadata.resourceVersion } } : {}), status },
+    },
+    refused ? [200, 409] : [200],
     `writing the status of ${where}`,
     signal,
   );
+  if (written.status === 409) options.log?.(`${where}: the Tenant changed since; its refusal is not written over the newer version`);
 }
 
 interface Answered {
