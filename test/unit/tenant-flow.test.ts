@@ -13,6 +13,7 @@ import { generateTenantCrds } from '../../scripts/generate-tenant-crds.mjs';
 import type { KubeRequest, KubeResponse, SendKubeRequest } from '../../src/kube/types.js';
 import { listAndWatch, type WatchEventType } from '../../src/kube/watch.js';
 import { reconcile, type TenantControllerOptions } from '../../src/providers/tenant-cert/issuer/tenant-controller.js';
+import { applyTenant } from '../../src/providers/tenant-cert/consumer/cluster-flow.js';
 import { encodeBase64, publicKeyPem, signBytes } from '../../src/providers/tenant-cert/wire/keys.js';
 import { buildCsr } from '../../src/providers/tenant-cert/wire/csr.js';
 import { buildTenant } from '../../src/providers/tenant-cert/wire/documents.js';
@@ -121,12 +122,27 @@ function memoryApi(): { send: SendKubeRequest; objects: Map<string, any>; calls:
         const at = `${path}/${item.metadata.name}`;
         if (objects.has(at)) return { status: 409, body: { kind: 'Status', message: 'already exists' } };
         item.metadata.uid = `uid-${++uid}`;
+        item.metadata.generation = 1;
+        item.metadata.resourceVersion = '1';
+        delete item.status;
         objects.set(at, item);
-        return { status: 201, body: item };
+        return { status: 201, body: structuredClone(item) };
       }
-      case 'PUT':
-        objects.set(path, { ...structuredClone(body as object), metadata: { ...(body as any).metadata, uid: objects.get(path)?.metadata.uid } });
-        return { status: 200, body: objects.get(path) };
+      case 'PUT': {
+        // As with the status subresource: a PUT keeps the status, a new spec is a new generation.
+        const current = objects.get(path);
+        const item = structuredClone(body) as any;
+        const changed = JSON.stringify(item.spec) !== JSON.stringify(current?.spec);
+        item.metadata = {
+          ...item.metadata,
+          uid: current?.metadata.uid,
+          generation: (current?.metadata.generation ?? 0) + (changed ? 1 : 0),
+          resourceVersion: String(Number(current?.metadata.resourceVersion ?? '0') + 1),
+        };
+        if (current?.status !== undefined && path.includes('/tenants/')) item.status = current.status;
+        objects.set(path, item);
+        return { status: 200, body: structuredClone(item) };
+      }
       case 'PATCH': {
         const current = objects.get(target);
         if (current === undefined) return { status: 404, body: {} };
@@ -224,6 +240,35 @@ describe('the reconciler (an in-process issuer, an in-memory API)', () => {
     await reconcile(options, lost);
     expect(api.calls.filter((call) => !call.startsWith('GET'))).toEqual([`PATCH ${TENANTS}/c1/status`]);
     expect(stored('c1').status?.conditions?.[0]).toMatchObject({ status: 'True', reason: 'Issued' });
+  });
+
+  test('tenant apply --to-cluster against the reconciler: issued; before renewAfter nothing is asked; after it, a new certificate in the same Identity', async () => {
+    const { f, api, options, stored } = await setup(false);
+    const key = await f.consumer('c1');
+    // The issuer answers every Tenant write, as its watch would.
+    const send: SendKubeRequest = async (request, sendOptions) => {
+      const response = await api.send(request, sendOptions);
+      if ((request.method === 'POST' || request.method === 'PUT') && request.path.startsWith(TENANTS) && response.status < 300) {
+        void reconcile(options, structuredClone(stored((response.body as TenantResource).metadata.name)));
+      }
+      return response;
+    };
+    const flow = { send, namespace: 'ns', privateKey: key, consumerClusterID: 'c1', providerClusterID: 'p1', timeoutMs: 5000, now: f.clock.now, pollMs: 1 };
+    const first = await applyTenant(flow);
+    expect(first).toMatchObject({ tenant: 'c1', identity: 'c1', secret: 'kubeconfig-c1', renewed: true });
+    const certificate = () => Buffer.from(api.objects.get(`${IDENTITIES}/c1`).spec.authParams.signedCRT, 'base64').toString('utf8');
+    const firstCertificate = certificate();
+    const identityUid = api.objects.get(`${IDENTITIES}/c1`).metadata.uid;
+
+    const writes = api.calls.length;
+    expect(await applyTenant(flow)).toMatchObject({ renewed: false, renewAfter: first.renewAfter });
+    expect(api.calls.slice(writes).every((call) => call.startsWith('GET'))).toBe(true);
+
+    f.clock.advance(Date.parse(first.renewAfter!) - f.clock.now().getTime() + 1000);
+    expect(await applyTenant(flow)).toMatchObject({ identity: 'c1', renewed: true });
+    expect(certificate()).not.toBe(firstCertificate);
+    expect(api.objects.get(`${IDENTITIES}/c1`).metadata.uid).toBe(identityUid);
+    expect(Date.parse(stored('c1').status!.renewAfter!)).toBeGreaterThan(Date.parse(first.renewAfter!));
   });
 
   test('a refusal judged on an older version is not written over a newer answer (another replica issued meanwhile)', async () => {
