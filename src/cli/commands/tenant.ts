@@ -10,6 +10,9 @@
  * ```
  * `nonce` and `accept` take the data dir's lock: they refuse to run while `issuer serve` uses the same data dir
  * (use its HTTPS API then). Liqo-shaped Tenants are accepted with --liqo-compat and answered Liqo-shaped.
+ *
+ * `tenant apply --to-cluster` is the consumer side of the declarative flow instead: it writes this cluster's Tenant
+ * resource on the provider cluster and waits for the issuer (`issuer serve --reconcile-tenants`) to answer it.
  */
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
