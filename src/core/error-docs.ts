@@ -133,6 +133,11 @@ export const ERROR_DOCS: { readonly [C in ErrorCode]: ErrorDoc } = {
   ERR_ISSUER_STATE_CORRUPT: { area: 'issuer', doc: "--state kubernetes: a state object (CA Secret, trust record ConfigMap, nonce) is not what the issuer wrote: restore or delete it (clients get a generic 500)." },
   ERR_TENANT_INPUT: { area: 'issuer', doc: 'tenant accept/generate cannot read its input file or --key-file: check the path.' },
 
+  // tenant-cert: the declarative flow (Tenant and Identity resources on the provider cluster)
+  ERR_TENANT_FLOW_API: { area: 'issuer', doc: 'The provider cluster\'s API server refused a request of the declarative flow (the Tenant/Identity CRDs not installed, RBAC, a conflict); the message names the request and the API server\'s answer: apply deploy/crds and the RBAC of deploy/base/tenant-flow-rbac.yaml.' },
+  ERR_TENANT_FLOW_TIMEOUT: { area: 'issuer', doc: 'tenant apply --to-cluster: the issuer did not answer the Tenant within --timeout: is `issuer serve --reconcile-tenants` running for that namespace?' },
+  ERR_TENANT_FLOW_NO_IDENTITY: { area: 'issuer', doc: 'identity import --from-cluster: the Tenant has no Identity (not answered yet, or refused: its Ready condition says why): run tenant apply --to-cluster.' },
+
   // token-request: the plugin (TokenRequest and Secret Reader modes) and token sync
   ERR_TOKEN_REQUEST_SETTINGS: { area: 'token-request', doc: 'A bad namespace or service account name, expirationSeconds out of bounds, bad audiences or boundObjectRef; path = the config key or flag.' },
   ERR_TOKEN_REQUEST_USAGE: { area: 'token-request', doc: 'No spec.cluster (provideClusterInfo off), unknown --mode/--bootstrap, missing bootstrap flags, a bad --timeout.' },

@@ -137,6 +137,11 @@ export const ERRORS = {
   ERR_ISSUER_STATE_CORRUPT: { exit: 1, http: 500, retryable: false },
   ERR_TENANT_INPUT: { exit: 1, retryable: false },
 
+  // tenant-cert: the declarative flow (Tenant and Identity resources on the provider cluster)
+  ERR_TENANT_FLOW_API: { exit: 1, retryable: false },
+  ERR_TENANT_FLOW_TIMEOUT: { exit: 1, retryable: true },
+  ERR_TENANT_FLOW_NO_IDENTITY: { exit: 1, retryable: false },
+
   // token-request: the plugin (TokenRequest and Secret Reader modes) and token sync
   ERR_TOKEN_REQUEST_SETTINGS: { exit: 2, retryable: false },
   ERR_TOKEN_REQUEST_USAGE: { exit: 2, retryable: false },

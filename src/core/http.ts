@@ -47,6 +47,12 @@ export interface HttpRequest {
    * they are replaced by `[REDACTED]` in the body of answers with status 300 and above.
    */
   secrets?: readonly string[];
+  /**
+   * Streams a 2xx answer: each chunk of its body goes to this function as it arrives, nothing is buffered (the
+   * answer's `body` is then empty and `maxResponseBytes` does not apply: the receiver bounds what it keeps). For
+   * long-lived answers such as a Kubernetes watch; other statuses are read as usual.
+   */
+  onChunk?: (chunk: Buffer) => void;
 }
 
 export interface HttpResponse {
@@ -696,8 +702,13 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
 
     const chunks: Buffer[] = [];
     let size = 0;
+    const streamed = request.onChunk !== undefined && (response.statusCode ?? 0) >= 200 && (response.statusCode ?? 0) < 300;
     try {
       for await (const chunk of response) {
+        if (streamed) {
+          request.onChunk?.(chunk as Buffer);
+          continue;
+        }
         size += (chunk as Buffer).length;
         if (size > maxResponseBytes) {
           throw new HttpFailure('too-large', `the answer is larger than ${maxResponseBytes} bytes`, { url: url.href, target: targetOf(request), limit: maxResponseBytes });

@@ -68,6 +68,7 @@ export function createKubeTransport(
           url: request.path,
           headers,
           ...(request.body === undefined ? {} : { json: request.body, contentType: request.contentType ?? 'application/json' }),
+          ...(request.onChunk === undefined ? {} : { onChunk: request.onChunk }),
         },
         signal === undefined ? {} : { signal },
       );

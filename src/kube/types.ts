@@ -8,6 +8,8 @@ export interface KubeRequest {
   body?: unknown;
   /** Defaults to application/json for a body. */
   contentType?: string;
+  /** Streams a 2xx answer's body to this function instead of buffering it (a watch); the answer's body is then empty. */
+  onChunk?: (chunk: Buffer) => void;
 }
 
 export interface KubeResponse {

@@ -331,7 +331,7 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
       // Do not look up the request-header CA in kube-system/extension-apiserver-authentication (we run no front
       // proxy): without this it logs "missing content for CA bundle" in a loop.
       '--authentication-skip-lookup=true',
-      '--controllers=csrsigning,csrapproving',
+      '--controllers=csrsigning,csrapproving,garbagecollector',
       `--cluster-signing-cert-file=${clientCaCertFile}`,
       `--cluster-signing-key-file=${clientCaKeyFile}`,
       `--cluster-signing-duration=${options.clusterSigningDuration ?? '10m'}`,

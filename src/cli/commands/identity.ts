@@ -20,14 +20,15 @@ import { writeFileAtomic } from '../../core/private-files.js';
 import { CredentialsError, errno } from '../../core/errors.js';
 import { renderKubeconfig } from '../../library/kubeconfig.js';
 import type { ResolvedClusterAccess } from '../../library/types.js';
-import { defaultIdentityDir, identityFile, loadIdentityImport, readKeyFile, type ParsedIdentity } from '../../providers/tenant-cert/index.js';
+import { checkClusterId, defaultIdentityDir, identityFile, loadClusterFlow, loadIdentityImport, readKeyFile, type ParsedIdentity } from '../../providers/tenant-cert/index.js';
+import { providerCluster } from '../provider-cluster.js';
 import { actionsUsage, type ActionSpec, type CommandArgs, type CommandContext } from '../command.js';
 import { readInput } from '../input.js';
 
 export const actions = {
   import: {
-    usage: '$0 identity import FILE --key-file KEY [--cluster-id ID] [--identity-dir DIR] [--kubeconfig OUT]',
-    describe: 'Store an Identity (ours or Liqo\'s; YAML or JSON; "-" for stdin) where clusterprofile-tenant-cert serves it from.',
+    usage: '$0 identity import FILE|--from-cluster --key-file KEY [--cluster-id ID] [--identity-dir DIR] [--kubeconfig OUT] [--namespace NS --provider-kubeconfig FILE --provider-context NAME]',
+    describe: 'Store an Identity (ours or Liqo\'s; YAML or JSON; "-" for stdin; or --from-cluster: the Identity resource of this cluster\'s Tenant on the provider cluster) where clusterprofile-tenant-cert serves it from.',
   },
 } as const satisfies Record<string, ActionSpec>;
 
@@ -41,6 +42,10 @@ export function builder(parser: Argv): Argv<any> {
     .option('identity-dir', { type: 'string', requiresArg: true, describe: 'the store (default ~/.kube/clusterprofile/identities)' })
     .option('kubeconfig', { type: 'string', requiresArg: true, describe: 'also write a kubeconfig for the Identity\'s API server to this file' })
     .option('server', { type: 'string', requiresArg: true, describe: 'API server URL for --kubeconfig (default: the Identity\'s apiServer)' })
+    .option('from-cluster', { type: 'boolean', default: false, describe: 'read the Identity from the provider cluster (the declarative flow) instead of FILE; needs --cluster-id' })
+    .option('namespace', { type: 'string', requiresArg: true, describe: '--from-cluster: the namespace of the Tenants (default: the context\'s)' })
+    .option('provider-kubeconfig', { type: 'string', requiresArg: true, describe: '--from-cluster: kubeconfig for the provider cluster (default: KUBECONFIG, else ~/.kube/config, else in-cluster)' })
+    .option('provider-context', { type: 'string', requiresArg: true, describe: '--from-cluster: its context' })
     .option('plugin-command', {
       type: 'string',
       default: 'clusterprofile-tenant-cert',
@@ -111,17 +116,40 @@ async function writeKubeconfigOrUndo(path: string, text: string, stored: string,
   }
 }
 
+/** `--from-cluster`: the Identity resource the issuer wrote for this cluster's Tenant, as document text. */
+async function identityFromCluster(args: CommandArgs, ctx: CommandContext): Promise<{ text: string; source: string }> {
+  const clusterID = args['cluster-id'];
+  if (typeof clusterID !== 'string' || clusterID === '') {
+    throw new CredentialsError('ERR_USAGE', 'identity import --from-cluster needs --cluster-id (the name of this cluster\'s Tenant)', { path: '--cluster-id' });
+  }
+  const consumerClusterID = checkClusterId(clusterID, '--cluster-id');
+  const cluster = await providerCluster(args, ctx, 'identity import --from-cluster');
+  try {
+    const { readIdentityFromCluster } = await loadClusterFlow();
+    const read = await readIdentityFromCluster({ send: cluster.send, namespace: cluster.namespace, consumerClusterID, now: () => new Date() });
+    return { text: read.text, source: `${read.source} on ${cluster.server}` };
+  } finally {
+    await cluster.close();
+  }
+}
+
 export async function run(args: CommandArgs, ctx: CommandContext): Promise<number> {
   // yargs hands a lone "-" positional over as "".
   const file = args['file'] === '' ? '-' : args['file'];
-  if (typeof file !== 'string') {
-    throw new CredentialsError('ERR_IDENTITY_READ', 'which Identity? give a FILE (or - for stdin)', { path: 'FILE' });
+  const fromCluster = args['from-cluster'] === true;
+  if (fromCluster && typeof file === 'string') {
+    throw new CredentialsError('ERR_USAGE', 'give either FILE or --from-cluster, not both', { path: '--from-cluster' });
+  }
+  if (!fromCluster && typeof file !== 'string') {
+    throw new CredentialsError('ERR_IDENTITY_READ', 'which Identity? give a FILE (or - for stdin), or --from-cluster', { path: 'FILE' });
   }
   const keyFile = resolve(ctx.cwd, String(args['key-file']));
   const identityDir = defaultIdentityDir(ctx.env, args['identity-dir'] as string | undefined, ctx.cwd);
-  const { text, source } = await readInput(file, ctx, (cause, path) =>
-    new CredentialsError('ERR_IDENTITY_READ', `cannot read the Identity: ${(cause as Error).message}`, { path, cause }),
-  );
+  const { text, source } = fromCluster
+    ? await identityFromCluster(args, ctx)
+    : await readInput(file as string, ctx, (cause, path) =>
+        new CredentialsError('ERR_IDENTITY_READ', `cannot read the Identity: ${(cause as Error).message}`, { path, cause }),
+      );
   const { checkCertificate, parseIdentity, storeIdentity } = await loadIdentityImport();
   const identity = parseIdentity(text, source);
 

@@ -11,5 +11,5 @@ export const commands: readonly CommandEntry[] = [
   { command: 'token <action>', describe: 'Mint member-cluster tokens into hub Secrets for the Secret Reader or kubeconfig-secretreader plugin (sync)', load: () => import('./token.js') },
   { command: 'issuer <action>', describe: 'Provider side of tenant-cert: serve the issuer (nonces, Tenants -> Identities), trust/untrust/list consumer keys', load: () => import('./issuer.js') },
   { command: 'fleet <action>', describe: 'The fleet of one hub namespace through ClusterProfileFleet: status (one row per member) or watch (its events)', load: () => import('./fleet.js') },
-  { command: 'tenant <action> [file]', describe: 'The manual tenant-cert flow: nonce (provider), generate a Tenant (consumer), accept a Tenant -> Identity (provider)', load: () => import('./tenant.js') },
+  { command: 'tenant <action> [file]', describe: 'The manual tenant-cert flow: nonce (provider), generate a Tenant (consumer), accept a Tenant -> Identity (provider); apply --to-cluster: the declarative flow (consumer)', load: () => import('./tenant.js') },
 ];

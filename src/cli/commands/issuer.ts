@@ -15,7 +15,8 @@ import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import type { Argv } from 'yargs';
 import { CredentialsError } from '../../core/errors.js';
-import { checkClusterId, keyAlgorithm, loadIssuer, parsePublicKey, spkiDer, type IssuerSettings } from '../../providers/tenant-cert/index.js';
+import { loadKubeAccess } from '../../kube/kubeconfig.js';
+import { checkClusterId, keyAlgorithm, loadIssuer, parsePublicKey, spkiDer, type IssuerSettings, type OpenIssuer } from '../../providers/tenant-cert/index.js';
 import { parseDuration } from '../duration.js';
 import { readInput } from '../input.js';
 import { actionsUsage, requiredFlag, type ActionSpec, type CommandArgs, type CommandContext } from '../command.js';
@@ -23,8 +24,8 @@ import { actionsUsage, requiredFlag, type ActionSpec, type CommandArgs, type Com
 export const actions = {
   serve: {
     usage: '$0 issuer serve --data-dir DIR --listen HOST:PORT --cluster-id PROVIDER_ID [options]',
-    describe: 'Serve the issuer over HTTPS: nonces, and Tenants of trusted consumers answered with Identities. Replicas: --state kubernetes [--namespace NS] instead of --data-dir.',
-    flags: ['data-dir', 'state', 'namespace', 'tls-cert-file', 'tls-key-file', 'cluster-id', 'listen', 'san', 'api-server-url', 'api-server-ca', 'cert-lifetime', 'nonce-ttl', 'signer', 'kubeconfig', 'context', 'signer-timeout', 'group', 'liqo-compat', 'metrics-listen', 'log-format', 'shutdown-grace'],
+    describe: 'Serve the issuer over HTTPS: nonces, and Tenants of trusted consumers answered with Identities. Replicas: --state kubernetes [--namespace NS] instead of --data-dir; the declarative flow: --reconcile-tenants.',
+    flags: ['data-dir', 'state', 'namespace', 'tls-cert-file', 'tls-key-file', 'cluster-id', 'listen', 'san', 'api-server-url', 'api-server-ca', 'cert-lifetime', 'nonce-ttl', 'signer', 'kubeconfig', 'context', 'signer-timeout', 'group', 'liqo-compat', 'reconcile-tenants', 'metrics-listen', 'log-format', 'shutdown-grace'],
   },
   trust: {
     usage: '$0 issuer trust --data-dir DIR --cluster-id CONSUMER_ID --public-key FILE [--group G]...',
@@ -53,7 +54,7 @@ export function builder(parser: Argv): Argv<any> {
     .positional('action', { type: 'string', choices: Object.keys(actions), describe: 'what to do' })
     .option('data-dir', { type: 'string', requiresArg: true, describe: 'the issuer state (0700; created on first serve); needed unless --state kubernetes' })
     .option('state', { type: 'string', choices: ['data-dir', 'kubernetes'], default: 'data-dir', describe: 'serve: where the state lives: --data-dir, or ConfigMaps/Secrets of the provider cluster (replicas share it)' })
-    .option('namespace', { type: 'string', requiresArg: true, describe: '--state kubernetes: the namespace of the state (default: the context\'s, or the pod\'s)' })
+    .option('namespace', { type: 'string', requiresArg: true, describe: '--state kubernetes, --reconcile-tenants: the namespace of the state and of the Tenants (default: the context\'s, or the pod\'s)' })
     .option('tls-cert-file', { type: 'string', requiresArg: true, describe: 'serve: HTTPS certificate PEM (chain), e.g. a kubernetes.io/tls Secret\'s tls.crt, instead of one from the state\'s serving CA; with --tls-key-file' })
     .option('tls-key-file', { type: 'string', requiresArg: true, describe: 'serve: the private key of --tls-cert-file (PEM)' })
     .option('cluster-id', { type: 'string', requiresArg: true, describe: 'serve: this provider cluster\'s ID; trust/untrust: the consumer\'s' })
@@ -64,8 +65,8 @@ export function builder(parser: Argv): Argv<any> {
     .option('cert-lifetime', { type: 'string', default: '24h', requiresArg: true, describe: 'lifetime of issued certificates (5m..365d)' })
     .option('nonce-ttl', { type: 'string', default: '60s', requiresArg: true, describe: 'how long a nonce may wait for its Tenant (5s..1h)' })
     .option('signer', { type: 'string', choices: ['embedded', 'kubernetes'], default: 'embedded', describe: 'who signs: the data dir\'s client CA, or the Kubernetes CSR API' })
-    .option('kubeconfig', { type: 'string', requiresArg: true, describe: '--signer/--state kubernetes: kubeconfig (default: KUBECONFIG, else ~/.kube/config, else in-cluster)' })
-    .option('context', { type: 'string', requiresArg: true, describe: '--signer/--state kubernetes: kubeconfig context' })
+    .option('kubeconfig', { type: 'string', requiresArg: true, describe: '--signer/--state kubernetes, --reconcile-tenants: kubeconfig (default: KUBECONFIG, else ~/.kube/config, else in-cluster)' })
+    .option('context', { type: 'string', requiresArg: true, describe: '--signer/--state kubernetes, --reconcile-tenants: kubeconfig context' })
     .option('signer-timeout', { type: 'string', default: '30s', requiresArg: true, describe: '--signer kubernetes: wait this long for the certificate' })
     .option('group', {
       type: 'string',
@@ -74,6 +75,7 @@ export function builder(parser: Argv): Argv<any> {
       describe: 'serve: a group (O) every consumer gets, {clusterID} is replaced; trust: a group for this consumer only. Never system:*',
     })
     .option('liqo-compat', { type: 'boolean', default: false, describe: 'serve: also accept Liqo Tenants (signature over the nonce alone: weaker)' })
+    .option('reconcile-tenants', { type: 'boolean', default: false, describe: 'serve: also answer the Tenant resources of --namespace on the cluster of --kubeconfig/--context (the declarative flow)' })
     .option('metrics-listen', { type: 'string', requiresArg: true, describe: 'serve: also serve GET /metrics over plain HTTP on HOST:PORT (Prometheus inside a cluster); /metrics is on the HTTPS listener too' })
     .option('log-format', { type: 'string', choices: ['text', 'json'], default: 'text', describe: 'serve: text lines, or one JSON object per line (time, level, msg, code, consumer, durationMs)' })
     .option('shutdown-grace', { type: 'string', default: '20s', requiresArg: true, describe: 'serve: on SIGTERM/SIGINT, how long requests in flight may take to finish (1s..10m)' })
@@ -97,7 +99,9 @@ function checkStateFlags(args: CommandArgs, action: string): 'data-dir' | 'kuber
   const usage = (message: string, flag: string) => new CredentialsError('ERR_USAGE', message, { path: flag });
   if (state === 'data-dir') {
     required(args, 'data-dir', action);
-    if (args['namespace'] !== undefined) throw usage('--namespace goes with --state kubernetes', '--namespace');
+    if (args['namespace'] !== undefined && args['reconcile-tenants'] !== true) {
+      throw usage('--namespace goes with --state kubernetes or --reconcile-tenants', '--namespace');
+    }
   } else if (args['data-dir'] !== undefined) {
     throw usage('--data-dir goes with --state data-dir; --state kubernetes keeps everything in the API server', '--data-dir');
   }
@@ -194,6 +198,12 @@ async function serve(args: CommandArgs, ctx: CommandContext): Promise<number> {
     }
     throw error;
   }
+  const tenants = args['reconcile-tenants'] === true ? await startReconciler(args, ctx, opened.issuer, log).catch(async (error: unknown) => {
+    await running.close(0);
+    await metricsServer?.close();
+    await opened.close();
+    throw error;
+  }) : undefined;
   const shownHost = wildcard ? listen.host : listen.host.includes(':') ? `[${listen.host}]` : listen.host;
   const url = `https://${shownHost}:${running.port}`;
   log(
@@ -212,11 +222,27 @@ async function serve(args: CommandArgs, ctx: CommandContext): Promise<number> {
     process.once('SIGTERM', stop);
   });
   log(`stopping (${signal}): no new connections; requests in flight get up to ${graceMs / 1000}s`);
+  await tenants?.stop();
   const closed = await running.close(graceMs);
   await metricsServer?.close();
   await opened.close();
   log(`stopped: ${closed.inFlight - closed.cut} of ${closed.inFlight} requests in flight answered${closed.cut > 0 ? `, ${closed.cut} cut at the end of --shutdown-grace` : ''}; data dir released`);
   return 0;
+}
+
+/** `--reconcile-tenants`: the declarative flow's reconciler over the Tenants of `--namespace`, sharing the issuer. */
+async function startReconciler(args: CommandArgs, ctx: CommandContext, issuer: OpenIssuer['issuer'], log: (line: string) => void): Promise<{ stop(): Promise<void> }> {
+  const { startTenantControllerFor } = await loadIssuer();
+  const load = () =>
+    loadKubeAccess({ kubeconfig: args['kubeconfig'] as string | undefined, context: args['context'] as string | undefined, flag: '--kubeconfig' }, { env: ctx.env, cwd: ctx.cwd });
+  const access = await load();
+  const namespace = (args['namespace'] as string | undefined) ?? access.namespace;
+  if (namespace === undefined || namespace === '') {
+    throw new CredentialsError('ERR_USAGE', 'issuer serve --reconcile-tenants needs --namespace (the kubeconfig context names none)', { path: '--namespace' });
+  }
+  const controller = startTenantControllerFor(access, { issuer, namespace, now: () => new Date(), log, load });
+  log(`reconciling the Tenants of namespace ${namespace} on ${access.endpoint.server} (${access.source})`);
+  return controller;
 }
 
 function readPublicKey(file: string, ctx: CommandContext): Promise<{ text: string; source: string }> {

@@ -10,6 +10,9 @@
  * ```
  * `nonce` and `accept` take the data dir's lock: they refuse to run while `issuer serve` uses the same data dir
  * (use its HTTPS API then). Liqo-shaped Tenants are accepted with --liqo-compat and answered Liqo-shaped.
+ *
+ * `tenant apply --to-cluster` is the consumer side of the declarative flow instead: it writes this cluster's Tenant
+ * resource on the provider cluster and waits for the issuer (`issuer serve --reconcile-tenants`) to answer it.
  */
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
@@ -21,14 +24,17 @@ import {
   LIQO_API_VERSION,
   checkClusterId,
   encodeBase64,
+  loadClusterFlow,
   loadIssuer,
   loadTenantBuilder,
+  readKeyFile,
   parsePrivateKeyPem,
   publicKeyPem,
   signBytes,
   type LiqoTenantDocument,
 } from '../../providers/tenant-cert/index.js';
 import { issuerSettings } from './issuer.js';
+import { providerCluster } from '../provider-cluster.js';
 import { parseDuration } from '../duration.js';
 import { readInput } from '../input.js';
 import { actionsUsage, requiredFlag, type ActionSpec, type CommandArgs, type CommandContext } from '../command.js';
@@ -48,6 +54,11 @@ export const actions = {
     usage: '$0 tenant accept --data-dir DIR [FILE|-] [--api-server-url URL] [--api-server-ca FILE] [--cert-lifetime 24h] [--group G]... [--liqo-compat]',
     describe: 'Provider: check a Tenant and answer it with an Identity (the signed certificate) on stdout.',
     flags: ['data-dir', 'provider-cluster-id', 'api-server-url', 'api-server-ca', 'cert-lifetime', 'group', 'signer', 'kubeconfig', 'context', 'liqo-compat'],
+  },
+  apply: {
+    usage: '$0 tenant apply --to-cluster --key-file KEY --cluster-id CONSUMER_ID --provider-cluster-id PROVIDER_ID --namespace NS [--provider-kubeconfig FILE] [--provider-context NAME] [--timeout 60s] [--force]',
+    describe: 'Consumer: create or renew this cluster\'s Tenant resource on the provider cluster and wait for its Identity (the declarative flow).',
+    flags: ['to-cluster', 'key-file', 'cluster-id', 'provider-cluster-id', 'namespace', 'provider-kubeconfig', 'provider-context', 'timeout', 'force'],
   },
 } as const satisfies Record<string, ActionSpec>;
 
@@ -74,7 +85,13 @@ export function builder(parser: Argv): Argv<any> {
     .option('signer', { type: 'string', choices: ['embedded', 'kubernetes'], default: 'embedded', describe: 'accept: who signs' })
     .option('kubeconfig', { type: 'string', requiresArg: true, describe: 'accept --signer kubernetes: kubeconfig' })
     .option('context', { type: 'string', requiresArg: true, describe: 'accept --signer kubernetes: kubeconfig context' })
-    .option('liqo-compat', { type: 'boolean', default: false, describe: 'accept: also accept Liqo Tenants' });
+    .option('liqo-compat', { type: 'boolean', default: false, describe: 'accept: also accept Liqo Tenants' })
+    .option('to-cluster', { type: 'boolean', default: false, describe: 'apply: write the Tenant resource on the provider cluster (required: the one mode of apply)' })
+    .option('namespace', { type: 'string', requiresArg: true, describe: 'apply: the namespace of the Tenants on the provider cluster (default: the context\'s)' })
+    .option('provider-kubeconfig', { type: 'string', requiresArg: true, describe: 'apply: kubeconfig for the provider cluster (default: KUBECONFIG, else ~/.kube/config, else in-cluster)' })
+    .option('provider-context', { type: 'string', requiresArg: true, describe: 'apply: its context' })
+    .option('timeout', { type: 'string', default: '60s', requiresArg: true, describe: 'apply: how long to wait for each answer of the issuer' })
+    .option('force', { type: 'boolean', default: false, describe: 'apply: renew even before the renewal point (2/3 of the lifetime)' });
 }
 
 const required = (args: CommandArgs, flag: string, action: string): string => requiredFlag(args, flag, `tenant ${action}`);
@@ -127,6 +144,8 @@ export async function run(args: CommandArgs, ctx: CommandContext): Promise<numbe
     return 0;
   }
 
+  if (action === 'apply') return apply(args, ctx);
+
   const dataDir = required(args, 'data-dir', action);
   const { openIssuer } = await loadIssuer();
   const log = (line: string) => ctx.io.stderr.write(`${line}\n`);
@@ -170,4 +189,40 @@ export async function run(args: CommandArgs, ctx: CommandContext): Promise<numbe
     return 0;
   }
   throw new CredentialsError('ERR_USAGE', `unknown action ${action}`);
+}
+
+/** `tenant apply --to-cluster`: the consumer side of the declarative flow (../../providers/tenant-cert/consumer/cluster-flow.ts). */
+async function apply(args: CommandArgs, ctx: CommandContext): Promise<number> {
+  if (args['to-cluster'] !== true) {
+    throw new CredentialsError('ERR_USAGE', 'tenant apply needs --to-cluster (it writes the Tenant resource on the provider cluster)', { path: '--to-cluster' });
+  }
+  const consumerClusterID = checkClusterId(required(args, 'cluster-id', 'apply'), '--cluster-id');
+  const providerClusterID = checkClusterId(required(args, 'provider-cluster-id', 'apply'), '--provider-cluster-id');
+  const keyFile = resolve(ctx.cwd, required(args, 'key-file', 'apply'));
+  const { keyPem } = readKeyFile(keyFile);
+  const privateKey = parsePrivateKeyPem(keyPem, keyFile);
+  const timeoutMs = parseDuration(String(args['timeout'] ?? '60s'), { flag: '--timeout', min: 1000, max: 3_600_000, code: 'ERR_USAGE' });
+  const cluster = await providerCluster(args, ctx, 'tenant apply --to-cluster');
+  try {
+    const { applyTenant } = await loadClusterFlow();
+    const applied = await applyTenant({
+      send: cluster.send,
+      namespace: cluster.namespace,
+      privateKey,
+      consumerClusterID,
+      providerClusterID,
+      timeoutMs,
+      force: args['force'] === true,
+      now: () => new Date(),
+    });
+    ctx.io.stderr.write(
+      applied.renewed
+        ? `Tenant ${cluster.namespace}/${applied.tenant} answered: Identity ${applied.identity}, Secret ${applied.secret ?? '-'}, certificate valid until ${applied.notAfter ?? '?'} (renew after ${applied.renewAfter ?? '?'})\n`
+        : `Tenant ${cluster.namespace}/${applied.tenant}: the certificate is before its renewal point (${applied.renewAfter ?? '?'}); nothing asked (--force renews now)\n`,
+    );
+    ctx.io.stdout.write(`${applied.identity}\n`);
+    return 0;
+  } finally {
+    await cluster.close();
+  }
 }

@@ -40,6 +40,9 @@ export type { IssuerServerOptions, IssuerSettings, OpenIssuer, RunningIssuer, Tr
 /** Identity import: parsing and storing Identities, checking their certificates. */
 export const loadIdentityImport = (): Promise<typeof import('./consumer/index.js')> => import('./consumer/index.js');
 export type { CertificateExpectations, CheckedCertificate, ParsedIdentity } from './consumer/index.js';
+/** The declarative flow, consumer side: Tenant and Identity resources on the provider cluster. */
+export const loadClusterFlow = (): Promise<typeof import('./consumer/cluster-flow.js')> => import('./consumer/cluster-flow.js');
+export type { AppliedTenant } from './consumer/cluster-flow.js';
 /** Tenant documents and their CSRs. */
 export const loadTenantBuilder = (): Promise<typeof import('./wire/index.js')> => import('./wire/index.js');
 export type { BuiltCsr, CsrSubject, TenantInput } from './wire/index.js';

@@ -14,3 +14,5 @@ export { configError, openIssuer, openKubernetesTrust, parseListen } from './set
 export type { IssuerSettings, OpenIssuer } from './setup.js';
 export { TrustStore } from './trust.js';
 export type { TrustRecord, TrustedConsumer } from './trust.js';
+export { startTenantControllerFor } from './tenant-controller.js';
+export type { RunningTenantController } from './tenant-controller.js';
