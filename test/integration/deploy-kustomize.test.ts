@@ -101,11 +101,12 @@ describe.each([
     expect(volumes.get(tlsMount['name'])?.['secret']['secretName']).toBe('clusterprofile-issuer-serving');
     // Every writable path is an emptyDir (the root file system is read-only).
     for (const mount of mounts.filter((m) => m['readOnly'] !== true)) expect(volumes.get(mount['name'])).toHaveProperty('emptyDir');
-    // The data dir is a subdirectory of a writable mount (the issuer creates it 0700; an emptyDir's root is 0777).
-    const dataDir = flags.get('--data-dir')!;
-    const dataMount = mounts.find((mount) => dataDir.startsWith(`${mount['mountPath']}/`));
-    expect(dataMount, dataDir).toBeDefined();
-    expect(dataMount!['readOnly']).not.toBe(true);
+    // The state is in the API server: no data dir (the CLI refuses one with --state kubernetes); the Tenants are answered.
+    expect(flags.has('--data-dir')).toBe(false);
+    expect(flags.has('--reconcile-tenants')).toBe(true);
+    for (const crd of ['tenants.credentials.clusterprofile.io', 'identities.credentials.clusterprofile.io']) {
+      expect(objects.some((object) => object['kind'] === 'CustomResourceDefinition' && object['metadata']['name'] === crd), crd).toBe(true);
+    }
 
     // Service, PDB and NetworkPolicy select exactly these pods, on the container's ports.
     const service = one(objects, 'Service');
