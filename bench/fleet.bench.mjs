@@ -17,8 +17,8 @@
 // Targets (2 cores): 10 000 ready <= 30 s; <= 20 KiB RSS per idle member; in-process >= 20x cheaper in CPU than exec;
 // zero rebuilds on status-only updates. Reported MET / NOT MET; they do not fail the run.
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
@@ -40,7 +40,7 @@ const helpers = join(root, 'node_modules/.cache/clusterprofile-bench/fleet-helpe
 await build({
   // @peculiar/x509 is bundled so the Reflect shim it needs runs first.
   stdin: {
-    contents: "import './src/providers/tenant-cert/wire/reflect-shim.ts'; export { startControlPlane } from './test/helpers/controlplane.ts';",
+    contents: "import './src/core/reflect-shim.ts'; export { startControlPlane } from './test/helpers/controlplane.ts';",
     resolveDir: root,
     loader: 'ts',
   },
@@ -70,7 +70,7 @@ try {
   const kubectl = (args, input) => execFileSync('kubectl', ['--kubeconfig', controlPlane.adminKubeconfig, ...args], { input, encoding: 'utf8' });
   kubectl(['apply', '-f', join(root, 'schemas/crd/multicluster.x-k8s.io_clusterprofiles.yaml')]);
   kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd/clusterprofiles.multicluster.x-k8s.io']);
-  for (const ns of ['bench-fleet', 'bench-sample', 'bench-members', 'bench-empty']) kubectl(['create', 'namespace', ns]);
+  for (const ns of ['bench-fleet', 'bench-sample', 'bench-warm', 'bench-members', 'bench-empty']) kubectl(['create', 'namespace', ns]);
   kubectl(['create', 'serviceaccount', 'bench', '-n', 'bench-members']);
 
   const caPem = readFileSync(controlPlane.caFile, 'utf8');
@@ -109,6 +109,7 @@ try {
   await create('bench-fleet', N, 0);
   log(`created ${N} ClusterProfiles (with status) in ${((performance.now() - t) / 1000).toFixed(1)} s`);
   await create('bench-sample', EXEC_SAMPLE, 1_000_000);
+  await create('bench-warm', 1, 2_000_000);
   await kube.close();
 
   const hubKubeconfig = controlPlane.adminKubeconfig;
@@ -120,7 +121,35 @@ try {
     writeFileSync(file, JSON.stringify({ providers: [{ name: 'token-request', execConfig: { apiVersion: 'client.authentication.k8s.io/v1', provideClusterInfo: true, interactiveMode: 'Never', ...execConfig } }] }));
     return file;
   };
-  const run = (config) =>
+  /** CPU seconds of this process's children by command (etcd, kube-apiserver, ...; a finished runner no longer counts). */
+  const childrenCpu = () => {
+    const cpu = {};
+    for (const name of readdirSync('/proc')) {
+      if (!/^\d+$/.test(name)) continue;
+      let stat;
+      try {
+        stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      } catch {
+        continue;
+      }
+      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(fields[1]) !== process.pid || comm === 'node') continue;
+      cpu[comm] = (cpu[comm] ?? 0) + (Number(fields[11]) + Number(fields[12])) / 100;
+    }
+    return cpu;
+  };
+  const run = async (config) => {
+    const before = childrenCpu();
+    const load = loadavg()[0];
+    const result = await runOnce(config);
+    const after = childrenCpu();
+    result.controlPlaneCpu = Object.fromEntries(Object.keys(after).map((comm) => [comm, after[comm] - (before[comm] ?? 0)]));
+    result.loadBefore = load;
+    result.loadAfter = loadavg()[0];
+    return result;
+  };
+  const runOnce = (config) =>
     new Promise((resolve, reject) => {
       const profile = process.argv.includes('--cpu-prof') ? ['--cpu-prof', `--cpu-prof-dir=${join(work, 'profiles')}`] : [];
       const child = spawn(process.execPath, ['--expose-gc', ...profile, join(root, 'bench/fleet-runner.mjs'), JSON.stringify(config)], {
@@ -158,21 +187,36 @@ try {
     await transport.close();
   };
 
-  /** The Go provider on bench-fleet: build (needs CPC_MCR_SOURCE), engage, then status-only updates. */
+  /**
+   * The Go provider on bench-fleet: built, then engaging, then status-only updates. Built from the Go module proxy
+   * (the caches outside the clone, as for the control plane); with CPC_MCR_SOURCE, from that directory instead (the
+   * providers/cluster-inventory-api directory of multicluster-runtime v0.24.1) — for a proxy that does not serve the
+   * submodule (it is its own module, so multicluster-runtime's own zip leaves it out).
+   */
   const multiclusterRuntime = async ({ providersFile, patchStatusOnly }) => {
     const source = process.env.CPC_MCR_SOURCE;
-    if (source === undefined || source === '') {
-      return { skipped: 'set CPC_MCR_SOURCE to the providers/cluster-inventory-api directory of multicluster-runtime v0.24.1: the module proxy does not serve that submodule' };
-    }
     const dir = join(root, 'bench/fleet-mcr');
     const modfile = join(work, 'fleet-mcr.mod');
     writeFileSync(modfile, readFileSync(join(dir, 'go.mod')));
     writeFileSync(join(work, 'fleet-mcr.sum'), readFileSync(join(dir, 'go.sum')));
     const binary = join(work, 'fleet-mcr');
-    const go = (args) => spawnSync('go', args, { cwd: dir, env: goEnv(), encoding: 'utf8' });
-    let result = go(['mod', 'edit', `-modfile=${modfile}`, `-replace=sigs.k8s.io/multicluster-runtime/providers/cluster-inventory-api=${source}`]);
+    // The submodule's checksum is not in go.sum (it cannot be fetched everywhere): taken from the proxy as served.
+    const env = { ...goEnv(), GONOSUMDB: 'sigs.k8s.io/multicluster-runtime', GOFLAGS: `${goEnv().GOFLAGS} -mod=mod` };
+    const go = (args) => spawnSync('go', args, { cwd: dir, env, encoding: 'utf8' });
+    let result = { status: 0, stderr: '' };
+    if (source !== undefined && source !== '') {
+      result = go(['mod', 'edit', `-modfile=${modfile}`, `-replace=sigs.k8s.io/multicluster-runtime/providers/cluster-inventory-api=${source}`]);
+    }
     if (result.status === 0) result = go(['build', `-modfile=${modfile}`, '-o', binary, '.']);
-    if (result.status !== 0) return { skipped: `go build failed: ${result.stderr.trim().split('\n').slice(-3).join(' ')}` };
+    if (result.status !== 0) {
+      const why = result.stderr.trim().split('\n').slice(-2).join(' ');
+      return {
+        skipped:
+          source === undefined || source === ''
+            ? `the module sigs.k8s.io/multicluster-runtime/providers/cluster-inventory-api@v0.24.1 could not be fetched (${why}); set CPC_MCR_SOURCE to its source directory`
+            : `go build with CPC_MCR_SOURCE=${source} failed: ${why}`,
+      };
+    }
     const limitSeconds = Math.max(120, N / 20);
     const child = spawn(binary, ['--hub-kubeconfig', controlPlane.adminKubeconfig, '--namespace', 'bench-fleet', '--providers-file', providersFile], { stdio: ['ignore', 'pipe', 'inherit'] });
     let last = { seconds: 0, engaged: 0, engagements: 0 };
@@ -220,8 +264,10 @@ try {
   const warm = await run({ ...common, namespace: 'bench-fleet', providersFile: providers(true), cacheDir: cache('main'), inProcess: true, updates: 0, second: true });
   const warmNoClients = await run({ ...common, namespace: 'bench-fleet', providersFile: providers(true), cacheDir: cache('main'), inProcess: true, updates: 0, clients: false });
   // 3. one credential per member of the sample: in-process vs exec, each on a cold cache.
-  const sampleIn = await run({ ...common, namespace: 'bench-sample', providersFile: providers(true), cacheDir: cache('sample-in'), inProcess: true, updates: 0 });
-  const sampleExec = await run({ ...common, namespace: 'bench-sample', providersFile: providers(false), cacheDir: cache('sample-exec'), inProcess: false, updates: 0 });
+  //    Each after a one-member fleet ran (its credential obtained the same way): the modules of the issuance path are
+  //    loaded and compiled, as in a running fleet's renewal cycle.
+  const sampleIn = await run({ ...common, namespace: 'bench-sample', providersFile: providers(true), cacheDir: cache('sample-in'), inProcess: true, updates: 0, warmNamespace: 'bench-warm' });
+  const sampleExec = await run({ ...common, namespace: 'bench-sample', providersFile: providers(false), cacheDir: cache('sample-exec'), inProcess: false, updates: 0, warmNamespace: 'bench-warm' });
   const mcr = await multiclusterRuntime({ providersFile: providers(false), patchStatusOnly });
   const nodeRss = Number(spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.memoryUsage().rss))'], { encoding: 'utf8' }).stdout);
 
@@ -240,6 +286,9 @@ try {
   log(`1. ${N} members, in-process credentials, cold cache (${cold.fetches} fetches, ${cold.slots} credentials)`);
   log(`   start -> first list applied: ${cold.listedSeconds.toFixed(2)} s; start -> all ready: ${cold.readySeconds.toFixed(2)} s`);
   log(`   CPU (fleet process): ${cold.cpuOwnSeconds.toFixed(2)} s = ${((cold.cpuOwnSeconds / N) * 1000).toFixed(2)} ms per member`);
+  const split = (result) =>
+    `fleet ${result.cpuOwnSeconds.toFixed(1)} s, ${Object.entries(result.controlPlaneCpu).map(([comm, seconds]) => `${comm} ${seconds.toFixed(1)} s`).join(', ')} CPU over ${result.readySeconds.toFixed(1)} s wall x 2 cores; load average ${result.loadBefore.toFixed(1)} -> ${result.loadAfter.toFixed(1)}`;
+  log(`   time split (start -> settled, the whole run for the control plane): ${split(cold)}`);
   const rssPer = (cold.rssAfter - cold.rssBefore) / N;
   const heapPer = (cold.heapAfter - cold.heapBefore) / N;
   log(`   RSS: ${mib(cold.rssBefore)} with an empty fleet (every module loaded; node -e 0: ${mib(nodeRss)}) -> ${mib(cold.rssAfter)} with ${N} idle members`);
