@@ -182,6 +182,8 @@ describe('obtainCredential', () => {
     const stderr = new PassThrough();
     const call = (subject: string) =>
       obtainCredential(p, { input: input(), flags: { subject }, env: {}, now: () => START, signal: shared.signal, cacheDir, stderr });
+    // The test runner's own start-up timer ends within ~100 ms: counted before it ends, it would be missed after.
+    await new Promise((resolve) => setTimeout(resolve, 200));
     const before = { listeners: getEventListeners(shared.signal, 'abort').length, timers: timers(), handlers: processSignalListeners() };
 
     const clusters = Array.from({ length: 200 }, (_, index) => `cluster-${index}`);
