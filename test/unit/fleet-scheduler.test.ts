@@ -4,6 +4,7 @@
  * obtainCredential (its on-disk cache in a temp directory): first fetch, refresh ahead of the shared cache's margin,
  * backoff that requests cannot skip, the fetch bound and the deadline, one slow member never delaying the others.
  */
+import { readdirSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -55,9 +56,25 @@ class FrozenClock implements FleetClock {
   }
 }
 
-/** Lets promise chains and file I/O callbacks run. */
+/** The cache directory of the FleetCredentials tests: a write in progress there is a `.tmp` file. */
+let writesIn: string | undefined;
+
+/**
+ * Lets promise chains and file I/O callbacks run: a cache write's fsync runs on the thread pool and takes real time
+ * (more on a loaded machine), so this also waits until no temporary file is left in the cache directory.
+ */
 async function settle(): Promise<void> {
-  for (let i = 0; i < 30; i += 1) await new Promise((resolve) => setImmediate(resolve));
+  for (let round = 0; ; round += 1) {
+    for (let i = 0; i < 30; i += 1) await new Promise((resolve) => setImmediate(resolve));
+    let writing = false;
+    try {
+      writing = writesIn !== undefined && readdirSync(writesIn, { recursive: true }).some((name) => String(name).endsWith('.tmp'));
+    } catch {
+      // removed after its test
+    }
+    if (!writing || round > 1000) return;
+    await new Promise((resolve) => setTimeout(resolve, 2));
+  }
 }
 
 describe('refreshTime', () => {
@@ -226,6 +243,7 @@ describe('FleetCredentials on a frozen clock', () => {
 
   beforeEach(async () => {
     cacheDir = await mkdtemp(path.join(tmpdir(), 'fleet-unit-'));
+    writesIn = cacheDir;
     clock = new FrozenClock();
     results = [];
     fetches = [];
