@@ -106,8 +106,12 @@ export async function issueToken(settings: TokenRequestProviderSettings, context
   }
 }
 
-/** How long an unused transport (its keep-alive connections) is kept for the next TokenRequest to the same server. */
-const TRANSPORT_IDLE_MS = 5_000;
+/**
+ * How long an unused transport (its keep-alive connections) is kept for the next TokenRequest to the same server and
+ * identity: long enough for a fleet's burst of issuances to one API server to share connections, short enough that
+ * members on as many API servers (a tenant-cert bootstrap per member) do not keep a socket each for long.
+ */
+const TRANSPORT_IDLE_MS = 2_000;
 
 interface SharedTransport {
   transport: ReturnType<typeof createKubeTransport>;
