@@ -307,21 +307,26 @@ try {
     const cpu = result.cpuOwnSeconds + Object.values(result.controlPlaneCpu).reduce((sum, seconds) => sum + seconds, 0);
     log(`   run ${index + 1}: ${result.readySeconds.toFixed(2)} s; time split: ${split(result)}; CPU in all ${cpu.toFixed(1)} s = ${((cpu / N) * 1000).toFixed(2)} ms per member (on 2 idle cores at least ${(cpu / 2).toFixed(1)} s)`);
   }
+  // The RSS target is per member of a 10 000-member fleet: with a few hundred, the process's one-time growth (V8's
+  // young generation, malloc arenas, compiled code) spread over few members is most of the figure.
+  const rssVerdict = (bytes) => (N >= 10_000 ? verdict(bytes <= 20 * 1024) : `judged at 10 000 members, not at ${N}`);
   const rssPer = (cold.rssAfter - cold.rssBefore) / N;
   const heapPer = (cold.heapAfter - cold.heapBefore) / N;
   log(`   RSS: ${mib(cold.rssBefore)} with an empty fleet (every module loaded; node -e 0: ${mib(nodeRss)}) -> ${mib(cold.rssAfter)} with ${N} idle members`);
-  log(`   per idle member: ${kib(rssPer)} RSS, ${kib(heapPer)} heap   [target <= 20 KiB RSS: ${verdict(rssPer <= 20 * 1024)}]`);
+  log(`   per idle member: ${kib(rssPer)} RSS, ${kib(heapPer)} heap   [target <= 20 KiB RSS: ${rssVerdict(rssPer)}]`);
   log(`2. restart on the warm cache: start -> all ready ${warm.readySeconds.toFixed(2)} s, CPU ${warm.cpuOwnSeconds.toFixed(2)} s`);
   const warmRssPer = (warm.rssAfter - warm.rssBefore) / N;
-  log(`   per idle member after the restart (no issuance garbage): ${kib(warmRssPer)} RSS, ${kib((warm.heapAfter - warm.heapBefore) / N)} heap   [target <= 20 KiB RSS: ${verdict(warmRssPer <= 20 * 1024)}]`);
+  log(`   per idle member after the restart (no issuance garbage): ${kib(warmRssPer)} RSS, ${kib((warm.heapAfter - warm.heapBefore) / N)} heap   [target <= 20 KiB RSS: ${rssVerdict(warmRssPer)}]`);
   const marginal = warm.marginalRss / N;
-  log(`   marginal, a second fleet of the same ${N} members in that process: ${kib(marginal)} RSS, ${kib(warm.marginalHeap / N)} heap per member   [target <= 20 KiB RSS: ${verdict(marginal <= 20 * 1024)}]`);
+  log(`   marginal, a second fleet of the same ${N} members in that process: ${kib(marginal)} RSS, ${kib(warm.marginalHeap / N)} heap per member   [target <= 20 KiB RSS: ${rssVerdict(marginal)}]`);
   log(`   (V8 heap committed: ${mib(warm.heapTotalBefore)} -> ${mib(warm.heapTotalAfter)}; the RSS above the heap is mostly a one-time growth: V8's young generation, malloc arenas, compiled code)`);
   log(`   the same without client-node clients (clients: false): ${kib((warmNoClients.rssAfter - warmNoClients.rssBefore) / N)} RSS, ${kib((warmNoClients.heapAfter - warmNoClients.heapBefore) / N)} heap per member`);
   if (N >= 10_000) {
     log(`   [target 10 000 ready <= 30 s: cold ${verdict(median <= 30)} (median ${median.toFixed(1)} s), warm ${verdict(warm.readySeconds <= 30)} (${warm.readySeconds.toFixed(1)} s)]`);
   } else {
-    log(`   [target 10 000 ready <= 30 s: not measured at ${N} (run with --clusters 10000); at this size, extrapolated linearly: cold ${((median * 10_000) / N).toFixed(1)} s]`);
+    const perMember = colds.map((result) => (result.cpuOwnSeconds + Object.values(result.controlPlaneCpu).reduce((sum, seconds) => sum + seconds, 0)) / N).sort((a, b) => a - b);
+    const cpuMedian = perMember[Math.floor((perMember.length - 1) / 2)];
+    log(`   [target 10 000 ready <= 30 s: not measured at ${N} (run with --clusters 10000); the CPU of a cold start at this size, ${(cpuMedian * 1000).toFixed(2)} ms per member in all (median), is ${((cpuMedian * 10_000) / 2).toFixed(1)} s of two idle cores for 10 000 (an upper bound: the run's fixed costs are in it)]`);
   }
   const perIn = sampleIn.cpuOwnSeconds / EXEC_SAMPLE;
   const perExec = (sampleExec.cpuOwnSeconds + sampleExec.cpuChildrenSeconds) / EXEC_SAMPLE;
