@@ -4,7 +4,7 @@
  * obtainCredential (its on-disk cache in a temp directory): first fetch, refresh ahead of the shared cache's margin,
  * backoff that requests cannot skip, the fetch bound and the deadline, one slow member never delaying the others.
  */
-import { readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -401,5 +401,49 @@ describe('FleetCredentials on a frozen clock', () => {
     expect(fleet.size).toBe(0);
     await expect(one.authenticator.getCredential()).rejects.toMatchObject({ code: 'ERR_FLEET_CLOSED' });
     fleet.close();
+  });
+
+  it('close() kills a plugin process still running (a CLI that exits after close() orphans none)', async () => {
+    const pidFile = path.join(cacheDir, 'plugin.pid');
+    const fleet = new FleetCredentials({
+      env: { ...process.env, KUBECACHEDIR: cacheDir, PID_FILE: pidFile },
+      clock,
+      random: () => 0.5,
+      policy: DEFAULT_REFRESH_POLICY,
+      maxConcurrentFetches: 4,
+      maxConcurrentProcesses: 2,
+      fetchTimeoutMs: 60_000,
+      providers: {},
+      inProcess: true,
+      onResult: (slot, error) => results.push({ slot, error }),
+      onFetch: (record) => fetches.push(record),
+    });
+    const hangs: ResolvedClusterAccess = {
+      ...access('https://hangs'),
+      providerName: 'hangs',
+      exec: {
+        ...access('https://hangs').exec,
+        command: process.execPath,
+        args: ['-e', "require('node:fs').writeFileSync(process.env.PID_FILE, String(process.pid)); setInterval(() => {}, 1000)"],
+      },
+    };
+    const slot = fleet.acquire(hangs);
+    expect(slot.mode).toBe('exec');
+    await clock.advance(0);
+    const started = Date.now();
+    while (!existsSync(pidFile) && Date.now() - started < 10_000) await new Promise((resolve) => setTimeout(resolve, 20));
+    const pid = Number(readFileSync(pidFile, 'utf8'));
+    const alive = (): boolean => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    expect(alive()).toBe(true);
+    fleet.close();
+    while (alive() && Date.now() - started < 10_000) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(alive()).toBe(false);
   });
 });

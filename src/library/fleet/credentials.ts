@@ -135,6 +135,8 @@ export class FleetCredentials {
   readonly #authenticatorOptions: ExecAuthenticatorOptions;
   /** In-process plans by provider name and argv. */
   readonly #plans = new Map<string, InProcessPlan>();
+  /** Aborted by {@link close}: plugin processes still running are killed (a closing CLI would orphan them). */
+  readonly #closing = new AbortController();
 
   constructor(options: FleetCredentialsOptions) {
     this.#options = options;
@@ -231,6 +233,7 @@ export class FleetCredentials {
   }
 
   close(): void {
+    this.#closing.abort(new CredentialsError('ERR_FLEET_CLOSED', 'the fleet was closed', { path: 'close()' }));
     this.#queue.close();
     for (const slot of this.#slots.values()) slot.closed = true;
     for (const slot of this.#slots.values()) slot.authenticator.clear();
@@ -342,6 +345,7 @@ export class FleetCredentials {
       this.#fetches.run(() =>
         runExecPlugin(exec, cluster, {
           env: this.#options.env,
+          signal: this.#closing.signal,
           timeoutMs: this.#options.fetchTimeoutMs,
           ...(this.#options.onStderr === undefined ? {} : { onStderr: this.#options.onStderr }),
         }),
