@@ -5,8 +5,9 @@
  * - Private: a directory owned by the user, a file the user's alone to read; no permission bit for group or others
  *   (`mode & 0o077`, {@link PRIVATE_MODE_MASK}). Not checked on Windows: it has no POSIX modes (Node reports
  *   0o666/0o777) and the profile's ACLs protect it.
- * - Replaced atomically: {@link writeFileAtomic} (async) and {@link writeFileAtomicSync} (the plugin cache: its hit
- *   path must not load fs/promises) write a temporary file next to the target, named by {@link temporaryPath}.
+ * - Replaced atomically: {@link writeFileAtomic} (async), {@link writeFileAtomicSync} and, for the plugin cache,
+ *   {@link writeFileAtomicUnsyncedName} (off the event loop without fs/promises, the directory not fsynced) write a
+ *   temporary file next to the target, named by {@link temporaryPath}.
  * - One writer at a time: a pid lock file ({@link acquireLock}).
  *
  * The checks return what is wrong instead of throwing: each caller reports it with its own code, message and hint.
@@ -203,8 +204,11 @@ export async function writeFileAtomic(file: string, data: string | Uint8Array, m
   syncDirectory(dirname(file));
 }
 
-/** {@link writeFileAtomic}, synchronous: the same temporary name, steps and cleanup. */
-export function writeFileAtomicSync(file: string, data: string | Uint8Array, mode = 0o600): void {
+/**
+ * {@link writeFileAtomic}, synchronous: the same temporary name, steps and cleanup. `syncDirectory: false` skips the
+ * directory's fsync (see {@link writeFileAtomicUnsyncedName}).
+ */
+export function writeFileAtomicSync(file: string, data: string | Uint8Array, mode = 0o600, options: { syncDirectory?: boolean } = {}): void {
   const temporary = temporaryPath(file);
   let fd: number | undefined;
   try {
@@ -220,8 +224,52 @@ export function writeFileAtomicSync(file: string, data: string | Uint8Array, mod
     unlinkQuietly(temporary);
     throw error;
   }
-  syncDirectory(dirname(file));
+  if (options.syncDirectory !== false) syncDirectory(dirname(file));
 }
+
+/**
+ * Replaces `file` atomically with `data`, the steps of {@link writeFileAtomicSync} — a temporary file created
+ * exclusively with `mode`, written, chmod-ed, fsynced, renamed over `file` — with the fsync off the event loop (on
+ * libuv's thread pool; the other steps are synchronous: each is a few microseconds, and a thread-pool round trip per
+ * step cost more CPU than the step itself) and without the directory's fsync.
+ *
+ * What that guarantees: readers, and a process that crashes at any point, see the old file or the new one (the
+ * rename is atomic); the new content is on disk before the name points at it (the fsync comes first), so even after a
+ * power loss the name never points at a torn or empty file. What it does not: the rename itself may be lost with the
+ * power, leaving the previous file (or none) under the name. For a cache that only costs a new issuance; files whose
+ * loss matters (state that cannot be obtained again) use {@link writeFileAtomic}.
+ */
+export async function writeFileAtomicUnsyncedName(file: string, data: string | Uint8Array, mode = 0o600): Promise<void> {
+  const temporary = temporaryPath(file);
+  let writes = writing.get(file);
+  if (writes === undefined) writing.set(file, (writes = new Set()));
+  writes.add(temporary);
+  let fd: number | undefined;
+  try {
+    fd = openSync(temporary, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0), mode);
+    writeFileSync(fd, data);
+    fchmodSync(fd, mode);
+    const open = fd;
+    await new Promise<void>((resolve, reject) => process.getBuiltinModule('node:fs').fsync(open, (error) => (error === null ? resolve() : reject(error))));
+    fd = undefined;
+    closeSync(open);
+    renameSync(temporary, file);
+  } catch (error) {
+    if (fd !== undefined) closeSync(fd);
+    unlinkQuietly(temporary);
+    throw error;
+  } finally {
+    writes.delete(temporary);
+    if (writes.size === 0) writing.delete(file);
+  }
+}
+
+/**
+ * The temporary files of {@link writeFileAtomicUnsyncedName} writes under way, by target file: a lock released in the
+ * middle of one (a signal handler's release) removes them, as the write would have, since the next writer will not
+ * look for them ({@link LockOptions.protects}).
+ */
+const writing = new Map<string, Set<string>>();
 
 function syncDirectory(dir: string): void {
   let fd: number | undefined;
@@ -268,6 +316,13 @@ export interface LockOptions {
   onWait?: (owner: LockOwner | undefined) => void;
   /** Called when a stale lock is broken. */
   onBreak?: (owner: LockOwner | undefined, reason: string) => void;
+  /**
+   * The file whose writers this lock serialises. A holder that dies while writing it leaves its lock behind (nothing
+   * of a synchronous write, nor a process killed outright, releases it), so its temporary files can only be found
+   * next to a stale lock: whoever breaks that lock removes them first, while it still keeps every other writer out.
+   * Writers need not look for them (a directory listing per write).
+   */
+  protects?: string;
   /** The caller's error for a lock still held at the deadline. Default: ERR_PLUGIN_CACHE_LOCKED. */
   busyError?: (owner: LockOwner | undefined, file: string) => Error;
   /** The caller's error for a lock file that cannot be created or broken. Default: ERR_PLUGIN_CACHE_IO. */
@@ -381,6 +436,8 @@ function tryCreate(file: string, options: LockOptions): HeldLock | undefined {
       if (released) return;
       released = true;
       held.delete(owner.token);
+      // A write of the protected file cut short (the process is being ended): nobody else would remove its debris.
+      if (options.protects !== undefined) for (const temporary of writing.get(options.protects) ?? []) unlinkQuietly(temporary);
       // Only remove the file if it is still ours (it may have been broken as stale and retaken meanwhile).
       if (readOwner(file)?.token === owner.token) unlinkQuietly(file);
     },
@@ -460,6 +517,7 @@ function breakLock(file: string, seen: LockOwner | undefined, options: LockOptio
   try {
     const current = readOwner(file);
     if (current?.token !== seen?.token) return false;
+    if (options.protects !== undefined) removeTemporaryFiles(options.protects);
     unlinkQuietly(file);
     return true;
   } finally {

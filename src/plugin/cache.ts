@@ -11,7 +11,7 @@ import type { Env } from '../core/io.js';
 import type { CachedCredential } from './provider.js';
 import { sha256Hex } from '../core/sha256.js';
 import { canonicalJson } from '../core/canonical-json.js';
-import { checkPrivateDirectory as privateDirectoryProblem, readPrivateFile, removeTemporaryFiles, writeFileAtomicSync, type PrivacyProblem } from '../core/private-files.js';
+import { checkPrivateDirectory as privateDirectoryProblem, readPrivateFile, removeTemporaryFiles, writeFileAtomicUnsyncedName, type PrivacyProblem } from '../core/private-files.js';
 
 // Built-ins come from process.getBuiltinModule, not `import`: an ESM import of a built-in builds its namespace,
 // which runs every lazy getter (fs.promises, streams, WebCrypto...) and loads ~30 more internal modules on each
@@ -104,16 +104,23 @@ export function readEntry<State>(dir: string, key: string): EntryRead<State> {
 }
 
 /**
- * Writes an entry atomically: a 0600 temporary file created exclusively, written, fsynced, renamed over the entry,
- * then the directory fsynced. A failure leaves the previous entry (or none), never a partial one. The caller holds
- * the entry's lock, so any other temporary file of this key is debris of a writer that died: it is removed.
+ * Writes an entry atomically, off the event loop: a 0600 temporary file created exclusively, written, fsynced and
+ * renamed over the entry (core/private-files.ts, writeFileAtomicUnsyncedName). Readers and a process that crashes
+ * see the previous entry or the new one; the new content is on disk before the name points at it, so even a power
+ * loss never leaves a torn entry under the name (and {@link readEntry} rejects anything that is not a whole entry of
+ * its key). The directory is not fsynced: a power loss may lose the rename, i.e. the last writes, which costs a new
+ * issuance — that is all a lost cache entry costs.
+ *
+ * The caller holds the entry's lock. With `removeDebris` (the default) any other temporary file of this key is taken
+ * for debris of a writer that died and removed, at the cost of listing the directory; a caller whose lock was taken
+ * with `protects: entryPath(dir, key)` passes false, as breaking a dead writer's lock already removed its debris.
  */
-export function writeEntry<State>(dir: string, key: string, entry: CachedCredential<State>): void {
+export async function writeEntry<State>(dir: string, key: string, entry: CachedCredential<State>, options: { removeDebris?: boolean } = {}): Promise<void> {
   const file = entryPath(dir, key);
   const body = `${JSON.stringify({ version: ENTRY_VERSION, key, issuedAt: entry.issuedAt, status: entry.status, ...(entry.state === undefined ? {} : { state: entry.state }) })}\n`;
   try {
-    removeTemporaryFiles(file);
-    writeFileAtomicSync(file, body, 0o600);
+    if (options.removeDebris !== false) removeTemporaryFiles(file);
+    await writeFileAtomicUnsyncedName(file, body, 0o600);
   } catch (error) {
     throw ioError(`cannot write the cache entry ${file}`, file, error);
   }

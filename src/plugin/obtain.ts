@@ -184,6 +184,7 @@ export async function obtain<F extends FlagSpecs, Settings, State>(
     signal,
     onWait: (owner) => say(`waiting for ${owner === undefined ? 'another plugin' : `process ${owner.pid}`} to finish (cache lock ${file})`),
     onBreak: (owner, reason) => say(`removed a stale cache lock${owner === undefined ? '' : ` of process ${owner.pid}`}: ${reason}`),
+    protects: entryPath(dir, key),
   });
   const unhook = hooks.whileLocked?.(lock);
   try {
@@ -217,7 +218,7 @@ export async function obtain<F extends FlagSpecs, Settings, State>(
     assertUsableStatus(issued.status);
     if (issued.status.expirationTimestamp !== undefined) {
       try {
-        writeEntry(dir, key, { status: issued.status, issuedAt: issuedAt.toISOString(), ...(issued.state === undefined ? {} : { state: issued.state }) });
+        await writeEntry(dir, key, { status: issued.status, issuedAt: issuedAt.toISOString(), ...(issued.state === undefined ? {} : { state: issued.state }) }, { removeDebris: false });
       } catch (error) {
         // The credential is good; only the next call pays for the missing entry.
         say(`warning: ${formatError(error)}`);

@@ -4,6 +4,7 @@
  * obtainCredential (its on-disk cache in a temp directory): first fetch, refresh ahead of the shared cache's margin,
  * backoff that requests cannot skip, the fetch bound and the deadline, one slow member never delaying the others.
  */
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -55,9 +56,25 @@ class FrozenClock implements FleetClock {
   }
 }
 
-/** Lets promise chains and file I/O callbacks run. */
+/** The cache directory of the FleetCredentials tests: a write in progress there is a `.tmp` file. */
+let writesIn: string | undefined;
+
+/**
+ * Lets promise chains and file I/O callbacks run: a cache write's fsync runs on the thread pool and takes real time
+ * (more on a loaded machine), so this also waits until no temporary file is left in the cache directory.
+ */
 async function settle(): Promise<void> {
-  for (let i = 0; i < 30; i += 1) await new Promise((resolve) => setImmediate(resolve));
+  for (let round = 0; ; round += 1) {
+    for (let i = 0; i < 30; i += 1) await new Promise((resolve) => setImmediate(resolve));
+    let writing = false;
+    try {
+      writing = writesIn !== undefined && readdirSync(writesIn, { recursive: true }).some((name) => String(name).endsWith('.tmp'));
+    } catch {
+      // removed after its test
+    }
+    if (!writing || round > 1000) return;
+    await new Promise((resolve) => setTimeout(resolve, 2));
+  }
 }
 
 describe('refreshTime', () => {
@@ -226,6 +243,7 @@ describe('FleetCredentials on a frozen clock', () => {
 
   beforeEach(async () => {
     cacheDir = await mkdtemp(path.join(tmpdir(), 'fleet-unit-'));
+    writesIn = cacheDir;
     clock = new FrozenClock();
     results = [];
     fetches = [];
@@ -383,5 +401,49 @@ describe('FleetCredentials on a frozen clock', () => {
     expect(fleet.size).toBe(0);
     await expect(one.authenticator.getCredential()).rejects.toMatchObject({ code: 'ERR_FLEET_CLOSED' });
     fleet.close();
+  });
+
+  it('close() kills a plugin process still running (a CLI that exits after close() orphans none)', async () => {
+    const pidFile = path.join(cacheDir, 'plugin.pid');
+    const fleet = new FleetCredentials({
+      env: { ...process.env, KUBECACHEDIR: cacheDir, PID_FILE: pidFile },
+      clock,
+      random: () => 0.5,
+      policy: DEFAULT_REFRESH_POLICY,
+      maxConcurrentFetches: 4,
+      maxConcurrentProcesses: 2,
+      fetchTimeoutMs: 60_000,
+      providers: {},
+      inProcess: true,
+      onResult: (slot, error) => results.push({ slot, error }),
+      onFetch: (record) => fetches.push(record),
+    });
+    const hangs: ResolvedClusterAccess = {
+      ...access('https://hangs'),
+      providerName: 'hangs',
+      exec: {
+        ...access('https://hangs').exec,
+        command: process.execPath,
+        args: ['-e', "require('node:fs').writeFileSync(process.env.PID_FILE, String(process.pid)); setInterval(() => {}, 1000)"],
+      },
+    };
+    const slot = fleet.acquire(hangs);
+    expect(slot.mode).toBe('exec');
+    await clock.advance(0);
+    const started = Date.now();
+    while (!existsSync(pidFile) && Date.now() - started < 10_000) await new Promise((resolve) => setTimeout(resolve, 20));
+    const pid = Number(readFileSync(pidFile, 'utf8'));
+    const alive = (): boolean => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    expect(alive()).toBe(true);
+    fleet.close();
+    while (alive() && Date.now() - started < 10_000) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(alive()).toBe(false);
   });
 });

@@ -49,23 +49,23 @@ describe('entries', () => {
   const key = 'a'.repeat(64);
   const entry = { status: { token: 't', expirationTimestamp: '2030-01-01T00:00:00Z' }, issuedAt: '2029-12-31T23:00:00.000Z', state: { refreshToken: 'r' } };
 
-  it('round-trips an entry with the provider state, in a 0600 file of a 0700 directory', () => {
+  it('round-trips an entry with the provider state, in a 0600 file of a 0700 directory', async () => {
     const dir = freshDir();
     ensurePrivateDirectory(dir);
-    writeEntry(dir, key, entry);
+    await writeEntry(dir, key, entry);
     expect(statSync(dir).mode & 0o777).toBe(0o700);
     expect(statSync(join(dir, `${key}.json`)).mode & 0o777).toBe(0o600);
     expect(readEntry(dir, key)).toEqual({ kind: 'entry', entry, expiresAt: Date.UTC(2030, 0, 1) });
     expect(readdirSync(dir)).toEqual([`${key}.json`]); // no temporary file left
   });
 
-  it('removes temporary files a dead writer of the same key left behind, and only those', () => {
+  it('removes temporary files a dead writer of the same key left behind, and only those', async () => {
     const dir = freshDir();
     ensurePrivateDirectory(dir);
     const other = 'd'.repeat(64);
     writeFileSync(join(dir, `${key}.json.0123456789ab.tmp`), '{"partial', { mode: 0o600 });
     writeFileSync(join(dir, `${other}.json.0123456789ab.tmp`), '{"partial', { mode: 0o600 });
-    writeEntry(dir, key, entry);
+    await writeEntry(dir, key, entry);
     expect(readdirSync(dir).sort()).toEqual([`${key}.json`, `${other}.json.0123456789ab.tmp`]);
   });
 
@@ -95,10 +95,10 @@ describe('entries', () => {
     expect(() => readEntry(dir, key)).toThrow(expect.objectContaining({ code: 'ERR_PLUGIN_CACHE_INSECURE', message: expect.stringContaining('(mode 660)') }));
   });
 
-  it('clean removes entries, free locks and temporary files, and nothing else', () => {
+  it('clean removes entries, free locks and temporary files, and nothing else', async () => {
     const dir = freshDir();
     ensurePrivateDirectory(dir);
-    writeEntry(dir, key, entry);
+    await writeEntry(dir, key, entry);
     writeFileSync(join(dir, `${'b'.repeat(64)}.lock`), '{}');
     writeFileSync(join(dir, `${'c'.repeat(64)}.lock`), '{}');
     writeFileSync(join(dir, `${key}.json.0a1b.tmp`), '');

@@ -35,6 +35,8 @@ export interface ExecRunOptions {
    * `ERR_EXEC_PLUGIN_POLICY_INVALID`.
    */
   pluginPolicy?: CredentialPluginPolicy;
+  /** Kills the plugin's process group when aborted (the run then rejects with the signal's reason). */
+  signal?: AbortSignal;
 }
 
 interface Outcome {
@@ -70,12 +72,18 @@ export function spawnExecRequest(request: ExecRequest, options: ExecRunOptions =
     let stderrTruncated = false;
     let timer: NodeJS.Timeout | undefined;
     const stderrText = () => (stderrTruncated ? `${stderr}\n[stderr truncated at ${maxStderr} bytes]` : stderr);
-    const fail = (error: ExecError) => {
+    const fail = (error: unknown) => {
       if (settled) return;
       settled = true;
       if (timer !== undefined) clearTimeout(timer);
+      options.signal?.removeEventListener('abort', abort);
       reject(error);
     };
+    let abort = (): void => undefined;
+    if (options.signal?.aborted === true) {
+      fail(options.signal.reason);
+      return;
+    }
 
     let child;
     try {
@@ -94,6 +102,13 @@ export function spawnExecRequest(request: ExecRequest, options: ExecRunOptions =
       return;
     }
     const pid = child.pid;
+    if (options.signal !== undefined) {
+      abort = () => {
+        killGroup(child.pid);
+        fail(options.signal!.reason);
+      };
+      options.signal.addEventListener('abort', abort, { once: true });
+    }
 
     if (timeoutMs > 0) {
       timer = setTimeout(() => {
@@ -143,6 +158,7 @@ export function spawnExecRequest(request: ExecRequest, options: ExecRunOptions =
       if (code === 0) {
         settled = true;
         if (timer !== undefined) clearTimeout(timer);
+        options.signal?.removeEventListener('abort', abort);
         resolve({ stdout: Buffer.concat(stdout).toString('utf8'), stderr: stderrText() });
       } else if (code !== null) {
         fail(execError('ERR_EXEC_FAILED', withStderr(`exec: executable ${command} failed with exit code ${code}`, stderrText())));

@@ -14,8 +14,8 @@ import { CredentialsError, isCredentialsError } from '../../core/errors.js';
 import type { Env } from '../../core/io.js';
 import { parseTimestamp } from '../../core/exec-credential.js';
 import { obtainCredential, type ObtainedCredential } from '../../plugin/obtain.js';
-import type { CredentialProvider } from '../../plugin/provider.js';
-import { parseCommand } from '../../plugin/flags.js';
+import type { CredentialProvider, FlagSpecs } from '../../plugin/provider.js';
+import { parseCommand, type PluginCommand } from '../../plugin/flags.js';
 import { ExecAuthenticator, ExecCredentialCache, execCacheKey, type ExecAuthenticatorOptions } from '../exec/authenticator.js';
 import { parseExecCredential, type ExecCredential } from '../exec/output.js';
 import { buildExecRequest } from '../exec/request.js';
@@ -63,8 +63,8 @@ export interface CredentialSlot {
   readonly providerName: string;
   readonly mode: CredentialMode;
   readonly authenticator: ExecAuthenticator;
-  /** The in-process provider and its argv (mode `in-process`). */
-  readonly plan: { provider: AnyCredentialProvider; argv: readonly string[] } | undefined;
+  /** The in-process provider and its argv as the binary's parser read them (mode `in-process`; shared by slots). */
+  readonly plan: InProcessPlan | undefined;
   /** The plugin's `spec.cluster` (for messages: the member it serves). */
   readonly cluster: ExecCluster;
   /** Members holding it. */
@@ -81,6 +81,13 @@ export interface CredentialSlot {
   /** The next fetch is the scheduler's (it may force past the shared cache). */
   scheduled: boolean;
   closed: boolean;
+}
+
+/** How a slot's credential is obtained in-process: the provider and its parsed argv (flags, --cache-dir, --force-refresh). */
+export interface InProcessPlan {
+  provider: AnyCredentialProvider;
+  argv: readonly string[];
+  command: PluginCommand<FlagSpecs>;
 }
 
 /** What a fetch did, for metrics. */
@@ -126,6 +133,10 @@ export class FleetCredentials {
   /** This package's providers, loaded by {@link prepare}, by binary name. */
   readonly #providers = new Map<string, AnyCredentialProvider>();
   readonly #authenticatorOptions: ExecAuthenticatorOptions;
+  /** In-process plans by provider name and argv. */
+  readonly #plans = new Map<string, InProcessPlan>();
+  /** Aborted by {@link close}: plugin processes still running are killed (a closing CLI would orphan them). */
+  readonly #closing = new AbortController();
 
   constructor(options: FleetCredentialsOptions) {
     this.#options = options;
@@ -222,6 +233,7 @@ export class FleetCredentials {
   }
 
   close(): void {
+    this.#closing.abort(new CredentialsError('ERR_FLEET_CLOSED', 'the fleet was closed', { path: 'close()' }));
     this.#queue.close();
     for (const slot of this.#slots.values()) slot.closed = true;
     for (const slot of this.#slots.values()) slot.authenticator.clear();
@@ -239,6 +251,10 @@ export class FleetCredentials {
       if (builtin === undefined || provider === undefined) return undefined;
       argv = builtin.argv;
     }
+    // One plan per provider and argv (the providers file names a handful): parsed once, not per fetch or member.
+    const key = `${provider.name}\0${argv.join('\0')}`;
+    const known = this.#plans.get(key);
+    if (known !== undefined && known.provider === provider) return known;
     // The binary's own parser: a flag it would refuse is refused now, for this member only.
     const parsed = parseCommand(provider, argv);
     if (parsed.action !== 'credential') {
@@ -246,7 +262,9 @@ export class FleetCredentials {
         path: parsed.action === 'help' ? '--help' : 'clean',
       });
     }
-    return { provider, argv };
+    const plan: InProcessPlan = { provider, argv, command: parsed };
+    this.#plans.set(key, plan);
+    return plan;
   }
 
   /** The scheduler's turn for a slot: refresh it even if its credential is still fresh. */
@@ -327,6 +345,7 @@ export class FleetCredentials {
       this.#fetches.run(() =>
         runExecPlugin(exec, cluster, {
           env: this.#options.env,
+          signal: this.#closing.signal,
           timeoutMs: this.#options.fetchTimeoutMs,
           ...(this.#options.onStderr === undefined ? {} : { onStderr: this.#options.onStderr }),
         }),
@@ -366,9 +385,13 @@ export class FleetCredentials {
       });
       deadline.catch(() => undefined);
       try {
+        const { command } = plan;
         const options = {
           input: request.execInfo,
-          flags: plan.argv,
+          // The parsed argv: what the binary's parser read from it, without parsing it again per fetch.
+          flags: command.flags,
+          ...(command.cacheDir === undefined ? {} : { cacheDir: command.cacheDir }),
+          forceRefresh: command.forceRefresh,
           env: request.env,
           now: () => new Date(clock.now()),
           signal: controller.signal,

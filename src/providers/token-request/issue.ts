@@ -5,7 +5,7 @@
 import { clip, CredentialsError, redactUrl } from '../../core/errors.js';
 import type { ExecCluster } from '../../core/exec-credential.js';
 import { connectionFromCluster } from '../../core/cluster-connection.js';
-import { loadInClusterAccess, loadKubeAccess, type KubeAccessDeps } from '../../kube/kubeconfig.js';
+import { loadInClusterAccess, loadKubeAccess, type KubeAccess, type KubeAccessDeps } from '../../kube/kubeconfig.js';
 import { createKubeTransport, KUBE_RETRY } from '../../kube/transport.js';
 import type { KubeCredential, KubeEndpoint } from '../../kube/types.js';
 import type { IssueContext, IssuedCredential } from '../../plugin/provider.js';
@@ -26,12 +26,44 @@ interface BootstrapIdentity {
   endpoint?: KubeEndpoint;
 }
 
+/**
+ * How long a bootstrap kubeconfig (or the pod's service account) once read serves the issuances of this process: a
+ * fleet mints thousands of tokens with one bootstrap identity, and reading and parsing its kubeconfig each time was
+ * most of an issuance's CPU. A rotated file (a renewed client certificate, the kubelet's new token) is read within
+ * this long.
+ */
+const BOOTSTRAP_REUSE_MS = 10_000;
+const bootstrapAccess = new Map<string, { at: number; access: Promise<KubeAccess> }>();
+
+/** `load` once per {@link BOOTSTRAP_REUSE_MS} for the same inputs (a failure is not kept). */
+function reusedAccess(inputs: unknown, load: () => Promise<KubeAccess>): Promise<KubeAccess> {
+  const key = JSON.stringify(inputs);
+  const now = performance.now();
+  const known = bootstrapAccess.get(key);
+  if (known !== undefined && now - known.at < BOOTSTRAP_REUSE_MS) return known.access;
+  for (const [old, entry] of bootstrapAccess) if (now - entry.at >= BOOTSTRAP_REUSE_MS) bootstrapAccess.delete(old);
+  const access = load();
+  bootstrapAccess.set(key, { at: now, access });
+  access.catch(() => {
+    if (bootstrapAccess.get(key)?.access === access) bootstrapAccess.delete(key);
+  });
+  return access;
+}
+
+/** What the kubeconfig order reads from the environment and the working directory (src/kube/kubeconfig.ts). */
+function accessInputs(context: IssueContext): unknown {
+  const { env } = context;
+  return [process.cwd(), env['KUBECONFIG'], env['HOME'], env['USERPROFILE'], env['KUBERNETES_SERVICE_HOST'], env['KUBERNETES_SERVICE_PORT']];
+}
+
 async function bootstrapCredential(bootstrap: Bootstrap, cluster: ExecCluster, context: IssueContext): Promise<BootstrapIdentity> {
   switch (bootstrap.kind) {
     case 'kubeconfig':
-      return loadKubeAccess({ kubeconfig: bootstrap.file, flag: '--bootstrap-kubeconfig', what: 'the bootstrap kubeconfig' }, kubeDeps(context));
+      return reusedAccess([bootstrap, accessInputs(context)], () =>
+        loadKubeAccess({ kubeconfig: bootstrap.file, flag: '--bootstrap-kubeconfig', what: 'the bootstrap kubeconfig' }, kubeDeps(context)),
+      );
     case 'in-cluster':
-      return loadInClusterAccess(kubeDeps(context));
+      return reusedAccess([bootstrap, accessInputs(context)], () => loadInClusterAccess(kubeDeps(context)));
     case 'tenant-cert': {
       const { tenantCertCredential } = await import('./tenant-cert-bootstrap.js');
       return { credential: await tenantCertCredential(bootstrap, cluster, context), source: 'the tenant-cert identity' };
@@ -62,18 +94,67 @@ export async function issueToken(settings: TokenRequestProviderSettings, context
       path: source,
     });
   }
-  const member = createKubeTransport(endpoint === undefined ? connectionFromCluster(settings.cluster) : boundEndpoint(endpoint, settings.cluster, source), credential, {
-    timeoutMs: settings.timeoutMs,
-    retry: KUBE_RETRY,
-  });
+  const target = endpoint === undefined ? connectionFromCluster(settings.cluster) : boundEndpoint(endpoint, settings.cluster, source);
+  const member = memberTransport(target, credential, settings.timeoutMs);
   try {
     const sentAt = context.now();
     const response = await member.send(buildTokenRequest(settings.request), { signal: context.signal });
     const minted = processTokenRequestResponse(response, settings.request, { server: settings.cluster.server, now: sentAt });
     return { status: { token: minted.token, expirationTimestamp: minted.renewAt.toISOString().replace(/\.\d{3}Z$/, 'Z') } };
   } finally {
-    await member.close();
+    member.release();
   }
+}
+
+/**
+ * How long an unused transport (its keep-alive connections) is kept for the next TokenRequest to the same server and
+ * identity: long enough for a fleet's burst of issuances to one API server to share connections, short enough that
+ * members on as many API servers (a tenant-cert bootstrap per member) do not keep a socket each for long.
+ */
+const TRANSPORT_IDLE_MS = 2_000;
+
+interface SharedTransport {
+  transport: ReturnType<typeof createKubeTransport>;
+  users: number;
+  idle: ReturnType<typeof setTimeout> | undefined;
+}
+
+const transports = new Map<string, SharedTransport>();
+
+/**
+ * The transport to `endpoint` as `credential`, shared by the TokenRequests of this process under way and closed
+ * {@link TRANSPORT_IDLE_MS} after the last: a fleet minting thousands of tokens through one bootstrap identity reuses
+ * its TLS connections instead of a handshake (and the CA parsed again) per token. The idle timer and the idle sockets
+ * do not keep a plugin process alive.
+ */
+function memberTransport(endpoint: KubeEndpoint, credential: KubeCredential, timeoutMs: number): { send: ReturnType<typeof createKubeTransport>['send']; release(): void } {
+  // In memory only: the key holds the credential, as the transport does.
+  const key = JSON.stringify([endpoint, credential, timeoutMs]);
+  let shared = transports.get(key);
+  if (shared === undefined) {
+    shared = { transport: createKubeTransport(endpoint, credential, { timeoutMs, retry: KUBE_RETRY }), users: 0, idle: undefined };
+    transports.set(key, shared);
+  }
+  const entry = shared;
+  entry.users += 1;
+  if (entry.idle !== undefined) clearTimeout(entry.idle);
+  entry.idle = undefined;
+  let released = false;
+  return {
+    send: entry.transport.send,
+    release() {
+      if (released) return;
+      released = true;
+      entry.users -= 1;
+      if (entry.users > 0) return;
+      entry.idle = setTimeout(() => {
+        if (entry.users > 0 || transports.get(key) !== entry) return;
+        transports.delete(key);
+        void entry.transport.close();
+      }, TRANSPORT_IDLE_MS);
+      entry.idle.unref();
+    },
+  };
 }
 
 /** scheme://host:port/path without a trailing slash, default ports made explicit; undefined when not a URL. */
