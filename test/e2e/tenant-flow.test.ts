@@ -90,7 +90,7 @@ async function secretKubeconfig(secretName: string): Promise<{ file: string; cer
 beforeAll(async () => {
   const { controlPlane } = e2eContext();
   // The CRDs, installed with server-side apply.
-  await adminKubectl(['apply', '--server-side', '--field-manager=e2e-crd-installer', '-f', path.join(REPO, 'deploy/crds/')]);
+  await adminKubectl(['apply', '--server-side', '--field-manager=e2e-crd-installer', '-k', path.join(REPO, 'deploy/crds/')]);
   await adminKubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd/tenants.credentials.clusterprofile.io', 'crd/identities.credentials.clusterprofile.io']);
 
   // The issuer's identity: a ServiceAccount bound by the shipped Role only.
