@@ -25,9 +25,9 @@ import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { build } from 'esbuild';
+import { fileURLToPath } from 'node:url';
 import { ensureControlPlaneBinaries, goEnv } from '../test/e2e/controlplane/build.mjs';
+import { loadStartControlPlane } from './lib/control-plane.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const flag = (name, fallback) => {
@@ -42,25 +42,7 @@ const COLD_RUNS = Math.max(1, flag('cold-runs', 3));
 const work = mkdtempSync(join(tmpdir(), 'cpc-bench-fleet-'));
 const log = (line) => process.stdout.write(`${line}\n`);
 
-// The control plane helper is TypeScript: bundle it next to node_modules so packages resolve.
-const helpers = join(root, 'node_modules/.cache/clusterprofile-bench/fleet-helpers.mjs');
-await build({
-  // @peculiar/x509 is bundled so the Reflect shim it needs runs first.
-  stdin: {
-    contents: "import './src/core/reflect-shim.ts'; export { startControlPlane } from './test/helpers/controlplane.ts';",
-    resolveDir: root,
-    loader: 'ts',
-  },
-  outfile: helpers,
-  bundle: true,
-  platform: 'node',
-  format: 'esm',
-  external: ['undici', 'yaml', 'jose'],
-  banner: { js: "import { createRequire as __cpcCreateRequire } from 'node:module'; const require = __cpcCreateRequire(import.meta.url);" },
-  absWorkingDir: root,
-  logLevel: 'warning',
-});
-const { startControlPlane } = await import(pathToFileURL(helpers).href);
+const startControlPlane = await loadStartControlPlane(root, 'fleet');
 const { createKubeTransport } = await import('../dist/kube/transport.js');
 const { loadKubeAccess } = await import('../dist/kube/kubeconfig.js');
 

@@ -21,8 +21,9 @@ import { createPrivateKey, createPublicKey } from 'node:crypto';
 import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'undici';
+import { loadStartControlPlane } from './lib/control-plane.mjs';
 import { formatSummary, loadText, summary, verdict } from './lib/report.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -205,22 +206,8 @@ async function measure(setup, concurrency) {
 }
 
 async function kubernetesSetups() {
-  // The control plane helper is TypeScript: bundle it next to node_modules so packages resolve (as bench/fleet does).
-  const { build } = await import('esbuild');
   const { ensureControlPlaneBinaries } = await import('../test/e2e/controlplane/build.mjs');
-  const helpers = join(root, 'node_modules/.cache/clusterprofile-bench/issuer-helpers.mjs');
-  await build({
-    stdin: { contents: "import './src/core/reflect-shim.ts'; export { startControlPlane } from './test/helpers/controlplane.ts';", resolveDir: root, loader: 'ts' },
-    outfile: helpers,
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    external: ['undici', 'yaml', 'jose'],
-    banner: { js: "import { createRequire as __cpcCreateRequire } from 'node:module'; const require = __cpcCreateRequire(import.meta.url);" },
-    absWorkingDir: root,
-    logLevel: 'warning',
-  });
-  const { startControlPlane } = await import(pathToFileURL(helpers).href);
+  const startControlPlane = await loadStartControlPlane(root, 'issuer');
   const binaries = await ensureControlPlaneBinaries({ log: () => {} });
   controlPlane = await startControlPlane({ binaries, log: () => {} });
   const kubectl = (args, input) => execFileSync('kubectl', ['--kubeconfig', controlPlane.adminKubeconfig, ...args], { input, encoding: 'utf8' });

@@ -20,6 +20,7 @@ import { ClusterProfileFleet, type AccessConfig, type FleetEvent, type FleetMemb
 import { applyAsAdmin, e2eContext, issueClientCert, kubectl, tempFile } from '../helpers/controlplane-e2e.js';
 import { clientCertKubeconfig as kubeconfigDocument } from '../helpers/controlplane.js';
 import { startE2eIssuer, tempDir, type E2eIssuer } from './fixtures/tenant-cert-issuer.js';
+import { fleetRbac } from '../helpers/fleet-rbac.js';
 
 const repo = fileURLToPath(new URL('../../', import.meta.url));
 const crdFile = path.join(repo, 'schemas/crd/multicluster.x-k8s.io_clusterprofiles.yaml');
@@ -123,16 +124,7 @@ beforeAll(async () => {
   await admin(['create', 'namespace', NS]);
   await admin(['create', 'namespace', SA_NS]);
   await admin(['create', 'serviceaccount', 'tr-member', '-n', SA_NS]);
-  await applyAsAdmin({
-    apiVersion: 'v1',
-    kind: 'List',
-    items: [
-      { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: 'fleet-reader', namespace: NS }, rules: [{ apiGroups: ['multicluster.x-k8s.io'], resources: ['clusterprofiles'], verbs: ['get', 'list', 'watch'] }] },
-      { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: 'fleet-reader', namespace: NS }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'fleet-reader' }, subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: HUB_USER }] },
-      { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: 'fleet-minter', namespace: SA_NS }, rules: [{ apiGroups: [''], resources: ['serviceaccounts/token'], verbs: ['create'] }] },
-      { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: 'fleet-minter', namespace: SA_NS }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'fleet-minter' }, subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: MINTER }] },
-    ],
-  });
+  await applyAsAdmin(fleetRbac({ inventory: NS, accounts: SA_NS, hubUser: HUB_USER, minter: MINTER }));
 
   // The hub user is an exec plugin: a script printing the hub identity's client certificate, counting its runs.
   const hubPair = await issueClientCert(HUB_USER);

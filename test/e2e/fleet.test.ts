@@ -21,6 +21,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClusterProfileFleet, ClusterProfileKubeConfig, type AccessConfig, type FleetEvent, type FleetMember } from '../../src/library/index.js';
 import { applyAsAdmin, e2eContext, exec, issueClientCert, kubectl, tempFile } from '../helpers/controlplane-e2e.js';
 import { clientCertKubeconfig as kubeconfigDocument } from '../helpers/controlplane.js';
+import { fleetRbac } from '../helpers/fleet-rbac.js';
 
 const repo = fileURLToPath(new URL('../../', import.meta.url));
 const crdFile = path.join(repo, 'schemas/crd/multicluster.x-k8s.io_clusterprofiles.yaml');
@@ -197,18 +198,7 @@ beforeAll(async () => {
   await admin(['create', 'namespace', NS]);
   await admin(['create', 'namespace', SA_NS]);
   for (const sa of ['member-1', 'member-1b', 'member-2', 'member-3']) await admin(['create', 'serviceaccount', sa, '-n', SA_NS]);
-  await applyAsAdmin({
-    apiVersion: 'v1',
-    kind: 'List',
-    items: [
-      // The hub identity: get, list and watch ClusterProfiles in the inventory namespace, nothing else.
-      { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: 'fleet-reader', namespace: NS }, rules: [{ apiGroups: ['multicluster.x-k8s.io'], resources: ['clusterprofiles'], verbs: ['get', 'list', 'watch'] }] },
-      { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: 'fleet-reader', namespace: NS }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'fleet-reader' }, subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: HUB_USER }] },
-      // The token-request bootstrap identity: mint tokens for the members' ServiceAccounts.
-      { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: 'fleet-minter', namespace: SA_NS }, rules: [{ apiGroups: [''], resources: ['serviceaccounts/token'], verbs: ['create'] }] },
-      { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: 'fleet-minter', namespace: SA_NS }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'fleet-minter' }, subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: MINTER }] },
-    ],
-  });
+  await applyAsAdmin(fleetRbac({ inventory: NS, accounts: SA_NS, hubUser: HUB_USER, minter: MINTER }));
   const hubPair = await issueClientCert(HUB_USER);
   relay = await startRelay(hubPair);
   hubKubeconfig = await tempFile(
