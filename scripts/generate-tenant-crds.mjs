@@ -16,7 +16,7 @@ const resources = [
   {
     schema: 'schemas/tenant-resource.schema.json',
     file: 'deploy/crds/credentials.clusterprofile.io_tenants.yaml',
-    names: { kind: 'Tenant', listKind: 'TenantList', plural: 'tenants', singular: 'tenant', categories: ['clusterprofile'] },
+    names: { kind: 'Tenant', listKind: 'TenantList', plural: 'tenants', singular: 'tenant', categories: ['clusterprofile-credentials'] },
     columns: [
       { name: 'Consumer', type: 'string', jsonPath: '.spec.clusterID' },
       { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status' },
@@ -28,7 +28,7 @@ const resources = [
   {
     schema: 'schemas/identity-resource.schema.json',
     file: 'deploy/crds/credentials.clusterprofile.io_identities.yaml',
-    names: { kind: 'Identity', listKind: 'IdentityList', plural: 'identities', singular: 'identity', categories: ['clusterprofile'] },
+    names: { kind: 'Identity', listKind: 'IdentityList', plural: 'identities', singular: 'identity', categories: ['clusterprofile-credentials'] },
     columns: [
       { name: 'Consumer', type: 'string', jsonPath: '.spec.consumerClusterID' },
       { name: 'Kubeconfig Secret', type: 'string', jsonPath: '.status.kubeconfigSecretRef.name' },

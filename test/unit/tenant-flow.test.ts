@@ -38,6 +38,15 @@ describe('the Tenant and Identity CRDs (deploy/crds/)', () => {
       expect(crd.spec.versions[0]).toMatchObject({ name: 'v1alpha1', served: true, storage: true, subresources: { status: {} } });
     }
   });
+
+  test('take no name kubectl resolves for ClusterProfiles: a category `clusterprofile` made `kubectl get|patch clusterprofile X` mean Tenants and Identities', () => {
+    const clusterProfileNames = ['clusterprofile', 'clusterprofiles', 'cp', 'ClusterProfile'];
+    for (const file of ['tenants', 'identities']) {
+      const { names } = parse(readFileSync(`${root}deploy/crds/credentials.clusterprofile.io_${file}.yaml`, 'utf8')).spec;
+      const taken = [names.plural, names.singular, ...(names.shortNames ?? []), ...(names.categories ?? [])];
+      expect(taken.filter((name: string) => clusterProfileNames.includes(name)), file).toEqual([]);
+    }
+  });
 });
 
 /** A hand-made API server for one collection: answers from a script, streams watch events through onChunk. */
