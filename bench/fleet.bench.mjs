@@ -27,7 +27,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureControlPlaneBinaries, goEnv } from '../test/e2e/controlplane/build.mjs';
-import { loadStartControlPlane } from './lib/control-plane.mjs';
+import { loadStartControlPlane } from './lib/test-helpers.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const flag = (name, fallback) => {

@@ -23,7 +23,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'undici';
-import { loadStartControlPlane } from './lib/control-plane.mjs';
+import { loadStartControlPlane } from './lib/test-helpers.mjs';
 import { formatSummary, loadText, summary, verdict } from './lib/report.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));

@@ -19,11 +19,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { build } from 'esbuild';
 import { ensureKubelogin } from './lib/kubelogin.mjs';
 import { compareMisses, FLOOR_NAME, floorCommand, judgeMiss } from './lib/miss.mjs';
 import { formatSummary, loadText, summary } from './lib/report.mjs';
 import { compareStartup } from './lib/startup.mjs';
+import { importTestHelpers } from './lib/test-helpers.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const bin = process.env.OIDC_PLUGIN_BIN ?? join(root, 'bin/clusterprofile-oidc.mjs');
@@ -44,21 +44,8 @@ try {
 }
 const peer = kubelogin !== undefined && !('skipped' in kubelogin) ? kubelogin.bin : undefined;
 
-// The test OP is TypeScript: bundle it with esbuild into node_modules/.cache (so its external packages resolve from
-// the project) and import it. @peculiar/x509 is bundled so the Reflect shim runs before it.
-const opBundle = join(root, 'node_modules/.cache/clusterprofile-bench/oidc-op.mjs');
-await build({
-  entryPoints: [join(root, 'test/helpers/oidc-op.ts')],
-  outfile: opBundle,
-  bundle: true,
-  platform: 'node',
-  format: 'esm',
-  external: ['oidc-provider', 'jose', 'undici'],
-  banner: { js: "import { createRequire as __cpcCreateRequire } from 'node:module'; const require = __cpcCreateRequire(import.meta.url);" },
-  absWorkingDir: root,
-  logLevel: 'warning',
-});
-const { startTestOpenIdProvider } = await import(pathToFileURL(opBundle).href);
+// The test OP (TypeScript), bundled with its external packages resolved from the project.
+const { startTestOpenIdProvider } = await importTestHelpers(root, 'oidc-op', "export { startTestOpenIdProvider } from './test/helpers/oidc-op.ts';", ['oidc-provider', 'jose', 'undici']);
 
 const op = await startTestOpenIdProvider();
 const secretFile = join(work, 'secret');

@@ -7,34 +7,22 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { build } from 'esbuild';
+import { fileURLToPath } from 'node:url';
 import { compareMisses, FLOOR_NAME, floorCommand, judgeMiss } from './lib/miss.mjs';
 import { compareStartup } from './lib/startup.mjs';
+import { importTestHelpers } from './lib/test-helpers.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const runs = Number(process.argv[2] ?? 40);
 const work = mkdtempSync(join(tmpdir(), 'cpc-bench-tr-'));
 
-// The test API server and CA are TypeScript: bundle them next to the project's node_modules so packages resolve;
-// @peculiar/x509 is bundled so its Reflect shim runs first.
-const helpers = join(root, 'node_modules/.cache/clusterprofile-bench/token-request-helpers.mjs');
-await build({
-  stdin: {
-    contents: "export { startFakeKubeApi } from './test/helpers/kube-api.ts'; export { createTestCa } from './test/helpers/tls.ts';",
-    resolveDir: root,
-    loader: 'ts',
-  },
-  outfile: helpers,
-  bundle: true,
-  platform: 'node',
-  format: 'esm',
-  external: ['undici', 'yaml'],
-  banner: { js: "import { createRequire as __cpcCreateRequire } from 'node:module'; const require = __cpcCreateRequire(import.meta.url);" },
-  absWorkingDir: root,
-  logLevel: 'warning',
-});
-const { startFakeKubeApi, createTestCa } = await import(pathToFileURL(helpers).href);
+// The test API server and CA (TypeScript), bundled with their external packages resolved from the project.
+const { startFakeKubeApi, createTestCa } = await importTestHelpers(
+  root,
+  'token-request-helpers',
+  "export { startFakeKubeApi } from './test/helpers/kube-api.ts'; export { createTestCa } from './test/helpers/tls.ts';",
+  ['undici', 'yaml'],
+);
 
 const ca = await createTestCa();
 const api = await startFakeKubeApi({ ca, minters: { 'fleet/bench': ['bootstrap'] }, serviceAccounts: ['fleet/bench'] });
