@@ -111,8 +111,12 @@ describe('--tls-cert-file / --tls-key-file (the serving certificate from a kuber
     // The data dir's own serving CA does not validate it.
     expect(await connect(issuer.url, readFileSync(join(issuer.dataDir, 'serving-ca.crt'), 'utf8'))).not.toMatch(/^HTTP/);
 
-    const mismatch = await cli(['issuer', 'serve', '--data-dir', join(work, `data-${++counter}`), '--cluster-id', 'p1', '--listen', '127.0.0.1:0', '--tls-cert-file', join(tlsDir, 'tls.crt'), '--tls-key-file', join(tlsDir, 'other.key')]);
+    const mismatchDir = join(work, `data-${++counter}`);
+    const mismatch = await cli(['issuer', 'serve', '--data-dir', mismatchDir, '--cluster-id', 'p1', '--listen', '127.0.0.1:0', '--tls-cert-file', join(tlsDir, 'tls.crt'), '--tls-key-file', join(tlsDir, 'other.key')]);
     expect(mismatch.code).toBe(1);
+    expect(mismatch.stdout).toBe('');
+    // Refused before anything is made: no data dir, no CA.
+    expect(existsSync(mismatchDir)).toBe(false);
     expect(mismatch.stderr).toContain('ERR_ISSUER_CONFIG');
     expect(mismatch.stderr).toContain('is not the key of the certificate');
     expect(mismatch.stderr).not.toContain(other.key.split('\n')[1]!);

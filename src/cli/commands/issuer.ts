@@ -139,15 +139,13 @@ function jsonLine(level: 'info' | 'warn' | 'error', msg: string, fields: Record<
 }
 
 async function serve(args: CommandArgs, ctx: CommandContext): Promise<number> {
-  const { IssuerMetrics, configError, openIssuer, parseListen, servingMaterialFromFiles, startIssuerServer, startMetricsServer } = await loadIssuer();
+  const { IssuerMetrics, configError, openIssuer, parseListen, startIssuerServer, startMetricsServer } = await loadIssuer();
   checkStateFlags(args, 'serve');
   const providerClusterID = checkClusterId(required(args, 'cluster-id', 'serve'), '--cluster-id');
   const listen = parseListen(String(args['listen']));
   const metricsListen = typeof args['metrics-listen'] === 'string' ? parseListen(args['metrics-listen'], '--metrics-listen') : undefined;
   const graceMs = parseDuration(String(args['shutdown-grace'] ?? '20s'), { flag: '--shutdown-grace', min: 1000, max: 10 * MINUTE, code: 'ERR_ISSUER_CONFIG' });
   const settings = issuerSettings(args, providerClusterID);
-  // Both or neither: checkStateFlags.
-  const tlsFiles = typeof args['tls-cert-file'] === 'string';
   const json = args['log-format'] === 'json';
   const log = json
     ? (line: string) => ctx.io.stderr.write(jsonLine(line.startsWith('internal error') || line.startsWith('readiness check') ? 'error' : 'info', line))
@@ -160,10 +158,8 @@ async function serve(args: CommandArgs, ctx: CommandContext): Promise<number> {
   let running: Awaited<ReturnType<typeof startIssuerServer>>;
   let metricsServer: Awaited<ReturnType<typeof startMetricsServer>> | undefined;
   try {
-    // The kubernetes state reads --tls-cert-file itself (no serving CA Secret is made then).
-    const tls = tlsFiles && opened.state.kind === 'data-dir'
-      ? await servingMaterialFromFiles(String(args['tls-cert-file']), String(args['tls-key-file']), ctx.cwd, new Date())
-      : await opened.state.servingMaterial(sans, new Date());
+    // The state serves the --tls-cert-file pair when it is given, else a certificate from its serving CA.
+    const tls = await opened.state.servingMaterial(sans, new Date());
     running = await startIssuerServer({
       issuer: opened.issuer,
       tls,
@@ -208,7 +204,7 @@ async function serve(args: CommandArgs, ctx: CommandContext): Promise<number> {
   const url = `https://${shownHost}:${running.port}`;
   log(
     `provider ${opened.providerClusterID} listening on ${url} (signer ${settings.signer}; ` +
-      `${tlsFiles && opened.state.kind === 'data-dir' ? `trust the CA of ${String(args['tls-cert-file'])} for HTTPS; client CA in the data dir` : opened.state.describe()})` +
+      `${opened.state.describe()})` +
       `${metricsServer === undefined ? '' : `; metrics on ${metricsServer.url}/metrics`}`,
   );
   ctx.io.stdout.write(`${url}\n`);

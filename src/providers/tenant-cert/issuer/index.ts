@@ -9,7 +9,6 @@ export { checkGroups } from './policy.js';
 export { OPS_PATHS, startIssuerServer, startMetricsServer } from './server.js';
 export type { ClosedIssuer, HandshakeLogEntry, IssuerServerOptions, Readiness, ReadinessCheck, RunningIssuer } from './server.js';
 export { ISSUER_METRICS, IssuerMetrics } from './metrics.js';
-export { servingMaterialFromFiles } from './serving-files.js';
 export { configError, openIssuer, openKubernetesTrust, parseListen } from './setup.js';
 export type { IssuerSettings, OpenIssuer } from './setup.js';
 export { TrustStore } from './trust.js';

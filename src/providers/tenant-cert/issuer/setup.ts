@@ -13,6 +13,7 @@ import { ensurePrivateDir, lockDataDir, readOptional, writeFileAtomic, type Data
 import { Issuer } from './issuer.js';
 import { NonceStore } from './nonces.js';
 import { checkGroups } from './policy.js';
+import { servingMaterialFromFiles } from './serving-files.js';
 import type { IssuerSettings } from './settings.js';
 import type { Signer } from './signer.js';
 import { dataDirState, type IssuerState } from './state.js';
@@ -179,6 +180,11 @@ async function openDataDirState(settings: IssuerSettings, deps: IssuerDeps): Pro
   }
   const dataDir = resolve(deps.cwd, settings.dataDir);
   const now = deps.now();
+  // The HTTPS pair from files is checked before anything is created or locked.
+  const tls =
+    settings.tlsCertFile !== undefined && settings.tlsKeyFile !== undefined
+      ? { material: await servingMaterialFromFiles(settings.tlsCertFile, settings.tlsKeyFile, deps.cwd, now), source: settings.tlsCertFile }
+      : undefined;
   const recordFile = join(dataDir, 'issuer.json');
   await ensurePrivateDir(dataDir);
   // Lock first: a second issuer on a fresh dir would otherwise create its own CAs over the first one's.
@@ -200,7 +206,7 @@ async function openDataDirState(settings: IssuerSettings, deps: IssuerDeps): Pro
         await opened.close();
         await lock.release();
       },
-    });
+    }, tls);
     return { state, providerClusterID };
   } catch (error) {
     await nonces?.close();

@@ -79,20 +79,25 @@ export function journalBook(store: NonceStore): NonceBook {
   };
 }
 
-/** The data dir as an {@link IssuerState}; `close` releases what the caller opened (journal, lock). */
+/**
+ * The data dir as an {@link IssuerState}; `close` releases what the caller opened (journal, lock). With `tls` (the
+ * `--tls-cert-file` pair) HTTPS uses that pair instead of a certificate from the data dir's serving CA.
+ */
 export function dataDirState(
   data: DataDir,
   trust: TrustStore,
   store: NonceStore,
   lifecycle: { checkReady(): Promise<void>; close(): Promise<void> },
+  tls?: { material: ServingMaterial; source: string },
 ): IssuerState {
   return {
     kind: 'data-dir',
     trust,
     nonces: journalBook(store),
     clientCa: data.clientCa,
-    servingMaterial: (sans, now) => servingMaterial(data, sans, now),
-    describe: () => `trust ${join(data.dir, DATA_FILES.servingCa)} for HTTPS; client CA ${join(data.dir, DATA_FILES.clientCa)}`,
+    servingMaterial: async (sans, now) => tls?.material ?? servingMaterial(data, sans, now),
+    describe: () =>
+      `trust ${tls === undefined ? join(data.dir, DATA_FILES.servingCa) : `the CA of ${tls.source}`} for HTTPS; client CA ${join(data.dir, DATA_FILES.clientCa)}`,
     checkReady: () => lifecycle.checkReady(),
     outstandingNonces: async (now) => store.count(now.getTime()),
     close: () => lifecycle.close(),
