@@ -85,8 +85,6 @@ export interface RunningIssuer {
   close(graceMs?: number): Promise<ClosedIssuer>;
   /** The outcome of the checks now (what GET /readyz answers). */
   readiness(): Promise<Readiness>;
-  /** With `servingFiles`: polls the files now (after any poll under way) and tells what it did. */
-  reloadServing(): Promise<'unchanged' | 'reloaded' | 'refused'>;
 }
 
 export interface Readiness {
@@ -393,7 +391,6 @@ export async function startIssuerServer(options: IssuerServerOptions): Promise<R
     port: address.port,
     server,
     readiness,
-    reloadServing: () => watch?.check() ?? Promise.resolve('unchanged'),
     close: (graceMs = 5_000) =>
       new Promise<ClosedIssuer>((resolve) => {
         closing = true;
