@@ -1,15 +1,17 @@
-// Builds the plugin images (docs/images.md): one OCI image per plugin, in one OCI image layout, without a container
-// engine. Each image holds
-//   /bin/clusterprofile-<type>-plugin          the static launcher (scripts/image/launcher.c)
-//   /lib/clusterprofile-<type>-plugin/         the plugin, every dependency bundled (no node_modules)
+// Builds the images (docs/images.md) in one OCI image layout, without a container engine: one per plugin, and one of
+// the `clusterprofile` CLI (the issuer's Deployment runs it). Each image holds
+//   /bin/<name>                                the static launcher (scripts/image/launcher.c), <name> being
+//                                              clusterprofile-<type>-plugin, or clusterprofile in the CLI image
+//   /lib/<name>/                               the program, every dependency bundled (no node_modules)
 //   /bin/clusterprofile-image-install          the same launcher, for scripts/image/install.mjs (initContainer variant)
 //   /lib/clusterprofile-runtime/               Node.js (npm's `node` package) and the shared libraries it links,
 //                                              with their own loader (ld-linux-x86-64.so.2), from this Debian host
 //   /share/doc/...                             licences, versions, the launcher's source
-// Layer 1 (runtime, installer, licences) is the same blob in all three images; layer 2 is the plugin.
+// Layer 1 (runtime, installer, licences) is the same blob in every image; layer 2 is the program.
 //
-// usage: node scripts/image.mjs [--out DIR] [--plugins tenant-cert,token-request,oidc]
-//   DIR (default build/images) receives oci/ (the layout: refs tenant-cert, token-request, oidc) and report.json.
+// usage: node scripts/image.mjs [--out DIR] [--images tenant-cert,token-request,oidc,cli]
+//   DIR (default build/images) receives oci/ (the layout: refs tenant-cert, token-request, oidc, cli) and report.json.
+//   --plugins is the former name of --images.
 // Needs: Linux x86-64 with dpkg (Debian, Ubuntu), gcc with a static libc (libc6-dev), strip (binutils).
 // SOURCE_DATE_EPOCH (default: the time of the HEAD commit) is every file's mtime and the images' creation time.
 import { spawnSync } from 'node:child_process';
@@ -30,13 +32,16 @@ export const PLUGINS = {
   'token-request': 'src/providers/token-request/main.ts',
   oidc: 'src/providers/oidc/main.ts',
 };
+/** The CLI image: ref `cli`, the program `clusterprofile` (`issuer serve` and every other command). */
+const CLI = { ref: 'cli', name: 'clusterprofile', entry: 'src/cli/main.ts' };
+const IMAGES = [...Object.keys(PLUGINS), CLI.ref];
 const RUNTIME = 'lib/clusterprofile-runtime';
 const LOADER = 'ld-linux-x86-64.so.2';
 
-const { values } = parseArgs({ options: { out: { type: 'string', default: 'build/images' }, plugins: { type: 'string', default: Object.keys(PLUGINS).join(',') } } });
-const selected = values.plugins.split(',');
+const { values } = parseArgs({ options: { out: { type: 'string', default: 'build/images' }, images: { type: 'string' }, plugins: { type: 'string' } } });
+const selected = (values.images ?? values.plugins ?? IMAGES.join(',')).split(',');
 for (const type of selected) {
-  if (!Object.hasOwn(PLUGINS, type)) fail(`unknown plugin ${type} (--plugins takes ${Object.keys(PLUGINS).join(', ')})`);
+  if (!IMAGES.includes(type)) fail(`unknown image ${type} (--images takes ${IMAGES.join(', ')})`);
 }
 
 function fail(message) {
@@ -120,47 +125,59 @@ try {
   const images = [];
   const report = { version, created, runtime, images: {} };
   for (const type of selected) {
-    const name = `clusterprofile-${type}-plugin`;
+    const cli = type === CLI.ref;
+    const name = cli ? CLI.name : `clusterprofile-${type}-plugin`;
     const outdir = join(work, type);
-    const { inputs } = await bundlePlugins({ entries: { [`clusterprofile-${type}`]: PLUGINS[type] }, outdir, external: [], define });
+    const { inputs } = cli
+      ? await bundlePlugins({ entries: {}, esmEntries: { [name]: CLI.entry }, outdir, external: [], define })
+      : await bundlePlugins({ entries: { [`clusterprofile-${type}`]: PLUGINS[type] }, outdir, external: [], define });
     const files = [];
     add(files, `bin/${name}`, launcher, 0o755);
     const walk = (dir) => readdirSync(dir, { withFileTypes: true }).flatMap((entry) => (entry.isDirectory() ? walk(join(dir, entry.name)) : [join(dir, entry.name)]));
     for (const file of walk(outdir)) add(files, `lib/${name}/${relative(outdir, file)}`, readFileSync(file));
     // What bin/<name>.mjs does for the npm package, minus the Node.js floor check (the image brings its Node.js).
     add(files, `lib/${name}/main.mjs`, [
-      `// The entry the launcher /bin/${name} runs: compile cache on, then the plugin.`,
+      `// The entry the launcher /bin/${name} runs: compile cache on, then the ${cli ? 'CLI' : 'plugin'}.`,
       "process.getBuiltinModule('node:module').enableCompileCache?.();",
-      `const { run } = await import('./clusterprofile-${type}.mjs');`,
+      `const { run } = await import('./${cli ? name : `clusterprofile-${type}`}.mjs');`,
       'process.exitCode = await run(process.argv.slice(2), process.env, process);',
       '',
     ].join('\n'));
     add(files, `share/doc/${name}/LICENSE`, readFileSync('LICENSE'));
     // The npm packages bundled into it, with their licences.
     const bundled = new Map();
+    const seen = new Set();
     for (const input of inputs) {
       const match = /^(.*node_modules\/(?:@[^/]+\/)?[^/]+)\//.exec(input);
-      if (match === null || bundled.has(match[1])) continue;
+      if (match === null || seen.has(match[1])) continue;
+      seen.add(match[1]);
       const manifest = JSON.parse(readFileSync(join(match[1], 'package.json'), 'utf8'));
-      const licenceFile = readdirSync(match[1]).find((f) => /^(licen[cs]e|copying)(\.|$)/i.test(f));
+      // One entry per name@version, however many node_modules directories hold a copy.
+      if (bundled.has(`${manifest.name}@${manifest.version}`)) continue;
+      // LICENSE, LICENSE.md, LICENSE-MIT.txt (emoji-regex), UNLICENSE (stream-buffers): the CLI bundles yargs and client-node
+      const licenceFile = readdirSync(match[1]).find((f) => /^(licen[cs]e|copying|unlicense)([-.]|$)/i.test(f));
       if (licenceFile === undefined) fail(`${manifest.name} (${match[1]}) ships no licence file`);
-      bundled.set(match[1], { name: manifest.name, version: manifest.version, license: manifest.license });
+      bundled.set(`${manifest.name}@${manifest.version}`, { name: manifest.name, version: manifest.version, license: manifest.license });
       add(files, `share/doc/${name}/node_modules/${manifest.name}@${manifest.version}/${licenceFile}`, readFileSync(join(match[1], licenceFile)));
     }
     const npm = [...bundled.values()].sort((a, b) => a.name.localeCompare(b.name));
     add(files, `share/doc/${name}/bundled.json`, `${JSON.stringify(npm, null, 2)}\n`);
     const layer = { ...gzipLayer(files, epoch), history: `scripts/image.mjs: ${name} ${version}` };
+    const description = cli
+      ? `${name}: the clusterprofile-credentials CLI (issuer serve, trust, keygen, ...) with its own Node.js runtime and libraries; entrypoint /bin/${name}, also on PATH`
+      : `${name}: the clusterprofile-credentials ${type} exec plugin with its own Node.js runtime and libraries, for an image volume (mount anywhere, run <mount>/bin/${name})`;
     images.push({
       ref: type,
       layers: [baseLayer, layer],
       created,
-      config: { Entrypoint: [`/bin/${name}`], Labels: { 'org.opencontainers.image.title': name, 'org.opencontainers.image.version': version } },
+      // PATH: a pod spec's `command: [clusterprofile]` finds it too. No user: the pod spec sets one (uid 65532 in deploy/).
+      config: { Entrypoint: [`/bin/${name}`], ...(cli ? { Env: ['PATH=/bin'] } : {}), Labels: { 'org.opencontainers.image.title': name, 'org.opencontainers.image.version': version } },
       annotations: {
         'org.opencontainers.image.title': name,
         'org.opencontainers.image.version': version,
         'org.opencontainers.image.created': created,
         'org.opencontainers.image.licenses': 'Apache-2.0 AND MIT AND LGPL-2.1-or-later AND GPL-3.0-or-later WITH GCC-exception-3.1',
-        'org.opencontainers.image.description': `${name}: the clusterprofile-credentials ${type} exec plugin with its own Node.js runtime and libraries, for an image volume (mount anywhere, run <mount>/bin/${name})`,
+        'org.opencontainers.image.description': description,
       },
     });
     report.images[type] = {

@@ -52,27 +52,49 @@ export type PrivacyProblem =
   | { kind: 'type'; expected: 'file' | 'directory'; found: 'file' | 'directory' | 'other' }
   /** Owned by `uid`, not by the user (`user`). */
   | { kind: 'owner'; uid: number; user: number }
-  /** Group or others have permission bits; `mode` is `st_mode & 0o777`. */
-  | { kind: 'mode'; mode: number };
+  /** Group or others have permission bits; `mode` is `st_mode & 0o777`; with `groupReadOnly`, the file's owner and group. */
+  | { kind: 'mode'; mode: number; uid?: number; gid?: number };
 
 interface Stats {
   mode: number;
   uid: number;
+  gid?: number;
   isFile(): boolean;
   isDirectory(): boolean;
 }
 
 /**
- * What makes `stats` not a private `expected` (a regular file, or a directory); undefined when it is one. The owner
- * is checked unless `owner` is false.
+ * Whether `stats` is a file mounted read-only for this process's group: what the kubelet makes of a Secret volume
+ * with `defaultMode: 0440` (or 0040) and the pod's `fsGroup` — owned by root (or by this process's user), its group
+ * one of this process's groups (never group 0, which every process of some platforms has), read for owner and group
+ * only, no write or execute bit for anyone.
  */
-export function privacyProblem(stats: Stats, expected: 'file' | 'directory', options: { owner?: boolean } = {}): PrivacyProblem | undefined {
+function readOnlyForOurGroup(stats: Stats): boolean {
+  const mode = stats.mode & 0o777;
+  if ((mode & ~0o440) !== 0 || (mode & 0o040) === 0) return false;
+  if (stats.uid !== 0 && stats.uid !== process.getuid?.()) return false;
+  const gid = stats.gid;
+  if (gid === undefined || gid === 0) return false;
+  return gid === process.getegid?.() || (process.getgroups?.() ?? []).includes(gid);
+}
+
+/**
+ * What makes `stats` not a private `expected` (a regular file, or a directory); undefined when it is one. The owner
+ * is checked unless `owner` is false. `groupReadOnly`: a file for reading only (a key we never write) may also be
+ * read-only for a group of this process ({@link readOnlyForOurGroup}: a Secret volume with `fsGroup`).
+ */
+export function privacyProblem(stats: Stats, expected: 'file' | 'directory', options: { owner?: boolean; groupReadOnly?: boolean } = {}): PrivacyProblem | undefined {
   const found = stats.isDirectory() ? 'directory' : stats.isFile() ? 'file' : 'other';
   if (found !== expected) return { kind: 'type', expected, found };
   if (process.platform === 'win32') return undefined;
   const user = process.getuid?.();
   if (options.owner !== false && user !== undefined && stats.uid !== user) return { kind: 'owner', uid: stats.uid, user };
-  if ((stats.mode & PRIVATE_MODE_MASK) !== 0) return { kind: 'mode', mode: stats.mode & 0o777 };
+  if ((stats.mode & PRIVATE_MODE_MASK) !== 0) {
+    if (options.groupReadOnly !== true) return { kind: 'mode', mode: stats.mode & 0o777 };
+    if (expected === 'file' && readOnlyForOurGroup(stats)) return undefined;
+    // Owner and group decide the group rule: the caller's message names them.
+    return { kind: 'mode', mode: stats.mode & 0o777, uid: stats.uid, ...(stats.gid === undefined ? {} : { gid: stats.gid }) };
+  }
   return undefined;
 }
 
@@ -103,6 +125,11 @@ export interface ReadPrivateFileOptions {
   followSymlinks?: boolean;
   /** Default true. False for a file we only read that may be provisioned for us by another user (a mounted key). */
   owner?: boolean;
+  /**
+   * Default false. True for a file we only read (a key): also accept it read-only for one of this process's groups,
+   * owned by root or by us — a Secret volume with `defaultMode: 0440` and `fsGroup`.
+   */
+  groupReadOnly?: boolean;
   /** Read at most this many bytes; a larger file is `io` with an EFBIG error. Default 1 MiB. */
   maxBytes?: number;
 }

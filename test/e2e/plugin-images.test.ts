@@ -53,11 +53,12 @@ describe('the token-request image in an empty root filesystem (real kube-apiserv
         },
       },
     });
-    // HOME: the emptyDir, as docs/images.md says (the in-process tenant-cert bootstrap looks for imported Identities there).
+    // No HOME and no user database, as in a distroless pod: KUBECACHEDIR places both caches, --identity-dir the
+    // imported Identities the in-process tenant-cert bootstrap looks for (docs/images.md).
     const run = await runInRoot(
       root,
-      ['/plugins/bin/clusterprofile-token-request-plugin', '--bootstrap', 'tenant-cert', '--cluster-id', CONSUMER, '--key-file', '/etc/fleet/consumer.key'],
-      { KUBERNETES_EXEC_INFO: info, KUBECACHEDIR: '/var/cache/clusterprofile', HOME: '/var/cache/clusterprofile' },
+      ['/plugins/bin/clusterprofile-token-request-plugin', '--bootstrap', 'tenant-cert', '--cluster-id', CONSUMER, '--key-file', '/etc/fleet/consumer.key', '--identity-dir', '/var/cache/clusterprofile/identities'],
+      { KUBERNETES_EXEC_INFO: info, KUBECACHEDIR: '/var/cache/clusterprofile' },
     );
     expect(run.stderr).toBe('');
     expect(run.code).toBe(0);

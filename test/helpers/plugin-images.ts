@@ -59,9 +59,9 @@ export function ensureImageTools(): void {
   }
 }
 
-/** Builds the images of `types` into `out` (layout `out/oci`, refs by type) and returns the build's report. */
-export async function buildImages(out: string, types: readonly PluginType[] = PLUGIN_TYPES): Promise<ImageReport> {
-  const build = await runNode(join(REPO, 'scripts/image.mjs'), ['--out', out, '--plugins', types.join(',')]);
+/** Builds the images of `types` (`cli`: the CLI image) into `out` (layout `out/oci`, refs by type) and returns the build's report. */
+export async function buildImages(out: string, types: readonly (PluginType | 'cli')[] = PLUGIN_TYPES): Promise<ImageReport> {
+  const build = await runNode(join(REPO, 'scripts/image.mjs'), ['--out', out, '--images', types.join(',')]);
   if (build.code !== 0) throw new Error(`scripts/image.mjs failed:\n${build.stderr}`);
   return JSON.parse(readFileSync(join(out, 'report.json'), 'utf8')) as ImageReport;
 }

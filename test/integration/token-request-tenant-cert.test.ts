@@ -4,10 +4,11 @@
  * certificate obtained in-process. The API server trusts the issuer's client-ca.crt and lets exactly that identity
  * (CN = consumer cluster ID) create tokens for one service account.
  */
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startFakeKubeApi, type FakeKubeApi } from '../helpers/kube-api.js';
 import { CLI, issuerConfig, PLUGIN, runNode, startIssuer, type RunningIssuer } from '../helpers/tenant-cert-plugin-run.js';
 import { createTestCa } from '../helpers/tls.js';
@@ -122,4 +123,65 @@ test('an untrusted consumer gets the issuer\'s refusal, exit 1, empty stdout', a
   expect(result.stderr).toContain('ERR_TOKEN_REQUEST_BOOTSTRAP');
   expect(result.stderr).toContain('ERR_TENANT_UNKNOWN_CONSUMER');
   expect(result.stderr).toContain('clusterprofile issuer trust --cluster-id stranger');
+});
+
+describe('without HOME (a pod that sets none)', () => {
+
+  test('--identity-dir and KUBECACHEDIR: the token is minted, the certificate cached under KUBECACHEDIR', async () => {
+    const cacheRoot = join(root, 'no-home-cache');
+    const result = await runNode(BIN, ['--bootstrap', 'tenant-cert', '--cluster-id', CONSUMER, '--key-file', keyFile, '--identity-dir', join(root, 'no-home-identities')], { HOME: undefined, KUBECACHEDIR: cacheRoot, KUBERNETES_EXEC_INFO: execInfo() });
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    expect(JSON.parse(result.stdout).status.token).toBe(api.minted.at(-1)!.token);
+    expect(readdirSync(join(cacheRoot, 'clusterprofile', 'tenant-cert')).filter((name) => name.endsWith('.json'))).toHaveLength(1);
+  });
+
+  test('no --identity-dir: the user\'s home directory from the user database, as the plugins\' cache does', async () => {
+    const result = await runNode(BIN, ['--bootstrap', 'tenant-cert', '--cluster-id', CONSUMER, '--key-file', keyFile], { HOME: undefined, KUBECACHEDIR: join(root, 'passwd-home-cache'), KUBERNETES_EXEC_INFO: execInfo() });
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+  });
+
+  test('--help lists --identity-dir (the flag the error names)', async () => {
+    const help = await runNode(BIN, ['--help'], { HOME: undefined });
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('--identity-dir DIR');
+  });
+
+  /** The binary as uid 65532, which has no entry in the user database (a distroless pod), without HOME. */
+  function asPodUser(args: readonly string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+    return new Promise((resolve, reject) => {
+      const child = spawn('setpriv', ['--reuid=65532', '--regid=65532', '--clear-groups', '--', process.execPath, BIN, ...args], {
+        env: { PATH: process.env['PATH'], KUBERNETES_EXEC_INFO: execInfo(), ...env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+      child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+      child.on('error', reject);
+      child.on('close', (code) => resolve({ code, stdout, stderr }));
+    });
+  }
+
+  test.skipIf(process.getuid?.() !== 0)('no home at all (needs root to run as a user without a passwd entry; skipped otherwise): a usage error naming --identity-dir, then KUBECACHEDIR — flags and variables token-request has', async () => {
+    expect(readFileSync('/etc/passwd', 'utf8')).not.toMatch(/^[^:]*:[^:]*:65532:/m);
+    const pod = join(root, 'pod');
+    mkdirSync(pod);
+    chmodSync(root, 0o755);
+    chownSync(pod, 65532, 65532);
+    chmodSync(pod, 0o700);
+    const noIdentityDir = await asPodUser(['--bootstrap', 'tenant-cert', '--cluster-id', CONSUMER, '--key-file', keyFile], { KUBECACHEDIR: join(pod, 'cache') });
+    expect(noIdentityDir.code).toBe(2);
+    expect(noIdentityDir.stdout).toBe('');
+    expect(noIdentityDir.stderr).toContain('ERR_TOKEN_REQUEST_USAGE: --bootstrap tenant-cert: no --identity-dir given, HOME is not set and the user has no home directory (at --identity-dir)');
+    expect(noIdentityDir.stderr).toContain('hint: give --identity-dir DIR');
+
+    // --identity-dir given; the token's --cache-dir, but nothing that places the certificate's cache.
+    const noCache = await asPodUser(['--bootstrap', 'tenant-cert', '--cluster-id', CONSUMER, '--key-file', keyFile, '--identity-dir', join(pod, 'identities'), '--cache-dir', join(pod, 'tokens')], {});
+    expect(noCache.code).toBe(2);
+    expect(noCache.stdout).toBe('');
+    expect(noCache.stderr).toContain('ERR_TOKEN_REQUEST_USAGE: --bootstrap tenant-cert: no cache directory for the tenant-cert certificate: KUBECACHEDIR is not set and there is no home directory (at KUBECACHEDIR)');
+    expect(noCache.stderr).toContain('hint: set KUBECACHEDIR');
+  });
 });

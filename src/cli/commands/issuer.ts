@@ -25,7 +25,7 @@ export const actions = {
   serve: {
     usage: '$0 issuer serve --data-dir DIR --listen HOST:PORT --cluster-id PROVIDER_ID [options]',
     describe: 'Serve the issuer over HTTPS: nonces, and Tenants of trusted consumers answered with Identities. Replicas: --state kubernetes [--namespace NS] instead of --data-dir; the declarative flow: --reconcile-tenants.',
-    flags: ['data-dir', 'state', 'namespace', 'tls-cert-file', 'tls-key-file', 'cluster-id', 'listen', 'san', 'api-server-url', 'api-server-ca', 'cert-lifetime', 'nonce-ttl', 'signer', 'kubeconfig', 'context', 'signer-timeout', 'group', 'liqo-compat', 'reconcile-tenants', 'metrics-listen', 'log-format', 'shutdown-grace'],
+    flags: ['data-dir', 'state', 'namespace', 'tls-cert-file', 'tls-key-file', 'tls-reload-interval', 'cluster-id', 'listen', 'san', 'api-server-url', 'api-server-ca', 'cert-lifetime', 'nonce-ttl', 'signer', 'kubeconfig', 'context', 'signer-timeout', 'group', 'liqo-compat', 'reconcile-tenants', 'metrics-listen', 'log-format', 'shutdown-grace'],
   },
   trust: {
     usage: '$0 issuer trust --data-dir DIR --cluster-id CONSUMER_ID --public-key FILE [--group G]...',
@@ -57,6 +57,7 @@ export function builder(parser: Argv): Argv<any> {
     .option('namespace', { type: 'string', requiresArg: true, describe: '--state kubernetes, --reconcile-tenants: the namespace of the state and of the Tenants (default: the context\'s, or the pod\'s)' })
     .option('tls-cert-file', { type: 'string', requiresArg: true, describe: 'serve: HTTPS certificate PEM (chain), e.g. a kubernetes.io/tls Secret\'s tls.crt, instead of one from the state\'s serving CA; with --tls-key-file' })
     .option('tls-key-file', { type: 'string', requiresArg: true, describe: 'serve: the private key of --tls-cert-file (PEM)' })
+    .option('tls-reload-interval', { type: 'string', default: '5s', requiresArg: true, describe: 'serve: how often --tls-cert-file/--tls-key-file are read again; a renewed pair is served without a restart (1s..10m)' })
     .option('cluster-id', { type: 'string', requiresArg: true, describe: 'serve: this provider cluster\'s ID; trust/untrust: the consumer\'s' })
     .option('listen', { type: 'string', default: '127.0.0.1:8443', requiresArg: true, describe: 'serve: HOST:PORT (port 0: any free port)' })
     .option('san', { type: 'string', array: true, requiresArg: true, describe: 'serve: extra DNS names / IPs for the HTTPS certificate' })
@@ -145,10 +146,11 @@ async function serve(args: CommandArgs, ctx: CommandContext): Promise<number> {
   const listen = parseListen(String(args['listen']));
   const metricsListen = typeof args['metrics-listen'] === 'string' ? parseListen(args['metrics-listen'], '--metrics-listen') : undefined;
   const graceMs = parseDuration(String(args['shutdown-grace'] ?? '20s'), { flag: '--shutdown-grace', min: 1000, max: 10 * MINUTE, code: 'ERR_ISSUER_CONFIG' });
+  const reloadMs = parseDuration(String(args['tls-reload-interval'] ?? '5s'), { flag: '--tls-reload-interval', min: 1000, max: 10 * MINUTE, code: 'ERR_ISSUER_CONFIG' });
   const settings = issuerSettings(args, providerClusterID);
   const json = args['log-format'] === 'json';
   const log = json
-    ? (line: string) => ctx.io.stderr.write(jsonLine(line.startsWith('internal error') || line.startsWith('readiness check') ? 'error' : 'info', line))
+    ? (line: string) => ctx.io.stderr.write(jsonLine(line.startsWith('internal error') || line.startsWith('readiness check') ? 'error' : line.startsWith('serving certificate refused') ? 'warn' : 'info', line))
     : (line: string) => ctx.io.stderr.write(`${new Date().toISOString()} issuer: ${line}\n`);
   const wildcard = listen.host === '0.0.0.0' || listen.host === '::';
   const sans = [...new Set([...(wildcard ? ['localhost', '127.0.0.1', '::1', hostname()] : [listen.host]), ...strings(args['san'])])];
@@ -168,6 +170,9 @@ async function serve(args: CommandArgs, ctx: CommandContext): Promise<number> {
       log,
       metrics,
       readinessChecks: [{ name: opened.state.kind, check: (signal) => opened.state.checkReady(signal) }],
+      ...(settings.tlsCertFile !== undefined && settings.tlsKeyFile !== undefined
+        ? { servingFiles: { certFile: settings.tlsCertFile, keyFile: settings.tlsKeyFile, cwd: ctx.cwd, intervalMs: reloadMs } }
+        : {}),
       ...(json
         ? {
             logHandshake: (entry) => {

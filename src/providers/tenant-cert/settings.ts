@@ -174,12 +174,13 @@ function decodeCaField(field: string, value: unknown, file: string): string {
 }
 
 /**
- * Reads the private key file: it must be ours alone (no group/other permission bits, as ssh requires) and hold a
- * PKCS#8 PEM key. Parsing happens on a cache miss only.
+ * Reads the private key file: it must be ours alone (no group/other permission bits, as ssh requires) — or a Secret
+ * volume's file read-only for our group (`defaultMode: 0440` with `fsGroup`: root-owned, group one of ours, no write
+ * bit) — and hold a PKCS#8 PEM key. Parsing happens on a cache miss only.
  */
 export function readKeyFile(file: string): { keyPem: string; keyDigest: string } {
   // Its owner is not checked: a key provisioned for us by another user (a mounted volume) is fine if only we can read it.
-  const read = readPrivateFile(file, { owner: false, maxBytes: 1 << 20 });
+  const read = readPrivateFile(file, { owner: false, groupReadOnly: true, maxBytes: 1 << 20 });
   if ('problem' in read) {
     throw keyFileError(read.problem, file);
   }
@@ -196,10 +197,15 @@ export function readKeyFile(file: string): { keyPem: string; keyDigest: string }
 
 function keyFileError(problem: PrivacyProblem, file: string): CredentialsError {
   if (problem.kind === 'mode') {
-    return new CredentialsError('ERR_TENANT_CERT_KEY_FILE', `the key file is accessible by others (mode ${problem.mode.toString(8).padStart(4, '0')}); refusing to use it`, {
-      path: file,
-      hint: `chmod 600 ${file}`,
-    });
+    const owner = problem.uid === undefined ? '' : `, owner ${problem.uid}${problem.gid === undefined ? '' : `, group ${problem.gid}`}`;
+    // The hint stays one command that fixes the file; the message says what else is accepted.
+    return new CredentialsError(
+      'ERR_TENANT_CERT_KEY_FILE',
+      `the key file is accessible by others (mode ${problem.mode.toString(8).padStart(4, '0')}${owner}); refusing to use it. Accepted: ` +
+        "no permission for group or others (0600, 0400); or read-only for one of this process's groups (0440 or 0040, owned by root or this user, group not 0), " +
+        "as a Secret volume with defaultMode: 0440 and the pod's fsGroup gives it",
+      { path: file, hint: `chmod 600 ${file}` },
+    );
   }
   if (problem.kind === 'type') {
     return new CredentialsError('ERR_TENANT_CERT_KEY_FILE', `the key file ${file} is ${problem.found === 'directory' ? 'a directory' : 'not a regular file'}`, {

@@ -30,6 +30,11 @@ export const tokenRequestFlags = {
   'bootstrap-kubeconfig': { type: 'string', description: 'kubeconfig whose current user calls TokenRequest (implies --bootstrap kubeconfig)', placeholder: 'FILE' },
   'cluster-id': { type: 'string', description: 'tenant-cert bootstrap: this (consumer) cluster\'s ID', placeholder: 'ID' },
   'key-file': { type: 'string', description: 'tenant-cert bootstrap: the consumer\'s PKCS#8 PEM private key', placeholder: 'FILE' },
+  'identity-dir': {
+    type: 'string',
+    description: 'tenant-cert bootstrap: where `clusterprofile identity import` stored Identities (default $HOME/.kube/clusterprofile/identities, else the user\'s home directory\'s)',
+    placeholder: 'DIR',
+  },
   'hub-kubeconfig': { type: 'string', description: 'secret-reader: kubeconfig of the hub (default: KUBECONFIG, else ~/.kube/config, else in-cluster)', placeholder: 'FILE' },
   'secret-namespace': { type: 'string', description: 'secret-reader: namespace of the Secrets (default: the hub context\'s or pod\'s namespace, then "default")', placeholder: 'NS' },
   timeout: { type: 'string', description: 'deadline for the API server exchange: connect, TLS, answer and retries (default 30)', placeholder: 'SECONDS' },
@@ -63,7 +68,7 @@ function chooseBootstrap(flags: FlagValues<Flags>): Bootstrap {
       if (flags['cluster-id'] === undefined || flags['key-file'] === undefined) {
         throw usage('--bootstrap tenant-cert needs --cluster-id and --key-file', flags['cluster-id'] === undefined ? '--cluster-id' : '--key-file');
       }
-      return { kind, clusterId: flags['cluster-id'], keyFile: flags['key-file'] };
+      return { kind, clusterId: flags['cluster-id'], keyFile: flags['key-file'], ...(flags['identity-dir'] === undefined ? {} : { identityDir: flags['identity-dir'] }) };
     default:
       throw usage(`unknown --bootstrap ${JSON.stringify(kind)}: expected tenant-cert, kubeconfig or in-cluster`, '--bootstrap');
   }

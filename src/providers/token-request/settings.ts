@@ -182,7 +182,8 @@ export function parseTokenRequestSettings(sources: TokenRequestSettingsSources):
 export type Bootstrap =
   | { kind: 'kubeconfig'; file?: string }
   | { kind: 'in-cluster' }
-  | { kind: 'tenant-cert'; clusterId: string; keyFile: string };
+  /** `identityDir`: `--identity-dir`, where imported Identities are looked for (tenant-cert's own default otherwise). */
+  | { kind: 'tenant-cert'; clusterId: string; keyFile: string; identityDir?: string };
 
 /** `timeoutMs`: deadline of the API server exchange (`--timeout`), connect and TLS and retries included. */
 export type TokenRequestProviderSettings =

@@ -12,6 +12,8 @@ export const ISSUER_METRICS = {
   noncesOutstanding: 'clusterprofile_issuer_nonces_outstanding',
   certificates: 'clusterprofile_issuer_certificates_issued_total',
   ready: 'clusterprofile_issuer_ready',
+  servingNotAfter: 'clusterprofile_issuer_serving_certificate_not_after_seconds',
+  servingReloads: 'clusterprofile_issuer_serving_certificate_reloads_total',
 } as const;
 
 /** The two requests of a handshake: `POST /v1/nonces` and `POST /v1/tenants`. */
@@ -28,6 +30,8 @@ export class IssuerMetrics {
   readonly #handshakes: Counter<'step' | 'result' | 'code'>;
   readonly #duration: Histogram<'step' | 'result'>;
   readonly #certificates: Counter<'signer'>;
+  readonly #servingNotAfter: Gauge;
+  readonly #servingReloads: Counter<'result'>;
   #ready: () => boolean = () => false;
 
   /** `processMetrics`: prom-client's default process and Node.js metrics (CPU, memory, event loop lag, handles). */
@@ -69,6 +73,17 @@ export class IssuerMetrics {
         this.set(ready() ? 1 : 0);
       },
     });
+    this.#servingNotAfter = new Gauge({
+      name: ISSUER_METRICS.servingNotAfter,
+      help: 'notAfter of the HTTPS certificate served now, in seconds since the epoch.',
+      registers,
+    });
+    this.#servingReloads = new Counter({
+      name: ISSUER_METRICS.servingReloads,
+      help: 'New --tls-cert-file pairs seen, by result (reloaded; refused: the previous pair is kept).',
+      labelNames: ['result'],
+      registers,
+    });
     if (options.processMetrics !== false) {
       collectDefaultMetrics({ register: this.registry, prefix: 'clusterprofile_issuer_' });
     }
@@ -87,6 +102,15 @@ export class IssuerMetrics {
   /** What the readiness gauge reads (the server's last /readyz outcome). */
   setReadySource(ready: () => boolean): void {
     this.#ready = ready;
+  }
+
+  /** The HTTPS certificate served from now on. */
+  servingCertificate(notAfter: Date): void {
+    this.#servingNotAfter.set(Math.floor(notAfter.getTime() / 1000));
+  }
+
+  servingReload(result: 'reloaded' | 'refused'): void {
+    this.#servingReloads.inc({ result });
   }
 
   certificateIssued(signer: string): void {

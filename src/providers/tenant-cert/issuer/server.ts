@@ -12,6 +12,7 @@ import { ERRORS, errorSpec, isCredentialsError } from '../../../core/errors.js';
 import { isClusterId } from '../wire/cluster-id.js';
 import { API_PATHS, MAX_BODY_BYTES, tenantError, type ErrorResponse } from '../wire/protocol.js';
 import type { ServingMaterial } from './data-dir.js';
+import { servedCertificate, watchServingFiles, type ServingFilesWatch } from './serving-files.js';
 import { describe, type Issuer } from './issuer.js';
 import type { HandshakeStep, IssuerMetrics } from './metrics.js';
 
@@ -58,6 +59,11 @@ export interface IssuerServerOptions {
   readinessTimeoutMs?: number;
   /** Counters and histograms to record into and serve on /metrics; without it /metrics answers ERR_ISSUER_NOT_FOUND. */
   metrics?: IssuerMetrics;
+  /**
+   * The files `tls` was read from (`--tls-cert-file`/`--tls-key-file`): polled every `intervalMs`, a new pair that
+   * passes the start-up checks is served to new connections; a bad one is logged and the served pair kept.
+   */
+  servingFiles?: { certFile: string; keyFile: string; cwd: string; intervalMs: number };
 }
 
 /** What a graceful stop did. */
@@ -353,6 +359,31 @@ export async function startIssuerServer(options: IssuerServerOptions): Promise<R
       resolve();
     });
   });
+  const source = options.servingFiles === undefined ? '' : ` from ${options.servingFiles.certFile}`;
+  const announce = (certificatePem: string, what: string): void => {
+    const served = servedCertificate(certificatePem);
+    metrics?.servingCertificate(served.notAfter);
+    log?.(`${what}: serial ${served.serial}, notAfter ${served.notAfter.toISOString()}${source}`);
+  };
+  announce(options.tls.certificatePem, 'serving certificate');
+  let watch: ServingFilesWatch | undefined;
+  if (options.servingFiles !== undefined) {
+    watch = watchServingFiles({
+      ...options.servingFiles,
+      now: () => new Date(),
+      current: options.tls,
+      apply(material) {
+        // New handshakes use it; connections already open keep the certificate they were made with.
+        server.setSecureContext({ cert: material.certificatePem, key: material.keyPem, minVersion: 'TLSv1.2' });
+        metrics?.servingReload('reloaded');
+        announce(material.certificatePem, 'serving certificate reloaded');
+      },
+      refused(error) {
+        metrics?.servingReload('refused');
+        log?.(`serving certificate refused, still serving the previous one: ${describe(error)}`);
+      },
+    });
+  }
   const address = server.address() as AddressInfo;
   const host = address.address.includes(':') ? `[${address.address}]` : address.address;
   return {
@@ -363,6 +394,7 @@ export async function startIssuerServer(options: IssuerServerOptions): Promise<R
     close: (graceMs = 5_000) =>
       new Promise<ClosedIssuer>((resolve) => {
         closing = true;
+        watch?.stop();
         lastReady = false;
         const started = inFlight;
         let cut = 0;
