@@ -136,11 +136,13 @@ describe('issuer serve --state kubernetes: an API server that is down, refuses, 
     api = undefined;
   });
 
-  it('losing the race to create a CA Secret (409 AlreadyExists): the winner\'s CA is used, nothing is overwritten', async () => {
+  it('losing the race to create a CA or nonce key Secret (409 AlreadyExists): the winner\'s is used, nothing is overwritten', async () => {
     const now = new Date();
     const winners: Record<string, { certificatePem: string; keyPem: string }> = {
       'clusterprofile-issuer-client-ca': createCertificateAuthority('winner client CA', now, 86_400_000),
       'clusterprofile-issuer-serving-ca': createCertificateAuthority('winner serving CA', now, 86_400_000),
+      // The nonce key's Secret (answered below: it holds a key, not a CA).
+      'clusterprofile-issuer-nonce-key': { certificatePem: '', keyPem: '' },
     };
     const created = new Set<string>();
     api = await startHttpsServer({
@@ -157,6 +159,14 @@ describe('issuer serve --state kubernetes: an API server that is down, refuses, 
           if (!created.has(name)) {
             created.add(name);
             return answer(404, { kind: 'Status', code: 404, reason: 'NotFound', message: `secrets "${name}" not found` });
+          }
+          if (name === 'clusterprofile-issuer-nonce-key') {
+            return answer(200, {
+              kind: 'Secret',
+              metadata: { name, annotations: { 'credentials.clusterprofile.io/provider-cluster-id': 'p1' } },
+              type: 'Opaque',
+              data: { key: Buffer.alloc(32, 7).toString('base64') },
+            });
           }
           const winner = winners[name]!;
           return answer(200, {
@@ -185,6 +195,9 @@ describe('issuer serve --state kubernetes: an API server that is down, refuses, 
         'GET secrets/clusterprofile-issuer-serving-ca',
         'POST issuer-ns/secrets',
         'GET secrets/clusterprofile-issuer-serving-ca',
+        'GET secrets/clusterprofile-issuer-nonce-key',
+        'POST issuer-ns/secrets',
+        'GET secrets/clusterprofile-issuer-nonce-key',
       ]);
       expect(new X509Certificate(winners['clusterprofile-issuer-client-ca']!.certificatePem).subject).toBe('CN=winner client CA');
     } finally {
