@@ -221,6 +221,37 @@ describe('issuer serve --state kubernetes: an API server that is down, refuses, 
     expect(api.requests.map((r) => r.method)).toEqual(['GET']);
   });
 
+  it('a nonce key Secret without a 32-byte key: ERR_ISSUER_STATE_CORRUPT, never replaced', async () => {
+    const now = new Date();
+    const cas: Record<string, { certificatePem: string; keyPem: string }> = {
+      'clusterprofile-issuer-client-ca': createCertificateAuthority('client CA', now, 86_400_000),
+      'clusterprofile-issuer-serving-ca': createCertificateAuthority('serving CA', now, 86_400_000),
+    };
+    api = await startHttpsServer({
+      ca: apiCa,
+      handler: (request, _req, res) => {
+        const name = request.url.split('/').at(-1) ?? '';
+        const ca = cas[name];
+        res.writeHead(request.method === 'GET' ? 200 : 405, { 'content-type': 'application/json' });
+        const metadata = { name, annotations: { 'credentials.clusterprofile.io/provider-cluster-id': 'p1' } };
+        res.end(
+          JSON.stringify(
+            ca === undefined
+              ? { kind: 'Secret', metadata, data: { key: Buffer.alloc(16).toString('base64') } }
+              : { kind: 'Secret', metadata, data: { 'tls.crt': Buffer.from(ca.certificatePem).toString('base64'), 'tls.key': Buffer.from(ca.keyPem).toString('base64') } },
+          ),
+        );
+      },
+    });
+    const result = await cli(serveArgs(await kubeconfigFor(api.url, 'key')));
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/^ERR_ISSUER_STATE_CORRUPT: the secret issuer-ns\/clusterprofile-issuer-nonce-key holds no 32-byte key/m);
+    expect(result.stderr).not.toContain(Buffer.alloc(16).toString('base64'));
+    expect(api.requests.map((r) => r.method)).toEqual(['GET', 'GET', 'GET']);
+    await api.close();
+    api = undefined;
+  });
+
   it('a CA Secret of another provider: the namespace is refused (ERR_ISSUER_CONFIG)', async () => {
     await api?.close();
     api = await startHttpsServer({

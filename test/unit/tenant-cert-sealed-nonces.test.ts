@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { NONCE_KEY_BYTES, NonceSeal } from '../../src/providers/tenant-cert/issuer/sealed-nonces.js';
+import { MAX_SEALED_LIFETIME_MS, NONCE_KEY_BYTES, NonceSeal } from '../../src/providers/tenant-cert/issuer/sealed-nonces.js';
 import { frozenClock } from '../helpers/issuer-fixtures.js';
 
 const key = randomBytes(NONCE_KEY_BYTES);
@@ -88,6 +88,12 @@ describe('sealed nonces (the Kubernetes state)', () => {
     ]) {
       expect(refusal(bad, 'consumer-a')).toBe('ERR_TENANT_NONCE_UNKNOWN');
     }
+  });
+
+  it('an expiry further ahead than any --nonce-ttl (sealed by a holder of the key, not the issuer): ERR_TENANT_NONCE_UNKNOWN', () => {
+    const far = clock.now().getTime() + MAX_SEALED_LIFETIME_MS;
+    expect(seal.open(seal.seal('consumer-a', far).nonce, 'consumer-a', clock.now()).expiresAt).toBe(far);
+    expect(refusal(seal.seal('consumer-a', far + 1).nonce, 'consumer-a')).toBe('ERR_TENANT_NONCE_UNKNOWN');
   });
 
   it('a key of another length is refused as damaged state', () => {

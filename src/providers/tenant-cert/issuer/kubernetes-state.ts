@@ -171,10 +171,10 @@ export function stateFailure(what: string, response: KubeResponse, path: string)
   return new CredentialsError('ERR_ISSUER_STATE_UNAVAILABLE', message, { path });
 }
 
-function corrupt(what: string, path: string, cause?: unknown): CredentialsError {
+function corrupt(what: string, path: string, cause?: unknown, hint?: string): CredentialsError {
   return new CredentialsError('ERR_ISSUER_STATE_CORRUPT', what, {
     path,
-    hint: 'the object was not written by the issuer: restore it, or delete it (a CA Secret deleted makes a new CA nothing trusts yet)',
+    hint: hint ?? 'the object was not written by the issuer: restore it, or delete it (a CA Secret deleted makes a new CA nothing trusts yet)',
     ...(cause === undefined ? {} : { cause }),
   });
 }
@@ -285,7 +285,9 @@ export async function ensureNonceKey(conn: StateConnection, paths: Paths, provid
       });
     }
     const key = Buffer.from(secret.data?.['key'] ?? '', 'base64');
-    if (key.length !== NONCE_KEY_BYTES) throw corrupt(`the ${path} holds no ${NONCE_KEY_BYTES}-byte key`, path);
+    if (key.length !== NONCE_KEY_BYTES) {
+      throw corrupt(`the ${path} holds no ${NONCE_KEY_BYTES}-byte key`, path, undefined, 'delete it and restart every replica: the first makes a new key (nonces outstanding are then refused; consumers fetch new ones)');
+    }
     return new NonceSeal(key);
   };
   const got = await conn.send({ method: 'GET', path: paths.secret(NONCE_KEY_SECRET) }, `reading the ${path}`);

@@ -29,6 +29,11 @@ const RANDOM_AT = TAG_AT + TAG_BYTES;
 const MAC_AT = 32;
 const MAC_DOMAIN = Buffer.from('clusterprofile issuer nonce v1\0');
 const NONCE_TEXT = /^[A-Za-z0-9+/]{86}==$/;
+/**
+ * A sealed expiry further ahead than this is refused as unknown: `--nonce-ttl` is at most an hour, so only a holder
+ * of the key (not the issuer) could have sealed it, and its spent record would have to stay as long.
+ */
+export const MAX_SEALED_LIFETIME_MS = 2 * 3_600_000;
 
 /** A nonce whose MAC, consumer and expiry passed. */
 export interface OpenedNonce {
@@ -69,7 +74,8 @@ export class NonceSeal {
   /**
    * The nonce checked for `consumer` at `now`, with the codes of {@link checkNonce}: ERR_TENANT_NONCE_UNKNOWN (not
    * 88 base64 characters, another version, a MAC that does not verify — forged, altered, or made with another key),
-   * ERR_TENANT_NONCE_WRONG_CONSUMER, ERR_TENANT_NONCE_EXPIRED. Whether it was spent is the caller's to find out.
+   * ERR_TENANT_NONCE_WRONG_CONSUMER, ERR_TENANT_NONCE_EXPIRED. An expiry beyond {@link MAX_SEALED_LIFETIME_MS} from
+   * `now` is unknown too. Whether it was spent is the caller's to find out.
    */
   open(nonce: string, consumer: string, now: Date): OpenedNonce {
     if (!NONCE_TEXT.test(nonce)) throw unknownNonce();
@@ -78,6 +84,7 @@ export class NonceSeal {
     const mac = this.#mac(bytes.subarray(0, MAC_AT));
     if (!timingSafeEqual(mac, bytes.subarray(MAC_AT))) throw unknownNonce();
     const expiresAt = bytes.readUIntBE(1, 6);
+    if (expiresAt > now.getTime() + MAX_SEALED_LIFETIME_MS) throw unknownNonce();
     const ours = timingSafeEqual(bytes.subarray(TAG_AT, TAG_AT + TAG_BYTES), consumerTag(consumer));
     // The consumer named here only decides the code: a nonce whose tag is not this consumer's is another's.
     checkNonce({ consumer: ours ? consumer : `not ${consumer}`, expiresAt, consumed: false }, consumer, now);
