@@ -358,4 +358,25 @@ describe('issuer replicas on --state kubernetes', () => {
       await new Promise<void>((resolve) => forwarder.close(() => resolve()));
     }
   });
+
+  // Last: the replicas started before keep the old key in memory.
+  it('rotating the nonce key (the admin deletes its Secret, a replica starts): a nonce sealed with the old key is ERR_TENANT_NONCE_UNKNOWN there, new ones work', async () => {
+    const [a] = started as [IssuerProcess];
+    const c = await consumer('consumer-rotate');
+    const old = await client(a).call('POST', '/v1/nonces', nonceRequest(c));
+    expect(old.status).toBe(201);
+    await adminKubectl(['-n', NS, 'delete', 'secret', 'clusterprofile-issuer-nonce-key']);
+    const fresh = await replica();
+    try {
+      expect(await client(fresh).call('POST', '/v1/tenants', tenant(c, old.body.nonce))).toMatchObject({ status: 403, body: { code: 'ERR_TENANT_NONCE_UNKNOWN' } });
+      const nonce = await client(fresh).call('POST', '/v1/nonces', nonceRequest(c, new Date(Date.now() + 1)));
+      expect((await client(fresh).call('POST', '/v1/tenants', tenant(c, nonce.body.nonce))).status).toBe(201);
+      // The Secret was made again, by the ServiceAccount, and its key is not in the replica's log.
+      const key = JSON.parse(await adminKubectl(['-n', NS, 'get', 'secret', 'clusterprofile-issuer-nonce-key', '-o', 'json'])) as { data: { key: string } };
+      expect(Buffer.from(key.data.key, 'base64')).toHaveLength(32);
+      expect(fresh.log()).not.toContain(key.data.key);
+    } finally {
+      await fresh.stop();
+    }
+  });
 });
