@@ -13,8 +13,8 @@
 // to end. Phases run interleaved (data dir, Kubernetes ×1, Kubernetes ×2 for each level, ROUNDS times) so a loaded
 // machine disturbs all alike; a figure is the median (min–max) over the rounds.
 // Knobs: ISSUER_BENCH_CONCURRENCY (levels, default 4,8,16), ISSUER_BENCH_DURATION_MS (4000), ISSUER_BENCH_ROUNDS (3),
-// ISSUER_BENCH_BACKENDS (data-dir,kubernetes), ISSUER_BENCH_BASELINE (a built checkout whose data-dir issuer runs
-// beside), ISSUER_BENCH_ISSUER_NODE_ARGS (Node flags of the issuers), ISSUER_BENCH_CONSUMERS (= the highest level: one consumer per client,
+// ISSUER_BENCH_BACKENDS (data-dir,kubernetes), ISSUER_BENCH_BASELINE (a built checkout whose data-dir issuer and
+// Kubernetes replicas run beside, in the same rounds), ISSUER_BENCH_ISSUER_NODE_ARGS (Node flags of the issuers), ISSUER_BENCH_CONSUMERS (= the highest level: one consumer per client,
 // as two signed nonce requests of one consumer in the same millisecond are the same request).
 import { execFileSync, spawn } from 'node:child_process';
 import { createPrivateKey, createPublicKey } from 'node:crypto';
@@ -205,17 +205,16 @@ async function measure(setup, concurrency) {
   return { rate: latencies.length / seconds, p50: pct(50), p99: pct(99), errors, firstError, issuerCpuMs, planeCpuMs, clientCpuMs, totalCpuMs: issuerCpuMs + planeCpuMs + clientCpuMs, load };
 }
 
-async function kubernetesSetups() {
-  const { ensureControlPlaneBinaries } = await import('../test/e2e/controlplane/build.mjs');
-  const startControlPlane = await loadStartControlPlane(root, 'issuer');
-  const binaries = await ensureControlPlaneBinaries({ log: () => {} });
-  controlPlane = await startControlPlane({ binaries, log: () => {} });
-  const kubectl = (args, input) => execFileSync('kubectl', ['--kubeconfig', controlPlane.adminKubeconfig, ...args], { input, encoding: 'utf8' });
-  kubectl(['create', 'namespace', NAMESPACE]);
-  kubectl(['apply', '-f', '-'], readFileSync(join(root, 'deploy/base/issuer-state-rbac.yaml'), 'utf8').replaceAll('clusterprofile-system', NAMESPACE));
-  const token = kubectl(['-n', NAMESPACE, 'create', 'token', 'clusterprofile-issuer', '--duration', '2h']).trim();
+/**
+ * Two replicas of `cli` on the Kubernetes state in `namespace`, with a token of the ServiceAccount of that checkout's
+ * deploy/base/issuer-state-rbac.yaml (its own Role: a baseline build gets the RBAC it was written for).
+ */
+async function kubernetesReplicas(kubectl, namespace, checkout, cli, label) {
+  kubectl(['create', 'namespace', namespace]);
+  kubectl(['apply', '-f', '-'], readFileSync(join(checkout, 'deploy/base/issuer-state-rbac.yaml'), 'utf8').replaceAll('clusterprofile-system', namespace));
+  const token = kubectl(['-n', namespace, 'create', 'token', 'clusterprofile-issuer', '--duration', '2h']).trim();
   const caPem = readFileSync(controlPlane.caFile, 'utf8');
-  const kubeconfig = join(work, 'issuer-sa.kubeconfig');
+  const kubeconfig = join(work, `issuer-sa-${namespace}.kubeconfig`);
   writeFileSync(
     kubeconfig,
     JSON.stringify({
@@ -223,20 +222,34 @@ async function kubernetesSetups() {
       kind: 'Config',
       clusters: [{ name: 'p', cluster: { server: controlPlane.server, 'certificate-authority-data': Buffer.from(caPem).toString('base64') } }],
       users: [{ name: 'issuer', user: { token } }],
-      contexts: [{ name: 'p', context: { cluster: 'p', user: 'issuer', namespace: NAMESPACE } }],
+      contexts: [{ name: 'p', context: { cluster: 'p', user: 'issuer', namespace } }],
       'current-context': 'p',
     }),
     { mode: 0o600 },
   );
-  await trustAll(['--state', 'kubernetes', '--kubeconfig', controlPlane.adminKubeconfig, '--namespace', NAMESPACE]);
+  await trustAll(['--state', 'kubernetes', '--kubeconfig', controlPlane.adminKubeconfig, '--namespace', namespace], cli);
   const args = ['--state', 'kubernetes', '--kubeconfig', kubeconfig];
-  const [a, b] = await Promise.all([startIssuer(args), startIssuer(args)]);
-  const servingCa = Buffer.from(JSON.parse(kubectl(['-n', NAMESPACE, 'get', 'secret', 'clusterprofile-issuer-serving-ca', '-o', 'json'])).data['tls.crt'], 'base64').toString('utf8');
-  const versions = Object.values(binaries.versions).join(', ');
+  const [a, b] = await Promise.all([startIssuer(args, cli), startIssuer(args, cli)]);
+  const servingCa = Buffer.from(JSON.parse(kubectl(['-n', namespace, 'get', 'secret', 'clusterprofile-issuer-serving-ca', '-o', 'json'])).data['tls.crt'], 'base64').toString('utf8');
   return [
-    { name: 'kubernetes ×1', targets: [target(a, servingCa)], versions },
-    { name: 'kubernetes ×2', targets: [target(a, servingCa), target(b, servingCa)], versions },
+    { name: `kubernetes ×1${label}`, targets: [target(a, servingCa)] },
+    { name: `kubernetes ×2${label}`, targets: [target(a, servingCa), target(b, servingCa)] },
   ];
+}
+
+async function kubernetesSetups() {
+  const { ensureControlPlaneBinaries } = await import('../test/e2e/controlplane/build.mjs');
+  const startControlPlane = await loadStartControlPlane(root, 'issuer');
+  const binaries = await ensureControlPlaneBinaries({ log: () => {} });
+  controlPlane = await startControlPlane({ binaries, log: () => {} });
+  const kubectl = (args, input) => execFileSync('kubectl', ['--kubeconfig', controlPlane.adminKubeconfig, ...args], { input, encoding: 'utf8' });
+  const versions = Object.values(binaries.versions).join(', ');
+  const setups = await kubernetesReplicas(kubectl, NAMESPACE, root, CLI, '');
+  if (BASELINE !== undefined) {
+    // The baseline build's Kubernetes state beside this one: same control plane, its own namespace, interleaved phases.
+    setups.push(...(await kubernetesReplicas(kubectl, `${NAMESPACE}-base`, BASELINE, join(BASELINE, 'bin', 'clusterprofile.mjs'), ' (base)')));
+  }
+  return setups.map((setup) => ({ ...setup, versions }));
 }
 
 try {
@@ -275,14 +288,14 @@ try {
     }
   }
   console.log('  median (min–max) over the rounds; CPU ms per handshake of the issuer(s), of etcd + kube-apiserver (+ controller-manager), of this load generator');
-  console.log('  backend         conc  handshakes/s      p50 ms               p99 ms                  CPU issuer  CPU api+etcd  CPU client  capacity*  errors  load (1 min)');
+  console.log('  backend              conc  handshakes/s      p50 ms               p99 ms                  CPU issuer  CPU api+etcd  CPU client  capacity*  errors  load (1 min)');
   for (const setup of setups) {
     for (const concurrency of LEVELS) {
       const runs = results.get(`${setup.name}|${concurrency}`);
       const of = (field) => summary(runs.map((run) => run[field]));
       const capacity = (1000 * cpus().length) / of('totalCpuMs').median;
       console.log(
-        `  ${setup.name.padEnd(15)} ${String(concurrency).padStart(4)}  ${formatSummary(of('rate'), 0).padEnd(16)}  ${formatSummary(of('p50'), 1).padEnd(19)}  ` +
+        `  ${setup.name.padEnd(20)} ${String(concurrency).padStart(4)}  ${formatSummary(of('rate'), 0).padEnd(16)}  ${formatSummary(of('p50'), 1).padEnd(19)}  ` +
           `${formatSummary(of('p99'), 1).padEnd(22)}  ${of('issuerCpuMs').median.toFixed(2).padStart(10)}  ${of('planeCpuMs').median.toFixed(2).padStart(12)}  ` +
           `${of('clientCpuMs').median.toFixed(2).padStart(10)}  ${capacity.toFixed(0).padStart(8)}/s  ${String(runs.reduce((sum, r) => sum + r.errors, 0)).padStart(6)}  ${formatSummary(of('load'), 1)}`,
       );
@@ -300,7 +313,7 @@ try {
     const rate = summary(runs.map((r) => r.rate)).median;
     verdict(rate >= 600, 'data dir at concurrency 4', `${rate.toFixed(0)}/s (median of ${runs.length})`, '>= 600/s');
   }
-  for (const name of ['kubernetes ×1', 'kubernetes ×2']) {
+  for (const name of ['kubernetes ×1', 'kubernetes ×2', 'kubernetes ×1 (base)', 'kubernetes ×2 (base)']) {
     if (!setups.some((setup) => setup.name === name)) continue;
     const met = best(name, (entry) => entry.rate >= 200 && entry.p99 <= 50 && entry.errors === 0);
     const top = best(name, () => true);

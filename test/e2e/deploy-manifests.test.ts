@@ -61,13 +61,14 @@ async function canOnGroup(verb: string, group: string, resource: string, namespa
 
 /**
  * What every overlay must grant in the issuer's namespace — the state backend's verbs (deploy/base/issuer-state-rbac.yaml:
- * ConfigMaps for trust records and nonces, the two CA Secrets by name, creating them) and the reconciler's Secrets
+ * ConfigMaps for trust records and spent nonces, the CA and nonce key Secrets by name, creating them) and the reconciler's Secrets
  * (deploy/base/tenant-flow-rbac.yaml: the Identities' kubeconfig Secrets)...
  */
 const NEEDED: Array<[string, string]> = [
-  ...['get', 'list', 'create', 'patch', 'delete'].map((verb) => [verb, 'configmaps'] as [string, string]),
+  ...['get', 'list', 'create', 'delete'].map((verb) => [verb, 'configmaps'] as [string, string]),
   ['get', 'secret/clusterprofile-issuer-client-ca'],
   ['get', 'secret/clusterprofile-issuer-serving-ca'],
+  ['get', 'secret/clusterprofile-issuer-nonce-key'],
   ['create', 'secrets'],
   ['update', 'secrets'],
 ];

@@ -2,11 +2,11 @@
  * Issuer replicas on the Kubernetes state backend, on the real control plane: `clusterprofile issuer serve --state
  * kubernetes` processes (our built bin) run with a token of exactly the ServiceAccount of
  * deploy/base/issuer-state-rbac.yaml (TokenRequest by the test's admin) and share one namespace. A nonce from one
- * replica is good at another, once; the replay memory survives a restart; a replica SIGKILLed in the middle of a
+ * replica is good at another, once, also after the replica that issued it stopped; a replica SIGKILLed in the middle of a
  * handshake burst costs no consumer its certificate (the consumers fail over to the other replica in the test's loop:
  * the plugin takes one issuer URL); an API server that cannot be reached is a coded, retryable 503.
  */
-import { X509Certificate, createPrivateKey, type KeyObject } from 'node:crypto';
+import { X509Certificate, createPrivateKey, randomBytes, type KeyObject } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import path from 'node:path';
@@ -16,6 +16,7 @@ import { isCredentialsError } from '../../src/core/errors.js';
 import { loadKubeAccess } from '../../src/kube/kubeconfig.js';
 import { issuerHandshake } from '../../src/providers/tenant-cert/consumer/handshake.js';
 import { KubernetesNonces, StateConnection, LABEL_KIND } from '../../src/providers/tenant-cert/issuer/kubernetes-state.js';
+import { NONCE_KEY_BYTES, NonceSeal } from '../../src/providers/tenant-cert/issuer/sealed-nonces.js';
 import { buildCsr, type BuiltCsr } from '../../src/providers/tenant-cert/wire/csr.js';
 import { generateClusterKeyPair } from '../../src/providers/tenant-cert/wire/keys.js';
 import { signNonceRequest } from '../../src/providers/tenant-cert/wire/message.js';
@@ -114,15 +115,18 @@ afterAll(async () => {
 describe('issuer replicas on --state kubernetes', () => {
   it('the ServiceAccount of the shipped Role may do nothing beyond its namespace and verbs', async () => {
     const can = async (...args: string[]) => (await kubectl(saKubeconfig, ['auth', 'can-i', ...args])).stdout.trim();
-    expect(await can('patch', 'configmaps', '-n', NS)).toBe('yes');
+    expect(await can('create', 'configmaps', '-n', NS)).toBe('yes');
+    // Spending a nonce is a create: nothing is ever changed.
+    expect(await can('patch', 'configmaps', '-n', NS)).toBe('no');
     expect(await can('update', 'configmaps', '-n', NS)).toBe('no');
     expect(await can('get', 'secrets', '-n', NS)).toBe('no');
     expect(await can('get', 'secrets/clusterprofile-issuer-client-ca', '-n', NS)).toBe('yes');
+    expect(await can('get', 'secrets/clusterprofile-issuer-nonce-key', '-n', NS)).toBe('yes');
     expect(await can('list', 'configmaps', '-n', 'default')).toBe('no');
     expect(await can('create', 'certificatesigningrequests')).toBe('no');
   });
 
-  it('a nonce from replica A is good at replica B, once; the Tenant replayed at A and the nonce request replayed at B are refused with their codes', async () => {
+  it('a nonce from replica A is good at replica B, once; the Tenant replayed at A is refused; the nonce request replayed at B obtains only a nonce the consumer\'s key alone can use', async () => {
     const [a, b] = started as [IssuerProcess, IssuerProcess];
     const c = await consumer('consumer-ab');
     const signed = nonceRequest(c);
@@ -136,8 +140,15 @@ describe('issuer replicas on --state kubernetes', () => {
 
     const replayed = await client(a).call('POST', '/v1/tenants', tenant(c, nonce.body.nonce));
     expect(replayed).toMatchObject({ status: 403, body: { code: 'ERR_TENANT_NONCE_REUSED' } });
+    // Nonces are sealed, not stored: a replayed request is answered (the data dir refuses it) with another nonce of
+    // the same consumer. Signed with any key but the consumer's, its Tenant is refused (and the nonce spent).
     const requestAgain = await client(b).call('POST', '/v1/nonces', signed);
-    expect(requestAgain).toMatchObject({ status: 403, body: { code: 'ERR_TENANT_NONCE_REQUEST_REPLAYED' } });
+    expect(requestAgain.status).toBe(201);
+    expect(requestAgain.body.nonce).not.toBe(nonce.body.nonce);
+    const intruder = generateClusterKeyPair('ed25519');
+    const forged = tenantWithCsr(createPrivateKey(intruder.privateKeyPem), c.id, requestAgain.body.nonce, c.csr.der, PROVIDER);
+    expect(await client(a).call('POST', '/v1/tenants', forged)).toMatchObject({ status: 403, body: { code: 'ERR_TENANT_KEY_NOT_TRUSTED' } });
+    expect(await client(b).call('POST', '/v1/tenants', tenant(c, nonce.body.nonce))).toMatchObject({ status: 403, body: { code: 'ERR_TENANT_NONCE_REUSED' } });
     // A nonce of another consumer spends nothing of its owner's.
     const other = await consumer('consumer-other');
     const foreign = await client(a).call('POST', '/v1/nonces', nonceRequest(other));
@@ -199,15 +210,18 @@ describe('issuer replicas on --state kubernetes', () => {
     await issuer.stop();
   });
 
-  it('the replay memory survives a restart of every replica', async () => {
+  it('a nonce outlives the replica that issued it: spent at a replica started after it stopped, once (the key is in the Secret)', async () => {
     const c = await consumer('consumer-restart');
-    const signed = nonceRequest(c);
     const first = await replica();
-    expect((await client(first).call('POST', '/v1/nonces', signed)).status).toBe(201);
+    const nonce = await client(first).call('POST', '/v1/nonces', nonceRequest(c));
+    expect(nonce.status).toBe(201);
     expect(await first.stop()).toBe(0);
     const again = await replica();
-    expect(await client(again).call('POST', '/v1/nonces', signed)).toMatchObject({ status: 403, body: { code: 'ERR_TENANT_NONCE_REQUEST_REPLAYED' } });
-    await again.stop();
+    expect((await client(again).call('POST', '/v1/tenants', tenant(c, nonce.body.nonce))).status).toBe(201);
+    expect(await again.stop()).toBe(0);
+    const third = await replica();
+    expect(await client(third).call('POST', '/v1/tenants', tenant(c, nonce.body.nonce))).toMatchObject({ status: 403, body: { code: 'ERR_TENANT_NONCE_REUSED' } });
+    await third.stop();
   });
 
   it('a replica SIGKILLed in the middle of a handshake burst: every consumer gets its certificate from the other, and no nonce is spent twice', async () => {
@@ -274,16 +288,16 @@ describe('issuer replicas on --state kubernetes', () => {
     expect(issuedLogged).toBeLessThanOrEqual(spentNow);
   }, 120_000);
 
-  it('expired nonces are collected by any replica, idempotently, with the ServiceAccount alone', async () => {
+  it('spent-nonce records are collected by any replica once their nonce expired, idempotently, with the ServiceAccount alone', async () => {
     const access = await loadKubeAccess({ kubeconfig: saKubeconfig }, { env: {}, cwd: '/' });
     const connections = [new StateConnection(access, undefined), new StateConnection(access, undefined)];
-    const books = connections.map((conn) => new KubernetesNonces(conn, NS));
+    const books = connections.map((conn) => new KubernetesNonces(conn, NS, new NonceSeal(randomBytes(NONCE_KEY_BYTES))));
     const before = (await nonceObjects()).length;
     expect(before).toBeGreaterThan(0);
     // Now, nothing has expired: a collection selects nothing (live nonces are not even listed).
     expect(await books[0]!.collect(new Date())).toBe(0);
     expect(await nonceObjects()).toHaveLength(before);
-    // Ten minutes on: every nonce and every request window is over. Two collectors race; each object goes once.
+    // Ten minutes on: every nonce has expired, with the records' minute of grace. Two collectors race; each object goes once.
     const later = new Date(Date.now() + 10 * 60_000);
     const deleted = await Promise.all(books.map((book) => book.collect(later)));
     expect(deleted[0]! + deleted[1]!).toBe(before);
@@ -325,6 +339,8 @@ describe('issuer replicas on --state kubernetes', () => {
 
       open = false;
       for (const socket of sockets) socket.destroy();
+      // Issuing a nonce writes nothing; it reads the trust record, which a replica reuses for a second.
+      await new Promise((resolve) => setTimeout(resolve, 1100));
       const refusedNonce = await http.call('POST', '/v1/nonces', nonceRequest(c, new Date(Date.now() + 1)));
       expect(refusedNonce).toMatchObject({ status: 503, body: { code: 'ERR_ISSUER_STATE_UNAVAILABLE' } });
       const refusedTenant = await http.call('POST', '/v1/tenants', tenant(c, nonce.body.nonce));
@@ -340,6 +356,27 @@ describe('issuer replicas on --state kubernetes', () => {
     } finally {
       await issuer.stop();
       await new Promise<void>((resolve) => forwarder.close(() => resolve()));
+    }
+  });
+
+  // Last: the replicas started before keep the old key in memory.
+  it('rotating the nonce key (the admin deletes its Secret, a replica starts): a nonce sealed with the old key is ERR_TENANT_NONCE_UNKNOWN there, new ones work', async () => {
+    const [a] = started as [IssuerProcess];
+    const c = await consumer('consumer-rotate');
+    const old = await client(a).call('POST', '/v1/nonces', nonceRequest(c));
+    expect(old.status).toBe(201);
+    await adminKubectl(['-n', NS, 'delete', 'secret', 'clusterprofile-issuer-nonce-key']);
+    const fresh = await replica();
+    try {
+      expect(await client(fresh).call('POST', '/v1/tenants', tenant(c, old.body.nonce))).toMatchObject({ status: 403, body: { code: 'ERR_TENANT_NONCE_UNKNOWN' } });
+      const nonce = await client(fresh).call('POST', '/v1/nonces', nonceRequest(c, new Date(Date.now() + 1)));
+      expect((await client(fresh).call('POST', '/v1/tenants', tenant(c, nonce.body.nonce))).status).toBe(201);
+      // The Secret was made again, by the ServiceAccount, and its key is not in the replica's log.
+      const key = JSON.parse(await adminKubectl(['-n', NS, 'get', 'secret', 'clusterprofile-issuer-nonce-key', '-o', 'json'])) as { data: { key: string } };
+      expect(Buffer.from(key.data.key, 'base64')).toHaveLength(32);
+      expect(fresh.log()).not.toContain(key.data.key);
+    } finally {
+      await fresh.stop();
     }
   });
 });

@@ -136,11 +136,13 @@ describe('issuer serve --state kubernetes: an API server that is down, refuses, 
     api = undefined;
   });
 
-  it('losing the race to create a CA Secret (409 AlreadyExists): the winner\'s CA is used, nothing is overwritten', async () => {
+  it('losing the race to create a CA or nonce key Secret (409 AlreadyExists): the winner\'s is used, nothing is overwritten', async () => {
     const now = new Date();
     const winners: Record<string, { certificatePem: string; keyPem: string }> = {
       'clusterprofile-issuer-client-ca': createCertificateAuthority('winner client CA', now, 86_400_000),
       'clusterprofile-issuer-serving-ca': createCertificateAuthority('winner serving CA', now, 86_400_000),
+      // The nonce key's Secret (answered below: it holds a key, not a CA).
+      'clusterprofile-issuer-nonce-key': { certificatePem: '', keyPem: '' },
     };
     const created = new Set<string>();
     api = await startHttpsServer({
@@ -157,6 +159,14 @@ describe('issuer serve --state kubernetes: an API server that is down, refuses, 
           if (!created.has(name)) {
             created.add(name);
             return answer(404, { kind: 'Status', code: 404, reason: 'NotFound', message: `secrets "${name}" not found` });
+          }
+          if (name === 'clusterprofile-issuer-nonce-key') {
+            return answer(200, {
+              kind: 'Secret',
+              metadata: { name, annotations: { 'credentials.clusterprofile.io/provider-cluster-id': 'p1' } },
+              type: 'Opaque',
+              data: { key: Buffer.alloc(32, 7).toString('base64') },
+            });
           }
           const winner = winners[name]!;
           return answer(200, {
@@ -185,6 +195,9 @@ describe('issuer serve --state kubernetes: an API server that is down, refuses, 
         'GET secrets/clusterprofile-issuer-serving-ca',
         'POST issuer-ns/secrets',
         'GET secrets/clusterprofile-issuer-serving-ca',
+        'GET secrets/clusterprofile-issuer-nonce-key',
+        'POST issuer-ns/secrets',
+        'GET secrets/clusterprofile-issuer-nonce-key',
       ]);
       expect(new X509Certificate(winners['clusterprofile-issuer-client-ca']!.certificatePem).subject).toBe('CN=winner client CA');
     } finally {
@@ -206,6 +219,37 @@ describe('issuer serve --state kubernetes: an API server that is down, refuses, 
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/^ERR_ISSUER_STATE_CORRUPT: the secret issuer-ns\/clusterprofile-issuer-client-ca lacks tls.crt or tls.key/);
     expect(api.requests.map((r) => r.method)).toEqual(['GET']);
+  });
+
+  it('a nonce key Secret without a 32-byte key: ERR_ISSUER_STATE_CORRUPT, never replaced', async () => {
+    const now = new Date();
+    const cas: Record<string, { certificatePem: string; keyPem: string }> = {
+      'clusterprofile-issuer-client-ca': createCertificateAuthority('client CA', now, 86_400_000),
+      'clusterprofile-issuer-serving-ca': createCertificateAuthority('serving CA', now, 86_400_000),
+    };
+    api = await startHttpsServer({
+      ca: apiCa,
+      handler: (request, _req, res) => {
+        const name = request.url.split('/').at(-1) ?? '';
+        const ca = cas[name];
+        res.writeHead(request.method === 'GET' ? 200 : 405, { 'content-type': 'application/json' });
+        const metadata = { name, annotations: { 'credentials.clusterprofile.io/provider-cluster-id': 'p1' } };
+        res.end(
+          JSON.stringify(
+            ca === undefined
+              ? { kind: 'Secret', metadata, data: { key: Buffer.alloc(16).toString('base64') } }
+              : { kind: 'Secret', metadata, data: { 'tls.crt': Buffer.from(ca.certificatePem).toString('base64'), 'tls.key': Buffer.from(ca.keyPem).toString('base64') } },
+          ),
+        );
+      },
+    });
+    const result = await cli(serveArgs(await kubeconfigFor(api.url, 'key')));
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/^ERR_ISSUER_STATE_CORRUPT: the secret issuer-ns\/clusterprofile-issuer-nonce-key holds no 32-byte key/m);
+    expect(result.stderr).not.toContain(Buffer.alloc(16).toString('base64'));
+    expect(api.requests.map((r) => r.method)).toEqual(['GET', 'GET', 'GET']);
+    await api.close();
+    api = undefined;
   });
 
   it('a CA Secret of another provider: the namespace is refused (ERR_ISSUER_CONFIG)', async () => {

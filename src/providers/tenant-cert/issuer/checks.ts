@@ -37,13 +37,18 @@ export function checkNonceRequestSignature(request: NonceRequest, providerCluste
   }
 }
 
+/** ERR_TENANT_NONCE_UNKNOWN: the nonce is none this issuer issued (or it expired long ago). */
+export function unknownNonce(): ReturnType<typeof tenantError> {
+  return tenantError('ERR_TENANT_NONCE_UNKNOWN', 'the nonce was not issued by this issuer (or expired long ago)', {
+    path: '$.spec.nonce',
+    hint: 'ask the issuer for a new nonce (POST /v1/nonces)',
+  });
+}
+
 /** The nonce exists, was issued for this consumer, is not expired and not used. */
 export function checkNonce(record: NonceRecord | undefined, consumerClusterID: string, now: Date): void {
   if (record === undefined) {
-    throw tenantError('ERR_TENANT_NONCE_UNKNOWN', 'the nonce was not issued by this issuer (or expired long ago)', {
-      path: '$.spec.nonce',
-      hint: 'ask the issuer for a new nonce (POST /v1/nonces)',
-    });
+    throw unknownNonce();
   }
   if (record.consumer !== consumerClusterID) {
     throw tenantError('ERR_TENANT_NONCE_WRONG_CONSUMER', `the nonce was issued for another consumer cluster, not ${consumerClusterID}`, {

@@ -111,9 +111,9 @@ export class Issuer {
   }
 
   /**
-   * A nonce for `consumer`. `request`: the signed nonce request it answers; a request answered before is
-   * ERR_TENANT_NONCE_REQUEST_REPLAYED (a captured request sent again inside its window would otherwise still rotate
-   * the consumer's nonces).
+   * A nonce for `consumer`. `request`: the signed nonce request it answers; with the data dir a request answered
+   * before is ERR_TENANT_NONCE_REQUEST_REPLAYED (a captured request sent again inside its window would otherwise still
+   * rotate the consumer's nonces); the Kubernetes state, which retires nothing, answers it (./kubernetes-state.ts).
    */
   async nonceFor(consumer: TrustedConsumer, ttlMs: number, durable: boolean, request?: AnsweredRequest): Promise<NonceResponse> {
     const issued = await this.options.nonces.issue(consumer.clusterID, ttlMs, this.options.now(), { durable, ...(request === undefined ? {} : { request }) });

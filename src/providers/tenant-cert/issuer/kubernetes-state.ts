@@ -1,29 +1,37 @@
 /**
  * The issuer's state in the Kubernetes API of the provider cluster (`issuer serve --state kubernetes --namespace NS`),
  * shared by any number of replicas. Every object lives in NS and carries the label
- * `credentials.clusterprofile.io/issuer-state` (`ca`, `trust` or `nonce`):
+ * `credentials.clusterprofile.io/issuer-state` (`ca`, `key`, `trust` or `nonce`):
  * ```text
  * Secret    clusterprofile-issuer-client-ca   kubernetes.io/tls: tls.crt, tls.key — the embedded signer's CA
  * Secret    clusterprofile-issuer-serving-ca  the CA of the replicas' HTTPS certificates (not with --tls-cert-file)
+ * Secret    clusterprofile-issuer-nonce-key   key: the 32-byte HMAC key that seals nonces
  * ConfigMap issuer-trust-<consumer ID>        record.json: a trusted consumer (schema issuer-trust-record)
- * ConfigMap issuer-nonce-<40 hex>             nonce, consumer, expiresAt: a nonce and the signed request it answered
+ * ConfigMap issuer-spent-<40 hex>             labels only: a spent nonce, until its expiry + 1 minute
  * ```
- * No lock of ours decides anything; the API server's optimistic concurrency does:
- * - a CA Secret is created by whichever replica comes first; the others get AlreadyExists and read the winner's. It
- *   is never updated.
- * - a nonce's object name is derived from the signed nonce request it answers (the first 20 of the nonce's 64 bytes
- *   are a hash of what the request's signature covers, the other 44 random), so creating it is also the replay
- *   memory: the same request again is AlreadyExists, on any replica and after any restart.
- * - a nonce is spent by one JSON patch that tests the nonce, the consumer and the label `nonce-state: outstanding`
- *   and replaces the label with `spent`; the API server evaluates the tests against the current object and writes
- *   with a compare-and-swap, so exactly one Tenant spends it. A spent nonce stays (a replay is told it was used)
- *   until it and its request leave their windows.
- * - any replica collects expired nonce objects, each deleted with a uid and resourceVersion precondition (a lost
- *   race is a 404 or 409, ignored).
- * An API server that is down or refuses makes the call fail with ERR_ISSUER_STATE_UNAVAILABLE / _FORBIDDEN
- * (retryable; HTTP 503 to clients): every step above is one write, so nothing is left half written.
+ * A handshake is one write. Issuing a nonce writes nothing: the nonce is sealed (./sealed-nonces.ts) — it carries its
+ * consumer and expiry under an HMAC of the shared key, so any replica checks it, before any API call, and refuses a
+ * forged, altered, foreign or expired one with the ERR_TENANT_NONCE_* codes without writing. Spending it is one create
+ * of `issuer-spent-<id>` (id: from the nonce's MAC): 201, this Tenant spends it; 409 AlreadyExists, another Tenant did
+ * (ERR_TENANT_NONCE_REUSED). The API server's create, not a lock of ours, makes a nonce single use across replicas:
+ * - a Secret (the CAs, the key) is created by whichever replica comes first; the others get AlreadyExists and read
+ *   the winner's. It is never updated. Deleting the key Secret rotates the key: the next replica to start makes a new
+ *   one; nonces sealed with the old key are then ERR_TENANT_NONCE_UNKNOWN at replicas with the new one (consumers ask
+ *   for a new nonce), so restart every replica after deleting it.
+ * - a spent record must outlive its nonce (after that the sealed expiry refuses the nonce anyway), plus a minute for
+ *   clocks of replicas that disagree. Any replica collects records past that, each deleted with a uid and
+ *   resourceVersion precondition (a lost race is a 404 or 409, ignored); nonce objects of earlier versions too.
+ * - signed nonce requests are not remembered: a replayed one is answered with another nonce of the same consumer.
+ *   That is harmless here — only the holder of the consumer's private key can sign a Tenant over it, and it costs
+ *   no storage and retires no other nonce (there is no per-consumer cap to exhaust) — and refusing it would need a
+ *   write per nonce. (The data dir, which journals anyway, still refuses replays.)
+ * - what a replica issued it remembers in memory, for the outstanding-nonces figure (its own: issued by it,
+ *   unexpired, not seen spent by it) and for Liqo-shaped Tenants, which name no nonce: they are matched against the
+ *   nonces the replica that receives them issued (send them to the replica that issued the nonce).
+ * An API server that is down or refuses makes a Tenant fail with ERR_ISSUER_STATE_UNAVAILABLE / _FORBIDDEN
+ * (retryable; HTTP 503 to clients): spending is one write, so nothing is left half written.
  */
-import { createHash, createPrivateKey, randomBytes, type KeyObject } from 'node:crypto';
+import { createPrivateKey, randomBytes, type KeyObject } from 'node:crypto';
 import { parseDocument } from '../../../core/document.js';
 import { CredentialsError, isCredentialsError } from '../../../core/errors.js';
 import type { Env } from '../../../core/io.js';
@@ -36,12 +44,11 @@ import { checkClusterId, isClusterId } from '../wire/cluster-id.js';
 import { parsePublicKey, publicKeyPem } from '../wire/keys.js';
 import { tenantError } from '../wire/protocol.js';
 import { createCertificateAuthority, loadCertificateAuthority, type CertificateAuthority } from './certificates.js';
-import { checkNonce } from './checks.js';
 import { CA_LIFETIME_MS, caCommonName, servingFrom, type ServingMaterial } from './data-dir.js';
-import { NONCE_BYTES } from './nonces.js';
 import { servingMaterialFromFiles } from './serving-files.js';
 import type { IssuerSettings } from './settings.js';
-import type { IssuerState, NonceBook, TrustSource } from './state.js';
+import { NONCE_KEY_BYTES, NonceSeal } from './sealed-nonces.js';
+import type { AnsweredRequest, IssuerState, NonceBook, TrustSource } from './state.js';
 import type { TrustRecord, TrustedConsumer } from './trust.js';
 
 export const LABEL_KIND = 'credentials.clusterprofile.io/issuer-state';
@@ -56,7 +63,13 @@ const COLLECT_MINUTES = 30;
 export const ANNOTATION_PROVIDER = 'credentials.clusterprofile.io/provider-cluster-id';
 export const CLIENT_CA_SECRET = 'clusterprofile-issuer-client-ca';
 export const SERVING_CA_SECRET = 'clusterprofile-issuer-serving-ca';
-const NAME_BYTES = 20;
+/** The HMAC key that seals nonces, shared by the replicas. */
+export const NONCE_KEY_SECRET = 'clusterprofile-issuer-nonce-key';
+/**
+ * How long a spent-nonce record outlives its nonce's expiry before it may be collected: a replica whose clock is
+ * behind the collector's by less than this still finds the record (a nonce it thinks unexpired cannot be spent twice).
+ */
+export const SPENT_GRACE_MS = 60_000;
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
 interface ObjectMeta {
@@ -75,14 +88,9 @@ interface KubeList {
   metadata?: { continue?: string };
 }
 
-export const nonceObjectName = (prefix: Buffer): string => `issuer-nonce-${prefix.subarray(0, NAME_BYTES).toString('hex')}`;
+/** The record that a nonce was spent: `issuer-spent-` and the nonce's id (./sealed-nonces.ts). */
+export const spentObjectName = (id: string): string => `issuer-spent-${id}`;
 export const trustObjectName = (clusterID: string): string => `issuer-trust-${clusterID}`;
-
-/** The object a nonce lives in, or undefined for a string that is no nonce of ours (64 bytes, standard base64). */
-export function nonceObjectFor(nonce: string): string | undefined {
-  if (!/^[A-Za-z0-9+/]{86}==$/.test(nonce)) return undefined;
-  return nonceObjectName(Buffer.from(nonce, 'base64'));
-}
 
 /** Talks to the API server as the issuer: one keep-alive transport, re-made when the credential changes (rotated tokens). */
 export class StateConnection {
@@ -152,7 +160,7 @@ export function stateFailure(what: string, response: KubeResponse, path: string)
   const said = statusMessage(response.body);
   const message = `${what}: the API server answered ${response.status}${said === undefined ? '' : ` (${said})`}`;
   if (response.status === 403 && said !== undefined && /exceeded quota/i.test(said)) {
-    return new CredentialsError('ERR_ISSUER_BUSY', message, { path, hint: 'the namespace\'s ResourceQuota bounds the outstanding nonces; try again later' });
+    return new CredentialsError('ERR_ISSUER_BUSY', message, { path, hint: 'the namespace\'s ResourceQuota on ConfigMaps bounds the spent-nonce records; try again later' });
   }
   if (response.status === 401 || response.status === 403) {
     return new CredentialsError('ERR_ISSUER_STATE_FORBIDDEN', message, {
@@ -163,10 +171,10 @@ export function stateFailure(what: string, response: KubeResponse, path: string)
   return new CredentialsError('ERR_ISSUER_STATE_UNAVAILABLE', message, { path });
 }
 
-function corrupt(what: string, path: string, cause?: unknown): CredentialsError {
+function corrupt(what: string, path: string, cause?: unknown, hint?: string): CredentialsError {
   return new CredentialsError('ERR_ISSUER_STATE_CORRUPT', what, {
     path,
-    hint: 'the object was not written by the issuer: restore it, or delete it (a CA Secret deleted makes a new CA nothing trusts yet)',
+    hint: hint ?? 'the object was not written by the issuer: restore it, or delete it (a CA Secret deleted makes a new CA nothing trusts yet)',
     ...(cause === undefined ? {} : { cause }),
   });
 }
@@ -174,7 +182,6 @@ function corrupt(what: string, path: string, cause?: unknown): CredentialsError 
 const b64 = (text: string): string => Buffer.from(text).toString('base64');
 const unb64 = (text: string | undefined): string | undefined => (text === undefined ? undefined : Buffer.from(text, 'base64').toString('utf8'));
 const expiresLabel = (ms: number): string => String(Math.ceil(ms / 1000));
-const escapePointer = (key: string): string => key.replace(/~/g, '~0').replace(/\//g, '~1');
 
 /** The Kubernetes API paths of NS. */
 class Paths {
@@ -258,6 +265,52 @@ export async function ensureCaSecret(
   if (made.status !== 409) throw stateFailure(`creating the ${path}`, made, path);
   // Another replica created it first: use that one.
   const winner = await conn.send({ method: 'GET', path: paths.secret(name) }, `reading the ${path}`);
+  if (winner.status !== 200) throw stateFailure(`reading the ${path}`, winner, path);
+  return read(winner.body as KubeObject);
+}
+
+/**
+ * The key that seals nonces, in the Secret {@link NONCE_KEY_SECRET} (data `key`: 32 random bytes): read it, or create
+ * it when there is none — as {@link ensureCaSecret}, the API server accepts one replica's create and the others read
+ * the winner's. Never updated or logged. Deleting the Secret rotates it (see docs/issuer.md).
+ */
+export async function ensureNonceKey(conn: StateConnection, paths: Paths, providerClusterID: string): Promise<NonceSeal> {
+  const path = `secret ${paths.namespace}/${NONCE_KEY_SECRET}`;
+  const read = (secret: KubeObject): NonceSeal => {
+    const owner = secret.metadata?.annotations?.[ANNOTATION_PROVIDER];
+    if (owner !== providerClusterID) {
+      throw new CredentialsError('ERR_ISSUER_CONFIG', `the ${path} belongs to provider ${owner ?? '(none)'}, not ${providerClusterID}`, {
+        path: '--namespace',
+        hint: 'one namespace holds the state of one provider cluster: use another --namespace',
+      });
+    }
+    const key = Buffer.from(secret.data?.['key'] ?? '', 'base64');
+    if (key.length !== NONCE_KEY_BYTES) {
+      throw corrupt(`the ${path} holds no ${NONCE_KEY_BYTES}-byte key`, path, undefined, 'delete it and restart every replica: the first makes a new key (nonces outstanding are then refused; consumers fetch new ones)');
+    }
+    return new NonceSeal(key);
+  };
+  const got = await conn.send({ method: 'GET', path: paths.secret(NONCE_KEY_SECRET) }, `reading the ${path}`);
+  if (got.status === 200) return read(got.body as KubeObject);
+  if (got.status !== 404) throw stateFailure(`reading the ${path}`, got, path);
+  const key = randomBytes(NONCE_KEY_BYTES);
+  const made = await conn.send(
+    {
+      method: 'POST',
+      path: paths.secrets(),
+      body: {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        type: 'Opaque',
+        metadata: { name: NONCE_KEY_SECRET, labels: { [LABEL_KIND]: 'key' }, annotations: { [ANNOTATION_PROVIDER]: providerClusterID } },
+        data: { key: key.toString('base64') },
+      },
+    },
+    `creating the ${path}`,
+  );
+  if (made.status === 201) return new NonceSeal(key);
+  if (made.status !== 409) throw stateFailure(`creating the ${path}`, made, path);
+  const winner = await conn.send({ method: 'GET', path: paths.secret(NONCE_KEY_SECRET) }, `reading the ${path}`);
   if (winner.status !== 200) throw stateFailure(`reading the ${path}`, winner, path);
   return read(winner.body as KubeObject);
 }
@@ -361,45 +414,64 @@ export class KubernetesTrustStore implements TrustSource {
   }
 }
 
-interface Issued {
-  name: string;
-  expiresAt: number;
-}
-
 export interface KubernetesNonceOptions {
-  /** Outstanding nonces a consumer keeps per replica; issuing one more retires that replica's oldest (default 16). */
-  maxPerConsumer?: number;
   random?: (size: number) => Buffer;
+  /** Issued nonces this replica remembers (for the metric and Liqo-shaped Tenants); beyond, the oldest are forgotten. */
+  maxRemembered?: number;
 }
 
-/** Nonces as ConfigMaps `issuer-nonce-<40 hex>`: see the module comment. */
+/**
+ * Nonces sealed with the state's key (./sealed-nonces.ts), spent by creating `issuer-spent-<id>`: see the module
+ * comment. Issuing writes nothing; this replica remembers in memory what it issued, for
+ * {@link KubernetesNonces.count} and {@link KubernetesNonces.outstanding} only — single use never depends on it.
+ */
 export class KubernetesNonces implements NonceBook {
   private readonly paths: Paths;
-  /** Per consumer, the nonces this replica issued, oldest first (the per-consumer cap, without a list per nonce). */
-  private readonly mine = new Map<string, Issued[]>();
-  private readonly maxPerConsumer: number;
+  /** Nonces issued by this replica and not spent by it, by id, in issue order (so about in expiry order). */
+  private readonly issued = new Map<string, { nonce: string; consumer: string; expiresAt: number }>();
   private readonly random: (size: number) => Buffer;
+  private readonly maxRemembered: number;
 
   constructor(
     private readonly conn: StateConnection,
     namespace: string,
+    private readonly seal: NonceSeal,
     options: KubernetesNonceOptions = {},
   ) {
     this.paths = new Paths(namespace);
-    this.maxPerConsumer = options.maxPerConsumer ?? 16;
     this.random = options.random ?? randomBytes;
+    this.maxRemembered = options.maxRemembered ?? 100_000;
   }
 
-  async issue(consumer: string, ttlMs: number, now: Date, options: { durable: boolean; request?: { key: string; untilMs: number } }): Promise<{ nonce: string; expiresAt: Date } | 'replayed'> {
-    const nowMs = now.getTime();
-    const expiresAt = nowMs + ttlMs;
-    const bytes = this.random(NONCE_BYTES);
-    if (options.request !== undefined) {
-      createHash('sha256').update(`clusterprofile nonce request\0${options.request.key}`).digest().copy(bytes, 0, 0, NAME_BYTES);
+  /** Drops remembered nonces that expired (from the oldest, until a live one) and the oldest beyond the bound. */
+  private forget(nowMs: number): void {
+    for (const [id, entry] of this.issued) {
+      if (entry.expiresAt > nowMs && this.issued.size <= this.maxRemembered) break;
+      this.issued.delete(id);
     }
-    const nonce = bytes.toString('base64');
-    const name = nonceObjectName(bytes);
-    const keepUntil = Math.max(expiresAt, options.request?.untilMs ?? 0);
+  }
+
+  /**
+   * A sealed nonce: no API call. `request` is not remembered (see the module comment: a replayed nonce request is
+   * answered, which is harmless here), so this never answers 'replayed'.
+   */
+  async issue(consumer: string, ttlMs: number, now: Date, _options: { durable: boolean; request?: AnsweredRequest }): Promise<{ nonce: string; expiresAt: Date }> {
+    const expiresAt = now.getTime() + ttlMs;
+    const { nonce, id } = this.seal.seal(consumer, expiresAt, this.random);
+    this.issued.set(id, { nonce, consumer, expiresAt });
+    this.forget(now.getTime());
+    return { nonce, expiresAt: new Date(expiresAt) };
+  }
+
+  /**
+   * Checks the seal (MAC, consumer, expiry: no API call, nothing written when it fails), then spends the nonce with
+   * one create of `issuer-spent-<id>`: 201 spends it here, 409 AlreadyExists means another Tenant did.
+   */
+  async take(nonce: string, consumer: string, now: Date): Promise<void> {
+    const { id, expiresAt } = this.seal.open(nonce, consumer, now);
+    const name = spentObjectName(id);
+    const what = `spending a nonce of ${consumer}`;
+    const keepUntil = expiresAt + SPENT_GRACE_MS;
     const made = await this.conn.send(
       {
         method: 'POST',
@@ -409,118 +481,49 @@ export class KubernetesNonces implements NonceBook {
           kind: 'ConfigMap',
           metadata: {
             name,
-            labels: { [LABEL_KIND]: 'nonce', [LABEL_CONSUMER]: consumer, [LABEL_NONCE_STATE]: 'outstanding', [LABEL_EXPIRES]: expiresLabel(keepUntil), [LABEL_EXPIRES_MINUTE]: String(Math.ceil(keepUntil / 60_000)) },
+            labels: { [LABEL_KIND]: 'nonce', [LABEL_CONSUMER]: consumer, [LABEL_NONCE_STATE]: 'spent', [LABEL_EXPIRES]: expiresLabel(keepUntil), [LABEL_EXPIRES_MINUTE]: String(Math.ceil(keepUntil / 60_000)) },
           },
-          data: { nonce, consumer, expiresAt: new Date(expiresAt).toISOString() },
         },
       },
-      `creating a nonce for ${consumer}`,
-    );
-    if (made.status === 409 && options.request !== undefined) return 'replayed';
-    if (made.status !== 201) throw stateFailure(`creating a nonce for ${consumer}`, made, `configmap ${this.paths.namespace}/${name}`);
-    await this.retireBeyondCap(consumer, { name, expiresAt }, nowMs);
-    return { nonce, expiresAt: new Date(expiresAt) };
-  }
-
-  private async retireBeyondCap(consumer: string, issued: Issued, nowMs: number): Promise<void> {
-    const list = (this.mine.get(consumer) ?? []).filter((entry) => entry.expiresAt > nowMs);
-    list.push(issued);
-    const retire = list.splice(0, Math.max(0, list.length - this.maxPerConsumer));
-    if (list.length === 0) this.mine.delete(consumer);
-    else this.mine.set(consumer, list);
-    for (const old of retire) {
-      // Spent already (its Tenant came) or collected: the patch fails, which is what we want.
-      await this.spend(old.name, [{ op: 'test', path: `/metadata/labels/${escapePointer(LABEL_NONCE_STATE)}`, value: 'outstanding' }], 'retiring a nonce').catch(() => undefined);
-    }
-  }
-
-  /** The JSON patch that spends a nonce if `tests` hold; the answer as the API server gave it. */
-  private spend(name: string, tests: Array<{ op: 'test'; path: string; value: string }>, what: string): Promise<KubeResponse> {
-    return this.conn.send(
-      {
-        method: 'PATCH',
-        path: this.paths.configMap(name),
-        contentType: 'application/json-patch+json',
-        body: [...tests, { op: 'replace', path: `/metadata/labels/${escapePointer(LABEL_NONCE_STATE)}`, value: 'spent' }],
-      },
       what,
     );
+    if (made.status === 201) {
+      this.issued.delete(id);
+      return;
+    }
+    if (made.status === 409) {
+      this.issued.delete(id);
+      throw tenantError('ERR_TENANT_NONCE_REUSED', 'the nonce was already used (a nonce is good for one Tenant)', { path: '$.spec.nonce', hint: 'ask for a new nonce' });
+    }
+    throw stateFailure(what, made, `configmap ${this.paths.namespace}/${name}`);
   }
 
-  private record(object: KubeObject): { consumer: string; expiresAt: number; consumed: boolean } {
-    const where = `configmap ${this.paths.namespace}/${object.metadata?.name ?? '?'}`;
-    const consumer = object.data?.['consumer'];
-    const expiresAt = Date.parse(object.data?.['expiresAt'] ?? '');
-    if (consumer === undefined || Number.isNaN(expiresAt)) throw corrupt(`the nonce ${where} lacks its consumer or expiresAt`, where);
-    return { consumer, expiresAt, consumed: object.metadata?.labels?.[LABEL_NONCE_STATE] !== 'outstanding' };
-  }
-
-  async take(nonce: string, consumer: string, now: Date): Promise<void> {
-    const name = nonceObjectFor(nonce);
-    if (name === undefined) {
-      checkNonce(undefined, consumer, now);
-      return;
-    }
-    const what = `spending a nonce of ${consumer}`;
-    const spent = await this.spend(
-      name,
-      [
-        { op: 'test', path: '/data/nonce', value: nonce },
-        { op: 'test', path: '/data/consumer', value: consumer },
-        { op: 'test', path: `/metadata/labels/${escapePointer(LABEL_NONCE_STATE)}`, value: 'outstanding' },
-      ],
-      what,
-    );
-    if (spent.status === 200) {
-      // Spent now; an expired one is refused all the same (spending it cost nothing: it was dead).
-      const record = this.record(spent.body as KubeObject);
-      checkNonce({ ...record, consumed: false }, consumer, now);
-      return;
-    }
-    if (spent.status === 404) {
-      checkNonce(undefined, consumer, now);
-      return;
-    }
-    if (spent.status === 401 || spent.status === 403 || spent.status === 429 || spent.status >= 500) {
-      throw stateFailure(what, spent, `configmap ${this.paths.namespace}/${name}`);
-    }
-    // A test failed (422, or 409 after the API server's own retries): find out which, for the client's code.
-    const got = await this.conn.send({ method: 'GET', path: this.paths.configMap(name) }, what);
-    if (got.status === 404) {
-      checkNonce(undefined, consumer, now);
-      return;
-    }
-    if (got.status !== 200) throw stateFailure(what, got, `configmap ${this.paths.namespace}/${name}`);
-    const object = got.body as KubeObject;
-    checkNonce(object.data?.['nonce'] === nonce ? this.record(object) : undefined, consumer, now);
-    throw tenantError('ERR_TENANT_NONCE_REUSED', 'the nonce was already used (a nonce is good for one Tenant)', { path: '$.spec.nonce' });
-  }
-
+  /** The consumer's nonces this replica issued and did not see spent, unexpired, oldest first (Liqo-shaped Tenants). */
   async outstanding(consumer: string, now: Date): Promise<string[]> {
+    const nowMs = now.getTime();
+    this.forget(nowMs);
     const found: Array<{ nonce: string; expiresAt: number }> = [];
-    const selector = `${LABEL_KIND}=nonce,${LABEL_CONSUMER}=${consumer},${LABEL_NONCE_STATE}=outstanding`;
-    for await (const object of listConfigMaps(this.conn, this.paths, selector, `listing the nonces of ${consumer}`)) {
-      const record = this.record(object);
-      const nonce = object.data?.['nonce'];
-      if (nonce !== undefined && record.consumer === consumer && record.expiresAt > now.getTime()) found.push({ nonce, expiresAt: record.expiresAt });
+    for (const entry of this.issued.values()) {
+      if (entry.consumer === consumer && entry.expiresAt > nowMs) found.push(entry);
     }
     return found.sort((a, b) => a.expiresAt - b.expiresAt).map((entry) => entry.nonce);
   }
 
-  /** Outstanding, unexpired nonces of every consumer. */
+  /** Unexpired nonces this replica issued and did not see spent (a replica's own figure: see the module comment). */
   async count(now: Date): Promise<number> {
+    const nowMs = now.getTime();
+    this.forget(nowMs);
     let count = 0;
-    for await (const object of listConfigMaps(this.conn, this.paths, `${LABEL_KIND}=nonce,${LABEL_NONCE_STATE}=outstanding`, 'counting the nonces')) {
-      if (Date.parse(object.data?.['expiresAt'] ?? '') > now.getTime()) count += 1;
-    }
+    for (const entry of this.issued.values()) if (entry.expiresAt > nowMs) count += 1;
     return count;
   }
 
   /**
-   * Deletes the nonce objects whose nonce and request have both expired; any replica may run it at any time. Each
-   * delete is conditioned on the uid and resourceVersion listed, so a lost race (404, 409) changes nothing. It lists
-   * only objects whose `expires-minute` is one of the last 30 minutes (live nonces are not sent over); `sweep`
-   * lists every nonce object (what a replica that was down longer left behind). Returns how many this call deleted.
+   * Deletes the spent-nonce records past their `expires` label (and nonce objects an earlier version left); any
+   * replica may run it at any time. Each delete is conditioned on the uid and resourceVersion listed, so a lost race
+   * (404, 409) changes nothing. It lists only objects whose `expires-minute` is one of the last 30 minutes (live
+   * records are not sent over); `sweep` lists every one (what a replica that was down longer left behind). Returns
+   * how many this call deleted.
    */
   async collect(now: Date, options: { sweep?: boolean } = {}): Promise<number> {
     const nowSeconds = now.getTime() / 1000;
@@ -563,17 +566,17 @@ export interface KubernetesStateOptions {
   tls?: { certificatePem: string; keyPem: string; source: string };
   /** How often this replica collects expired nonces (default 30 s, ±50 % jitter); 0: never (tests call collect()). */
   collectEveryMs?: number;
-  maxPerConsumer?: number;
   log?(line: string): void;
 }
 
-/** Opens the state in NS: the client CA (and serving CA) created or read, the collector started. */
+/** Opens the state in NS: the client CA (and serving CA) and the nonce key created or read, the collector started. */
 export async function kubernetesState(conn: StateConnection, options: KubernetesStateOptions): Promise<IssuerState & { nonceBook: KubernetesNonces; trustStore: KubernetesTrustStore }> {
   const paths = new Paths(options.namespace);
   const now = options.now();
   const clientCa = await ensureCaSecret(conn, paths, CLIENT_CA_SECRET, 'client', options.providerClusterID, now);
   const servingCa = options.tls === undefined ? await ensureCaSecret(conn, paths, SERVING_CA_SECRET, 'serving', options.providerClusterID, now) : undefined;
-  const nonces = new KubernetesNonces(conn, options.namespace, options.maxPerConsumer === undefined ? {} : { maxPerConsumer: options.maxPerConsumer });
+  const seal = await ensureNonceKey(conn, paths, options.providerClusterID);
+  const nonces = new KubernetesNonces(conn, options.namespace, seal);
   const trust = new KubernetesTrustStore(conn, options.namespace);
   const every = options.collectEveryMs ?? 30_000;
   let timer: NodeJS.Timeout | undefined;

@@ -21,7 +21,7 @@ export type HandshakeStep = 'nonce' | 'tenant';
 
 /** What the gauges read when scraped. */
 export interface IssuerGaugeSource {
-  /** Unconsumed, unexpired nonces (of every consumer). */
+  /** Unconsumed, unexpired nonces (of every consumer; with --state kubernetes, this replica's: ./state.ts). */
   noncesOutstanding(): number | Promise<number>;
 }
 
@@ -58,7 +58,7 @@ export class IssuerMetrics {
     });
     new Gauge({
       name: ISSUER_METRICS.noncesOutstanding,
-      help: 'Nonces issued and neither used nor expired.',
+      help: 'Nonces issued and neither used nor expired (with --state kubernetes: issued by this replica and not spent at it).',
       registers,
       async collect() {
         this.set(await source.noncesOutstanding());

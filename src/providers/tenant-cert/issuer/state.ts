@@ -1,10 +1,11 @@
 /**
- * Where an issuer keeps its state, behind one interface: the trust records, the outstanding nonces, the replay memory
- * of signed nonce requests and the embedded CAs. Two backends:
+ * Where an issuer keeps its state, behind one interface: the trust records, the nonces (issued, spent), the embedded
+ * CAs. Two backends:
  * - `data-dir` (this file): one process, files in a private directory (./data-dir.ts, ./nonces.ts, ./trust.ts),
- *   guarded by a pid lock;
+ *   guarded by a pid lock; it also remembers the signed nonce requests it answered (the replay memory);
  * - `kubernetes` (./kubernetes-state.ts): any number of replicas sharing ConfigMaps and Secrets in one namespace of
- *   the provider cluster; single use is decided by the API server's preconditions, never by a lock of ours.
+ *   the provider cluster; nonces are sealed (no write to issue one) and single use is decided by the API server's
+ *   create of a spent record, never by a lock of ours.
  */
 import { tenantError } from '../wire/protocol.js';
 import type { CertificateAuthority } from './certificates.js';
@@ -22,9 +23,10 @@ export interface AnsweredRequest {
 
 export interface NonceBook {
   /**
-   * A new nonce for `consumer`, valid `ttlMs`; the consumer's oldest outstanding ones beyond its cap are retired.
-   * With `request`: 'replayed' when that request was answered before (the replay memory, which survives a restart),
-   * else it is recorded with the nonce in one write.
+   * A new nonce for `consumer`, valid `ttlMs`. The data dir retires the consumer's oldest outstanding ones beyond its
+   * cap and, with `request`, answers 'replayed' when that request was answered before (the replay memory, which
+   * survives a restart), else records it with the nonce. The Kubernetes state keeps neither (its nonces cost no
+   * storage, so a replayed request only obtains another nonce the consumer's key alone can use).
    */
   issue(consumer: string, ttlMs: number, now: Date, options: { durable: boolean; request?: AnsweredRequest }): Promise<{ nonce: string; expiresAt: Date } | 'replayed'>;
   /**
@@ -33,7 +35,7 @@ export interface NonceBook {
    * consumer, or an unknown one, is left as it was.
    */
   take(nonce: string, consumer: string, now: Date): Promise<void>;
-  /** The consumer's unconsumed, unexpired nonces, oldest first (Liqo Tenants name none). */
+  /** The consumer's unconsumed, unexpired nonces, oldest first (Liqo Tenants name none); Kubernetes: this replica's. */
   outstanding(consumer: string, now: Date): Promise<string[]>;
 }
 
@@ -53,7 +55,10 @@ export interface IssuerState {
   describe(): string;
   /** Resolves when the state can be used now (for /readyz); rejects with a coded error otherwise. */
   checkReady(signal?: AbortSignal): Promise<void>;
-  /** Outstanding (unconsumed, unexpired) nonces of every consumer (for a metric). */
+  /**
+   * Outstanding (unconsumed, unexpired) nonces of every consumer (for a metric). Kubernetes: those this replica issued
+   * and did not see spent (a replica's own figure; sum the replicas, which over-counts nonces spent at another one).
+   */
   outstandingNonces(now: Date): Promise<number>;
   close(): Promise<void>;
 }
