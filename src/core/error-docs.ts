@@ -120,7 +120,7 @@ export const ERROR_DOCS: { readonly [C in ErrorCode]: ErrorDoc } = {
   ERR_ISSUER_BODY_TOO_LARGE: { area: 'issuer', doc: 'The request body is over 64 KiB: send the documented document only.' },
   ERR_ISSUER_UNSUPPORTED_MEDIA_TYPE: { area: 'issuer', doc: 'The body is not sent as content-type: application/json.' },
   ERR_ISSUER_INTERNAL: { area: 'issuer', doc: "An unexpected issuer failure (details only in the issuer's log): retried by clients; read the log." },
-  ERR_ISSUER_BUSY: { area: 'issuer', doc: 'Too many outstanding nonces: try again later.' },
+  ERR_ISSUER_BUSY: { area: 'issuer', doc: 'The issuer cannot take more now (data dir: too many outstanding nonces; Kubernetes state: the namespace quota refused a nonce record): try again later.' },
   ERR_ISSUER_NOT_READY: { area: 'issuer', doc: "GET /readyz: a readiness check failed or timed out (its name in the answer, details in the issuer's log), or the issuer is shutting down." },
   ERR_ISSUER_DATA_DIR: { area: 'issuer', doc: "The data dir cannot be created, read or written, is accessible by others or lost one file of a CA pair: fix the directory (clients get a generic 500)." },
   ERR_ISSUER_DATA_DIR_LOCKED: { area: 'issuer', doc: 'Another live process holds the data dir: stop it, or use its HTTPS API.' },

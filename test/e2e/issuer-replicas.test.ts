@@ -288,6 +288,30 @@ describe('issuer replicas on --state kubernetes', () => {
     expect(issuedLogged).toBeLessThanOrEqual(spentNow);
   }, 120_000);
 
+  it('--liqo-compat: a Liqo-shaped Tenant (it names no nonce) is matched at a replica that did not issue its nonce, once', async () => {
+    const [a, b] = await Promise.all([replica(['--liqo-compat']), replica(['--liqo-compat'])]);
+    const pair = generateClusterKeyPair('ed25519');
+    const keyFile = await tempFile('liqo-consumer.key', pair.privateKeyPem);
+    const publicKeyFile = await tempFile('liqo-consumer.pub', pair.publicKeyPem);
+    const { controlPlane } = e2eContext();
+    const trusted = await cli(['issuer', 'trust', '--state', 'kubernetes', '--namespace', NS, '--kubeconfig', controlPlane.adminKubeconfig, '--cluster-id', 'liqo-consumer', '--public-key', publicKeyFile]);
+    expect(trusted.code).toBe(0);
+    const key = createPrivateKey(pair.privateKeyPem);
+    const nonce = await client(a).call('POST', '/v1/nonces', signNonceRequest(key, { consumerClusterID: 'liqo-consumer', providerClusterID: PROVIDER }, new Date()));
+    expect(nonce.status).toBe(201);
+    // The issued nonce is recorded for the other replicas (a second write, in this mode only).
+    expect((await nonceObjects()).filter((item) => item.metadata.labels['credentials.clusterprofile.io/nonce-state'] === 'issued')).toHaveLength(1);
+    const generated = await cli(['tenant', 'generate', '--liqo', '--key-file', keyFile, '--cluster-id', 'liqo-consumer', '--provider-cluster-id', PROVIDER, '--nonce', nonce.body.nonce as string]);
+    expect(generated.code).toBe(0);
+    const liqoTenant = parse(generated.stdout) as { apiVersion: string; spec: Record<string, unknown> };
+    expect(liqoTenant.apiVersion).toBe('authentication.liqo.io/v1beta1');
+    const identity = await client(b!).call('POST', '/v1/tenants', liqoTenant);
+    expect(identity).toMatchObject({ status: 201, body: { apiVersion: 'authentication.liqo.io/v1beta1', kind: 'Identity' } });
+    // The same Tenant again, at the replica that issued the nonce: spent.
+    expect(await client(a!).call('POST', '/v1/tenants', liqoTenant)).toMatchObject({ status: 403, body: { code: 'ERR_TENANT_NONCE_REUSED' } });
+    await Promise.all([a!.stop(), b!.stop()]);
+  }, 60_000);
+
   it('spent-nonce records are collected by any replica once their nonce expired, idempotently, with the ServiceAccount alone', async () => {
     const access = await loadKubeAccess({ kubeconfig: saKubeconfig }, { env: {}, cwd: '/' });
     const connections = [new StateConnection(access, undefined), new StateConnection(access, undefined)];

@@ -8,6 +8,7 @@
  * Secret    clusterprofile-issuer-nonce-key   key: the 32-byte HMAC key that seals nonces
  * ConfigMap issuer-trust-<consumer ID>        record.json: a trusted consumer (schema issuer-trust-record)
  * ConfigMap issuer-spent-<40 hex>             labels only: a spent nonce, until its expiry + 1 minute
+ * ConfigMap issuer-nonce-<40 hex>             nonce: an issued nonce, with --liqo-compat only (see below)
  * ```
  * A handshake is one write. Issuing a nonce writes nothing: the nonce is sealed (./sealed-nonces.ts) — it carries its
  * consumer and expiry under an HMAC of the shared key, so any replica checks it, before any API call, and refuses a
@@ -26,8 +27,11 @@
  *   no storage and retires no other nonce (there is no per-consumer cap to exhaust) — and refusing it would need a
  *   write per nonce. (The data dir, which journals anyway, still refuses replays.)
  * - what a replica issued it remembers in memory, for the outstanding-nonces figure (its own: issued by it,
- *   unexpired, not seen spent by it) and for Liqo-shaped Tenants, which name no nonce: they are matched against the
- *   nonces the replica that receives them issued (send them to the replica that issued the nonce).
+ *   unexpired, not seen spent by it).
+ * - Liqo-shaped Tenants name no nonce: the issuer tries the consumer's outstanding nonces against the signature. So
+ *   that any replica can match one, `--liqo-compat` also records each issued nonce as `issuer-nonce-<id>` (a second
+ *   write per handshake, only in that mode) and lists the consumer's records when such a Tenant arrives; the records
+ *   are collected like spent ones. Spending stays the create of `issuer-spent-<id>`.
  * An API server that is down or refuses makes a Tenant fail with ERR_ISSUER_STATE_UNAVAILABLE / _FORBIDDEN
  * (retryable; HTTP 503 to clients): spending is one write, so nothing is left half written.
  */
@@ -90,6 +94,8 @@ interface KubeList {
 
 /** The record that a nonce was spent: `issuer-spent-` and the nonce's id (./sealed-nonces.ts). */
 export const spentObjectName = (id: string): string => `issuer-spent-${id}`;
+/** With --liqo-compat, the record of an issued nonce. */
+export const issuedObjectName = (id: string): string => `issuer-nonce-${id}`;
 export const trustObjectName = (clusterID: string): string => `issuer-trust-${clusterID}`;
 
 /** Talks to the API server as the issuer: one keep-alive transport, re-made when the credential changes (rotated tokens). */
@@ -418,6 +424,8 @@ export interface KubernetesNonceOptions {
   random?: (size: number) => Buffer;
   /** Issued nonces this replica remembers (for the metric and Liqo-shaped Tenants); beyond, the oldest are forgotten. */
   maxRemembered?: number;
+  /** Records each issued nonce in the API too, so a Liqo-shaped Tenant (no nonce named) matches at any replica. */
+  recordIssued?: boolean;
 }
 
 /**
@@ -431,6 +439,7 @@ export class KubernetesNonces implements NonceBook {
   private readonly issued = new Map<string, { nonce: string; consumer: string; expiresAt: number }>();
   private readonly random: (size: number) => Buffer;
   private readonly maxRemembered: number;
+  private readonly recordIssued: boolean;
 
   constructor(
     private readonly conn: StateConnection,
@@ -441,6 +450,7 @@ export class KubernetesNonces implements NonceBook {
     this.paths = new Paths(namespace);
     this.random = options.random ?? randomBytes;
     this.maxRemembered = options.maxRemembered ?? 100_000;
+    this.recordIssued = options.recordIssued ?? false;
   }
 
   /** Drops remembered nonces that expired (from the oldest, until a live one) and the oldest beyond the bound. */
@@ -458,6 +468,7 @@ export class KubernetesNonces implements NonceBook {
   async issue(consumer: string, ttlMs: number, now: Date, _options: { durable: boolean; request?: AnsweredRequest }): Promise<{ nonce: string; expiresAt: Date }> {
     const expiresAt = now.getTime() + ttlMs;
     const { nonce, id } = this.seal.seal(consumer, expiresAt, this.random);
+    if (this.recordIssued) await this.record(nonce, id, consumer, expiresAt);
     this.issued.set(id, { nonce, consumer, expiresAt });
     this.forget(now.getTime());
     return { nonce, expiresAt: new Date(expiresAt) };
@@ -498,15 +509,55 @@ export class KubernetesNonces implements NonceBook {
     throw stateFailure(what, made, `configmap ${this.paths.namespace}/${name}`);
   }
 
-  /** The consumer's nonces this replica issued and did not see spent, unexpired, oldest first (Liqo-shaped Tenants). */
+  /** `issuer-nonce-<id>`: the issued nonce, for the other replicas (--liqo-compat). */
+  private async record(nonce: string, id: string, consumer: string, expiresAt: number): Promise<void> {
+    const name = issuedObjectName(id);
+    const what = `recording a nonce of ${consumer}`;
+    const keepUntil = expiresAt + SPENT_GRACE_MS;
+    const made = await this.conn.send(
+      {
+        method: 'POST',
+        path: this.paths.configMaps(),
+        body: {
+          apiVersion: 'v1',
+          kind: 'ConfigMap',
+          metadata: {
+            name,
+            labels: { [LABEL_KIND]: 'nonce', [LABEL_CONSUMER]: consumer, [LABEL_NONCE_STATE]: 'issued', [LABEL_EXPIRES]: expiresLabel(keepUntil), [LABEL_EXPIRES_MINUTE]: String(Math.ceil(keepUntil / 60_000)) },
+          },
+          data: { nonce },
+        },
+      },
+      what,
+    );
+    if (made.status !== 201) throw stateFailure(what, made, `configmap ${this.paths.namespace}/${name}`);
+  }
+
+  /**
+   * The consumer's unexpired nonces, oldest first, for Liqo-shaped Tenants: those this replica issued and did not see
+   * spent, and with `recordIssued` those any replica recorded (each checked by its seal: a record that does not open
+   * for this consumer is ignored). A spent one may be among them: spending it again is ERR_TENANT_NONCE_REUSED.
+   */
   async outstanding(consumer: string, now: Date): Promise<string[]> {
     const nowMs = now.getTime();
     this.forget(nowMs);
-    const found: Array<{ nonce: string; expiresAt: number }> = [];
+    const found = new Map<string, number>();
     for (const entry of this.issued.values()) {
-      if (entry.consumer === consumer && entry.expiresAt > nowMs) found.push(entry);
+      if (entry.consumer === consumer && entry.expiresAt > nowMs) found.set(entry.nonce, entry.expiresAt);
     }
-    return found.sort((a, b) => a.expiresAt - b.expiresAt).map((entry) => entry.nonce);
+    if (this.recordIssued) {
+      const selector = `${LABEL_KIND}=nonce,${LABEL_NONCE_STATE}=issued,${LABEL_CONSUMER}=${consumer}`;
+      for await (const object of listConfigMaps(this.conn, this.paths, selector, `listing the nonces of ${consumer}`)) {
+        const nonce = object.data?.['nonce'];
+        if (nonce === undefined || found.has(nonce)) continue;
+        try {
+          found.set(nonce, this.seal.open(nonce, consumer, now).expiresAt);
+        } catch (error) {
+          if (!isCredentialsError(error)) throw error;
+        }
+      }
+    }
+    return [...found].sort((a, b) => a[1] - b[1]).map(([nonce]) => nonce);
   }
 
   /** Unexpired nonces this replica issued and did not see spent (a replica's own figure: see the module comment). */
@@ -566,6 +617,8 @@ export interface KubernetesStateOptions {
   tls?: { certificatePem: string; keyPem: string; source: string };
   /** How often this replica collects expired nonces (default 30 s, ±50 % jitter); 0: never (tests call collect()). */
   collectEveryMs?: number;
+  /** --liqo-compat: issued nonces recorded in the API, so a Liqo-shaped Tenant matches at any replica. */
+  liqoCompat?: boolean;
   log?(line: string): void;
 }
 
@@ -576,7 +629,7 @@ export async function kubernetesState(conn: StateConnection, options: Kubernetes
   const clientCa = await ensureCaSecret(conn, paths, CLIENT_CA_SECRET, 'client', options.providerClusterID, now);
   const servingCa = options.tls === undefined ? await ensureCaSecret(conn, paths, SERVING_CA_SECRET, 'serving', options.providerClusterID, now) : undefined;
   const seal = await ensureNonceKey(conn, paths, options.providerClusterID);
-  const nonces = new KubernetesNonces(conn, options.namespace, seal);
+  const nonces = new KubernetesNonces(conn, options.namespace, seal, { recordIssued: options.liqoCompat === true });
   const trust = new KubernetesTrustStore(conn, options.namespace);
   const every = options.collectEveryMs ?? 30_000;
   let timer: NodeJS.Timeout | undefined;
@@ -663,6 +716,7 @@ export async function openKubernetesState(
       namespace,
       providerClusterID,
       now: deps.now,
+      liqoCompat: settings.liqoCompat,
       ...(tls === undefined ? {} : { tls }),
       ...(deps.log === undefined ? {} : { log: deps.log }),
     });
