@@ -1,11 +1,12 @@
 // The plugin images (scripts/image.mjs) for tests: the tools the build and the checks need (installed with apt-get
 // when missing), a build into a directory, `umoci unpack`, and a run chrooted into a root filesystem that holds only
 // what the test put there — as a controller's pod sees an image volume.
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runNode } from './process.js';
+import { runCommand } from './process.js';
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -78,15 +79,7 @@ export function unpackImage(layout: string, ref: string, bundle: string): string
  */
 export function runInRoot(root: string, argv: readonly string[], env: Record<string, string> = {}, proc = true): Promise<RootRun> {
   const namespaces = ['--mount', '--pid', '--fork', ...(proc ? [`--mount-proc=${join(root, 'proc')}`] : [])];
-  return new Promise((resolve, reject) => {
-    const child = spawn('/usr/bin/unshare', [...namespaces, '/usr/sbin/chroot', root, ...argv], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+  return runCommand('/usr/bin/unshare', [...namespaces, '/usr/sbin/chroot', root, ...argv], { env });
 }
 
 /** A private directory at `path` inside `root`: what a pod's Secret or emptyDir mount would be. */

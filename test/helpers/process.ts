@@ -1,5 +1,5 @@
 /**
- * Runs a Node script as a real child process on this Node (the project's Node 24 when tests run through npm), with a
+ * Runs a Node script (or, with runCommand, any command) as a real child process on this Node (the project's Node 24 when tests run through npm), with a
  * minimal environment: PATH and HOME plus what the test gives — so nothing of the developer's environment leaks in.
  */
 import { spawn } from 'node:child_process';
@@ -24,10 +24,23 @@ export interface NodeRunOptions {
 }
 
 export function runNode(script: string, args: readonly string[], options: NodeRunOptions = {}): Promise<NodeRunResult> {
+  return runCommand(process.execPath, [...(options.nodeArgs ?? []), script, ...args], {
+    env: { PATH: process.env['PATH'], HOME: process.env['HOME'], ...options.env },
+    ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
+    ...(options.stdin === undefined ? {} : { stdin: options.stdin }),
+  });
+}
+
+/** Any command (setpriv, unshare …) with exactly the environment given; stdout and stderr collected. */
+export function runCommand(
+  command: string,
+  argv: readonly string[],
+  options: { env: Record<string, string | undefined>; cwd?: string; stdin?: string },
+): Promise<NodeRunResult> {
   const started = performance.now();
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...(options.nodeArgs ?? []), script, ...args], {
-      env: { PATH: process.env['PATH'], HOME: process.env['HOME'], ...options.env },
+    const child = spawn(command, argv, {
+      env: options.env,
       ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
       stdio: ['pipe', 'pipe', 'pipe'],
     });

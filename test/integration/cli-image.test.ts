@@ -13,6 +13,7 @@ import { parse } from 'yaml';
 import { buildImages, ensureImageTools, filesUnder, hasInterpreter, sh, unpackImage } from '../helpers/plugin-images.js';
 import { ROOT } from '../helpers/issuer-process.js';
 import { createTestCa } from '../helpers/tls.js';
+import { runCommand } from '../helpers/process.js';
 
 let work: string;
 let layout: string;
@@ -84,15 +85,7 @@ describe('the CLI image', () => {
     chmodSync(join(rootfs, 'tmp'), 0o1777);
 
     const run = (argv: readonly string[]) =>
-      new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-        const child = spawn('/usr/bin/unshare', ['--mount', '--pid', '--fork', `--mount-proc=${join(rootfs, 'proc')}`, '/usr/sbin/chroot', '--userspec', user, rootfs, ...argv], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-        let stdout = '';
-        let stderr = '';
-        child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-        child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-        child.on('error', reject);
-        child.on('close', (code) => resolve({ code, stdout, stderr }));
-      });
+      runCommand('/usr/bin/unshare', ['--mount', '--pid', '--fork', `--mount-proc=${join(rootfs, 'proc')}`, '/usr/sbin/chroot', '--userspec', user, rootfs, ...argv], { env });
     const usage = await run([...container.command, 'issuer', 'serve', '--help']);
     expect(usage.stderr).toBe('');
     expect(usage.code).toBe(0);

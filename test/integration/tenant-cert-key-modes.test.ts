@@ -5,13 +5,13 @@
  * owner, group and mode are set with chown/chmod. Exactly the read-only-for-our-group case is accepted; everything
  * else is refused (exit 2, ERR_TENANT_CERT_KEY_FILE, the accepted modes in the message, `chmod 600` as the hint).
  */
-import { spawn } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
 import { chmodSync, chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI, PLUGIN, execInfo, issuerConfig, runNode, startIssuer, V1, type RunningIssuer } from '../helpers/tenant-cert-plugin-run.js';
+import { runCommand } from '../helpers/process.js';
 
 const ROOT_USER = process.getuid?.() === 0;
 /** The pod's user and groups: runAsUser/runAsGroup 65532, fsGroup 65533. */
@@ -32,17 +32,8 @@ function runAsPod(keyFile: string, groups: readonly number[] = [FS_GROUP]): Prom
   mkdirSync(cache, { mode: 0o700 });
   chownSync(cache, USER, GROUP);
   const args = ['--cluster-id', 'consumer-1', '--key-file', keyFile, '--cache-dir', cache, '--identity-dir', join(cache, 'identities')];
-  return new Promise((resolve, reject) => {
-    const child = spawn('setpriv', [`--reuid=${USER}`, `--regid=${GROUP}`, groups.length === 0 ? '--clear-groups' : `--groups=${groups.join(',')}`, '--', process.execPath, PLUGIN, ...args], {
-      env: { PATH: process.env['PATH'], KUBERNETES_EXEC_INFO: execInfo(V1, issuerConfig(issuer, servingCa, 'provider-1')) },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  return runCommand('setpriv', [`--reuid=${USER}`, `--regid=${GROUP}`, groups.length === 0 ? '--clear-groups' : `--groups=${groups.join(',')}`, '--', process.execPath, PLUGIN, ...args], {
+    env: { PATH: process.env['PATH'], KUBERNETES_EXEC_INFO: execInfo(V1, issuerConfig(issuer, servingCa, 'provider-1')) },
   });
 }
 

@@ -4,7 +4,6 @@
  * certificate obtained in-process. The API server trusts the issuer's client-ca.crt and lets exactly that identity
  * (CN = consumer cluster ID) create tokens for one service account.
  */
-import { spawn } from 'node:child_process';
 import { chmodSync, chownSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startFakeKubeApi, type FakeKubeApi } from '../helpers/kube-api.js';
 import { CLI, issuerConfig, PLUGIN, runNode, startIssuer, type RunningIssuer } from '../helpers/tenant-cert-plugin-run.js';
 import { createTestCa } from '../helpers/tls.js';
+import { runCommand } from '../helpers/process.js';
 
 const BIN = join(import.meta.dirname, '../../bin/clusterprofile-token-request.mjs');
 const PROVIDER = 'member-1';
@@ -150,17 +150,8 @@ describe('without HOME (a pod that sets none)', () => {
 
   /** The binary as uid 65532, which has no entry in the user database (a distroless pod), without HOME. */
   function asPodUser(args: readonly string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-    return new Promise((resolve, reject) => {
-      const child = spawn('setpriv', ['--reuid=65532', '--regid=65532', '--clear-groups', '--', process.execPath, BIN, ...args], {
-        env: { PATH: process.env['PATH'], KUBERNETES_EXEC_INFO: execInfo(), ...env },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-      child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-      child.on('error', reject);
-      child.on('close', (code) => resolve({ code, stdout, stderr }));
+    return runCommand('setpriv', ['--reuid=65532', '--regid=65532', '--clear-groups', '--', process.execPath, BIN, ...args], {
+      env: { PATH: process.env['PATH'], KUBERNETES_EXEC_INFO: execInfo(), ...env },
     });
   }
 

@@ -482,22 +482,7 @@ export class KubernetesNonces implements NonceBook {
     const { id, expiresAt } = this.seal.open(nonce, consumer, now);
     const name = spentObjectName(id);
     const what = `spending a nonce of ${consumer}`;
-    const keepUntil = expiresAt + SPENT_GRACE_MS;
-    const made = await this.conn.send(
-      {
-        method: 'POST',
-        path: this.paths.configMaps(),
-        body: {
-          apiVersion: 'v1',
-          kind: 'ConfigMap',
-          metadata: {
-            name,
-            labels: { [LABEL_KIND]: 'nonce', [LABEL_CONSUMER]: consumer, [LABEL_NONCE_STATE]: 'spent', [LABEL_EXPIRES]: expiresLabel(keepUntil), [LABEL_EXPIRES_MINUTE]: String(Math.ceil(keepUntil / 60_000)) },
-          },
-        },
-      },
-      what,
-    );
+    const made = await this.createNonceObject(name, consumer, 'spent', expiresAt, undefined, what);
     if (made.status === 201) {
       this.issued.delete(id);
       return;
@@ -511,26 +496,16 @@ export class KubernetesNonces implements NonceBook {
 
   /** `issuer-nonce-<id>`: the issued nonce, for the other replicas (--liqo-compat). */
   private async record(nonce: string, id: string, consumer: string, expiresAt: number): Promise<void> {
-    const name = issuedObjectName(id);
     const what = `recording a nonce of ${consumer}`;
+    const made = await this.createNonceObject(issuedObjectName(id), consumer, 'issued', expiresAt, { nonce }, what);
+    if (made.status !== 201) throw stateFailure(what, made, `configmap ${this.paths.namespace}/${issuedObjectName(id)}`);
+  }
+
+  /** Creates a nonce object, collectable SPENT_GRACE_MS after the nonce's expiry; the API server's answer as it is. */
+  private createNonceObject(name: string, consumer: string, state: 'spent' | 'issued', expiresAt: number, data: Record<string, string> | undefined, what: string): Promise<KubeResponse> {
     const keepUntil = expiresAt + SPENT_GRACE_MS;
-    const made = await this.conn.send(
-      {
-        method: 'POST',
-        path: this.paths.configMaps(),
-        body: {
-          apiVersion: 'v1',
-          kind: 'ConfigMap',
-          metadata: {
-            name,
-            labels: { [LABEL_KIND]: 'nonce', [LABEL_CONSUMER]: consumer, [LABEL_NONCE_STATE]: 'issued', [LABEL_EXPIRES]: expiresLabel(keepUntil), [LABEL_EXPIRES_MINUTE]: String(Math.ceil(keepUntil / 60_000)) },
-          },
-          data: { nonce },
-        },
-      },
-      what,
-    );
-    if (made.status !== 201) throw stateFailure(what, made, `configmap ${this.paths.namespace}/${name}`);
+    const labels = { [LABEL_KIND]: 'nonce', [LABEL_CONSUMER]: consumer, [LABEL_NONCE_STATE]: state, [LABEL_EXPIRES]: expiresLabel(keepUntil), [LABEL_EXPIRES_MINUTE]: String(Math.ceil(keepUntil / 60_000)) };
+    return this.conn.send({ method: 'POST', path: this.paths.configMaps(), body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, labels }, ...(data === undefined ? {} : { data }) } }, what);
   }
 
   /**
