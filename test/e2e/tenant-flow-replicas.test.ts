@@ -1,0 +1,128 @@
+/**
+ * The declarative flow as deploy/base runs it: two `clusterprofile issuer serve --state kubernetes --reconcile-tenants`
+ * replicas (our bin, child processes) sharing one namespace, both reconciling the same Tenants, as the ServiceAccount
+ * of the shipped Roles (issuer-state-rbac.yaml and tenant-flow-rbac.yaml) and nothing else. The client CA Secret is
+ * put in place by the admin (the control plane's client CA, so what the replicas issue authenticates). A Tenant
+ * applied with kubectl is answered once — one nonce in its status, one certificate, whichever replica wins — and the
+ * Identity's kubeconfig passes a SelfSubjectReview.
+ */
+import { X509Certificate, createPrivateKey } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { parse, stringify } from 'yaml';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildTenant } from '../../src/providers/tenant-cert/wire/documents.js';
+import { generateClusterKeyPair } from '../../src/providers/tenant-cert/wire/keys.js';
+import { signNonceRequest } from '../../src/providers/tenant-cert/wire/message.js';
+import { ANNOTATION_PROVIDER, CLIENT_CA_SECRET } from '../../src/providers/tenant-cert/issuer/kubernetes-state.js';
+import { applyAsAdmin, e2eContext, kubectl, tempFile, whoami } from '../helpers/controlplane-e2e.js';
+import { cli, startIssuerProcess, type IssuerProcess } from '../helpers/issuer-process.js';
+import { REPO, adminKubectl, templatedManifest } from './fixtures/tenant-cert-issuer.js';
+
+const NS = 'issuer-tf-replicas';
+const PROVIDER = 'member-tfr';
+const CONSUMER = 'hub-tfr';
+const GROUP = 'fleet-tenants';
+const API = 'credentials.clusterprofile.io/v1alpha1';
+const replicas: IssuerProcess[] = [];
+
+type Json = Record<string, any>;
+
+async function tenant(): Promise<Json> {
+  return JSON.parse(await adminKubectl(['get', 'tenants.credentials.clusterprofile.io', CONSUMER, '-n', NS, '-o', 'json'])) as Json;
+}
+
+/** Polls until the Tenant's Ready condition has `reason` for its current generation. */
+async function until(reason: string, timeoutMs = 30_000): Promise<Json> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const current = await tenant();
+    const ready = (current.status?.conditions as Json[] | undefined)?.find((item) => item.type === 'Ready');
+    if (current.status?.observedGeneration === current.metadata.generation && ready?.reason === reason) return current;
+    if (Date.now() > deadline) throw new Error(`Tenant not ${reason} in ${timeoutMs} ms: ${JSON.stringify(current.status)}\n${replicas.map((r) => r.log()).join('\n---\n')}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+const applyTenant = (spec: Json): Promise<string> =>
+  adminKubectl(['apply', '-n', NS, '-f', '-'], JSON.stringify({ apiVersion: API, kind: 'Tenant', metadata: { name: CONSUMER }, spec }));
+
+let privateKeyPem: string;
+
+beforeAll(async () => {
+  const { controlPlane } = e2eContext();
+  await adminKubectl(['apply', '--server-side', '--field-manager=e2e-crd-installer', '-k', path.join(REPO, 'deploy/crds/')]);
+  await adminKubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd/tenants.credentials.clusterprofile.io', 'crd/identities.credentials.clusterprofile.io']);
+  await adminKubectl(['create', 'namespace', NS]);
+  await adminKubectl(['apply', '-f', '-'], await templatedManifest('deploy/base/issuer-state-rbac.yaml', [['clusterprofile-system', NS]]));
+  await adminKubectl(['apply', '-f', '-'], await templatedManifest('deploy/base/tenant-flow-rbac.yaml', [['clusterprofile-system', NS]]));
+  // The admin's client CA for the state (docs/issuer.md: a CA the API server already trusts, in the Secret's shape).
+  await applyAsAdmin({
+    apiVersion: 'v1',
+    kind: 'Secret',
+    type: 'kubernetes.io/tls',
+    metadata: { name: CLIENT_CA_SECRET, namespace: NS, annotations: { [ANNOTATION_PROVIDER]: PROVIDER } },
+    data: {
+      'tls.crt': (await readFile(controlPlane.clientCaCertFile)).toString('base64'),
+      'tls.key': (await readFile(controlPlane.clientCaKeyFile)).toString('base64'),
+    },
+  });
+  const token = (await adminKubectl(['-n', NS, 'create', 'token', 'clusterprofile-issuer', '--duration', '1h'])).trim();
+  const admin = parse(await readFile(controlPlane.adminKubeconfig, 'utf8')) as { clusters: Array<{ name: string }> };
+  const saKubeconfig = await tempFile(
+    'issuer-tfr-sa.kubeconfig',
+    stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: admin.clusters,
+      users: [{ name: 'issuer', user: { token } }],
+      contexts: [{ name: 'issuer', context: { cluster: admin.clusters[0]!.name, user: 'issuer', namespace: NS } }],
+      'current-context': 'issuer',
+    }),
+  );
+  const pair = generateClusterKeyPair('ecdsa-p256');
+  privateKeyPem = pair.privateKeyPem;
+  const publicKeyFile = await tempFile('hub-tfr.pub', pair.publicKeyPem);
+  const trusted = await cli(['issuer', 'trust', '--state', 'kubernetes', '--namespace', NS, '--kubeconfig', controlPlane.adminKubeconfig, '--cluster-id', CONSUMER, '--public-key', publicKeyFile]);
+  expect(trusted.code, trusted.stderr).toBe(0);
+  const args = ['--state', 'kubernetes', '--namespace', NS, '--kubeconfig', saKubeconfig, '--listen', '127.0.0.1:0', '--cluster-id', PROVIDER, '--reconcile-tenants'];
+  const more = ['--api-server-url', controlPlane.server, '--api-server-ca', controlPlane.caFile, '--group', GROUP, '--cert-lifetime', '10m'];
+  replicas.push(...(await Promise.all([startIssuerProcess([...args, ...more]), startIssuerProcess([...args, ...more])])));
+}, 120_000);
+
+afterAll(async () => {
+  await Promise.all(replicas.map((replica) => replica.stop()));
+  await adminKubectl(['delete', 'namespace', NS, '--wait=false']).catch(() => undefined);
+});
+
+describe('the declarative flow on --state kubernetes, two replicas reconciling the same Tenants', () => {
+  it('kubectl apply of a Tenant: a nonce, then one certificate, an Identity and a kubeconfig Secret that passes SelfSubjectReview', async () => {
+    const key = createPrivateKey(privateKeyPem);
+    const request = signNonceRequest(key, { providerClusterID: PROVIDER, consumerClusterID: CONSUMER }, new Date());
+    await applyTenant({ clusterID: CONSUMER, providerClusterID: PROVIDER, nonceRequest: { timestamp: request.timestamp, signature: request.signature } });
+    const step1 = await until('NonceIssued');
+    const nonce = step1.status.nonce.value as string;
+    expect(nonce).toHaveLength(88);
+
+    const document = await buildTenant({ privateKey: key, consumerClusterID: CONSUMER, providerClusterID: PROVIDER, nonce });
+    await applyTenant(document.spec);
+    const done = await until('Issued');
+    expect(done.status.identityRef).toEqual({ name: CONSUMER });
+    // Both replicas judged the generation; the nonce was spent once, so one certificate was issued in all.
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const issued = replicas.map((replica) => (replica.log().match(/certificate issued/g) ?? []).length);
+    expect(issued.reduce((a, b) => a + b, 0), replicas.map((r) => r.log()).join('\n---\n')).toBe(1);
+    expect((await until('Issued')).status.identityRef).toEqual({ name: CONSUMER });
+
+    const secret = JSON.parse(await adminKubectl(['get', 'secret', `kubeconfig-${CONSUMER}`, '-n', NS, '-o', 'json'])) as Json;
+    const config = parse(Buffer.from(secret.data.kubeconfig, 'base64').toString('utf8')) as Json;
+    config.users[0].user['client-key-data'] = Buffer.from(privateKeyPem).toString('base64');
+    const file = await tempFile('hub-tfr.kubeconfig', stringify(config));
+    const certificate = new X509Certificate(Buffer.from(secret.data['tls.crt'], 'base64').toString('utf8'));
+    expect(certificate.subject.split('\n').sort()).toEqual([`CN=${CONSUMER}`, `O=${GROUP}`]);
+    const who = await whoami(file);
+    expect(who.username).toBe(CONSUMER);
+    expect(who.groups).toContain(GROUP);
+    expect((await kubectl(file, ['auth', 'can-i', 'create', 'certificatesigningrequests'])).stdout.trim()).toBe('no');
+  }, 90_000);
+});
