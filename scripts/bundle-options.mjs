@@ -81,6 +81,13 @@ export const pluginBundleOptions = {
   plugins: [builtinsByName],
 };
 
+/**
+ * What scripts/plugin-entry.mjs runs as a vm.Script: each .cjs file is one function expression of (exports, require,
+ * module), written so by the build (esbuild's banner and footer), so that the entry hands V8 the file's text as read —
+ * wrapping it at run time built a second copy of the text (a string concatenation V8 then flattened) on every start.
+ */
+const SCRIPT_WRAPPER = { banner: { js: '(function (exports, require, module) {' }, footer: { js: '})' } };
+
 const isBuiltin = (path) => isBuiltinModule(path);
 
 /**
@@ -112,6 +119,7 @@ function hitOptions(name, entry, outdir, plugin, external) {
     entryPoints: [entry],
     outfile: join(outdir, `${name}.cjs`),
     format: 'cjs',
+    ...SCRIPT_WRAPPER,
     // import() becomes require() (built-ins, and the ESM chunks through require(esm)): a vm.Script's own import()
     // would need an experimental loader option.
     supported: { 'dynamic-import': false },
@@ -175,6 +183,7 @@ export async function bundlePlugins({ entries, esmEntries = {}, outdir, sourcema
     ...common,
     external,
     format: 'cjs',
+    ...SCRIPT_WRAPPER,
     supported: { 'dynamic-import': false },
     sourcemap,
     define,
