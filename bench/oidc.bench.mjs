@@ -11,7 +11,8 @@
 // Targets are reported MET / NOT MET and do not fail the run; a benchmark that cannot run does (exit code 1). Without
 // Go (and no kubelogin built before) the peer is skipped with one line saying why.
 // Run after `npm run build`, with Node 24: `npm exec -- node bench/oidc.bench.mjs [runs]` (default 30; or env RUNS).
-// OIDC_PLUGIN_BIN measures another build of the plugin.
+// OIDC_PLUGIN_BIN measures another build of the plugin; CPC_BENCH_BASELINE=<dir> runs that build's plugin beside this
+// one (bench/lib/miss.mjs).
 import { spawn } from 'node:child_process';
 import { get } from 'node:https';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -20,7 +21,7 @@ import { join } from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { ensureKubelogin } from './lib/kubelogin.mjs';
-import { compareMisses, FLOOR_NAME, floorCommand, judgeMiss } from './lib/miss.mjs';
+import { BASELINE_ROOT, compareMisses, FLOOR_NAME, floorCommand, judgeMiss } from './lib/miss.mjs';
 import { formatSummary, loadText, summary } from './lib/report.mjs';
 import { compareStartup } from './lib/startup.mjs';
 import { importTestHelpers } from './lib/test-helpers.mjs';
@@ -56,7 +57,8 @@ const cacheDir = join(work, 'cache');
 const config = { issuerURL: op.issuer, issuerCA: op.caBase64, clientID: op.clients.basic.clientId, audience: op.audience };
 const execInfo = JSON.stringify({ kind: 'ExecCredential', apiVersion: 'client.authentication.k8s.io/v1', spec: { interactive: false, cluster: { server: 'https://k8s.test', config } } });
 const env = { PATH: process.env.PATH, HOME: work, KUBERNETES_EXEC_INFO: execInfo, NODE_COMPILE_CACHE: join(work, 'compile-cache') };
-const pluginArgs = (dir) => [bin, '--client-secret-file', secretFile, '--cache-dir', dir];
+const pluginArgs = (dir, plugin = bin) => [plugin, '--client-secret-file', secretFile, '--cache-dir', dir];
+const baselineBin = BASELINE_ROOT === undefined ? undefined : join(BASELINE_ROOT, 'bin/clusterprofile-oidc.mjs');
 // The same client, grant, client authentication (client_secret_basic) and resource as ours; kubelogin has no
 // secret-file flag. Its cache key is issuer + client + TLS settings, so the hit runs use exactly the fill's flags.
 const kubeloginArgs = (dir) => [
@@ -102,6 +104,7 @@ try {
   const grantsBefore = op.grants.length;
   const hitCommands = { 'node -e 0': [process.execPath, ['-e', '0']], 'oidc (cache hit)': [process.execPath, pluginArgs(cacheDir)] };
   if (peer) hitCommands['kubelogin (cache hit)'] = [peer, kubeloginArgs(kubeloginCache), kubeloginEnv];
+  if (baselineBin) hitCommands['oidc (cache hit, baseline)'] = [process.execPath, pluginArgs(cacheDir, baselineBin)];
   compareStartup({
     title: `clusterprofile-oidc cache hit vs ${peer ? 'kubelogin cache hit vs ' : ''}node -e 0`,
     commands: hitCommands,
@@ -170,6 +173,7 @@ try {
     'oidc (cache miss)': () => [process.execPath, pluginArgs(freshDir('miss-cache'))],
   };
   if (peer) missCommands['kubelogin (cache miss)'] = () => [peer, kubeloginArgs(freshDir('miss-kubelogin')), kubeloginEnv];
+  if (baselineBin) missCommands['oidc (cache miss, baseline)'] = () => [process.execPath, pluginArgs(freshDir('miss-cache'), baselineBin)];
   const grantsBeforeMiss = op.grants.length;
   const misses = await compareMisses({
     title: `cache miss against the warm OP (client_credentials, a new token every run): clusterprofile-oidc${peer ? ' vs kubelogin' : ''} vs node -e 0`,
@@ -183,7 +187,7 @@ try {
       floorGrants += 1;
     },
   });
-  const plugins = peer ? 2 : 1;
+  const plugins = (peer ? 2 : 1) + (baselineBin ? 1 : 0);
   const timedRuns = (misses['oidc (cache miss)'].rss === undefined ? 1 : 2) * missRounds;
   const expectedGrants = plugins * (2 + timedRuns);
   console.log(`  grants seen by the OP for the plugins: ${op.grants.length - grantsBeforeMiss - floorGrants} (expected ${expectedGrants}: every plugin run was a miss)`);

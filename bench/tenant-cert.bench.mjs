@@ -4,7 +4,8 @@
 //     <= 60 ms wall and <= 55 MiB peak RSS);
 //  2. cache hit: the issuer is STOPPED first (so every measured run is provably a cache hit), then `node -e 0` and the
 //     plugin (with and without the compile cache) run interleaved (bench/lib/startup.mjs; target <= 1.15x node -e 0).
-// Targets are reported MET / NOT MET and do not fail the run. Needs `npm run build` first.
+// Targets are reported MET / NOT MET and do not fail the run. Needs `npm run build` first. CPC_BENCH_BASELINE=<dir>
+// runs that build's plugin beside this one (bench/lib/miss.mjs).
 //
 //   npm exec -- node bench/tenant-cert.bench.mjs [runs]
 import { spawn, spawnSync } from 'node:child_process';
@@ -12,7 +13,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { compareMisses, FLOOR_NAME, floorCommand, judgeMiss } from './lib/miss.mjs';
+import { BASELINE_ROOT, compareMisses, FLOOR_NAME, floorCommand, judgeMiss } from './lib/miss.mjs';
 import { compareStartup } from './lib/startup.mjs';
 
 const runs = Number(process.argv[2] ?? 40);
@@ -63,7 +64,7 @@ const execInfo = JSON.stringify({
     },
   },
 });
-const pluginArgsFor = (cacheDir) => [PLUGIN, '--cluster-id', 'consumer-1', '--key-file', keyFile, '--cache-dir', cacheDir, '--identity-dir', join(work, 'ids')];
+const pluginArgsFor = (cacheDir, plugin = PLUGIN) => [plugin, '--cluster-id', 'consumer-1', '--key-file', keyFile, '--cache-dir', cacheDir, '--identity-dir', join(work, 'ids')];
 const pluginArgs = pluginArgsFor(join(work, 'cache'));
 const env = { ...baseEnv, KUBERNETES_EXEC_INFO: execInfo };
 
@@ -99,6 +100,15 @@ const misses = await compareMisses({
       mkdirSync(dir, { mode: 0o700 });
       return [process.execPath, pluginArgsFor(dir)];
     },
+    ...(BASELINE_ROOT === undefined
+      ? {}
+      : {
+          'tenant-cert (cache miss, baseline)': () => {
+            const dir = join(work, `miss-cache-${fresh++}`);
+            mkdirSync(dir, { mode: 0o700 });
+            return [process.execPath, pluginArgsFor(dir, join(BASELINE_ROOT, 'bin', 'clusterprofile-tenant-cert.mjs'))];
+          },
+        }),
   },
   env,
   rounds: Math.min(runs, 15),
@@ -128,6 +138,9 @@ compareStartup({
     'node -e 0': [process.execPath, ['-e', '0'], {}],
     'tenant-cert (cache hit)': [process.execPath, pluginArgs, {}],
     'tenant-cert, no compile cache': [process.execPath, pluginArgs, { NODE_DISABLE_COMPILE_CACHE: '1' }],
+    ...(BASELINE_ROOT === undefined
+      ? {}
+      : { 'tenant-cert (cache hit, baseline)': [process.execPath, pluginArgsFor(join(work, 'cache'), join(BASELINE_ROOT, 'bin', 'clusterprofile-tenant-cert.mjs')), {}] }),
   },
   env,
   runs,

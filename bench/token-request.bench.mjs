@@ -2,13 +2,14 @@
 //  1. cache hit: wall time against `node -e 0`, side by side, interleaved, after one real TokenRequest (target <= 1.15x);
 //  2. cache miss against the warm API server (an empty cache directory every run, so every run is a TokenRequest):
 //     wall, CPU and peak RSS beside `node -e 0`, interleaved (bench/lib/miss.mjs; targets <= 60 ms and <= 55 MiB).
-// Targets are reported MET / NOT MET and do not fail the run.
+// Targets are reported MET / NOT MET and do not fail the run. CPC_BENCH_BASELINE=<dir> runs that build's plugin beside
+// this one (bench/lib/miss.mjs).
 //   npm run build && npm exec -- node bench/token-request.bench.mjs [runs]
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { compareMisses, FLOOR_NAME, floorCommand, judgeMiss } from './lib/miss.mjs';
+import { BASELINE_ROOT, compareMisses, FLOOR_NAME, floorCommand, judgeMiss } from './lib/miss.mjs';
 import { compareStartup } from './lib/startup.mjs';
 import { importTestHelpers } from './lib/test-helpers.mjs';
 
@@ -38,8 +39,9 @@ const execInfo = JSON.stringify({
   spec: { interactive: false, cluster: { server: api.url, 'certificate-authority-data': ca.certBase64, config: { namespace: 'fleet', serviceAccount: 'bench' } } },
 });
 const env = { PATH: process.env.PATH, HOME: work, KUBERNETES_EXEC_INFO: execInfo, NODE_COMPILE_CACHE: join(work, 'compile-cache') };
-const pluginArgs = (cacheDir) => [join(root, 'bin/clusterprofile-token-request.mjs'), '--bootstrap-kubeconfig', kubeconfig, '--cache-dir', cacheDir];
+const pluginArgs = (cacheDir, from = root) => [join(from, 'bin/clusterprofile-token-request.mjs'), '--bootstrap-kubeconfig', kubeconfig, '--cache-dir', cacheDir];
 const plugin = [process.execPath, pluginArgs(join(work, 'cache'))];
+const baselineCommands = (make) => (BASELINE_ROOT === undefined ? {} : make(BASELINE_ROOT));
 
 // The API server lives in this process's event loop and compareStartup blocks it: mint the one token first, async.
 const { spawn } = await import('node:child_process');
@@ -51,7 +53,11 @@ if (api.minted.length !== 1) throw new Error(`expected one TokenRequest, saw ${a
 
 compareStartup({
   title: 'clusterprofile-token-request cache hit vs node -e 0',
-  commands: { 'node -e 0': [process.execPath, ['-e', '0']], 'token-request (cache hit)': plugin },
+  commands: {
+    'node -e 0': [process.execPath, ['-e', '0']],
+    'token-request (cache hit)': plugin,
+    ...baselineCommands((from) => ({ 'token-request (cache hit, baseline)': [process.execPath, pluginArgs(join(work, 'cache'), from)] })),
+  },
   env,
   runs,
   subject: 'token-request (cache hit)',
@@ -85,6 +91,13 @@ const misses = await compareMisses({
       mkdirSync(dir, { mode: 0o700 });
       return [process.execPath, pluginArgs(dir)];
     },
+    ...baselineCommands((from) => ({
+      'token-request (cache miss, baseline)': () => {
+        const dir = join(work, `miss-cache-${fresh++}`);
+        mkdirSync(dir, { mode: 0o700 });
+        return [process.execPath, pluginArgs(dir, from)];
+      },
+    })),
   },
   env,
   rounds: missRounds,
@@ -97,7 +110,7 @@ const misses = await compareMisses({
   },
 });
 const minted = api.minted.length - mintedBefore - floorMinted;
-const expected = 2 + missRounds * (misses['token-request (cache miss)'].rss === undefined ? 1 : 2);
+const expected = (BASELINE_ROOT === undefined ? 1 : 2) * (2 + missRounds * (misses['token-request (cache miss)'].rss === undefined ? 1 : 2));
 console.log(`  TokenRequests seen by the API server: ${minted} (expected ${expected}: every plugin run was a miss)`);
 if (minted !== expected) throw new Error('not every cache-miss run sent a TokenRequest');
 if (!judgeMiss('token-request cache miss', misses['token-request (cache miss)'], misses[FLOOR_NAME]).measured) process.exitCode = 1;

@@ -61,8 +61,9 @@ function runScript(path) {
       // none yet
     }
   }
-  // The wrapper keeps line numbers.
-  const script = new Script(`(function (exports, require, module) {${source}\n})`, { filename: path, ...(cachedData === undefined ? {} : { cachedData }) });
+  // The build wrote the file as one function expression of (exports, require, module) (scripts/bundle-options.mjs):
+  // the text goes to V8 as read, no second copy of it made here.
+  const script = new Script(source, { filename: path, ...(cachedData === undefined ? {} : { cachedData }) });
   scripts.push({ script, cache, cachedData });
   let requirePackage;
   const require = (id) => {

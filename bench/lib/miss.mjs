@@ -102,6 +102,13 @@ export async function compareMisses({ title, commands, env, rounds, work, warmup
   return results;
 }
 
+/**
+ * `CPC_BENCH_BASELINE=<dir>`: the root of another build (a checkout, or a copy of its bin/, dist/ and package.json with
+ * node_modules beside them) whose plugin the plugin benches run beside this one, in the same interleaved rounds, as
+ * "<name> (baseline)": a before/after comparison that the machine's load affects alike.
+ */
+export const BASELINE_ROOT = process.env.CPC_BENCH_BASELINE === undefined || process.env.CPC_BENCH_BASELINE === '' ? undefined : process.env.CPC_BENCH_BASELINE;
+
 /** The cache-miss targets of every plugin, against a warm issuer / API server / OP. */
 export const MISS_TARGET = { wallMs: 60, rssMiB: 55 };
 

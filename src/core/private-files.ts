@@ -5,9 +5,8 @@
  * - Private: a directory owned by the user, a file the user's alone to read; no permission bit for group or others
  *   (`mode & 0o077`, {@link PRIVATE_MODE_MASK}). Not checked on Windows: it has no POSIX modes (Node reports
  *   0o666/0o777) and the profile's ACLs protect it.
- * - Replaced atomically: {@link writeFileAtomic} (async), {@link writeFileAtomicSync} and, for the plugin cache,
- *   {@link writeFileAtomicUnsyncedName} (off the event loop without fs/promises, the directory not fsynced) write a
- *   temporary file next to the target, named by {@link temporaryPath}.
+ * - Replaced atomically: {@link writeFileAtomic} (async) and {@link writeFileAtomicSync} (with `durable: false` for the
+ *   plugin cache: nothing fsynced) write a temporary file next to the target, named by {@link temporaryPath}.
  * - One writer at a time: a pid lock file ({@link acquireLock}).
  *
  * The checks return what is wrong instead of throwing: each caller reports it with its own code, message and hint.
@@ -233,16 +232,21 @@ export async function writeFileAtomic(file: string, data: string | Uint8Array, m
 
 /**
  * {@link writeFileAtomic}, synchronous: the same temporary name, steps and cleanup. `syncDirectory: false` skips the
- * directory's fsync (see {@link writeFileAtomicUnsyncedName}).
+ * directory's fsync (the rename may be lost with the power, not the content). `durable: false` skips every fsync, for
+ * a file that is only a copy of something obtainable again and whose readers reject anything that is not a whole
+ * file of theirs (the plugin cache): readers, and a process that crashes at any point, still see the old file or the
+ * new one (the rename is atomic); only a power loss may leave the old file, none, or an empty or partial new one
+ * under the name. Each step is a few microseconds: cheaper in line than as a round trip to libuv's thread pool.
  */
-export function writeFileAtomicSync(file: string, data: string | Uint8Array, mode = 0o600, options: { syncDirectory?: boolean } = {}): void {
+export function writeFileAtomicSync(file: string, data: string | Uint8Array, mode = 0o600, options: { syncDirectory?: boolean; durable?: boolean } = {}): void {
+  const durable = options.durable !== false;
   const temporary = temporaryPath(file);
   let fd: number | undefined;
   try {
     fd = openSync(temporary, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0), mode);
     writeFileSync(fd, data);
     fchmodSync(fd, mode);
-    fsyncSync(fd);
+    if (durable) fsyncSync(fd);
     closeSync(fd);
     fd = undefined;
     renameSync(temporary, file);
@@ -251,52 +255,8 @@ export function writeFileAtomicSync(file: string, data: string | Uint8Array, mod
     unlinkQuietly(temporary);
     throw error;
   }
-  if (options.syncDirectory !== false) syncDirectory(dirname(file));
+  if (durable && options.syncDirectory !== false) syncDirectory(dirname(file));
 }
-
-/**
- * Replaces `file` atomically with `data`, the steps of {@link writeFileAtomicSync} — a temporary file created
- * exclusively with `mode`, written, chmod-ed, fsynced, renamed over `file` — with the fsync off the event loop (on
- * libuv's thread pool; the other steps are synchronous: each is a few microseconds, and a thread-pool round trip per
- * step cost more CPU than the step itself) and without the directory's fsync.
- *
- * What that guarantees: readers, and a process that crashes at any point, see the old file or the new one (the
- * rename is atomic); the new content is on disk before the name points at it (the fsync comes first), so even after a
- * power loss the name never points at a torn or empty file. What it does not: the rename itself may be lost with the
- * power, leaving the previous file (or none) under the name. For a cache that only costs a new issuance; files whose
- * loss matters (state that cannot be obtained again) use {@link writeFileAtomic}.
- */
-export async function writeFileAtomicUnsyncedName(file: string, data: string | Uint8Array, mode = 0o600): Promise<void> {
-  const temporary = temporaryPath(file);
-  let writes = writing.get(file);
-  if (writes === undefined) writing.set(file, (writes = new Set()));
-  writes.add(temporary);
-  let fd: number | undefined;
-  try {
-    fd = openSync(temporary, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0), mode);
-    writeFileSync(fd, data);
-    fchmodSync(fd, mode);
-    const open = fd;
-    await new Promise<void>((resolve, reject) => process.getBuiltinModule('node:fs').fsync(open, (error) => (error === null ? resolve() : reject(error))));
-    fd = undefined;
-    closeSync(open);
-    renameSync(temporary, file);
-  } catch (error) {
-    if (fd !== undefined) closeSync(fd);
-    unlinkQuietly(temporary);
-    throw error;
-  } finally {
-    writes.delete(temporary);
-    if (writes.size === 0) writing.delete(file);
-  }
-}
-
-/**
- * The temporary files of {@link writeFileAtomicUnsyncedName} writes under way, by target file: a lock released in the
- * middle of one (a signal handler's release) removes them, as the write would have, since the next writer will not
- * look for them ({@link LockOptions.protects}).
- */
-const writing = new Map<string, Set<string>>();
 
 function syncDirectory(dir: string): void {
   let fd: number | undefined;
@@ -463,8 +423,6 @@ function tryCreate(file: string, options: LockOptions): HeldLock | undefined {
       if (released) return;
       released = true;
       held.delete(owner.token);
-      // A write of the protected file cut short (the process is being ended): nobody else would remove its debris.
-      if (options.protects !== undefined) for (const temporary of writing.get(options.protects) ?? []) unlinkQuietly(temporary);
       // Only remove the file if it is still ours (it may have been broken as stale and retaken meanwhile).
       if (readOwner(file)?.token === owner.token) unlinkQuietly(file);
     },

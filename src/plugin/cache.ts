@@ -11,7 +11,7 @@ import type { Env } from '../core/io.js';
 import type { CachedCredential } from './provider.js';
 import { sha256Hex } from '../core/sha256.js';
 import { canonicalJson } from '../core/canonical-json.js';
-import { checkPrivateDirectory as privateDirectoryProblem, readPrivateFile, removeTemporaryFiles, writeFileAtomicUnsyncedName, type PrivacyProblem } from '../core/private-files.js';
+import { checkPrivateDirectory as privateDirectoryProblem, readPrivateFile, removeTemporaryFiles, writeFileAtomicSync, type PrivacyProblem } from '../core/private-files.js';
 
 // Built-ins come from process.getBuiltinModule, not `import`: an ESM import of a built-in builds its namespace,
 // which runs every lazy getter (fs.promises, streams, WebCrypto...) and loads ~30 more internal modules on each
@@ -104,12 +104,12 @@ export function readEntry<State>(dir: string, key: string): EntryRead<State> {
 }
 
 /**
- * Writes an entry atomically, off the event loop: a 0600 temporary file created exclusively, written, fsynced and
- * renamed over the entry (core/private-files.ts, writeFileAtomicUnsyncedName). Readers and a process that crashes
- * see the previous entry or the new one; the new content is on disk before the name points at it, so even a power
- * loss never leaves a torn entry under the name (and {@link readEntry} rejects anything that is not a whole entry of
- * its key). The directory is not fsynced: a power loss may lose the rename, i.e. the last writes, which costs a new
- * issuance — that is all a lost cache entry costs.
+ * Writes an entry atomically: a 0600 temporary file created exclusively, written and renamed over the entry
+ * (core/private-files.ts, writeFileAtomicSync). Readers and a process that crashes see the previous entry or the new
+ * one. Nothing is fsynced: an entry is a copy of a credential that can be obtained again, and {@link readEntry}
+ * rejects anything that is not a whole entry of its key, so the worst a power loss can leave under the name — the
+ * previous entry, none, or an empty or partial file — costs one new issuance (a partial one is reported, removed and
+ * replaced). An fsync cost each miss a thread-pool start and a disk flush (up to tens of ms on a busy disk).
  *
  * The caller holds the entry's lock. With `removeDebris` (the default) any other temporary file of this key is taken
  * for debris of a writer that died and removed, at the cost of listing the directory; a caller whose lock was taken
@@ -120,7 +120,7 @@ export async function writeEntry<State>(dir: string, key: string, entry: CachedC
   const body = `${JSON.stringify({ version: ENTRY_VERSION, key, issuedAt: entry.issuedAt, status: entry.status, ...(entry.state === undefined ? {} : { state: entry.state }) })}\n`;
   try {
     if (options.removeDebris !== false) removeTemporaryFiles(file);
-    await writeFileAtomicUnsyncedName(file, body, 0o600);
+    writeFileAtomicSync(file, body, 0o600, { durable: false });
   } catch (error) {
     throw ioError(`cannot write the cache entry ${file}`, file, error);
   }

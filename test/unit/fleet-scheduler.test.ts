@@ -60,8 +60,8 @@ class FrozenClock implements FleetClock {
 let writesIn: string | undefined;
 
 /**
- * Lets promise chains and file I/O callbacks run: a cache write's fsync runs on the thread pool and takes real time
- * (more on a loaded machine), so this also waits until no temporary file is left in the cache directory.
+ * Lets promise chains and file I/O callbacks run (file reads on the thread pool take real time, more on a loaded
+ * machine), and waits until no temporary file is left in the cache directory.
  */
 async function settle(): Promise<void> {
   for (let round = 0; ; round += 1) {

@@ -1,5 +1,5 @@
 /**
- * The cache's write path at fleet scale: an entry written off the event loop without listing the directory, and the
+ * The cache's write path at fleet scale: an entry written without an fsync and without listing the directory, and the
  * debris of a writer that died (a temporary file next to its entry) removed by whoever breaks its stale lock.
  */
 import { spawnSync } from 'node:child_process';
@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { acquireLock, writeFileAtomicUnsyncedName } from '../../src/core/private-files.js';
+import { acquireLock, writeFileAtomicSync } from '../../src/core/private-files.js';
 import { cacheKey, obtainCredential, type CredentialProvider } from '../../src/plugin/index.js';
 
 const posix = process.platform !== 'win32';
@@ -26,23 +26,23 @@ function deadPid(): number {
 
 const lockOptions = { timeoutMs: 2_000, pollMs: 5, staleMs: 600_000, now: () => new Date() };
 
-describe.runIf(posix)('writeFileAtomicUnsyncedName', () => {
+describe.runIf(posix)('writeFileAtomicSync without fsync (durable: false)', () => {
   it('replaces the file with a 0600 one and leaves no temporary file', async () => {
     const dir = fresh('write');
     const file = join(dir, 'entry.json');
     writeFileSync(file, 'old', { mode: 0o600 });
-    await writeFileAtomicUnsyncedName(file, 'new ✓', 0o600);
+    writeFileAtomicSync(file, 'new ✓', 0o600, { durable: false });
     expect(readFileSync(file, 'utf8')).toBe('new ✓');
     expect(statSync(file).mode & 0o777).toBe(0o600);
     expect(readdirSync(dir)).toEqual(['entry.json']);
   });
 
-  it('a failed rename leaves the old file and no temporary file, and rejects with the file system error', async () => {
+  it('a failed rename leaves the old file and no temporary file, and throws the file system error', async () => {
     const dir = fresh('fail');
     const file = join(dir, 'entry.json');
     mkdirSync(file); // a directory in the way: the rename fails
     writeFileSync(join(file, 'inside'), 'x');
-    await expect(writeFileAtomicUnsyncedName(file, 'new', 0o600)).rejects.toMatchObject({ code: expect.stringMatching(/^E(ISDIR|NOTEMPTY|EXIST)$/) });
+    expect(() => writeFileAtomicSync(file, 'new', 0o600, { durable: false })).toThrow(expect.objectContaining({ code: expect.stringMatching(/^E(ISDIR|NOTEMPTY|EXIST)$/) }));
     expect(readdirSync(dir)).toEqual(['entry.json']);
   });
 });

@@ -75,6 +75,9 @@ describe('entries', () => {
     expect(readEntry(dir, key)).toEqual({ kind: 'missing' });
     for (const [body, reason] of [
       ['{', 'not JSON'],
+      // What a power loss may leave under the name (entries are not fsynced): an empty file, or zeros.
+      ['', 'not JSON'],
+      ['\0'.repeat(512), 'not JSON'],
       [JSON.stringify({ version: 1, key: 'b'.repeat(64), issuedAt: 'x', status: { token: 't', expirationTimestamp: '2030-01-01T00:00:00Z' } }), 'not a cache entry of this version and key'],
       [JSON.stringify({ version: 1, key, issuedAt: 'x', status: { token: 't' } }), 'no status with an expirationTimestamp'],
       [JSON.stringify({ version: 1, key, issuedAt: 'x', status: { clientKeyData: 'k', expirationTimestamp: '2030-01-01T00:00:00Z' } }), 'neither a token nor a certificate and key'],

@@ -183,7 +183,7 @@ describe('obtainCredential', () => {
     const call = (subject: string) =>
       obtainCredential(p, { input: input(), flags: { subject }, env: {}, now: () => START, signal: shared.signal, cacheDir, stderr });
     // Timers still running when this test starts (the test runner's start-up timer, an earlier test's lock poll) end
-    // during the calls below, whose cache writes wait for real fsyncs: counted before, they would be missed after.
+    // during the calls below: counted before, they would be missed after.
     for (let waited = 0; waited < 3_000 && timers() > 0; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
     const before = { listeners: getEventListeners(shared.signal, 'abort').length, timers: timers(), handlers: processSignalListeners() };
 

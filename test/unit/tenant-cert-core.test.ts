@@ -7,7 +7,9 @@ import {
   generateClusterKeyPair,
   parsePrivateKeyPem,
   parsePublicKey,
+  publicKeyPem,
   samePublicKey,
+  spkiDer,
   signBytes,
   verifyBytes,
   KEY_ALGORITHMS,
@@ -28,6 +30,17 @@ describe('tenant-cert keys', () => {
     expect(verifyBytes(publicKey, Buffer.from(NONCE + 'x'), signature)).toBe(false);
     if (algorithm === 'ed25519') expect(signature).toHaveLength(64);
     if (algorithm === 'ecdsa-p256') expect(signature[0]).toBe(0x30); // ASN.1 SEQUENCE, not r||s
+  });
+
+  it.each(KEY_ALGORITHMS)('%s: spkiDer and publicKeyPem are the bytes OpenSSL writes, from the private or the public key', (algorithm) => {
+    for (let run = 0; run < 8; run++) {
+      const pair = generateClusterKeyPair(algorithm);
+      const openssl = createPublicKey(pair.publicKeyPem);
+      for (const key of [parsePrivateKeyPem(pair.privateKeyPem), openssl]) {
+        expect(spkiDer(key)).toEqual(openssl.export({ type: 'spki', format: 'der' }));
+        expect(publicKeyPem(key)).toBe(openssl.export({ type: 'spki', format: 'pem' }).toString());
+      }
+    }
   });
 
   it('accepts the raw 32-byte Ed25519 public key older Liqo sends, equal to its PEM form', () => {
