@@ -12,7 +12,7 @@ import { parse } from 'yaml';
 import { generateTenantCrds } from '../../scripts/generate-tenant-crds.mjs';
 import type { KubeRequest, KubeResponse, SendKubeRequest } from '../../src/kube/types.js';
 import { listAndWatch, type WatchEventType } from '../../src/kube/watch.js';
-import { reconcile, type TenantControllerOptions } from '../../src/providers/tenant-cert/issuer/tenant-controller.js';
+import { REUSED_GRACE_MS, reconcile, type TenantControllerOptions } from '../../src/providers/tenant-cert/issuer/tenant-controller.js';
 import { applyTenant } from '../../src/providers/tenant-cert/consumer/cluster-flow.js';
 import { encodeBase64, publicKeyPem, signBytes } from '../../src/providers/tenant-cert/wire/keys.js';
 import { buildCsr } from '../../src/providers/tenant-cert/wire/csr.js';
@@ -291,5 +291,35 @@ describe('the reconciler (an in-process issuer, an in-memory API)', () => {
     api.objects.delete(`${IDENTITIES}/c1`); // "replica B" has not seen A's Identity: it judges the old version
     await reconcile(options, structuredClone(tenant)); // the nonce is spent: ERR_TENANT_NONCE_REUSED, over the old resourceVersion
     expect(stored('c1').status?.conditions?.[0]).toMatchObject({ status: 'True', reason: 'Issued' });
+  });
+
+  test('a running controller writes a nonce-reused refusal only after the grace period, and not when another replica answered that generation', async () => {
+    const { f, api, options, store, stored } = await setup(false);
+    const key = await f.consumer('c1');
+    const deferred: Array<{ check: () => Promise<void>; ms: number }> = [];
+    const withLater: TenantControllerOptions = { ...options, later: (check, ms) => deferred.push({ check, ms }) };
+    const document = await buildTenant({ privateKey: key, consumerClusterID: 'c1', providerClusterID: 'p1', nonce: await f.nonce('c1') });
+    const tenant = resource('c1', 1, document.spec);
+    store(structuredClone(tenant));
+    // Replica B sees the nonce already spent by replica A, which has not written its answer yet: B writes nothing now.
+    await f.issuer.acceptTenant(document);
+    const before = api.calls.length;
+    await reconcile(withLater, structuredClone(tenant));
+    expect(api.calls.slice(before).filter((call) => !call.startsWith('GET'))).toEqual([]);
+    expect(deferred).toHaveLength(1);
+    expect(deferred[0]!.ms).toBe(REUSED_GRACE_MS);
+    // A's answer lands meanwhile: B's look after the grace period leaves it.
+    const answered = stored('c1');
+    api.objects.set(`${TENANTS}/c1`, { ...answered, metadata: { ...answered.metadata, resourceVersion: '7' }, status: { observedGeneration: 1, conditions: [{ type: 'Ready', status: 'True', reason: 'Issued' }] } });
+    await deferred[0]!.check();
+    expect(stored('c1').status?.conditions?.[0]).toMatchObject({ status: 'True', reason: 'Issued' });
+
+    // The same spent nonce under another name (a replay): nobody answers it, so the refusal is written after the grace.
+    store(structuredClone({ ...tenant, metadata: { ...tenant.metadata, name: 'replayed', uid: 'tenant-replayed' } }));
+    await reconcile(withLater, structuredClone(stored('replayed')));
+    expect(stored('replayed').status).toBeUndefined();
+    await deferred[1]!.check();
+    expect(stored('replayed').status?.conditions?.[0]).toMatchObject({ status: 'False', reason: 'ERR_TENANT_NONCE_REUSED' });
+    expect(stored('replayed').status?.observedGeneration).toBe(1);
   });
 });

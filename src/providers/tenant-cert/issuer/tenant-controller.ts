@@ -11,6 +11,9 @@
  * 3. any refusal → condition Ready=False with the error code as reason and the message a client of the HTTPS API would
  *    get (the same disclosure policy: internal details go to the log only); nothing is written besides the status.
  *
+ * A nonce found spent (ERR_TENANT_NONCE_REUSED) is written as a refusal only after a grace period, and only if no
+ * other replica answered that generation meanwhile (two replicas reconcile the same Tenants; see REUSED_GRACE_MS).
+ *
  * Idempotent: `status.observedGeneration` records the generation answered; a generation is never answered twice (the
  * nonce it carried is spent anyway). If the issuer stopped between writing the Identity and the status, the Identity's
  * annotations (Tenant uid and generation) say it was answered and only the status is written.
@@ -62,7 +65,21 @@ export interface TenantControllerOptions {
   apiServerCaPem?: string;
   now(): Date;
   log?(line: string): void;
+  /**
+   * Runs `check` after `ms` (the running controller: a timer cancelled on stop). A Tenant refused as
+   * ERR_TENANT_NONCE_REUSED is written through it, after {@link REUSED_GRACE_MS}: see {@link reconcile}. Without it
+   * (a single reconcile call), the refusal is written at once.
+   */
+  later?(check: () => Promise<void>, ms: number): void;
 }
+
+/**
+ * How long a replica that found a Tenant's nonce spent waits before it writes that refusal. Two replicas reconcile
+ * the same generation; the one that spent the nonce still signs and writes the Identity, the Secret and then the
+ * status, while the other learns at once that the nonce is spent. Written at once, its refusal would show for that
+ * moment (a consumer polling the status could take it as the answer).
+ */
+export const REUSED_GRACE_MS = 5000;
 
 export interface RunningTenantController {
   /** Stops watching; waits for the Tenant being answered. */
@@ -123,6 +140,21 @@ export function startTenantControllerFor(
 
 export function startTenantController(options: TenantControllerOptions): RunningTenantController {
   const stop = new AbortController();
+  const pending = new Set<NodeJS.Timeout>();
+  const checks = new Set<Promise<void>>();
+  const later = (check: () => Promise<void>, ms: number): void => {
+    const timer = setTimeout(() => {
+      pending.delete(timer);
+      const running = check()
+        .catch((error: unknown) => {
+          if (!stop.signal.aborted) options.log?.(`tenant ${options.namespace}: a deferred refusal was not written: ${describe(error)}`);
+        })
+        .finally(() => checks.delete(running));
+      checks.add(running);
+    }, ms);
+    pending.add(timer);
+  };
+  const reconciling: TenantControllerOptions = { later, ...options };
   const loop = listAndWatch<TenantResource>({
     send: options.watchSend,
     path: tenantsPath(options.namespace),
@@ -132,7 +164,7 @@ export function startTenantController(options: TenantControllerOptions): Running
     onEvent: async (type, tenant) => {
       if (type === 'DELETED') return; // the garbage collector removes its Identity and Secret (owner references)
       try {
-        await reconcile(options, tenant, stop.signal);
+        await reconcile(reconciling, tenant, stop.signal);
       } catch (error) {
         // Only the API server failing us gets here (a status that cannot be written): the next event or relist retries.
         if (!stop.signal.aborted) options.log?.(`tenant ${options.namespace}/${tenant.metadata?.name ?? '?'}: not answered: ${describe(error)}`);
@@ -142,7 +174,10 @@ export function startTenantController(options: TenantControllerOptions): Running
   return {
     async stop() {
       stop.abort();
+      for (const timer of pending) clearTimeout(timer);
+      pending.clear();
       await loop;
+      await Promise.all(checks);
     },
   };
 }
@@ -164,6 +199,7 @@ export async function reconcile(options: TenantControllerOptions, tenant: Tenant
   const previous = tenant.status;
   let status: Record<string, unknown>;
   let refused = false;
+  let reused = false;
   try {
     assertDocument<TenantResource>('tenant-resource', tenant, { code: 'ERR_TENANT_INVALID_DOCUMENT', what: 'the Tenant resource' });
     const step = tenantStep(tenant.spec);
@@ -212,6 +248,7 @@ export async function reconcile(options: TenantControllerOptions, tenant: Tenant
     const { body } = errorAnswer(error);
     options.log?.(`${where}: refused ${describe(error)}`);
     refused = true;
+    reused = body.code === 'ERR_TENANT_NONCE_REUSED';
     status = {
       observedGeneration: generation,
       nonce: null,
@@ -226,19 +263,39 @@ export async function reconcile(options: TenantControllerOptions, tenant: Tenant
       ],
     };
   }
-  // A merge patch of the status subresource. An answer (a nonce, a certificate) is written unconditionally: it is what
-  // the issuer did, and a concurrent change of the spec (a new generation) is answered by its own event. A refusal is
-  // written only over the version it judged (resourceVersion precondition): where another writer — a second issuer
-  // replica that spent the same nonce and issued — answered in between, its answer stays.
+  if (refused && reused && options.later !== undefined) {
+    // Another replica may have spent it for this very generation and be writing its answer: look again later.
+    const refusal = status;
+    options.later(async () => {
+      const found = await kubeCall(options.send, { method: 'GET', path: tenantPath(options.namespace, name) }, [200, 404], `reading ${where}`, signal);
+      const current = found.status === 200 ? (found.body as TenantResource) : undefined;
+      if (current === undefined || current.metadata.uid !== tenant.metadata.uid || current.metadata.generation !== generation) return;
+      if (current.status?.observedGeneration === generation) {
+        options.log?.(`${where}: answered by another replica; its nonce-reused refusal is dropped`);
+        return;
+      }
+      await writeStatus(options, name, refusal, current.metadata.resourceVersion, where, signal);
+    }, REUSED_GRACE_MS);
+    return;
+  }
+  // An answer (a nonce, a certificate) is written unconditionally: it is what the issuer did, and a concurrent change
+  // of the spec (a new generation) is answered by its own event. A refusal is written only over the version it judged
+  // (resourceVersion precondition): where another writer — a second issuer replica that spent the same nonce and
+  // issued — answered in between, its answer stays.
+  await writeStatus(options, name, status, refused ? tenant.metadata.resourceVersion : undefined, where, signal);
+}
+
+/** A merge patch of the status subresource; with `resourceVersion`, only over that version (a 409 is logged, not thrown). */
+async function writeStatus(options: TenantControllerOptions, name: string, status: Record<string, unknown>, resourceVersion: string | undefined, where: string, signal?: AbortSignal): Promise<void> {
   const written = await kubeCall(
     options.send,
     {
       method: 'PATCH',
       path: `${tenantPath(options.namespace, name)}/status`,
       contentType: 'application/merge-patch+json',
-      body: { ...(refused && tenant.metadata.resourceVersion !== undefined ? { metadata: { resourceVersion: tenant.metadata.resourceVersion } } : {}), status },
+      body: { ...(resourceVersion !== undefined ? { metadata: { resourceVersion } } : {}), status },
     },
-    refused ? [200, 409] : [200],
+    resourceVersion !== undefined ? [200, 409] : [200],
     `writing the status of ${where}`,
     signal,
   );
