@@ -144,7 +144,7 @@ export class FleetCredentials {
   readonly #pending = new Set<string>();
   #order: string[] = [];
   #orderHead = 0;
-  /** Scheduled fetches started and not ended: at most `maxConcurrentFetches`. */
+  /** Scheduled fetches started and not ended: at most twice `maxConcurrentFetches`. */
   #started = 0;
 
   constructor(options: FleetCredentialsOptions) {
@@ -300,7 +300,8 @@ export class FleetCredentials {
   }
 
   #startDue(): void {
-    while (this.#started < this.#options.maxConcurrentFetches && this.#pending.size > 0) {
+    // Twice the fetch bound: the next ones wait at the semaphore, so a place that frees up is taken at once.
+    while (this.#started < 2 * this.#options.maxConcurrentFetches && this.#pending.size > 0) {
       const key = this.#order[this.#orderHead];
       if (key === undefined) break;
       this.#orderHead += 1;
