@@ -2,6 +2,7 @@
 // start → settled, then optionally status-only and access-changing updates; prints one JSON line of figures.
 //   node --expose-gc bench/fleet-runner.mjs '<json config>'
 import { readFileSync } from 'node:fs';
+import { getHeapSpaceStatistics } from 'node:v8';
 import { createKubeTransport } from '../dist/kube/transport.js';
 import { loadKubeAccess } from '../dist/kube/kubeconfig.js';
 import { ClusterProfileFleet } from '../dist/library/index.js';
@@ -23,6 +24,17 @@ function cpuSeconds() {
   return { own: (own.user + own.system) / 1e6, children };
 }
 
+/** V8's young and old generation (old space and large objects), committed and used, in bytes. */
+function spaces() {
+  const byName = Object.fromEntries(getHeapSpaceStatistics().map((space) => [space.space_name, space]));
+  const old = ['old_space', 'large_object_space'].map((name) => byName[name] ?? { space_size: 0, space_used_size: 0 });
+  return {
+    young: byName.new_space?.space_size ?? 0,
+    old: old.reduce((sum, space) => sum + space.space_size, 0),
+    oldUsed: old.reduce((sum, space) => sum + space.space_used_size, 0),
+  };
+}
+
 /** After a second of idleness (V8's memory reducer) and full collections. */
 async function memory() {
   gc();
@@ -30,7 +42,7 @@ async function memory() {
   gc();
   gc();
   const usage = process.memoryUsage();
-  return { rss: usage.rss, heap: usage.heapUsed + usage.external + usage.arrayBuffers, heapTotal: usage.heapTotal };
+  return { rss: usage.rss, heap: usage.heapUsed + usage.external + usage.arrayBuffers, heapTotal: usage.heapTotal, spaces: spaces() };
 }
 
 const accessConfig = JSON.parse(readFileSync(config.providersFile, 'utf8'));
@@ -70,6 +82,10 @@ const listedSeconds = (performance.now() - started) / 1000;
 await fleet.settled();
 const readySeconds = (performance.now() - started) / 1000;
 const cpu1 = cpuSeconds();
+// Where the process stands when the last credential arrived, before any collection: V8's spaces as committed (what
+// RSS holds: V8 keeps the pages a space grew to, also after a full collection) and used.
+const spacesAtReady = spaces();
+const rssAtReady = process.memoryUsage().rss;
 const status = fleet.status();
 const after = await memory();
 const result = {
@@ -82,6 +98,9 @@ const result = {
   cpuChildrenSeconds: cpu1.children - cpu0.children,
   fetches: status.clusters.reduce((sum, row) => sum + row.fetches, 0),
   slots: status.credentials.slots,
+  rssAtReady,
+  spacesBefore: before.spaces,
+  spacesAtReady,
   rssBefore: before.rss,
   rssAfter: after.rss,
   heapBefore: before.heap,

@@ -296,6 +296,11 @@ try {
   const heapPer = (cold.heapAfter - cold.heapBefore) / N;
   log(`   RSS: ${mib(cold.rssBefore)} with an empty fleet (every module loaded; node -e 0: ${mib(nodeRss)}) -> ${mib(cold.rssAfter)} with ${N} idle members`);
   log(`   per idle member: ${kib(rssPer)} RSS, ${kib(heapPer)} heap   [target <= 20 KiB RSS: ${rssVerdict(rssPer)}]`);
+  // V8 (Node 24) keeps the pages a space grew to in its pool after they are freed, and its memory reducer does not run
+  // in an idle process: the RSS above is the cold start's high-water mark of these spaces, at ready and ever after.
+  const at = cold.spacesAtReady;
+  const was = cold.spacesBefore;
+  log(`   at ready (${kib((cold.rssAtReady - cold.rssBefore) / N)} RSS per member before any collection): V8 young generation ${mib(was.young)} -> ${mib(at.young)}, old generation ${mib(was.old)} -> ${mib(at.old)} committed (${mib(at.oldUsed)} used; live after a full collection: ${mib(cold.heapAfter)} heap in all)`);
   log(`2. restart on the warm cache: start -> all ready ${warm.readySeconds.toFixed(2)} s, CPU ${warm.cpuOwnSeconds.toFixed(2)} s`);
   const warmRssPer = (warm.rssAfter - warm.rssBefore) / N;
   log(`   per idle member after the restart (no issuance garbage): ${kib(warmRssPer)} RSS, ${kib((warm.heapAfter - warm.heapBefore) / N)} heap   [target <= 20 KiB RSS: ${rssVerdict(warmRssPer)}]`);

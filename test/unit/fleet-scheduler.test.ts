@@ -383,6 +383,31 @@ describe('FleetCredentials on a frozen clock', () => {
     fleet.close();
   });
 
+  it('a cold start starts its due fetches as places free up (the rest wait as keys), and a request serves a waiting one once', async () => {
+    const servers = ['https://a', 'https://b', 'https://c', 'https://d'];
+    const behaviour = { issued: [] as string[], hangFor: new Set(servers) };
+    const fleet = credentials(testProvider(behaviour), { maxConcurrentFetches: 1, fetchTimeoutMs: 5_000 });
+    const slots = servers.map((server) => fleet.acquire(access(server)));
+    await clock.advance(0);
+    // One fetch holds the place, one more waits at the semaphore, the other two wait as due keys (not yet started).
+    expect(fleet.load).toMatchObject({ fetching: 1, waiting: 3 });
+    expect(behaviour.issued).toHaveLength(1);
+    const notStarted = slots.filter((slot) => slot.fetches === 0);
+    expect(notStarted).toHaveLength(2);
+    behaviour.hangFor.clear();
+    // A request for one of them starts its fetch and takes it off the scheduler's list: it is issued once, not twice.
+    const requested = notStarted[0]!.authenticator.getCredential();
+    await clock.advance(0);
+    expect(fleet.load).toMatchObject({ fetching: 1, waiting: 3 });
+    await clock.advance(5_000);
+    await requested;
+    expect(slots.filter((slot) => slot.credential !== undefined)).toHaveLength(3);
+    for (const slot of slots) expect(slot.fetches).toBe(1);
+    for (const server of servers) expect(behaviour.issued.filter((issued) => issued === server)).toHaveLength(1);
+    expect(fleet.load).toMatchObject({ fetching: 0, waiting: 0 });
+    fleet.close();
+  });
+
   it('shares one slot between members with the same plugin input and forgets it with the last one', async () => {
     const behaviour = { issued: [] as string[] };
     const fleet = credentials(testProvider(behaviour));

@@ -137,6 +137,15 @@ export class FleetCredentials {
   readonly #plans = new Map<string, InProcessPlan>();
   /** Aborted by {@link close}: plugin processes still running are killed (a closing CLI would orphan them). */
   readonly #closing = new AbortController();
+  /**
+   * Slots whose scheduled fetch came due and waits for a place, in the order they came due ({@link #pending} holds
+   * the keys still waiting; {@link #order} may hold keys already started or dropped, skipped when reached).
+   */
+  readonly #pending = new Set<string>();
+  #order: string[] = [];
+  #orderHead = 0;
+  /** Scheduled fetches started and not ended: at most twice `maxConcurrentFetches`. */
+  #started = 0;
 
   constructor(options: FleetCredentialsOptions) {
     this.#options = options;
@@ -156,7 +165,12 @@ export class FleetCredentials {
 
   /** Bounds in use, for status. */
   get load(): { fetching: number; waiting: number; processes: number; scheduled: number } {
-    return { fetching: this.#fetches.held, waiting: this.#fetches.waiting + this.#processes.waiting, processes: this.#processes.held, scheduled: this.#queue.size };
+    return {
+      fetching: this.#fetches.held,
+      waiting: this.#fetches.waiting + this.#processes.waiting + this.#pending.size,
+      processes: this.#processes.held,
+      scheduled: this.#queue.size,
+    };
   }
 
   get size(): number {
@@ -218,6 +232,7 @@ export class FleetCredentials {
     slot.closed = true;
     this.#slots.delete(slot.key);
     this.#queue.cancel(slot.key);
+    this.#pending.delete(slot.key);
     slot.authenticator.clear();
     slot.credential = undefined;
   }
@@ -235,6 +250,9 @@ export class FleetCredentials {
   close(): void {
     this.#closing.abort(new CredentialsError('ERR_FLEET_CLOSED', 'the fleet was closed', { path: 'close()' }));
     this.#queue.close();
+    this.#pending.clear();
+    this.#order = [];
+    this.#orderHead = 0;
     for (const slot of this.#slots.values()) slot.closed = true;
     for (const slot of this.#slots.values()) slot.authenticator.clear();
     this.#slots.clear();
@@ -267,14 +285,46 @@ export class FleetCredentials {
     return plan;
   }
 
-  /** The scheduler's turn for a slot: refresh it even if its credential is still fresh. */
+  /**
+   * The scheduler's turn for a slot: refresh it even if its credential is still fresh — once a place is free. A cold
+   * fleet has every member due at once: the fetches start as places free up, in the order they came due, instead of
+   * 10 000 fetches started at once and waiting for a place (each wait holds its promise chain long enough to be
+   * promoted to V8's old generation, which grows by it and keeps the pages).
+   */
   #due(key: string): void {
     const slot = this.#slots.get(key);
-    if (slot === undefined || slot.closed) return;
-    slot.scheduled = true;
-    slot.authenticator.clear();
-    // The outcome is recorded by #run; a rejection here is already reported.
-    slot.authenticator.getCredential().catch(() => undefined);
+    if (slot === undefined || slot.closed || this.#pending.has(key)) return;
+    this.#pending.add(key);
+    this.#order.push(key);
+    this.#startDue();
+  }
+
+  #startDue(): void {
+    // Twice the fetch bound: the next ones wait at the semaphore, so a place that frees up is taken at once.
+    while (this.#started < 2 * this.#options.maxConcurrentFetches && this.#pending.size > 0) {
+      const key = this.#order[this.#orderHead];
+      if (key === undefined) break;
+      this.#orderHead += 1;
+      if (this.#orderHead >= 1024 && this.#orderHead * 2 >= this.#order.length) {
+        this.#order = this.#order.slice(this.#orderHead);
+        this.#orderHead = 0;
+      }
+      // Already started by a request (#run took it off), released, or a stale repeat of a key due again.
+      if (!this.#pending.delete(key)) continue;
+      const slot = this.#slots.get(key);
+      if (slot === undefined || slot.closed) continue;
+      this.#started += 1;
+      slot.scheduled = true;
+      slot.authenticator.clear();
+      // The outcome is recorded by #run; a rejection here is already reported.
+      slot.authenticator
+        .getCredential()
+        .catch(() => undefined)
+        .finally(() => {
+          this.#started -= 1;
+          this.#startDue();
+        });
+    }
   }
 
   /** The authenticator's run: one fetch of the slot's credential, recorded and scheduled. */
@@ -294,6 +344,8 @@ export class FleetCredentials {
       throw slot.lastError;
     }
     this.#queue.cancel(key);
+    // A fetch a request started serves a refresh that came due and still waits for a place.
+    this.#pending.delete(key);
     slot.fetches += 1;
     const started = clock.now();
     const startedHr = performance.now();
@@ -366,9 +418,11 @@ export class FleetCredentials {
     onTimeout: () => void,
   ): Promise<ExecCredential> {
     const { clock, fetchTimeoutMs } = this.#options;
-    // What the binary would get: KUBERNETES_EXEC_INFO's document and the environment with exec.env merged in.
-    const request = buildExecRequest(exec, cluster, { env: this.#options.env });
     return this.#fetches.run(async () => {
+      // What the binary would get: KUBERNETES_EXEC_INFO's document and the environment with exec.env merged in. Made
+      // once a place is held: a cold fleet queues a fetch per member at once, and 10 000 copies of the environment
+      // waiting for their turn outlive young-generation collections (the old generation grows by them, for good).
+      const request = buildExecRequest(exec, cluster, { env: this.#options.env });
       const controller = new AbortController();
       let timer: unknown;
       const deadline = new Promise<never>((_, reject) => {
