@@ -232,47 +232,27 @@ export async function ensureCaSecret(
   now: Date,
 ): Promise<CertificateAuthority> {
   const path = `secret ${paths.namespace}/${name}`;
-  const read = (secret: KubeObject): CertificateAuthority => {
-    const owner = secret.metadata?.annotations?.[ANNOTATION_PROVIDER];
-    if (owner !== providerClusterID) {
-      throw new CredentialsError('ERR_ISSUER_CONFIG', `the ${path} belongs to provider ${owner ?? '(none)'}, not ${providerClusterID}`, {
-        path: '--namespace',
-        hint: 'one namespace holds the state of one provider cluster: use another --namespace',
-      });
-    }
-    const certificatePem = unb64(secret.data?.['tls.crt']);
-    const keyPem = unb64(secret.data?.['tls.key']);
-    if (certificatePem === undefined || keyPem === undefined) throw corrupt(`the ${path} lacks tls.crt or tls.key`, path);
-    try {
-      return loadCertificateAuthority(certificatePem, createPrivateKey(keyPem));
-    } catch (cause) {
-      throw corrupt(`the ${path} holds no usable CA: ${(cause as Error).message}`, path, cause);
-    }
-  };
-  const got = await conn.send({ method: 'GET', path: paths.secret(name) }, `reading the ${path}`);
-  if (got.status === 200) return read(got.body as KubeObject);
-  if (got.status !== 404) throw stateFailure(`reading the ${path}`, got, path);
-  const created = createCertificateAuthority(caCommonName(what, providerClusterID), now, CA_LIFETIME_MS);
-  const made = await conn.send(
-    {
-      method: 'POST',
-      path: paths.secrets(),
-      body: {
-        apiVersion: 'v1',
-        kind: 'Secret',
-        type: 'kubernetes.io/tls',
-        metadata: { name, labels: { [LABEL_KIND]: 'ca' }, annotations: { [ANNOTATION_PROVIDER]: providerClusterID } },
-        data: { 'tls.crt': b64(created.certificatePem), 'tls.key': b64(created.keyPem) },
-      },
+  return ensureSecret(conn, paths, name, providerClusterID, {
+    read(secret) {
+      const certificatePem = unb64(secret.data?.['tls.crt']);
+      const keyPem = unb64(secret.data?.['tls.key']);
+      if (certificatePem === undefined || keyPem === undefined) throw corrupt(`the ${path} lacks tls.crt or tls.key`, path);
+      try {
+        return loadCertificateAuthority(certificatePem, createPrivateKey(keyPem));
+      } catch (cause) {
+        throw corrupt(`the ${path} holds no usable CA: ${(cause as Error).message}`, path, cause);
+      }
     },
-    `creating the ${path}`,
-  );
-  if (made.status === 201) return loadCertificateAuthority(created.certificatePem, createPrivateKey(created.keyPem));
-  if (made.status !== 409) throw stateFailure(`creating the ${path}`, made, path);
-  // Another replica created it first: use that one.
-  const winner = await conn.send({ method: 'GET', path: paths.secret(name) }, `reading the ${path}`);
-  if (winner.status !== 200) throw stateFailure(`reading the ${path}`, winner, path);
-  return read(winner.body as KubeObject);
+    make() {
+      const created = createCertificateAuthority(caCommonName(what, providerClusterID), now, CA_LIFETIME_MS);
+      return {
+        type: 'kubernetes.io/tls',
+        kind: 'ca',
+        data: { 'tls.crt': b64(created.certificatePem), 'tls.key': b64(created.keyPem) },
+        value: () => loadCertificateAuthority(created.certificatePem, createPrivateKey(created.keyPem)),
+      };
+    },
+  });
 }
 
 /**
@@ -282,7 +262,34 @@ export async function ensureCaSecret(
  */
 export async function ensureNonceKey(conn: StateConnection, paths: Paths, providerClusterID: string): Promise<NonceSeal> {
   const path = `secret ${paths.namespace}/${NONCE_KEY_SECRET}`;
-  const read = (secret: KubeObject): NonceSeal => {
+  return ensureSecret(conn, paths, NONCE_KEY_SECRET, providerClusterID, {
+    read(secret) {
+      const key = Buffer.from(secret.data?.['key'] ?? '', 'base64');
+      if (key.length !== NONCE_KEY_BYTES) {
+        throw corrupt(`the ${path} holds no ${NONCE_KEY_BYTES}-byte key`, path, undefined, 'delete it and restart every replica: the first makes a new key (nonces outstanding are then refused; consumers fetch new ones)');
+      }
+      return new NonceSeal(key);
+    },
+    make() {
+      const key = randomBytes(NONCE_KEY_BYTES);
+      return { type: 'Opaque', kind: 'key', data: { key: key.toString('base64') }, value: () => new NonceSeal(key) };
+    },
+  });
+}
+
+/**
+ * A Secret of the state that is created once and never updated: read it (it must name this provider), or create it
+ * when there is none; when another replica's create came first (409), read the winner's.
+ */
+async function ensureSecret<T>(
+  conn: StateConnection,
+  paths: Paths,
+  name: string,
+  providerClusterID: string,
+  how: { read(secret: KubeObject): T; make(): { type: string; kind: string; data: Record<string, string>; value(): T } },
+): Promise<T> {
+  const path = `secret ${paths.namespace}/${name}`;
+  const read = (secret: KubeObject): T => {
     const owner = secret.metadata?.annotations?.[ANNOTATION_PROVIDER];
     if (owner !== providerClusterID) {
       throw new CredentialsError('ERR_ISSUER_CONFIG', `the ${path} belongs to provider ${owner ?? '(none)'}, not ${providerClusterID}`, {
@@ -290,33 +297,30 @@ export async function ensureNonceKey(conn: StateConnection, paths: Paths, provid
         hint: 'one namespace holds the state of one provider cluster: use another --namespace',
       });
     }
-    const key = Buffer.from(secret.data?.['key'] ?? '', 'base64');
-    if (key.length !== NONCE_KEY_BYTES) {
-      throw corrupt(`the ${path} holds no ${NONCE_KEY_BYTES}-byte key`, path, undefined, 'delete it and restart every replica: the first makes a new key (nonces outstanding are then refused; consumers fetch new ones)');
-    }
-    return new NonceSeal(key);
+    return how.read(secret);
   };
-  const got = await conn.send({ method: 'GET', path: paths.secret(NONCE_KEY_SECRET) }, `reading the ${path}`);
+  const got = await conn.send({ method: 'GET', path: paths.secret(name) }, `reading the ${path}`);
   if (got.status === 200) return read(got.body as KubeObject);
   if (got.status !== 404) throw stateFailure(`reading the ${path}`, got, path);
-  const key = randomBytes(NONCE_KEY_BYTES);
-  const made = await conn.send(
+  const made = how.make();
+  const created = await conn.send(
     {
       method: 'POST',
       path: paths.secrets(),
       body: {
         apiVersion: 'v1',
         kind: 'Secret',
-        type: 'Opaque',
-        metadata: { name: NONCE_KEY_SECRET, labels: { [LABEL_KIND]: 'key' }, annotations: { [ANNOTATION_PROVIDER]: providerClusterID } },
-        data: { key: key.toString('base64') },
+        type: made.type,
+        metadata: { name, labels: { [LABEL_KIND]: made.kind }, annotations: { [ANNOTATION_PROVIDER]: providerClusterID } },
+        data: made.data,
       },
     },
     `creating the ${path}`,
   );
-  if (made.status === 201) return new NonceSeal(key);
-  if (made.status !== 409) throw stateFailure(`creating the ${path}`, made, path);
-  const winner = await conn.send({ method: 'GET', path: paths.secret(NONCE_KEY_SECRET) }, `reading the ${path}`);
+  if (created.status === 201) return made.value();
+  if (created.status !== 409) throw stateFailure(`creating the ${path}`, created, path);
+  // Another replica created it first: use that one.
+  const winner = await conn.send({ method: 'GET', path: paths.secret(name) }, `reading the ${path}`);
   if (winner.status !== 200) throw stateFailure(`reading the ${path}`, winner, path);
   return read(winner.body as KubeObject);
 }
