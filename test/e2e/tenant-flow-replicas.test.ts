@@ -30,15 +30,15 @@ const seen: string[] = [];
 
 type Json = Record<string, any>;
 
-async function tenant(): Promise<Json> {
-  return JSON.parse(await adminKubectl(['get', 'tenants.credentials.clusterprofile.io', CONSUMER, '-n', NS, '-o', 'json'])) as Json;
+async function tenant(name: string): Promise<Json> {
+  return JSON.parse(await adminKubectl(['get', 'tenants.credentials.clusterprofile.io', name, '-n', NS, '-o', 'json'])) as Json;
 }
 
 /** Polls until the Tenant's Ready condition has `reason` for its current generation. */
-async function until(reason: string, timeoutMs = 30_000): Promise<Json> {
+async function until(reason: string, timeoutMs = 30_000, name = CONSUMER): Promise<Json> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const current = await tenant();
+    const current = await tenant(name);
     const ready = (current.status?.conditions as Json[] | undefined)?.find((item) => item.type === 'Ready');
     if (current.status?.observedGeneration === current.metadata.generation && ready !== undefined) seen.push(ready.reason as string);
     if (current.status?.observedGeneration === current.metadata.generation && ready?.reason === reason) return current;
@@ -47,8 +47,9 @@ async function until(reason: string, timeoutMs = 30_000): Promise<Json> {
   }
 }
 
-const applyTenant = (spec: Json): Promise<string> =>
-  adminKubectl(['apply', '-n', NS, '-f', '-'], JSON.stringify({ apiVersion: API, kind: 'Tenant', metadata: { name: CONSUMER }, spec }));
+const applyTenant = (spec: Json, name = CONSUMER): Promise<string> =>
+  adminKubectl(['apply', '-n', NS, '-f', '-'], JSON.stringify({ apiVersion: API, kind: 'Tenant', metadata: { name }, spec }));
+let step2Spec: Json;
 
 let privateKeyPem: string;
 
@@ -108,6 +109,7 @@ describe('the declarative flow on --state kubernetes, two replicas reconciling t
     expect(nonce).toHaveLength(88);
 
     const document = await buildTenant({ privateKey: key, consumerClusterID: CONSUMER, providerClusterID: PROVIDER, nonce });
+    step2Spec = document.spec;
     await applyTenant(document.spec);
     const done = await until('Issued');
     expect(done.status.identityRef).toEqual({ name: CONSUMER });
@@ -133,4 +135,14 @@ describe('the declarative flow on --state kubernetes, two replicas reconciling t
     expect(who.groups).toContain(GROUP);
     expect((await kubectl(file, ['auth', 'can-i', 'create', 'certificatesigningrequests'])).stdout.trim()).toBe('no');
   }, 90_000);
+
+  it('the answered Tenant\'s spec applied again under another name (a replayed nonce): ERR_TENANT_NONCE_REUSED after the grace period, no Identity', async () => {
+    await applyTenant(step2Spec, 'replayed');
+    const refused = await until('ERR_TENANT_NONCE_REUSED', 30_000, 'replayed');
+    expect(refused.status.identityRef).toBeUndefined();
+    const identity = await kubectl(e2eContext().controlPlane.adminKubeconfig, ['get', 'identities.credentials.clusterprofile.io', 'replayed', '-n', NS]);
+    expect(identity.stderr).toContain('NotFound');
+    // Both replicas found the nonce spent; neither issued.
+    expect(replicas.map((r) => (r.log().match(/certificate issued/g) ?? []).length).reduce((a, b) => a + b, 0)).toBe(1);
+  }, 60_000);
 });
