@@ -36,16 +36,13 @@
  * (retryable; HTTP 503 to clients): spending is one write, so nothing is left half written.
  */
 import { createPrivateKey, randomBytes, type KeyObject } from 'node:crypto';
-import { parseDocument } from '../../../core/document.js';
 import { CredentialsError, isCredentialsError } from '../../../core/errors.js';
 import type { Env } from '../../../core/io.js';
 import { loadKubeAccess, type KubeAccess } from '../../../kube/kubeconfig.js';
 import { statusMessage } from '../../../kube/status.js';
 import { createKubeTransport } from '../../../kube/transport.js';
 import type { KubeRequest, KubeResponse } from '../../../kube/types.js';
-import { assertDocument } from '../../../schemas/index.js';
 import { checkClusterId, isClusterId } from '../wire/cluster-id.js';
-import { parsePublicKey, publicKeyPem } from '../wire/keys.js';
 import { tenantError } from '../wire/protocol.js';
 import { createCertificateAuthority, loadCertificateAuthority, type CertificateAuthority } from './certificates.js';
 import { CA_LIFETIME_MS, caCommonName, servingFrom, type ServingMaterial } from './data-dir.js';
@@ -53,7 +50,7 @@ import { servingMaterialFromFiles } from './serving-files.js';
 import type { IssuerSettings } from './settings.js';
 import { NONCE_KEY_BYTES, NonceSeal } from './sealed-nonces.js';
 import type { AnsweredRequest, IssuerState, NonceBook, TrustSource } from './state.js';
-import type { TrustRecord, TrustedConsumer } from './trust.js';
+import { parseTrustRecord, trustRecordText, type TrustRecord, type TrustedConsumer } from './trust.js';
 
 export const LABEL_KIND = 'credentials.clusterprofile.io/issuer-state';
 export const LABEL_CONSUMER = 'credentials.clusterprofile.io/consumer-cluster-id';
@@ -350,18 +347,7 @@ export class KubernetesTrustStore implements TrustSource {
     const where = this.where(clusterID);
     const text = object.data?.['record.json'];
     if (text === undefined) throw new CredentialsError('ERR_ISSUER_TRUST_RECORD', `the trust record ${where} has no record.json`, { path: where });
-    const document = parseDocument(text, { source: where, code: 'ERR_ISSUER_TRUST_RECORD', format: 'json', message: `the trust record ${where} is not JSON` });
-    const record = assertDocument<TrustRecord>('issuer-trust-record', document, { code: 'ERR_ISSUER_TRUST_RECORD', what: `the trust record ${where}` });
-    if (record.clusterID !== clusterID) {
-      throw new CredentialsError('ERR_ISSUER_TRUST_RECORD', `the trust record ${where} names ${record.clusterID}`, { path: where });
-    }
-    let publicKey: KeyObject;
-    try {
-      publicKey = parsePublicKey(record.publicKey, where);
-    } catch (cause) {
-      throw new CredentialsError('ERR_ISSUER_TRUST_RECORD', `the trust record ${where} holds no usable public key: ${(cause as Error).message}`, { path: where, cause });
-    }
-    return { clusterID, publicKey, groups: record.groups, addedAt: record.addedAt };
+    return parseTrustRecord(text, clusterID, where);
   }
 
   async get(clusterID: string): Promise<TrustedConsumer | undefined> {
@@ -387,12 +373,12 @@ export class KubernetesTrustStore implements TrustSource {
   async trust(clusterID: string, publicKey: KeyObject, groups: readonly string[], now: Date): Promise<TrustRecord> {
     checkClusterId(clusterID, '--cluster-id');
     this.cache.delete(clusterID);
-    const record: TrustRecord = { clusterID, publicKey: publicKeyPem(publicKey), groups: [...groups], addedAt: now.toISOString() };
+    const { record, text } = trustRecordText(clusterID, publicKey, groups, now);
     const object = {
       apiVersion: 'v1',
       kind: 'ConfigMap',
       metadata: { name: trustObjectName(clusterID), labels: { [LABEL_KIND]: 'trust', [LABEL_CONSUMER]: clusterID } },
-      data: { 'record.json': `${JSON.stringify(record, null, 2)}\n` },
+      data: { 'record.json': text },
     };
     const where = this.where(clusterID);
     const made = await this.conn.send({ method: 'POST', path: this.paths.configMaps(), body: object }, `creating the trust record ${where}`);

@@ -30,6 +30,32 @@ export interface TrustedConsumer {
   addedAt: string;
 }
 
+/** A trust record as both state backends store it (a file, or a ConfigMap's `record.json`). */
+export function trustRecordText(clusterID: string, publicKey: KeyObject, groups: readonly string[], now: Date): { record: TrustRecord; text: string } {
+  const record: TrustRecord = { clusterID, publicKey: publicKeyPem(publicKey), groups: [...groups], addedAt: now.toISOString() };
+  return { record, text: `${JSON.stringify(record, null, 2)}\n` };
+}
+
+/**
+ * A stored trust record read back: JSON, the `issuer-trust-record` schema, the cluster ID it is stored under, a usable
+ * public key; anything else is ERR_ISSUER_TRUST_RECORD naming `where` (never "trusted").
+ */
+export function parseTrustRecord(text: string, clusterID: string, where: string): TrustedConsumer {
+  const document = parseDocument(text, { source: where, code: 'ERR_ISSUER_TRUST_RECORD', format: 'json', message: `the trust record ${where} is not JSON` });
+  const record = assertDocument<TrustRecord>('issuer-trust-record', document, { code: 'ERR_ISSUER_TRUST_RECORD', what: `the trust record ${where}` });
+  if (record.clusterID !== clusterID) {
+    throw new CredentialsError('ERR_ISSUER_TRUST_RECORD', `the trust record ${where} names ${record.clusterID}`, { path: where });
+  }
+  let publicKey: KeyObject;
+  try {
+    publicKey = parsePublicKey(record.publicKey, where);
+  } catch (cause) {
+    // The record's fault, not the client's: never reported with the client-facing ERR_TENANT_* key codes.
+    throw new CredentialsError('ERR_ISSUER_TRUST_RECORD', `the trust record ${where} holds no usable public key: ${(cause as Error).message}`, { path: where, cause });
+  }
+  return { clusterID, publicKey, groups: record.groups, addedAt: record.addedAt };
+}
+
 export class TrustStore {
   readonly dir: string;
   /** Parsed records, reused while the file's inode, size and mtime are unchanged (a stat instead of a read). */
@@ -46,8 +72,8 @@ export class TrustStore {
   /** Records (or replaces) a consumer's key and groups. */
   async trust(clusterID: string, publicKey: KeyObject, groups: readonly string[], now: Date): Promise<TrustRecord> {
     await ensurePrivateDir(this.dir);
-    const record: TrustRecord = { clusterID, publicKey: publicKeyPem(publicKey), groups: [...groups], addedAt: now.toISOString() };
-    await writeFileAtomic(this.file(clusterID), `${JSON.stringify(record, null, 2)}\n`);
+    const { record, text } = trustRecordText(clusterID, publicKey, groups, now);
+    await writeFileAtomic(this.file(clusterID), text);
     return record;
   }
 
@@ -90,19 +116,7 @@ export class TrustStore {
     if (text === undefined) {
       return undefined;
     }
-    const document = parseDocument(text, { source: file, code: 'ERR_ISSUER_TRUST_RECORD', format: 'json', message: `the trust record ${file} is not JSON` });
-    const record = assertDocument<TrustRecord>('issuer-trust-record', document, { code: 'ERR_ISSUER_TRUST_RECORD', what: `the trust record ${file}` });
-    if (record.clusterID !== clusterID) {
-      throw new CredentialsError('ERR_ISSUER_TRUST_RECORD', `the trust record ${file} names ${record.clusterID}`, { path: file });
-    }
-    let publicKey: KeyObject;
-    try {
-      publicKey = parsePublicKey(record.publicKey, file);
-    } catch (cause) {
-      // The record's fault, not the client's: never reported with the client-facing ERR_TENANT_* key codes.
-      throw new CredentialsError('ERR_ISSUER_TRUST_RECORD', `the trust record ${file} holds no usable public key: ${(cause as Error).message}`, { path: file, cause });
-    }
-    const consumer = { clusterID, publicKey, groups: record.groups, addedAt: record.addedAt };
+    const consumer = parseTrustRecord(text, clusterID, file);
     this.cache.set(clusterID, { stamp, consumer });
     return consumer;
   }
