@@ -139,7 +139,8 @@ export class FleetCredentials {
   readonly #closing = new AbortController();
   /**
    * Slots whose scheduled fetch came due and waits for a place, in the order they came due ({@link #pending} holds
-   * the keys still waiting; {@link #order} may hold keys already started or dropped, skipped when reached).
+   * the keys still waiting; {@link #order} may hold keys already started or dropped, skipped when reached). Not the
+   * Set's own order: taking its first key after many deletions walks past every deleted entry (100 000 keys: 0.9 s).
    */
   readonly #pending = new Set<string>();
   #order: string[] = [];
