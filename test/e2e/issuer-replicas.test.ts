@@ -20,7 +20,7 @@ import { NONCE_KEY_BYTES, NonceSeal } from '../../src/providers/tenant-cert/issu
 import { buildCsr, type BuiltCsr } from '../../src/providers/tenant-cert/wire/csr.js';
 import { generateClusterKeyPair } from '../../src/providers/tenant-cert/wire/keys.js';
 import { signNonceRequest } from '../../src/providers/tenant-cert/wire/message.js';
-import { e2eContext, kubectl, tempFile } from '../helpers/controlplane-e2e.js';
+import { e2eContext, kubectl, tempFile, tokenKubeconfig } from '../helpers/controlplane-e2e.js';
 import { tenantWithCsr } from '../helpers/issuer-fixtures.js';
 import { createTestCa } from '../helpers/tls.js';
 import { cli, issuerClient, startIssuerProcess, type IssuerClient, type IssuerProcess } from '../helpers/issuer-process.js';
@@ -82,23 +82,11 @@ async function nonceObjects(): Promise<Array<{ metadata: { labels: Record<string
 }
 
 beforeAll(async () => {
-  const { controlPlane } = e2eContext();
   await adminKubectl(['create', 'namespace', NS]);
   // The shipped RBAC, in this test's namespace.
   await adminKubectl(['apply', '-f', '-'], await templatedManifest('deploy/base/issuer-state-rbac.yaml', [['clusterprofile-system', NS]]));
   const token = (await adminKubectl(['-n', NS, 'create', 'token', 'clusterprofile-issuer', '--duration', '1h'])).trim();
-  const admin = parse(await (await import('node:fs/promises')).readFile(controlPlane.adminKubeconfig, 'utf8')) as { clusters: unknown[] };
-  saKubeconfig = await tempFile(
-    'issuer-sa.kubeconfig',
-    stringify({
-      apiVersion: 'v1',
-      kind: 'Config',
-      clusters: admin.clusters,
-      users: [{ name: 'issuer', user: { token } }],
-      contexts: [{ name: 'issuer', context: { cluster: (admin.clusters[0] as { name: string }).name, user: 'issuer', namespace: NS } }],
-      'current-context': 'issuer',
-    }),
-  );
+  saKubeconfig = await tokenKubeconfig('issuer-replicas', token);
   // Two replicas starting together: one creates each CA Secret, the other reads the winner's.
   const [a, b] = await Promise.all([replica(), replica()]);
   servingCaPem = await secretCertificate('clusterprofile-issuer-serving-ca');

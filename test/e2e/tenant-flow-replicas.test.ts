@@ -15,7 +15,7 @@ import { buildTenant } from '../../src/providers/tenant-cert/wire/documents.js';
 import { generateClusterKeyPair } from '../../src/providers/tenant-cert/wire/keys.js';
 import { signNonceRequest } from '../../src/providers/tenant-cert/wire/message.js';
 import { ANNOTATION_PROVIDER, CLIENT_CA_SECRET } from '../../src/providers/tenant-cert/issuer/kubernetes-state.js';
-import { applyAsAdmin, e2eContext, kubectl, tempFile, whoami } from '../helpers/controlplane-e2e.js';
+import { applyAsAdmin, e2eContext, kubectl, tempFile, tokenKubeconfig, whoami } from '../helpers/controlplane-e2e.js';
 import { cli, startIssuerProcess, type IssuerProcess } from '../helpers/issuer-process.js';
 import { REPO, adminKubectl, templatedManifest } from './fixtures/tenant-cert-issuer.js';
 
@@ -72,18 +72,7 @@ beforeAll(async () => {
     },
   });
   const token = (await adminKubectl(['-n', NS, 'create', 'token', 'clusterprofile-issuer', '--duration', '1h'])).trim();
-  const admin = parse(await readFile(controlPlane.adminKubeconfig, 'utf8')) as { clusters: Array<{ name: string }> };
-  const saKubeconfig = await tempFile(
-    'issuer-tfr-sa.kubeconfig',
-    stringify({
-      apiVersion: 'v1',
-      kind: 'Config',
-      clusters: admin.clusters,
-      users: [{ name: 'issuer', user: { token } }],
-      contexts: [{ name: 'issuer', context: { cluster: admin.clusters[0]!.name, user: 'issuer', namespace: NS } }],
-      'current-context': 'issuer',
-    }),
-  );
+  const saKubeconfig = await tokenKubeconfig('issuer-tfr', token);
   const pair = generateClusterKeyPair('ecdsa-p256');
   privateKeyPem = pair.privateKeyPem;
   const publicKeyFile = await tempFile('hub-tfr.pub', pair.publicKeyPem);
