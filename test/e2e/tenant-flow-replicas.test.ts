@@ -111,13 +111,21 @@ describe('the declarative flow on --state kubernetes, two replicas reconciling t
     await new Promise((resolve) => setTimeout(resolve, 5000));
     expect((await until('Issued')).status.identityRef).toEqual({ name: CONSUMER });
     expect(seen.filter((reason) => reason !== 'NonceIssued' && reason !== 'Issued')).toEqual([]);
-    expect(replicas.map((r) => r.log()).join('\n')).toMatch(/answered by another replica; its nonce-reused refusal is dropped/);
+    // Whether the other replica judged generation 2 at all depends on when its first list came (1 run in 5: after the
+    // answer, so it had nothing to judge); when it did, it found the nonce spent and dropped its refusal.
+    const logs = replicas.map((r) => r.log()).join('\n');
+    if (/\(generation 2\): refused ERR_TENANT_NONCE_REUSED/.test(logs)) {
+      expect(logs).toMatch(/\(generation 2\): answered by another replica; its nonce-reused refusal is dropped/);
+    }
 
     const secret = JSON.parse(await adminKubectl(['get', 'secret', `kubeconfig-${CONSUMER}`, '-n', NS, '-o', 'json'])) as Json;
     const config = parse(Buffer.from(secret.data.kubeconfig, 'base64').toString('utf8')) as Json;
     config.users[0].user['client-key-data'] = Buffer.from(privateKeyPem).toString('base64');
     const file = await tempFile('hub-tfr.kubeconfig', stringify(config));
     const certificate = new X509Certificate(Buffer.from(secret.data['tls.crt'], 'base64').toString('utf8'));
+    // ca.crt: the API server's CA (--api-server-ca), the one the kubeconfig trusts.
+    expect(Buffer.from(secret.data['ca.crt'], 'base64').toString('utf8')).toBe(await readFile(e2eContext().controlPlane.caFile, 'utf8'));
+    expect(secret.data['ca.crt']).toBe(config.clusters[0].cluster['certificate-authority-data']);
     expect(certificate.subject.split('\n').sort()).toEqual([`CN=${CONSUMER}`, `O=${GROUP}`]);
     const who = await whoami(file);
     expect(who.username).toBe(CONSUMER);

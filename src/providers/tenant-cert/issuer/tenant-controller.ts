@@ -363,7 +363,6 @@ async function writeAnswer(options: TenantControllerOptions, tenant: TenantResou
     : await kubeCall(options.send, { method: 'PUT', path: identityPath(namespace, identityName), body: identity }, [200], `replacing Identity ${namespace}/${identityName}`, signal);
   const identityUid = (written.body as IdentityResource).metadata.uid ?? '';
 
-  const caPem = authParams.ca === undefined ? undefined : Buffer.from(authParams.ca, 'base64').toString('utf8');
   const kubeconfig = {
     apiVersion: 'v1',
     kind: 'Config',
@@ -386,7 +385,8 @@ async function writeAnswer(options: TenantControllerOptions, tenant: TenantResou
     data: {
       kubeconfig: encodeBase64(`${JSON.stringify(kubeconfig, null, 2)}\n`),
       'tls.crt': encodeBase64(accepted.certificatePem),
-      ...(caPem === undefined ? {} : { 'ca.crt': encodeBase64(caPem) }),
+      // authParams.ca is already base64 of the PEM (the issuer's, or encodeBase64 of --api-server-ca above).
+      ...(authParams.ca === undefined ? {} : { 'ca.crt': authParams.ca }),
     },
   };
   const created = await kubeCall(options.send, { method: 'POST', path: secretsPath(namespace), body: secret }, [201, 409], `creating Secret ${namespace}/${secretName}`, signal);
