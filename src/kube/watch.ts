@@ -38,8 +38,28 @@ export interface ListAndWatchOptions<T extends WatchedObject> {
   log?(line: string): void;
 }
 
-/** A watch event line longer than this is refused (an object of ours is a few kB). */
-const MAX_EVENT_BYTES = 4 * 1024 * 1024;
+/** A watch event line longer than this is refused (an object of ours, or a ClusterProfile, is a few kB). */
+export const MAX_EVENT_BYTES = 4 * 1024 * 1024;
+
+/**
+ * A watch stream cut into its events: one JSON object per line, whatever the chunks' boundaries. `push` hands each
+ * complete, non-blank line to `onLine` and answers false once what is left of the current line is longer than
+ * {@link MAX_EVENT_BYTES} (the caller ends the watch).
+ */
+export class WatchLines {
+  #pending = '';
+
+  push(chunk: Buffer, onLine: (line: string) => void): boolean {
+    this.#pending += chunk.toString('utf8');
+    let newline: number;
+    while ((newline = this.#pending.indexOf('\n')) >= 0) {
+      const line = this.#pending.slice(0, newline).trim();
+      this.#pending = this.#pending.slice(newline + 1);
+      if (line !== '') onLine(line);
+    }
+    return this.#pending.length <= MAX_EVENT_BYTES;
+  }
+}
 
 class Gone extends Error {}
 
@@ -100,7 +120,7 @@ export async function listAndWatch<T extends WatchedObject>(options: ListAndWatc
 /** One watch request; resolves with the last resourceVersion seen when the server ends it. */
 async function watchOnce<T extends WatchedObject>(options: ListAndWatchOptions<T>, url: string, from: string): Promise<string> {
   let resourceVersion = from;
-  let pending = '';
+  const lines = new WatchLines();
   let failure: Error | undefined;
   // Events are handled in order, one at a time, while the stream goes on arriving.
   let chain: Promise<void> = Promise.resolve();
@@ -149,14 +169,7 @@ async function watchOnce<T extends WatchedObject>(options: ListAndWatchOptions<T
         path: url,
         onChunk: (chunk) => {
           if (failure !== undefined) return;
-          pending += chunk.toString('utf8');
-          let newline: number;
-          while ((newline = pending.indexOf('\n')) >= 0) {
-            const line = pending.slice(0, newline).trim();
-            pending = pending.slice(newline + 1);
-            if (line !== '') handleLine(line);
-          }
-          if (pending.length > MAX_EVENT_BYTES) {
+          if (!lines.push(chunk, handleLine)) {
             failure ??= new Error(`a watch event is larger than ${MAX_EVENT_BYTES} bytes`);
             stop.abort();
           }

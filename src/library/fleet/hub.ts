@@ -19,6 +19,7 @@ import { loadKubeAccess, type KubeAccess } from '../../kube/kubeconfig.js';
 import { statusMessage } from '../../kube/status.js';
 import { createKubeTransport, KUBE_RETRY } from '../../kube/transport.js';
 import type { KubeCredential, KubeResponse } from '../../kube/types.js';
+import { MAX_EVENT_BYTES, WatchLines } from '../../kube/watch.js';
 import { assertDocument } from '../../schemas/index.js';
 import { ExecAuthenticator } from '../exec/authenticator.js';
 import type { ExecCredential } from '../exec/output.js';
@@ -32,8 +33,6 @@ export type ClusterProfileVersion = (typeof CLUSTERPROFILE_VERSIONS)[number];
 export const DEFAULT_WATCH_IDLE_MS = 180_000;
 /** Items per list page (client-go's reflector pages by 500 too). */
 export const DEFAULT_PAGE_SIZE = 500;
-/** The largest watch event line read (an object is at most 1.5 MiB in etcd). */
-const MAX_EVENT_BYTES = 4 * 1024 * 1024;
 
 export type HubVerb = 'list' | 'watch';
 
@@ -257,22 +256,16 @@ export class FleetHub {
         if (response.statusCode === 401) this.#unauthorized(credential);
         throw this.#statusError('watch', namespace, { status: response.statusCode, body });
       }
-      let pending = '';
+      const lines = new WatchLines();
       let events = 0;
       try {
         for await (const chunk of response.body) {
           touch();
-          pending += (chunk as Buffer).toString('utf8');
-          let newline: number;
-          while ((newline = pending.indexOf('\n')) >= 0) {
-            const line = pending.slice(0, newline);
-            pending = pending.slice(newline + 1);
-            if (line.trim() !== '') {
-              events += 1;
-              this.#event(namespace, line, onEvent);
-            }
-          }
-          if (pending.length > MAX_EVENT_BYTES) {
+          const whole = lines.push(chunk as Buffer, (line) => {
+            events += 1;
+            this.#event(namespace, line, onEvent);
+          });
+          if (!whole) {
             throw new CredentialsError('ERR_FLEET_HUB_REQUEST', `the hub ${this.server} sent a watch event of ${CLUSTERPROFILE_RESOURCE} larger than ${MAX_EVENT_BYTES} bytes`, {
               path: this.server,
             });
