@@ -1,12 +1,13 @@
 /**
  * The one HTTP seam under every request builder / response processor pair (the Kubernetes transport, the OpenID
- * Provider client, the tenant-cert issuer client): node:http over sockets it makes itself (TCP, TLS with a per-client
- * trust store, an HTTP CONNECT or SOCKS5 tunnel), kept alive per client; one deadline per send that covers DNS, TCP
- * connect, TLS, the request and the whole answer; one response body limit; one translation of network errors into a
- * classified {@link HttpFailure}; and retries with backoff that never run past the deadline.
+ * Provider client, the tenant-cert issuer client): HTTP/1.1 (`http1.ts`) over sockets it makes itself (TCP, TLS with
+ * a per-client trust store, an HTTP CONNECT or SOCKS5 tunnel), kept alive per client; one deadline per send that
+ * covers DNS, TCP connect, TLS, the request and the whole answer; one response body limit; one translation of network
+ * errors into a classified {@link HttpFailure}; and retries with backoff that never run past the deadline.
  *
  * Built-ins are taken on the first send: modules on a plugin's cache-hit path may import this one for free. (undici,
- * used here before, cost a cache miss 40-60 ms and 25 MiB to load; node:http and node:tls are in Node's snapshot.)
+ * used here before, cost a cache miss 40-60 ms and 25 MiB to load; node:http after it, 1 MiB of peak RSS and ~7 ms of
+ * a token-request miss.)
  *
  * @example
  * ```ts
@@ -21,9 +22,9 @@
  * }
  * ```
  */
-import type { Agent, ClientRequest, IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import { clip, quoteUrl, redactUrl, withoutUserinfo } from './errors.js';
+import { type AnswerHandlers, AnswerReader, requestHead } from './http1.js';
 import { withRetries } from './retry.js';
 
 /** Default deadline of one send (ms), retries included. */
@@ -508,7 +509,8 @@ const portOf = (url: URL): number => Number(url.port) || DEFAULT_PORTS[url.proto
 
 /**
  * A client for one server identity: its TLS settings, proxy, deadline, body limit and retry policy. Its connections
- * (one keep-alive pool per origin) are made on the first send.
+ * (one keep-alive pool per origin, any number of connections) are made on the first send; HTTP/1.1 over them is
+ * `http1.ts`.
  */
 export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
@@ -519,7 +521,10 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
   const inflight = new Map<symbol, number>();
   /** Sockets still connecting (TCP, proxy tunnel or TLS): torn down when every send waiting for them gave up. */
   const connecting = new Set<Socket>();
-  const agents = new Map<string, Agent>();
+  /** Kept-alive connections waiting for a request, per origin, each with the function that takes it out. */
+  const idle = new Map<string, Map<Socket, () => void>>();
+  /** Every connection made and not closed yet (close() ends them all). */
+  const open = new Set<Socket>();
   const noProxy = parseNoProxy(options.proxy?.noProxy ?? '');
 
   /**
@@ -573,7 +578,7 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
     const host = connectHost(origin);
     // SNI and the name verified: the configured server name, else the URL's host (an IP is verified, not sent).
     const servername = tls.servername ?? (isIP(host) === 0 ? host : undefined);
-    return connect({
+    const secured = connect({
       host,
       port: portOf(origin),
       ...(socket === undefined ? {} : { socket }),
@@ -583,17 +588,18 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
       ...(servername === undefined ? {} : { servername }),
       rejectUnauthorized: tls.rejectUnauthorized,
     });
+    return secured.setNoDelay(true);
   }
 
   /**
-   * A socket to `origin` (TLS for https) along `route`. A direct one is returned at once (still connecting); a tunnel
-   * is reported to `callback` when it is through, as http.Agent#createConnection allows.
+   * A socket to `origin` (TLS for https) along `route`. A direct one is returned at once, still connecting (what is
+   * written waits for the connection), so the caller can listen for its errors at once; a tunnel when it is through.
    */
-  function openSocket(origin: URL, route: Route, callback: (error: Error | null, socket?: Socket) => void): Socket | undefined {
+  function openSocket(origin: URL, route: Route): Socket | Promise<Socket> {
     const net = process.getBuiltinModule('node:net');
     const secure = origin.protocol === 'https:';
     if (route.kind === 'direct') {
-      return secure ? connectWithin(secureTo(origin), 'secureConnect') : connectWithin(net.connect({ host: connectHost(origin), port: portOf(origin) }), 'connect');
+      return secure ? connectWithin(secureTo(origin), 'secureConnect') : connectWithin(net.connect({ host: connectHost(origin), port: portOf(origin), noDelay: true }), 'connect');
     }
     // Through a proxy: a connection to it (TLS with the system roots for an https:// proxy), the tunnel, then TLS to
     // the origin inside it.
@@ -601,7 +607,7 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
     const overTls = route.proxy.protocol === 'https:';
     const toProxy: Socket = overTls
       ? process.getBuiltinModule('node:tls').connect({ host: proxyHost, port: portOf(route.proxy), ...(net.isIP(proxyHost) === 0 ? { servername: proxyHost } : {}) })
-      : net.connect({ host: proxyHost, port: portOf(route.proxy) });
+      : net.connect({ host: proxyHost, port: portOf(route.proxy), noDelay: true });
     // Connecting lasts until the tunnel is through: one deadline for the proxy connection and the tunnel.
     connecting.add(toProxy);
     const timer = setTimeout(() => toProxy.destroy(Object.assign(new Error('no tunnel through the proxy within the deadline'), { code: 'ETIMEDOUT' })), connectTimeout());
@@ -635,29 +641,94 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
       });
       return inner;
     };
-    tunnel().then(
-      (socket) => callback(null, socket),
-      (error: unknown) => {
-        toProxy.destroy();
-        callback(error instanceof Error ? error : new Error(String(error)));
-      },
-    );
-    return undefined;
+    return tunnel().catch((error: unknown) => {
+      toProxy.destroy();
+      throw error;
+    });
   }
 
-  /** The keep-alive pool of one origin (or of the proxy, for http origins it forwards to). */
-  function agentFor(origin: URL, route: Route): Agent {
-    const key = `${origin.protocol}//${origin.host}`;
-    let agent = agents.get(key);
-    if (agent === undefined) {
-      const { Agent: HttpAgent } = process.getBuiltinModule('node:http');
-      const made = new HttpAgent({ keepAlive: true });
-      // node:http speaks HTTP/1.1 over whatever socket this gives it: TLS and tunnels are made here.
-      Object.assign(made, { createConnection: (_options: unknown, callback: (error: Error | null, socket?: Socket) => void) => openSocket(origin, route, callback) });
-      agents.set(key, made);
-      agent = made;
+  /**
+   * A connection to `origin`: a kept-alive one when one is idle, else a new one (returned at once when direct, still
+   * connecting; a promise for a tunnel).
+   */
+  function connectionTo(key: string, origin: URL, route: Route): Socket | Promise<Socket> {
+    for (const [socket, take] of idle.get(key) ?? []) {
+      take();
+      if (!socket.destroyed && socket.writable) return socket;
     }
-    return agent;
+    const track = (socket: Socket): Socket => {
+      open.add(socket);
+      socket.once('close', () => open.delete(socket));
+      return socket;
+    };
+    const made = openSocket(origin, route);
+    return made instanceof Promise ? made.then(track) : track(made);
+  }
+
+  /**
+   * Parks a connection whose answer was read whole for the next request to `key`: unref'd (an idle connection never
+   * keeps the process alive), dropped when the server closes it, speaks unasked, or its idle time (the server's
+   * `Keep-Alive: timeout`, less a second) runs out.
+   */
+  function keepIdle(key: string, socket: Socket, idleMs: number | undefined): void {
+    let pool = idle.get(key);
+    if (pool === undefined) idle.set(key, (pool = new Map()));
+    const drop = (): void => {
+      take();
+      socket.destroy();
+    };
+    const timer = idleMs === undefined ? undefined : setTimeout(drop, Math.max(0, idleMs - 1000));
+    timer?.unref();
+    const take = (): void => {
+      pool.delete(socket);
+      clearTimeout(timer);
+      socket.off('data', drop).off('end', drop).off('error', drop).off('close', drop);
+      socket.ref();
+    };
+    socket.on('data', drop).on('end', drop).on('error', drop).on('close', drop);
+    socket.setKeepAlive(true, 1000);
+    socket.unref();
+    pool.set(socket, take);
+  }
+
+  /**
+   * Writes one request on `socket` and reads its answer into `handlers`; settles when the answer is complete or the
+   * exchange fails (the connection is then destroyed), or `signal` aborts it.
+   */
+  function roundTrip(socket: Socket, bytes: Buffer, method: string, signal: AbortSignal, handlers: AnswerHandlers): Promise<AnswerReader> {
+    return new Promise((resolve, reject) => {
+      const reader = new AnswerReader(method, handlers);
+      let settled = false;
+      const finish = (error?: unknown): void => {
+        if (settled) return;
+        settled = true;
+        socket.off('data', onData).off('end', onEnd).off('close', onEnd).off('error', finish);
+        signal.removeEventListener('abort', onAbort);
+        if (error === undefined) {
+          resolve(reader);
+        } else {
+          socket.destroy();
+          reject(error);
+        }
+      };
+      const attempt = (work: () => boolean | void): void => {
+        try {
+          if (work() === true) finish();
+        } catch (error) {
+          finish(error);
+        }
+      };
+      const onData = (chunk: Buffer): void => attempt(() => reader.push(chunk));
+      const onEnd = (): void => attempt(() => (reader.end(), true));
+      const onAbort = (): void => finish(signal.reason);
+      if (signal.aborted) {
+        onAbort();
+        return;
+      }
+      socket.on('data', onData).on('end', onEnd).on('close', onEnd).on('error', finish);
+      signal.addEventListener('abort', onAbort, { once: true });
+      socket.write(bytes);
+    });
   }
 
   async function exchange(request: HttpRequest, url: URL, signal: AbortSignal): Promise<HttpResponse> {
@@ -678,52 +749,42 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
     const payload = body === undefined ? undefined : typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
     if (payload !== undefined && !Object.keys(headers).some((name) => name.toLowerCase() === 'content-length')) outgoing['content-length'] = String(payload.length);
 
-    const { request: httpRequest } = process.getBuiltinModule('node:http');
-    const response = await new Promise<IncomingMessage>((resolve, reject) => {
-      let sent: ClientRequest;
-      try {
-        sent = httpRequest({
-          method: request.method,
-          host: connectHost(connectTo),
-          port: portOf(connectTo),
-          path: forward === undefined ? `${url.pathname}${url.search}` : url.href,
-          headers: outgoing,
-          agent: agentFor(connectTo, forward === undefined ? route : { kind: 'direct' }),
-          signal,
-        });
-      } catch (error) {
-        reject(error);
-        return;
-      }
-      sent.once('response', resolve);
-      sent.once('error', reject);
-      sent.end(payload);
-    });
+    const path = forward === undefined ? `${url.pathname}${url.search}` : url.href;
+    const head = Buffer.from(requestHead(request.method, path, outgoing), 'latin1');
+    const key = `${connectTo.protocol}//${connectTo.host}`;
+    const connection = connectionTo(key, connectTo, forward === undefined ? route : { kind: 'direct' });
+    // A new direct connection is written to (and listened on) in the tick it was made: its errors are never missed.
+    const socket = connection instanceof Promise ? await connection : connection;
 
+    let status = 0;
+    let raw: string[] = [];
+    let streamed = false;
     const chunks: Buffer[] = [];
     let size = 0;
-    const streamed = request.onChunk !== undefined && (response.statusCode ?? 0) >= 200 && (response.statusCode ?? 0) < 300;
-    try {
-      for await (const chunk of response) {
+    const answer = await roundTrip(socket, payload === undefined ? head : Buffer.concat([head, payload]), request.method, signal, {
+      onHead(answerHead) {
+        status = answerHead.status;
+        raw = answerHead.rawHeaders;
+        streamed = request.onChunk !== undefined && status >= 200 && status < 300;
+      },
+      onBody(chunk) {
         if (streamed) {
-          request.onChunk?.(chunk as Buffer);
-          continue;
+          request.onChunk?.(chunk);
+          return;
         }
-        size += (chunk as Buffer).length;
+        size += chunk.length;
+        // Stop reading (and the connection with it): never buffer an answer past the limit.
         if (size > maxResponseBytes) {
           throw new HttpFailure('too-large', `the answer is larger than ${maxResponseBytes} bytes`, { url: url.href, target: targetOf(request), limit: maxResponseBytes });
         }
-        chunks.push(chunk as Buffer);
-      }
-    } catch (error) {
-      // Stop reading (and the connection with it): never buffer an answer past the limit.
-      response.destroy();
-      response.socket?.destroy();
-      throw error;
-    }
+        chunks.push(chunk);
+      },
+    });
+    if (answer.reusable) keepIdle(key, socket, answer.idleMs);
+    else socket.destroy();
+
     let buffer = Buffer.concat(chunks);
     let text = buffer.toString('utf8');
-    const status = response.statusCode ?? 0;
     if (status >= 300) {
       // An error answer is only ever shown to people: never let it carry a credential we sent back into a message
       // (auth proxies and debug endpoints repeat the credential they refused).
@@ -735,9 +796,8 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
         buffer = Buffer.from(text, 'utf8');
       }
     }
-    // Every header as sent, repeated ones joined (node's `headers` drops repeats of some names).
+    // Every header as sent, repeated ones joined.
     const responseHeaders: Record<string, string> = {};
-    const raw = response.rawHeaders;
     for (let index = 0; index + 1 < raw.length; index += 2) {
       const name = raw[index]!.toLowerCase();
       responseHeaders[name] = name in responseHeaders ? `${responseHeaders[name]}, ${raw[index + 1]!}` : raw[index + 1]!;
@@ -810,8 +870,9 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
     },
     async close() {
       dropConnecting();
-      for (const agent of agents.values()) agent.destroy();
-      agents.clear();
+      for (const socket of open) socket.destroy();
+      open.clear();
+      idle.clear();
     },
   };
 }

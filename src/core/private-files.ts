@@ -16,6 +16,7 @@
  * plugin start (docs/plugin-runtime.md, "Start-up"); this module is on the plugin's cache-hit path.
  */
 import { CredentialsError, errno } from './errors.js';
+import { monotonicMs } from './io.js';
 
 const {
   closeSync,
@@ -335,9 +336,6 @@ export interface HeldLock {
 // Tokens of the locks this process holds, shared by every copy of this module in the process: a lock file naming our
 // own pid with another token was left by an earlier process that had our pid (a container's pid 1 restarted).
 const held: Set<string> = ((globalThis as Record<symbol, unknown>)[Symbol.for('clusterprofile-credentials.held-locks')] ??= new Set<string>()) as Set<string>;
-
-/** Monotonic milliseconds; not `performance.now()`, whose first use loads perf_hooks (8 modules) into a plugin's miss. */
-const monotonicMs = (): number => Number(process.hrtime.bigint()) / 1e6;
 
 /**
  * Takes the lock at `file`, waiting up to `timeoutMs` for a live owner to release it; a stale lock is taken over.

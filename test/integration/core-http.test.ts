@@ -10,6 +10,7 @@ import { createHttpClient, isHttpFailure, type HttpClientOptions, type HttpFailu
 import { createKubeTransport } from '../../src/kube/transport.js';
 import { createIssuerSend } from '../../src/providers/oidc/http.js';
 import { issuerClient, sendIssuerRequest } from '../../src/providers/tenant-cert/consumer/transport.js';
+import { runNode } from '../helpers/process.js';
 import { createTestCa, startHttpsServer, type TestCa, type TestHttpsServer } from '../helpers/tls.js';
 
 let ca: TestCa;
@@ -97,6 +98,19 @@ async function sendOnce(options: HttpClientOptions, request: HttpRequest, sendOp
   } finally {
     await client.close();
   }
+}
+
+/** Every message and URL a failure carries, its causes' messages included. */
+function printed(error: unknown): string {
+  const parts: string[] = [];
+  let current: unknown = error;
+  while (current instanceof Error) {
+    parts.push(current.message, String(current), formatError(current));
+    const { url, target, path } = current as { url?: string; target?: string; path?: string };
+    parts.push(url ?? '', target ?? '', path ?? '');
+    current = current.cause;
+  }
+  return parts.join('\n');
 }
 
 describe('requests and answers', () => {
@@ -464,18 +478,7 @@ describe('proxies', () => {
 describe('userinfo is never printed', () => {
   const secret = 'pa55w0rd-in-url';
   const withUserinfo = (url: string): string => url.replace('https://', `https://admin:${secret}@`);
-  /** Every message and URL a failure carries, its causes' messages included. */
-  function printed(error: unknown): string {
-    const parts: string[] = [];
-    let current: unknown = error;
-    while (current instanceof Error) {
-      parts.push(current.message, String(current), formatError(current));
-      const { url, target, path } = current as { url?: string; target?: string; path?: string };
-      parts.push(url ?? '', target ?? '', path ?? '');
-      current = current.cause;
-    }
-    return parts.join('\n');
-  }
+
 
   it.each([
     ['refused', () => ({ url: closedUrl, caPem: ca.cert, limit: undefined })],
@@ -532,5 +535,134 @@ describe('userinfo is never printed', () => {
     const { failure } = await sendOnce({ tls: { caPem: ca.cert }, proxy: { url: `http://admin:${secret}@127.0.0.1:${new URL(closedUrl).port}` } }, { method: 'GET', url: echo.url });
     expect(failure?.kind).toBe('refused');
     expect(printed(failure)).not.toContain(secret);
+  });
+});
+
+describe('HTTP/1.1 connections (src/core/http1.ts on real sockets)', () => {
+  /** A plain TCP server answering each request with `answer(n)` (n counts requests); it counts connections. */
+  async function rawServer(answer: (request: number, socket: Socket) => void): Promise<{ url: string; connections: () => number; requests: () => number; close: () => Promise<void> }> {
+    let connections = 0;
+    let requests = 0;
+    const sockets = new Set<Socket>();
+    const server = createServer((socket) => {
+      connections += 1;
+      sockets.add(socket);
+      socket.on('error', () => undefined);
+      let buffered = '';
+      socket.setEncoding('latin1').on('data', (chunk: string) => {
+        buffered += chunk;
+        // Requests without a body (GET) or with a Content-Length body: one answer per complete request.
+        for (;;) {
+          const end = buffered.indexOf('\r\n\r\n');
+          if (end === -1) return;
+          const length = Number(/content-length: (\d+)/i.exec(buffered.slice(0, end))?.[1] ?? 0);
+          if (buffered.length < end + 4 + length) return;
+          buffered = buffered.slice(end + 4 + length);
+          requests += 1;
+          answer(requests, socket);
+        }
+      });
+    });
+    const port = await listen(server);
+    return {
+      url: `http://127.0.0.1:${port}`,
+      connections: () => connections,
+      requests: () => requests,
+      close: async () => {
+        for (const socket of sockets) socket.destroy();
+        await new Promise((resolve) => server.close(resolve));
+      },
+    };
+  }
+
+  it('keeps a connection alive for the next send, and opens a new one after Connection: close', async () => {
+    const server = await rawServer((n, socket) => socket.write(`HTTP/1.1 200 OK\r\nContent-Length: 1\r\n${n >= 3 ? 'Connection: close\r\n' : ''}\r\n${n}`));
+    const client = createHttpClient();
+    try {
+      const bodies: string[] = [];
+      for (let i = 0; i < 4; i++) bodies.push((await client.send({ method: 'GET', url: `${server.url}/` })).text);
+      expect(bodies).toEqual(['1', '2', '3', '4']);
+      // 1 and 2 on the first connection, 3 on it too (then closed by its answer), 4 on a second one.
+      expect(server.connections()).toBe(2);
+    } finally {
+      await client.close();
+      await server.close();
+    }
+  });
+
+  it('a kept-alive connection the server closes, or that outlives its Keep-Alive timeout, is not used again', async () => {
+    const server = await rawServer((n, socket) => {
+      socket.write(`HTTP/1.1 200 OK\r\nContent-Length: 1\r\n${n === 2 ? 'Keep-Alive: timeout=1\r\n' : ''}\r\n${n}`);
+      // The first connection is ended by the server once idle, without having said so in its answer.
+      if (n === 1) setTimeout(() => socket.end(), 20);
+    });
+    const client = createHttpClient();
+    try {
+      expect((await client.send({ method: 'GET', url: server.url })).text).toBe('1');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect((await client.send({ method: 'GET', url: server.url })).text).toBe('2');
+      // timeout=1: kept at most 1 s less a second of margin — dropped at once.
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect((await client.send({ method: 'GET', url: server.url })).text).toBe('3');
+      expect(server.connections()).toBe(3);
+    } finally {
+      await client.close();
+      await server.close();
+    }
+  });
+
+  it('reads a chunked answer delivered in odd pieces; an answer cut short is a reset', async () => {
+    const server = await rawServer((n, socket) => {
+      if (n === 2) {
+        socket.end('HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort');
+        return;
+      }
+      const bytes = 'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n4\r\n{"a"\r\n6;x=y\r\n:[1,2]\r\n1\r\n}\r\n0\r\n\r\n';
+      let offset = 0;
+      const next = (): void => {
+        socket.write(bytes.slice(offset, offset + 3));
+        offset += 3;
+        if (offset < bytes.length) setTimeout(next, 1);
+      };
+      next();
+    });
+    try {
+      const { response } = await sendOnce({}, { method: 'GET', url: server.url });
+      expect(response?.json).toEqual({ a: [1, 2] });
+      const { failure } = await sendOnce({}, { method: 'GET', url: server.url });
+      expect(failure).toMatchObject({ kind: 'reset', code: 'ECONNRESET' });
+      expect(failure?.message).toContain('the connection closed before the answer was complete');
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('refuses a header value with a line break before anything is sent, without quoting the value', async () => {
+    const server = await rawServer((n, socket) => socket.write('HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n'));
+    try {
+      const { failure } = await sendOnce({}, { method: 'GET', url: server.url, headers: { authorization: 'Bearer tok3n\r\nX-Evil: 1' } });
+      expect(failure).toMatchObject({ kind: 'network', code: 'ERR_INVALID_CHAR' });
+      expect(failure?.message).toContain('authorization');
+      expect(printed(failure)).not.toContain('tok3n');
+      expect(server.requests()).toBe(0);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('an idle kept-alive connection does not keep a process alive', async () => {
+    const server = await rawServer((n, socket) => socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok'));
+    try {
+      // The built seam in a child process that sends once and never closes its client.
+      const script = `const { createHttpClient } = await import(${JSON.stringify(new URL('../../dist/core/http.js', import.meta.url).href)});
+const response = await createHttpClient().send({ method: 'GET', url: process.argv.at(-1) });
+process.stdout.write(response.text);`;
+      const result = await runNode('--input-type=module', ['-e', script, server.url]);
+      expect(result).toMatchObject({ code: 0, stdout: 'ok' });
+      expect(result.ms).toBeLessThan(5000);
+      expect(server.connections()).toBe(1);
+    } finally {
+      await server.close();
+    }
   });
 });

@@ -5,6 +5,7 @@
 import { clip, CredentialsError, redactUrl } from '../../core/errors.js';
 import type { ExecCluster } from '../../core/exec-credential.js';
 import { connectionFromCluster } from '../../core/cluster-connection.js';
+import { monotonicMs } from '../../core/io.js';
 import { loadInClusterAccess, loadKubeAccess, type KubeAccess, type KubeAccessDeps } from '../../kube/kubeconfig.js';
 import { createKubeTransport, KUBE_RETRY } from '../../kube/transport.js';
 import type { KubeCredential, KubeEndpoint } from '../../kube/types.js';
@@ -38,7 +39,7 @@ const bootstrapAccess = new Map<string, { at: number; access: Promise<KubeAccess
 /** `load` once per {@link BOOTSTRAP_REUSE_MS} for the same inputs (a failure is not kept). */
 function reusedAccess(inputs: unknown, load: () => Promise<KubeAccess>): Promise<KubeAccess> {
   const key = JSON.stringify(inputs);
-  const now = performance.now();
+  const now = monotonicMs();
   const known = bootstrapAccess.get(key);
   if (known !== undefined && now - known.at < BOOTSTRAP_REUSE_MS) return known.access;
   for (const [old, entry] of bootstrapAccess) if (now - entry.at >= BOOTSTRAP_REUSE_MS) bootstrapAccess.delete(old);
