@@ -215,6 +215,22 @@ export function parseTimestamp(value: string): number | undefined {
   return date.getTime() + ((hour * 60 + minute - offsetMinutes) * 60 + second) * 1000 + fraction;
 }
 
+/**
+ * `ms` since the epoch as RFC 3339 in UTC — `2026-01-02T03:04:05.678Z`, or `2026-01-02T03:04:05Z` when `seconds` —,
+ * what `Date#toISOString` gives for the years 0–9999 (others: its extended form). Not toISOString itself: V8's first
+ * Date-to-string conversion of a process sets up its time-zone cache from ICU's data, 0.8 MiB of a plugin's miss
+ * (measured side by side); the UTC getters do not.
+ */
+export function formatTimestamp(ms: number, options: { seconds?: boolean } = {}): string {
+  const date = new Date(ms);
+  const year = date.getUTCFullYear();
+  if (Number.isNaN(year)) throw new RangeError('Invalid time value');
+  if (year < 0 || year > 9999) return options.seconds === true ? date.toISOString().replace(/\.\d{3}Z$/, 'Z') : date.toISOString();
+  const two = (n: number): string => (n < 10 ? `0${n}` : String(n));
+  const text = `${String(year).padStart(4, '0')}-${two(date.getUTCMonth() + 1)}-${two(date.getUTCDate())}T${two(date.getUTCHours())}:${two(date.getUTCMinutes())}:${two(date.getUTCSeconds())}`;
+  return options.seconds === true ? `${text}Z` : `${text}.${String(date.getUTCMilliseconds()).padStart(3, '0')}Z`;
+}
+
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -8,7 +8,7 @@
  */
 import { CredentialsError, formatError } from '../core/errors.js';
 import type { ExecCredentialStatus } from '../core/exec-credential.js';
-import { assertUsableStatus } from '../core/exec-credential.js';
+import { assertUsableStatus, formatTimestamp } from '../core/exec-credential.js';
 import type { Env } from '../core/io.js';
 import { acquireLock, type HeldLock } from '../core/private-files.js';
 import {
@@ -218,7 +218,7 @@ export async function obtain<F extends FlagSpecs, Settings, State>(
     assertUsableStatus(issued.status);
     if (issued.status.expirationTimestamp !== undefined) {
       try {
-        await writeEntry(dir, key, { status: issued.status, issuedAt: issuedAt.toISOString(), ...(issued.state === undefined ? {} : { state: issued.state }) }, { removeDebris: false });
+        await writeEntry(dir, key, { status: issued.status, issuedAt: formatTimestamp(issuedAt.getTime()), ...(issued.state === undefined ? {} : { state: issued.state }) }, { removeDebris: false });
       } catch (error) {
         // The credential is good; only the next call pays for the missing entry.
         say(`warning: ${formatError(error)}`);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { assertUsableStatus, parseTimestamp, readExecInfo, renderExecCredential } from '../../src/core/exec-credential.js';
+import { assertUsableStatus, formatTimestamp, parseTimestamp, readExecInfo, renderExecCredential } from '../../src/core/exec-credential.js';
 import { validateDocument } from '../../src/schemas/index.js';
 
 const V1 = 'client.authentication.k8s.io/v1';
@@ -57,6 +57,26 @@ describe('renderExecCredential', () => {
 
   it('accepts a token with a certificate and key together', () => {
     expect(() => assertUsableStatus({ token: 't', clientCertificateData: 'c', clientKeyData: 'k' })).not.toThrow();
+  });
+});
+
+describe('formatTimestamp', () => {
+  it('writes what Date#toISOString writes (whole seconds on request), and parseTimestamp reads it back', () => {
+    // The epoch, a leap day, now-ish with milliseconds, the first instant of year 0 and the last of 9999, and random ones.
+    const times = [0, 951782400000, 1764068645123, -62167219200000, 253402300799999];
+    for (let i = 0; i < 200; i++) times.push(Math.floor(Math.random() * 253402300799999));
+    for (const ms of times) {
+      const iso = new Date(ms).toISOString();
+      expect(formatTimestamp(ms), iso).toBe(iso);
+      expect(formatTimestamp(ms, { seconds: true }), iso).toBe(iso.replace(/\.\d{3}Z$/, 'Z'));
+      expect(parseTimestamp(formatTimestamp(ms))).toBe(ms);
+    }
+  });
+
+  it('outside the years 0-9999 gives toISOString\'s extended year; an invalid time throws as toISOString does', () => {
+    expect(formatTimestamp(253402300800000)).toBe('+010000-01-01T00:00:00.000Z');
+    expect(formatTimestamp(-62198755200000, { seconds: true })).toBe('-000001-01-01T00:00:00Z');
+    expect(() => formatTimestamp(Number.NaN)).toThrow(RangeError);
   });
 });
 

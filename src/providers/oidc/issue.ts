@@ -7,7 +7,7 @@
  */
 import { randomBytes, createHash } from 'node:crypto';
 import { CredentialsError, isCredentialsError } from '../../core/errors.js';
-import type { ExecCredentialStatus } from '../../core/exec-credential.js';
+import { formatTimestamp, type ExecCredentialStatus } from '../../core/exec-credential.js';
 import type { IssueContext, IssuedCredential } from '../../plugin/provider.js';
 import { chooseClientAuth, clientAuthentication, loadClientCredential, readCredentialFile, withMethod, type ClientAuthChoice, type ClientCredential } from './client-auth.js';
 import { createIssuerSend, type Send } from './http.js';
@@ -237,7 +237,7 @@ class Flow {
         path: this.metadata.token_endpoint,
       });
     }
-    const status: ExecCredentialStatus = { token, expirationTimestamp: expirationWithMargin(exp, now).toISOString() };
+    const status: ExecCredentialStatus = { token, expirationTimestamp: formatTimestamp(expirationWithMargin(exp, now).getTime()) };
     const refreshToken = response.refresh_token ?? refreshed?.refreshToken;
     return { status, ...(refreshToken === undefined ? {} : { state: { refreshToken, ...(subject === undefined ? {} : { subject }) } }) };
   }

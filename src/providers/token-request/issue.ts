@@ -3,7 +3,7 @@
  * import, so a cache hit never parses undici or YAML.
  */
 import { clip, CredentialsError, redactUrl } from '../../core/errors.js';
-import type { ExecCluster } from '../../core/exec-credential.js';
+import { formatTimestamp, type ExecCluster } from '../../core/exec-credential.js';
 import { connectionFromCluster } from '../../core/cluster-connection.js';
 import { monotonicMs } from '../../core/io.js';
 import { loadInClusterAccess, loadKubeAccess, type KubeAccess, type KubeAccessDeps } from '../../kube/kubeconfig.js';
@@ -101,7 +101,7 @@ export async function issueToken(settings: TokenRequestProviderSettings, context
     const sentAt = context.now();
     const response = await member.send(buildTokenRequest(settings.request), { signal: context.signal });
     const minted = processTokenRequestResponse(response, settings.request, { server: settings.cluster.server, now: sentAt });
-    return { status: { token: minted.token, expirationTimestamp: minted.renewAt.toISOString().replace(/\.\d{3}Z$/, 'Z') } };
+    return { status: { token: minted.token, expirationTimestamp: formatTimestamp(minted.renewAt.getTime(), { seconds: true }) } };
   } finally {
     member.release();
   }

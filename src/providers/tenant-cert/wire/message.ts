@@ -24,6 +24,7 @@
  * any CSR, which is why the issuer refuses it by default.
  */
 import { createHash, type KeyObject } from 'node:crypto';
+import { formatTimestamp } from '../../../core/exec-credential.js';
 import { signBytes, verifyBytes } from './keys.js';
 import type { NonceRequest, SignatureFormat } from './protocol.js';
 
@@ -114,7 +115,7 @@ export function signNonceRequest(
   ids: { providerClusterID: string; consumerClusterID: string },
   at: Date,
 ): NonceRequest {
-  const context = { providerClusterID: ids.providerClusterID, consumerClusterID: ids.consumerClusterID, timestamp: at.toISOString() };
+  const context = { providerClusterID: ids.providerClusterID, consumerClusterID: ids.consumerClusterID, timestamp: formatTimestamp(at.getTime()) };
   return { ...context, signature: signBytes(privateKey, nonceRequestMessage(context)).toString('base64') };
 }
 
