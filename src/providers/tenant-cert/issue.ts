@@ -10,6 +10,7 @@
  */
 import { X509Certificate } from 'node:crypto';
 import { CredentialsError, isCredentialsError } from '../../core/errors.js';
+import { formatTimestamp } from '../../core/exec-credential.js';
 import type { IssueContext, IssuedCredential } from '../../plugin/provider.js';
 import { issuerHandshake } from './consumer/handshake.js';
 import { buildTenant } from './wire/documents.js';
@@ -35,12 +36,12 @@ function output(checked: CheckedCertificate, keyPem: string, source: TenantCertS
     status: {
       clientCertificateData: checked.pem,
       clientKeyData: keyPem.endsWith('\n') ? keyPem : `${keyPem}\n`,
-      expirationTimestamp: checked.renewAt.toISOString().replace(/\.\d{3}Z$/, 'Z'),
+      expirationTimestamp: formatTimestamp(checked.renewAt.getTime(), { seconds: true }),
     },
     state: {
       source,
       serialNumber: checked.certificate.serialNumber,
-      notAfter: checked.notAfter.toISOString(),
+      notAfter: formatTimestamp(checked.notAfter.getTime()),
     },
   };
 }
@@ -79,7 +80,7 @@ export async function issueTenantCertificate(
         });
         const twoThirds = checked.notBefore.getTime() + ((checked.notAfter.getTime() - checked.notBefore.getTime()) * 2) / 3;
         if (checked.renewAt.getTime() > twoThirds + 1000) {
-          log(`clusterprofile-tenant-cert: the imported Identity ${imported.file} is past 2/3 of its lifetime and expires at ${checked.notAfter.toISOString()}: import a renewed one`);
+          log(`clusterprofile-tenant-cert: the imported Identity ${imported.file} is past 2/3 of its lifetime and expires at ${formatTimestamp(checked.notAfter.getTime())}: import a renewed one`);
         }
         return output(checked, settings.keyPem, 'imported');
       }
