@@ -406,8 +406,11 @@ try {
   }
   if (limitedRuns.length > 0) {
     // A cgroup's charge is the process's memory plus the page cache it read; OOM kills are the kernel's, in that cgroup.
-    const [what, top] = limitedRuns.reduce((best, entry) => (entry[1].peak / entry[1].limit > best[1].peak / best[1].limit ? entry : best));
-    log(`memory cgroups: ${limitedRuns.length} processes; highest charge ${mib(top.peak)} of ${formatLimit(top.limit)} (${what}); OOM kills ${limitedRuns.reduce((sum, [, stats]) => sum + stats.oomKills, 0)}`);
+    const highest = (entries) => entries.reduce((best, entry) => (entry[1].peak / entry[1].limit > best[1].peak / best[1].limit ? entry : best));
+    const fleets = limitedRuns.filter(([what]) => what.startsWith('bench-'));
+    const others = limitedRuns.filter(([what]) => !what.startsWith('bench-'));
+    const charge = ([what, stats]) => `${mib(stats.peak)} of ${formatLimit(stats.limit)} (${what})`;
+    log(`memory cgroups: ${limitedRuns.length} processes; highest charge of a fleet process ${fleets.length === 0 ? 'none' : charge(highest(fleets))}${others.length === 0 ? '' : `, of the others ${charge(highest(others))}`}; OOM kills ${limitedRuns.reduce((sum, [, stats]) => sum + stats.oomKills, 0)}`);
   }
 } catch (error) {
   // A fleet process killed under --memory-limit is a finding of the run, said in one line.
