@@ -303,14 +303,21 @@ try {
   // 1b. the same cold start with V8's young generation bounded by the operator (Node 24's default lets it grow to
   //     128 MiB, two semi-spaces of 64 MiB, and the survivors of a 10 000-member cold start fill it).
   const coldSemi = await run({ ...common, namespace: 'bench-fleet', providersFile: providers(true), cacheDir: cache('cold-semi'), inProcess: true, updates: 0, nodeArgs: [SEMI_FLAG] });
-  // 1c. --memory-limit's further sizes: the same cold starts, each process under that limit (or none: no cgroup).
+  // 1c. --memory-limit's further sizes: the same cold starts, each process under that limit (or none: no cgroup). A
+  //     process killed under one of these is that size's row, and the bench goes on.
   const coldsByLimit = LIMITS === undefined ? [] : [[LIMITS[0], colds]];
   for (const limit of LIMITS?.slice(1) ?? []) {
     const runs = [];
-    for (let i = 0; i < COLD_RUNS; i += 1) {
-      runs.push(await run({ ...common, namespace: 'bench-fleet', providersFile: providers(true), cacheDir: cache(`cold-${limit.label}-${i}`), inProcess: true, updates: 0 }, limit));
+    let killed;
+    for (let i = 0; i < COLD_RUNS && killed === undefined; i += 1) {
+      try {
+        runs.push(await run({ ...common, namespace: 'bench-fleet', providersFile: providers(true), cacheDir: cache(`cold-${limit.label}-${i}`), inProcess: true, updates: 0 }, limit));
+      } catch (error) {
+        if (error.finding !== true) throw error;
+        killed = error.message;
+      }
     }
-    coldsByLimit.push([limit, runs]);
+    coldsByLimit.push([limit, runs, killed]);
   }
   // 2. a restart: the same cache.
   const warm = await run({ ...common, namespace: 'bench-fleet', providersFile: providers(true), cacheDir: cache('main'), inProcess: true, updates: 0, second: true });
@@ -365,7 +372,11 @@ try {
   log(`   the same cold start under \`node ${SEMI_FLAG}\` (an operator's flag: by default V8 lets the young generation grow to 128 MiB): ready in ${coldSemi.readySeconds.toFixed(2)} s, CPU ${coldSemi.cpuOwnSeconds.toFixed(2)} s; per idle member ${kib(semiPer)} RSS (young generation at ready ${mib(coldSemi.spacesAtReady.young)})   [target <= 20 KiB RSS: ${rssVerdict(semiPer)}]`);
   if (LIMITS !== undefined) {
     log(`   by --memory-limit (each fleet process alone in a memory cgroup with that limit; Node sizes V8's heap from it):`);
-    for (const [limit, runs] of coldsByLimit) {
+    for (const [limit, runs, killed] of coldsByLimit) {
+      if (killed !== undefined) {
+        log(`   ${limit.label}: FINDING: ${killed}`);
+        continue;
+      }
       const first = runs[0];
       const times = runs.map((result) => result.readySeconds).sort((a, b) => a - b);
       const mid = times.length % 2 === 1 ? times[(times.length - 1) / 2] : (times[times.length / 2 - 1] + times[times.length / 2]) / 2;
