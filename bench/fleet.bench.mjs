@@ -383,7 +383,7 @@ try {
       const per = (first.rssAfter - first.rssBefore) / N;
       const seen = `constrainedMemory ${formatLimit(first.constrainedMemory)}, heap_size_limit ${mib(first.heapSizeLimit)}`;
       const where = first.cgroup === undefined ? 'no memory cgroup' : `cgroup peak ${mib(Math.max(...runs.map((result) => result.cgroup.peak)))} of ${formatLimit(first.cgroup.limit)}, OOM kills ${runs.reduce((sum, result) => sum + result.cgroup.oomKills, 0)}`;
-      log(`   ${limit.label}: V8 saw ${seen}; ready ${runs.length === 1 ? `in ${mid.toFixed(2)} s` : `median ${mid.toFixed(2)} s (${times[0].toFixed(2)}–${times.at(-1).toFixed(2)} s)`}, load average ${first.loadBefore.toFixed(1)} -> ${first.loadAfter.toFixed(1)}; per idle member ${kib(per)} RSS (${kib((first.rssAtReady - first.rssBefore) / N)} at ready), young generation at ready ${mib(first.spacesAtReady.young)}, old ${mib(first.spacesAtReady.old)} committed; RSS ${mib(first.rssAfter)}; ${where}   [target <= 20 KiB RSS: ${rssVerdict(per)}]`);
+      log(`   ${limit.label}: V8 saw ${seen}; ready ${runs.length === 1 ? `in ${mid.toFixed(2)} s` : `median ${mid.toFixed(2)} s (${times[0].toFixed(2)}–${times.at(-1).toFixed(2)} s)`} (fleet CPU ${first.cpuOwnSeconds.toFixed(2)} s), load average ${first.loadBefore.toFixed(1)} -> ${first.loadAfter.toFixed(1)}; per idle member ${kib(per)} RSS (${kib((first.rssAtReady - first.rssBefore) / N)} at ready), young generation at ready ${mib(first.spacesAtReady.young)}, old ${mib(first.spacesAtReady.old)} committed; RSS ${mib(first.rssAfter)}; ${where}   [target <= 20 KiB RSS: ${rssVerdict(per)}]`);
     }
   }
   log(`2. restart on the warm cache: start -> all ready ${warm.readySeconds.toFixed(2)} s, CPU ${warm.cpuOwnSeconds.toFixed(2)} s`);
