@@ -2,7 +2,7 @@
 // start → settled, then optionally status-only and access-changing updates; prints one JSON line of figures.
 //   node --expose-gc bench/fleet-runner.mjs '<json config>'
 import { readFileSync } from 'node:fs';
-import { getHeapSpaceStatistics } from 'node:v8';
+import { getHeapSpaceStatistics, getHeapStatistics } from 'node:v8';
 import { createKubeTransport } from '../dist/kube/transport.js';
 import { loadKubeAccess } from '../dist/kube/kubeconfig.js';
 import { ClusterProfileFleet } from '../dist/library/index.js';
@@ -108,6 +108,9 @@ const result = {
   heapTotalBefore: before.heapTotal,
   heapTotalAfter: after.heapTotal,
   errors: [...new Set(status.clusters.filter((row) => row.lastError).map((row) => row.lastError.code))],
+  // What Node saw of a memory limit (the cgroup's; 2^64 without one) and the heap V8 sized from it.
+  constrainedMemory: process.constrainedMemory(),
+  heapSizeLimit: getHeapStatistics().heap_size_limit,
 };
 
 if (config.updates > 0) {

@@ -5,6 +5,10 @@
 //   npm run build && npm exec -- node --expose-gc bench/fleet.bench.mjs [--clusters 300] [--exec-sample 100] [--updates 500]
 //   npm exec -- node --expose-gc bench/fleet.bench.mjs --clusters 10000 [--cold-runs 3]
 //   ... --cpu-prof --keep: a CPU profile of each fleet run in the kept work directory's profiles/
+//   ... --memory-limit 1Gi[,2Gi,none]: every fleet process (and `node -e 0`) in its own memory cgroup limited to the
+//       first size, as in a pod with resources.limits.memory (Node sizes V8's heap from it); each further size (or
+//       none: no cgroup) adds cold starts under it, printed side by side. Needs a writable memory cgroup (root):
+//       without one the bench says so and runs without a limit.
 //
 // Prints, each fleet run in its own process (bench/fleet-runner.mjs):
 //  1. in-process, cold cache (--cold-runs of them, each on an empty cache: median and spread): seconds from start()
@@ -21,12 +25,13 @@
 //     status-only updates.
 // Targets (2 cores): 10 000 ready <= 30 s; <= 20 KiB RSS per idle member; in-process >= 20x cheaper in CPU than exec;
 // zero rebuilds on status-only updates. Reported MET / NOT MET; they do not fail the run.
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureControlPlaneBinaries, goEnv } from '../test/e2e/controlplane/build.mjs';
+import { findMemoryCgroup, formatLimit, parseMemoryLimits, spawnLimited, spawnSyncLimited } from './lib/memory-cgroup.mjs';
 import { loadStartControlPlane } from './lib/test-helpers.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -39,6 +44,16 @@ const EXEC_SAMPLE = Math.min(N, flag('exec-sample', 100));
 const UPDATES = Math.min(N, flag('updates', 500));
 /** Cold starts of the in-process fleet, each on an empty cache: the median and spread are printed. */
 const COLD_RUNS = Math.max(1, flag('cold-runs', 3));
+/** --memory-limit: the sizes the fleet processes run under (the first for every run), or undefined: no cgroup at all. */
+let LIMITS;
+if (process.argv.includes('--memory-limit')) {
+  try {
+    LIMITS = parseMemoryLimits(process.argv[process.argv.indexOf('--memory-limit') + 1], '--memory-limit');
+  } catch (error) {
+    process.stderr.write(`${error.message}\n`);
+    process.exit(2);
+  }
+}
 const work = mkdtempSync(join(tmpdir(), 'cpc-bench-fleet-'));
 const log = (line) => process.stdout.write(`${line}\n`);
 
@@ -54,6 +69,19 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
   });
 }
 log(`control plane: ${controlPlane.server} (${Object.values(binaries.versions).join(', ')}); ${N} ClusterProfiles, exec sample ${EXEC_SAMPLE}`);
+/** The memory cgroup the limited processes' cgroups are made in (LIMITS given and one is writable), else undefined. */
+let memoryCgroup;
+if (LIMITS !== undefined && LIMITS.some((limit) => limit.bytes !== undefined)) {
+  const found = findMemoryCgroup();
+  if (found.unavailable !== undefined) {
+    log(`--memory-limit ${LIMITS.map((limit) => limit.label).join(',')}: no writable memory cgroup (${found.unavailable}); every fleet process runs WITHOUT a memory limit`);
+  } else {
+    memoryCgroup = found;
+    log(`--memory-limit ${LIMITS.map((limit) => limit.label).join(',')}: each fleet process in a fresh cgroup v${found.version} memory cgroup under ${found.parent}; every run under ${LIMITS[0].label} except the side-by-side cold starts`);
+  }
+}
+/** Runs in a memory cgroup, for the closing line: [what, cgroup stats]. */
+const limitedRuns = [];
 
 try {
   const kubectl = (args, input) => execFileSync('kubectl', ['--kubeconfig', controlPlane.adminKubeconfig, ...args], { input, encoding: 'utf8' });
@@ -128,27 +156,39 @@ try {
     }
     return cpu;
   };
-  const run = async (config) => {
+  const run = async (config, limit = LIMITS?.[0]) => {
     const before = childrenCpu();
     const load = loadavg()[0];
-    const result = await runOnce(config);
+    const result = await runOnce(config, limit);
     const after = childrenCpu();
     result.controlPlaneCpu = Object.fromEntries(Object.keys(after).map((comm) => [comm, after[comm] - (before[comm] ?? 0)]));
     result.loadBefore = load;
     result.loadAfter = loadavg()[0];
     return result;
   };
-  const runOnce = (config) =>
+  const runOnce = (config, limit) =>
     new Promise((resolve, reject) => {
       const profile = process.argv.includes('--cpu-prof') ? ['--cpu-prof', `--cpu-prof-dir=${join(work, 'profiles')}`] : [];
       const { nodeArgs = [], ...runnerConfig } = config;
-      const child = spawn(process.execPath, ['--expose-gc', ...nodeArgs, ...profile, join(root, 'bench/fleet-runner.mjs'), JSON.stringify(runnerConfig)], {
+      const child = spawnLimited(memoryCgroup, limit, process.execPath, ['--expose-gc', ...nodeArgs, ...profile, join(root, 'bench/fleet-runner.mjs'), JSON.stringify(runnerConfig)], {
         stdio: ['ignore', 'pipe', 'inherit'],
         env: { ...process.env, NODE_COMPILE_CACHE: join(work, 'compile-cache') },
       });
       let out = '';
       child.stdout.on('data', (chunk) => (out += chunk));
-      child.on('close', (code) => (code === 0 ? resolve(JSON.parse(out.trim().split('\n').pop())) : reject(new Error(`fleet-runner exited with ${code}: ${out}`))));
+      child.on('close', (code, signal) => {
+        const stats = child.cgroupStats;
+        if (stats !== undefined) limitedRuns.push([`${config.namespace}${config.second ? ' (restart)' : ''} under ${limit.label}`, stats]);
+        if (code === 0) {
+          resolve({ ...JSON.parse(out.trim().split('\n').pop()), cgroup: stats });
+        } else if (stats !== undefined && (stats.oomKills > 0 || signal === 'SIGKILL')) {
+          reject(Object.assign(new Error(`the fleet process (${config.namespace}) was killed (${signal ?? code}) under --memory-limit ${limit.label}: ${stats.oomKills} OOM kill(s) in its memory cgroup, peak ${(stats.peak / 2 ** 20).toFixed(1)} MiB of ${formatLimit(stats.limit)}`), { finding: true }));
+        } else if (code === 125 && stats !== undefined) {
+          reject(Object.assign(new Error(`the fleet process could not be moved into its memory cgroup ${child.cgroup.dir}`), { finding: true }));
+        } else {
+          reject(new Error(`fleet-runner exited with ${code ?? signal}: ${out}`));
+        }
+      });
     });
   const cache = (name) => {
     const dir = join(work, `cache-${name}`);
@@ -208,7 +248,10 @@ try {
       };
     }
     const limitSeconds = Math.max(120, N / 20);
-    const child = spawn(binary, ['--hub-kubeconfig', controlPlane.adminKubeconfig, '--namespace', 'bench-fleet', '--providers-file', providersFile], { stdio: ['ignore', 'pipe', 'inherit'] });
+    // Under the same limit as the fleet processes (exec'd from the cgroup's shell: the same PID, for its RSS below).
+    const child = spawnLimited(memoryCgroup, LIMITS?.[0], binary, ['--hub-kubeconfig', controlPlane.adminKubeconfig, '--namespace', 'bench-fleet', '--providers-file', providersFile], { stdio: ['ignore', 'pipe', 'inherit'] });
+    if (child.cgroup !== undefined) child.once('close', () => limitedRuns.push([`multicluster-runtime under ${LIMITS[0].label}`, child.cgroupStats]));
+    const closed = new Promise((resolve) => child.once('close', resolve));
     let last = { seconds: 0, engaged: 0, engagements: 0 };
     let buffer = '';
     child.stdout.on('data', (chunk) => {
@@ -245,6 +288,7 @@ try {
       return { engagedSeconds, engagedAtLimit, limitSeconds, rss, updates, reengagements: last.engagements - before, waitedSeconds: (performance.now() - started) / 1000 };
     } finally {
       child.kill('SIGKILL');
+      await closed;
     }
   };
 
@@ -259,6 +303,22 @@ try {
   // 1b. the same cold start with V8's young generation bounded by the operator (Node 24's default lets it grow to
   //     128 MiB, two semi-spaces of 64 MiB, and the survivors of a 10 000-member cold start fill it).
   const coldSemi = await run({ ...common, namespace: 'bench-fleet', providersFile: providers(true), cacheDir: cache('cold-semi'), inProcess: true, updates: 0, nodeArgs: [SEMI_FLAG] });
+  // 1c. --memory-limit's further sizes: the same cold starts, each process under that limit (or none: no cgroup). A
+  //     process killed under one of these is that size's row, and the bench goes on.
+  const coldsByLimit = LIMITS === undefined ? [] : [[LIMITS[0], colds]];
+  for (const limit of LIMITS?.slice(1) ?? []) {
+    const runs = [];
+    let killed;
+    for (let i = 0; i < COLD_RUNS && killed === undefined; i += 1) {
+      try {
+        runs.push(await run({ ...common, namespace: 'bench-fleet', providersFile: providers(true), cacheDir: cache(`cold-${limit.label}-${i}`), inProcess: true, updates: 0 }, limit));
+      } catch (error) {
+        if (error.finding !== true) throw error;
+        killed = error.message;
+      }
+    }
+    coldsByLimit.push([limit, runs, killed]);
+  }
   // 2. a restart: the same cache.
   const warm = await run({ ...common, namespace: 'bench-fleet', providersFile: providers(true), cacheDir: cache('main'), inProcess: true, updates: 0, second: true });
   const warmNoClients = await run({ ...common, namespace: 'bench-fleet', providersFile: providers(true), cacheDir: cache('main'), inProcess: true, updates: 0, clients: false });
@@ -268,7 +328,9 @@ try {
   const sampleIn = await run({ ...common, namespace: 'bench-sample', providersFile: providers(true), cacheDir: cache('sample-in'), inProcess: true, updates: 0, warmNamespace: 'bench-warm' });
   const sampleExec = await run({ ...common, namespace: 'bench-sample', providersFile: providers(false), cacheDir: cache('sample-exec'), inProcess: false, updates: 0, warmNamespace: 'bench-warm' });
   const mcr = await multiclusterRuntime({ providersFile: providers(false), patchStatusOnly });
-  const nodeRss = Number(spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.memoryUsage().rss))'], { encoding: 'utf8' }).stdout);
+  const bare = spawnSyncLimited(memoryCgroup, LIMITS?.[0], process.execPath, ['-e', 'process.stdout.write(String(process.memoryUsage().rss))'], { encoding: 'utf8' });
+  if (bare.cgroupStats !== undefined) limitedRuns.push([`node -e 0 under ${LIMITS[0].label}`, bare.cgroupStats]);
+  const nodeRss = Number(bare.stdout);
 
   const kib = (bytes) => `${(bytes / 1024).toFixed(1)} KiB`;
   const mib = (bytes) => `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
@@ -308,6 +370,22 @@ try {
   log(`   at ready (${kib((cold.rssAtReady - cold.rssBefore) / N)} RSS per member before any collection): V8 young generation ${mib(was.young)} -> ${mib(at.young)}, old generation ${mib(was.old)} -> ${mib(at.old)} committed (${mib(at.oldUsed)} used; live after a full collection: ${mib(cold.heapAfter)} heap in all)`);
   const semiPer = (coldSemi.rssAfter - coldSemi.rssBefore) / N;
   log(`   the same cold start under \`node ${SEMI_FLAG}\` (an operator's flag: by default V8 lets the young generation grow to 128 MiB): ready in ${coldSemi.readySeconds.toFixed(2)} s, CPU ${coldSemi.cpuOwnSeconds.toFixed(2)} s; per idle member ${kib(semiPer)} RSS (young generation at ready ${mib(coldSemi.spacesAtReady.young)})   [target <= 20 KiB RSS: ${rssVerdict(semiPer)}]`);
+  if (LIMITS !== undefined) {
+    log(`   by --memory-limit (each fleet process alone in a memory cgroup with that limit; Node sizes V8's heap from it):`);
+    for (const [limit, runs, killed] of coldsByLimit) {
+      if (killed !== undefined) {
+        log(`   ${limit.label}: FINDING: ${killed}`);
+        continue;
+      }
+      const first = runs[0];
+      const times = runs.map((result) => result.readySeconds).sort((a, b) => a - b);
+      const mid = times.length % 2 === 1 ? times[(times.length - 1) / 2] : (times[times.length / 2 - 1] + times[times.length / 2]) / 2;
+      const per = (first.rssAfter - first.rssBefore) / N;
+      const seen = `constrainedMemory ${formatLimit(first.constrainedMemory)}, heap_size_limit ${mib(first.heapSizeLimit)}`;
+      const where = first.cgroup === undefined ? 'no memory cgroup' : `cgroup peak ${mib(Math.max(...runs.map((result) => result.cgroup.peak)))} of ${formatLimit(first.cgroup.limit)}, OOM kills ${runs.reduce((sum, result) => sum + result.cgroup.oomKills, 0)}`;
+      log(`   ${limit.label}: V8 saw ${seen}; ready ${runs.length === 1 ? `in ${mid.toFixed(2)} s` : `median ${mid.toFixed(2)} s (${times[0].toFixed(2)}–${times.at(-1).toFixed(2)} s)`} (fleet CPU ${first.cpuOwnSeconds.toFixed(2)} s), load average ${first.loadBefore.toFixed(1)} -> ${first.loadAfter.toFixed(1)}; per idle member ${kib(per)} RSS (${kib((first.rssAtReady - first.rssBefore) / N)} at ready), young generation at ready ${mib(first.spacesAtReady.young)}, old ${mib(first.spacesAtReady.old)} committed; RSS ${mib(first.rssAfter)}; ${where}   [target <= 20 KiB RSS: ${rssVerdict(per)}]`);
+    }
+  }
   log(`2. restart on the warm cache: start -> all ready ${warm.readySeconds.toFixed(2)} s, CPU ${warm.cpuOwnSeconds.toFixed(2)} s`);
   const warmRssPer = (warm.rssAfter - warm.rssBefore) / N;
   log(`   per idle member after the restart (no issuance garbage): ${kib(warmRssPer)} RSS, ${kib((warm.heapAfter - warm.heapBefore) / N)} heap   [target <= 20 KiB RSS: ${rssVerdict(warmRssPer)}]`);
@@ -337,6 +415,19 @@ try {
     log(`   start -> all engaged: ${mcr.engagedSeconds === undefined ? `not within ${mcr.limitSeconds} s (${mcr.engagedAtLimit}/${N})` : `${mcr.engagedSeconds.toFixed(2)} s`}; RSS ${mib(mcr.rss)} (${kib(mcr.rss / N)} per member, the whole process)`);
     log(`   status-only updates on ${mcr.updates} members: ${mcr.reengagements} re-engagements (new cluster + cache) within ${mcr.waitedSeconds.toFixed(0)} s   [ours: ${cold.rebuildsAfterStatusOnly}]`);
   }
+  if (limitedRuns.length > 0) {
+    // A cgroup's charge is the process's memory plus the page cache it read; OOM kills are the kernel's, in that cgroup.
+    const highest = (entries) => entries.reduce((best, entry) => (entry[1].peak / entry[1].limit > best[1].peak / best[1].limit ? entry : best));
+    const fleets = limitedRuns.filter(([what]) => what.startsWith('bench-'));
+    const others = limitedRuns.filter(([what]) => !what.startsWith('bench-'));
+    const charge = ([what, stats]) => `${mib(stats.peak)} of ${formatLimit(stats.limit)} (${what})`;
+    log(`memory cgroups: ${limitedRuns.length} processes; highest charge of a fleet process ${fleets.length === 0 ? 'none' : charge(highest(fleets))}${others.length === 0 ? '' : `, of the others ${charge(highest(others))}`}; OOM kills ${limitedRuns.reduce((sum, [, stats]) => sum + stats.oomKills, 0)}`);
+  }
+} catch (error) {
+  // A fleet process killed under --memory-limit is a finding of the run, said in one line.
+  if (error.finding !== true) throw error;
+  log(`FINDING: ${error.message}`);
+  process.exitCode = 1;
 } finally {
   await controlPlane.stop();
   if (process.argv.includes('--keep')) log(`work directory kept: ${work}`);
