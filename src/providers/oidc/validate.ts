@@ -1,15 +1,12 @@
 /**
  * Token validation before anything is printed or cached (OpenID Connect Core §3.1.3.7; RFC 9068 for JWT access
  * tokens): signature with the issuer's published key, an algorithm allowlist (asymmetric only: no `none`, no
- * HS256-with-the-public-key confusion), `iss`, `aud`, `azp`, `exp`, `nbf`, `nonce`. jose does the JOSE work; this
- * module chooses what to require and translates jose's errors into `ERR_OIDC_TOKEN_INVALID`.
+ * HS256-with-the-public-key confusion), `iss`, `aud`, `azp`, `exp`, `nbf`, `nonce`. `jws.ts` does the JOSE work; this
+ * module chooses what to require and translates its refusals into `ERR_OIDC_TOKEN_INVALID`.
  */
-import * as joseErrors from 'jose/errors';
-import { createLocalJWKSet } from 'jose/jwks/local';
-import { decodeJwt } from 'jose/jwt/decode';
-import { jwtVerify } from 'jose/jwt/verify';
 import type { JSONWebKeySet, JWTPayload } from 'jose';
 import { CredentialsError } from '../../core/errors.js';
+import { JwsError, unverifiedClaims, verifyJwt, type JwsFailure } from './jws.js';
 
 export interface TokenExpectations {
   /** Which token, for messages: 'ID token' or 'access token'. */
@@ -45,7 +42,7 @@ function invalid(o: TokenExpectations, reason: string, cause?: unknown, hint?: s
 /** The token's `aud` as the message shows it (the signature was good: only the audience was wrong). */
 function audienceOf(jwt: string): string {
   try {
-    return JSON.stringify(decodeJwt(jwt).aud ?? null);
+    return JSON.stringify(unverifiedClaims(jwt)['aud'] ?? null);
   } catch {
     return 'unreadable';
   }
@@ -69,19 +66,19 @@ export async function validateToken(jwt: string, jwks: JSONWebKeySet, o: TokenEx
   const tolerance = o.clockToleranceSeconds ?? 30;
   let payload: JWTPayload;
   try {
-    ({ payload } = await jwtVerify(jwt, createLocalJWKSet(jwks), {
+    ({ payload } = verifyJwt(jwt, jwks, {
       issuer: o.issuer,
       audience: o.audience,
       algorithms,
-      currentDate: o.now,
+      now: Math.floor(o.now.getTime() / 1000),
       clockTolerance: tolerance,
       requiredClaims: ['exp', 'iss', 'aud', 'sub'],
     }));
   } catch (error) {
-    if (error instanceof joseErrors.JWTClaimValidationFailed && error.claim === 'aud') {
+    if (error instanceof JwsError && error.failure === 'wrong-audience') {
       throw invalid(o, `wrong audience ("aud"): the token is for ${audienceOf(jwt)}, not ${JSON.stringify(o.audience)}`, error, AUDIENCE_HINT);
     }
-    throw invalid(o, describeJoseError(error), error);
+    throw invalid(o, describe(error), error);
   }
   const nowSeconds = Math.floor(o.now.getTime() / 1000);
   const exp = payload.exp as number;
@@ -100,21 +97,30 @@ export async function validateToken(jwt: string, jwks: JSONWebKeySet, o: TokenEx
   return { payload: payload as JWTPayload & { exp: number } };
 }
 
-function describeJoseError(error: unknown): string {
-  if (error instanceof joseErrors.JWTExpired) return `expired ("exp")`;
-  if (error instanceof joseErrors.JWTClaimValidationFailed) {
-    const claim = error.claim;
-    if (claim === 'nbf') return 'not valid yet ("nbf" is in the future)';
-    if (claim === 'iss') return `wrong issuer ("iss")`;
-    if (claim === 'aud') return `wrong audience ("aud")`;
-    return `claim "${claim}" ${error.reason === 'missing' ? 'is missing' : 'is invalid'}`;
+const REASONS: Record<Exclude<JwsFailure, 'malformed' | 'missing-claim' | 'invalid-claim' | 'wrong-audience'>, string> = {
+  expired: 'expired ("exp")',
+  'not-yet-valid': 'not valid yet ("nbf" is in the future)',
+  'wrong-issuer': 'wrong issuer ("iss")',
+  'alg-not-allowed': 'signed with an algorithm that is not allowed ("alg" must be one of the asymmetric allowlist; none and HS* are refused)',
+  'bad-signature': 'bad signature',
+  'no-matching-key': 'no key of the issuer\'s JWKS matches the token ("kid" / "alg")',
+  'several-keys-none-verifies': 'several keys of the issuer\'s JWKS match and none verifies',
+};
+
+function describe(error: unknown): string {
+  if (!(error instanceof JwsError)) return error instanceof Error ? error.message : String(error);
+  switch (error.failure) {
+    case 'malformed':
+      return `not a valid JWT (${error.message})`;
+    case 'missing-claim':
+      return `claim "${error.claim}" is missing`;
+    case 'invalid-claim':
+      return `claim "${error.claim}" is invalid`;
+    case 'wrong-audience':
+      return 'wrong audience ("aud")';
+    default:
+      return REASONS[error.failure];
   }
-  if (error instanceof joseErrors.JOSEAlgNotAllowed) return 'signed with an algorithm that is not allowed ("alg" must be one of the asymmetric allowlist; none and HS* are refused)';
-  if (error instanceof joseErrors.JWSSignatureVerificationFailed) return 'bad signature';
-  if (error instanceof joseErrors.JWKSNoMatchingKey) return 'no key of the issuer\'s JWKS matches the token ("kid" / "alg")';
-  if (error instanceof joseErrors.JWKSMultipleMatchingKeys) return 'several keys of the issuer\'s JWKS match and none verifies';
-  if (error instanceof joseErrors.JWSInvalid || error instanceof joseErrors.JWTInvalid) return `not a valid JWT (${(error as Error).message})`;
-  return error instanceof Error ? error.message : String(error);
 }
 
 /**
