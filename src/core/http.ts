@@ -659,6 +659,9 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
     const track = (socket: Socket): Socket => {
       open.add(socket);
       socket.once('close', () => open.delete(socket));
+      // Errors that come after an exchange gave up on the socket (a TLS socket reports a connection cut during its
+      // handshake after its 'end') must not become uncaught exceptions; during an exchange its own listener has them.
+      socket.on('error', () => undefined);
       return socket;
     };
     const made = openSocket(origin, route);

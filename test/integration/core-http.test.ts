@@ -650,6 +650,23 @@ describe('HTTP/1.1 connections (src/core/http1.ts on real sockets)', () => {
     }
   });
 
+  it('a connection cut during the TLS handshake is a reset failure, never an uncaught exception', async () => {
+    // The built seam in a child process: an error the seam left without a listener would end it.
+    const dropping = createServer((socket) => socket.destroy());
+    const port = await listen(dropping);
+    try {
+      const script = `const { createHttpClient } = await import(${JSON.stringify(new URL('../../dist/core/http.js', import.meta.url).href)});
+const client = createHttpClient({ tls: { insecureSkipVerify: true }, retry: { attempts: 2, baseDelayMs: 1 } });
+for (let i = 0; i < 3; i++) await client.send({ method: 'GET', url: process.argv.at(-1) }).catch((e) => process.stdout.write(e.kind + ' ' + e.code + '\\n'));
+await new Promise((resolve) => setTimeout(resolve, 50));
+await client.close();`;
+      const result = await runNode('--input-type=module', ['-e', script, `https://127.0.0.1:${port}/`]);
+      expect(result).toMatchObject({ code: 0, stderr: '', stdout: 'reset ECONNRESET\nreset ECONNRESET\nreset ECONNRESET\n' });
+    } finally {
+      await new Promise((resolve) => dropping.close(resolve));
+    }
+  });
+
   it('an idle kept-alive connection does not keep a process alive', async () => {
     const server = await rawServer((n, socket) => socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok'));
     try {
