@@ -608,6 +608,8 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
     const toProxy: Socket = overTls
       ? process.getBuiltinModule('node:tls').connect({ host: proxyHost, port: portOf(route.proxy), ...(net.isIP(proxyHost) === 0 ? { servername: proxyHost } : {}) })
       : net.connect({ host: proxyHost, port: portOf(route.proxy), noDelay: true });
+    // Its errors reach whoever reads it (the tunnel's steps, then the TLS socket over it); none may go uncaught.
+    toProxy.on('error', () => undefined);
     // Connecting lasts until the tunnel is through: one deadline for the proxy connection and the tunnel.
     connecting.add(toProxy);
     const timer = setTimeout(() => toProxy.destroy(Object.assign(new Error('no tunnel through the proxy within the deadline'), { code: 'ETIMEDOUT' })), connectTimeout());
