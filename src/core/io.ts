@@ -13,6 +13,24 @@ export type Env = Readonly<Record<string, string | undefined>>;
 /** Monotonic milliseconds; not `performance.now()`, whose first use loads perf_hooks (8 modules) into a plugin's miss. */
 export const monotonicMs = (): number => Number(process.hrtime.bigint()) / 1e6;
 
+/**
+ * The user's home directory as `os.homedir()` finds it — `$HOME` first, outside Windows — without loading node:os
+ * when HOME is set (the module costs a plugin's start 0.3 MiB of peak RSS).
+ */
+export function homeDirectory(): string {
+  const home = process.platform === 'win32' ? undefined : process.env['HOME'];
+  return home ?? process.getBuiltinModule('node:os').homedir();
+}
+
+/** The host name `os.hostname()` gives; on Linux read from /proc (the same UTS name) without loading node:os. */
+export function hostName(): string {
+  try {
+    return process.getBuiltinModule('node:fs').readFileSync('/proc/sys/kernel/hostname', 'utf8').trim();
+  } catch {
+    return process.getBuiltinModule('node:os').hostname();
+  }
+}
+
 /** The shape of every binary's entry module export. */
 export type Run = (argv: readonly string[], env: Env, io: ProcessIo) => Promise<number>;
 

@@ -16,7 +16,7 @@
  * plugin start (docs/plugin-runtime.md, "Start-up"); this module is on the plugin's cache-hit path.
  */
 import { CredentialsError, errno } from './errors.js';
-import { monotonicMs } from './io.js';
+import { hostName, monotonicMs } from './io.js';
 
 const {
   closeSync,
@@ -36,7 +36,7 @@ const {
 const { basename, dirname, join } = process.getBuiltinModule('node:path');
 // Loaded when first used (a write or a lock, never a cache hit).
 const randomHex = (bytes: number): string => process.getBuiltinModule('node:crypto').randomBytes(bytes).toString('hex');
-const hostname = (): string => process.getBuiltinModule('node:os').hostname();
+const hostname = hostName;
 
 /** The permission bits a private file or directory must not have: any for group or others. */
 export const PRIVATE_MODE_MASK = 0o077;

@@ -7,7 +7,7 @@
 import { CredentialsError, errno, type ErrorCodes } from '../core/errors.js';
 import type { ExecCredentialStatus } from '../core/exec-credential.js';
 import { parseTimestamp } from '../core/exec-credential.js';
-import type { Env } from '../core/io.js';
+import { homeDirectory, type Env } from '../core/io.js';
 import type { CachedCredential } from './provider.js';
 import { sha256Hex } from '../core/sha256.js';
 import { canonicalJson } from '../core/canonical-json.js';
@@ -33,7 +33,7 @@ export function cacheDirectory(
   providerName: string,
   flag: string | undefined,
   env: Env,
-  home: () => string = () => process.getBuiltinModule('node:os').homedir(),
+  home: () => string = homeDirectory,
 ): string {
   if (flag !== undefined) return flag;
   if (env['KUBECACHEDIR'] !== undefined && env['KUBECACHEDIR'] !== '') return join(env['KUBECACHEDIR'], 'clusterprofile', providerName);

@@ -7,7 +7,7 @@
  */
 import { join } from 'node:path';
 import { CredentialsError, isCredentialsError } from '../../core/errors.js';
-import type { Env } from '../../core/io.js';
+import { homeDirectory, type Env } from '../../core/io.js';
 import type { ExecCluster } from '../../core/exec-credential.js';
 import type { KubeCredential } from '../../kube/types.js';
 import { cacheDirectory } from '../../plugin/cache.js';
@@ -50,7 +50,7 @@ export async function tenantCertCredential(
   bootstrap: Extract<Bootstrap, { kind: 'tenant-cert' }>,
   cluster: ExecCluster,
   context: IssueContext,
-  home: () => string = () => process.getBuiltinModule('node:os').homedir(),
+  home: () => string = homeDirectory,
 ): Promise<KubeCredential> {
   const { identityDir } = bootstrapDirectories(bootstrap, context.env, home);
   let status;
