@@ -3,9 +3,10 @@
  * docs/*.md reaches a file (and, for `file.md#anchor`, a heading of that file), and no document points at material
  * outside the repository.
  */
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -116,6 +117,36 @@ function problem({ from, target }: Link): string | undefined {
 describe('documentation', () => {
   it(`README.md is at most ${README_LIMIT_BYTES} bytes`, () => {
     expect(statSync(readme).size).toBeLessThanOrEqual(README_LIMIT_BYTES);
+  });
+
+  it('the TypeScript examples of README.md compile against the library as users import it', () => {
+    const blocks = [...readFileSync(readme, 'utf8').matchAll(/^```ts\n([\s\S]*?)^```/gm)].map((match) => match[1]!);
+    expect(blocks.length, 'the controller and the fleet examples').toBeGreaterThanOrEqual(2);
+    // Inside the repository, so that @kubernetes/client-node resolves from its node_modules and package.json's
+    // "type": "module" makes them ES modules (top-level await); the package name points at the library's source.
+    const dir = mkdtempSync(join(root, 'test', '.readme-examples-'));
+    try {
+      const files = blocks.map((code, index) => {
+        const file = join(dir, `example-${index}.ts`);
+        writeFileSync(file, code);
+        return file;
+      });
+      const config = ts.getParsedCommandLineOfConfigFile(join(root, 'tsconfig.json'), {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => undefined });
+      const program = ts.createProgram(files, {
+        ...config!.options,
+        noEmit: true,
+        rootDir: root,
+        noUnusedLocals: false, // an example ends with the value a reader goes on with
+        paths: { 'clusterprofile-credentials': [join(root, 'src/library/index.ts')] },
+      });
+      const problems = ts
+        .getPreEmitDiagnostics(program)
+        .filter((diagnostic) => diagnostic.file !== undefined && files.includes(diagnostic.file.fileName))
+        .map((diagnostic) => `${relative(dir, diagnostic.file!.fileName)}: ${ts.flattenDiagnosticMessageText(diagnostic.messageText, ' ')}`);
+      expect(problems).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('README.md shows how to install the package', () => {
