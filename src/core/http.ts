@@ -24,7 +24,7 @@
  */
 import type { Socket } from 'node:net';
 import { clip, quoteUrl, redactUrl, withoutUserinfo } from './errors.js';
-import { type AnswerHandlers, AnswerReader, requestHead } from './http1.js';
+import { type AnswerHandlers, AnswerReader, headLength, parseStatusLine, requestHead } from './http1.js';
 import { withRetries } from './retry.js';
 
 /** Default deadline of one send (ms), retries included. */
@@ -386,15 +386,17 @@ async function readResponseHead(socket: Socket): Promise<{ status: number }> {
   const head = await readMessage(
     socket,
     (buffered) => {
-      const end = buffered.indexOf('\r\n\r\n');
-      if (end !== -1) return end + 4;
-      return buffered.length > 16 * 1024 ? proxyError('the proxy answered CONNECT with an endless header') : undefined;
+      try {
+        return headLength(buffered);
+      } catch {
+        return proxyError('the proxy answered CONNECT with an endless header');
+      }
     },
     'the proxy closed the connection during CONNECT',
   );
-  const status = /^HTTP\/1\.[01] (\d{3})/.exec(head.toString('latin1'));
-  if (status === null) throw proxyError('the proxy answered CONNECT with something other than HTTP');
-  return { status: Number(status[1]) };
+  const status = parseStatusLine(head.toString('latin1').split('\r\n', 1)[0]!);
+  if (status === undefined) throw proxyError('the proxy answered CONNECT with something other than HTTP');
+  return { status: status.status };
 }
 
 /** Reads exactly `length` bytes (SOCKS5 replies). */

@@ -64,6 +64,23 @@ type Framing = { kind: 'none' } | { kind: 'length'; left: number } | { kind: 'ch
 type State = 'head' | 'body' | 'chunk-size' | 'chunk-data' | 'chunk-end' | 'trailers' | 'done';
 
 const invalid = (message: string): WireError => new WireError('ERR_HTTP_INVALID_RESPONSE', message);
+const overflow = (what: string): WireError => new WireError('ERR_HTTP_HEADER_OVERFLOW', `the answer's ${what} is larger than ${MAX_HEAD_BYTES} bytes`);
+
+/**
+ * The length of the answer head at the start of `bytes` (status line and fields, up to and with the blank line), or
+ * undefined while it is incomplete. Throws when it is, or already is, longer than {@link MAX_HEAD_BYTES}.
+ */
+export function headLength(bytes: Buffer): number | undefined {
+  const end = bytes.indexOf('\r\n\r\n');
+  if ((end === -1 ? bytes.length : end + 4) > MAX_HEAD_BYTES) throw overflow('header');
+  return end === -1 ? undefined : end + 4;
+}
+
+/** An HTTP/1.x status line's minor version and status code; undefined when `line` is not one. */
+export function parseStatusLine(line: string): { minor: number; status: number } | undefined {
+  const match = /^HTTP\/1\.([01]) (\d{3})(?: [^\r\n]*)?$/.exec(line);
+  return match === null ? undefined : { minor: Number(match[1]), status: Number(match[2]) };
+}
 
 /**
  * Reads one answer from the bytes of a connection: {@link push} each chunk as it arrives, {@link end} when the
@@ -152,22 +169,18 @@ export class AnswerReader {
   }
 
   #readHead(): boolean {
-    const end = this.#buffered.indexOf('\r\n\r\n');
-    if (end === -1) {
-      if (this.#buffered.length > MAX_HEAD_BYTES) throw new WireError('ERR_HTTP_HEADER_OVERFLOW', `the answer's header is larger than ${MAX_HEAD_BYTES} bytes`);
-      return false;
-    }
-    if (end + 4 > MAX_HEAD_BYTES) throw new WireError('ERR_HTTP_HEADER_OVERFLOW', `the answer's header is larger than ${MAX_HEAD_BYTES} bytes`);
-    const lines = this.#take(end + 4).toString('latin1').slice(0, -4).split('\r\n');
-    const statusLine = /^HTTP\/1\.([01]) (\d{3})(?: [^\r\n]*)?$/.exec(lines[0]!);
-    if (statusLine === null) throw invalid('the answer does not start with an HTTP/1.x status line');
-    const status = Number(statusLine[2]);
+    const length = headLength(this.#buffered);
+    if (length === undefined) return false;
+    const lines = this.#take(length).toString('latin1').slice(0, -4).split('\r\n');
+    const statusLine = parseStatusLine(lines[0]!);
+    if (statusLine === undefined) throw invalid('the answer does not start with an HTTP/1.x status line');
+    const { status } = statusLine;
     const rawHeaders = parseFields(lines.slice(1));
     if (status >= 100 && status < 200) {
       if (status === 101) throw invalid('the server switched protocols, which was not asked for');
       return true; // an interim answer (100 Continue, 103 Early Hints): the final one follows
     }
-    this.#keepAlive = statusLine[1] === '1' && !hasToken(rawHeaders, 'connection', 'close');
+    this.#keepAlive = statusLine.minor === 1 && !hasToken(rawHeaders, 'connection', 'close');
     this.#framing = this.#framingOf(status, rawHeaders);
     const keepAlive = fieldValues(rawHeaders, 'keep-alive').join(',');
     const timeout = /(?:^|[,\s])timeout=(\d+)/i.exec(keepAlive);
@@ -247,11 +260,11 @@ export class AnswerReader {
   #readTrailers(): boolean {
     const end = this.#buffered.indexOf('\r\n');
     if (end === -1) {
-      if (this.#trailerBytes + this.#buffered.length > MAX_HEAD_BYTES) throw new WireError('ERR_HTTP_HEADER_OVERFLOW', `the answer's trailer section is larger than ${MAX_HEAD_BYTES} bytes`);
+      if (this.#trailerBytes + this.#buffered.length > MAX_HEAD_BYTES) throw overflow('trailer section');
       return false;
     }
     this.#trailerBytes += end + 2;
-    if (this.#trailerBytes > MAX_HEAD_BYTES) throw new WireError('ERR_HTTP_HEADER_OVERFLOW', `the answer's trailer section is larger than ${MAX_HEAD_BYTES} bytes`);
+    if (this.#trailerBytes > MAX_HEAD_BYTES) throw overflow('trailer section');
     this.#take(end + 2);
     if (end === 0) this.#state = 'done';
     return true;

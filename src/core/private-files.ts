@@ -36,7 +36,6 @@ const {
 const { basename, dirname, join } = process.getBuiltinModule('node:path');
 // Loaded when first used (a write or a lock, never a cache hit).
 const randomHex = (bytes: number): string => process.getBuiltinModule('node:crypto').randomBytes(bytes).toString('hex');
-const hostname = hostName;
 
 /** The permission bits a private file or directory must not have: any for group or others. */
 export const PRIVATE_MODE_MASK = 0o077;
@@ -396,7 +395,7 @@ function lockIoError(options: LockOptions, action: 'create' | 'break', file: str
 function tryCreate(file: string, options: LockOptions): HeldLock | undefined {
   const owner: LockOwner = {
     pid: process.pid,
-    host: hostname(),
+    host: hostName(),
     createdAt: options.now().getTime(),
     token: randomHex(8),
     ...(options.holder === undefined ? {} : { holder: options.holder }),
@@ -452,7 +451,7 @@ function readOwner(file: string): LockOwner | undefined {
   }
   const legacy = /^([1-9]\d*)(?: ([^\n]*))?\n?$/.exec(text);
   if (legacy !== null) {
-    return { pid: Number(legacy[1]), host: hostname(), createdAt: mtime, token: '', ...(legacy[2] === undefined ? {} : { holder: legacy[2] }) };
+    return { pid: Number(legacy[1]), host: hostName(), createdAt: mtime, token: '', ...(legacy[2] === undefined ? {} : { holder: legacy[2] }) };
   }
   // half-written (the owner died between create and write) or garbage: judged by the file's age
   return undefined;
@@ -461,7 +460,7 @@ function readOwner(file: string): LockOwner | undefined {
 function staleness(file: string, owner: LockOwner | undefined, options: Pick<LockOptions, 'staleMs' | 'now'>): string | undefined {
   const now = options.now().getTime();
   if (owner !== undefined) {
-    if (owner.host === hostname()) {
+    if (owner.host === hostName()) {
       if (owner.pid === process.pid && !held.has(owner.token)) return `its owner had this process's pid ${owner.pid} before`;
       if (!isAlive(owner.pid)) return `its owner, process ${owner.pid}, is gone`;
     }

@@ -575,6 +575,16 @@ describe('HTTP/1.1 connections (src/core/http1.ts on real sockets)', () => {
     };
   }
 
+  /**
+   * Runs `body` in a child Node.js process with the built seam's `createHttpClient` in scope and `url` as its last
+   * argument: what the seam leaves behind (an error without a listener, a handle holding the event loop) shows in how
+   * that process ends.
+   */
+  function runSeam(body: string, url: string) {
+    const script = `const { createHttpClient } = await import(${JSON.stringify(new URL('../../dist/core/http.js', import.meta.url).href)});\n${body}`;
+    return runNode('--input-type=module', ['-e', script, url]);
+  }
+
   it('keeps a connection alive for the next send, and opens a new one after Connection: close', async () => {
     const server = await rawServer((n, socket) => socket.write(`HTTP/1.1 200 OK\r\nContent-Length: 1\r\n${n >= 3 ? 'Connection: close\r\n' : ''}\r\n${n}`));
     const client = createHttpClient();
@@ -651,16 +661,17 @@ describe('HTTP/1.1 connections (src/core/http1.ts on real sockets)', () => {
   });
 
   it('a connection cut during the TLS handshake is a reset failure, never an uncaught exception', async () => {
-    // The built seam in a child process: an error the seam left without a listener would end it.
+    // An error the seam left without a listener would end the child.
     const dropping = createServer((socket) => socket.destroy());
     const port = await listen(dropping);
     try {
-      const script = `const { createHttpClient } = await import(${JSON.stringify(new URL('../../dist/core/http.js', import.meta.url).href)});
-const client = createHttpClient({ tls: { insecureSkipVerify: true }, retry: { attempts: 2, baseDelayMs: 1 } });
+      const result = await runSeam(
+        `const client = createHttpClient({ tls: { insecureSkipVerify: true }, retry: { attempts: 2, baseDelayMs: 1 } });
 for (let i = 0; i < 3; i++) await client.send({ method: 'GET', url: process.argv.at(-1) }).catch((e) => process.stdout.write(e.kind + ' ' + e.code + '\\n'));
 await new Promise((resolve) => setTimeout(resolve, 50));
-await client.close();`;
-      const result = await runNode('--input-type=module', ['-e', script, `https://127.0.0.1:${port}/`]);
+await client.close();`,
+        `https://127.0.0.1:${port}/`,
+      );
       expect(result).toMatchObject({ code: 0, stderr: '', stdout: 'reset ECONNRESET\nreset ECONNRESET\nreset ECONNRESET\n' });
     } finally {
       await new Promise((resolve) => dropping.close(resolve));
@@ -670,11 +681,12 @@ await client.close();`;
   it('an idle kept-alive connection does not keep a process alive', async () => {
     const server = await rawServer((n, socket) => socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok'));
     try {
-      // The built seam in a child process that sends once and never closes its client.
-      const script = `const { createHttpClient } = await import(${JSON.stringify(new URL('../../dist/core/http.js', import.meta.url).href)});
-const response = await createHttpClient().send({ method: 'GET', url: process.argv.at(-1) });
-process.stdout.write(response.text);`;
-      const result = await runNode('--input-type=module', ['-e', script, server.url]);
+      // A child that sends once and never closes its client.
+      const result = await runSeam(
+        `const response = await createHttpClient().send({ method: 'GET', url: process.argv.at(-1) });
+process.stdout.write(response.text);`,
+        server.url,
+      );
       expect(result).toMatchObject({ code: 0, stdout: 'ok' });
       expect(result.ms).toBeLessThan(5000);
       expect(server.connections()).toBe(1);
