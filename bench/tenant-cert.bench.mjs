@@ -88,6 +88,30 @@ const floorPost = (path, bytes) => ({
   body: JSON.stringify({ padding: 'x'.repeat(bytes) }),
 });
 const floorRequests = [floorPost('/v1/nonces', 400), floorPost('/v1/tenants', 2000)];
+// The issuer's own time per request, from its handshake-duration histogram (GET /metrics), per step and result: the
+// plugin's handshakes are answered `ok`, the floor's unsigned POSTs `refused` after parsing. A miss waits for the
+// issuer's checks, signing and nonce journal; the floor does not make it do that work.
+async function issuerDurations() {
+  const https = await import('node:https');
+  const text = await new Promise((resolve, reject) => {
+    https
+      .get(`${issuerURL}/metrics`, { ca: readFileSync(issuerCaFile) }, (response) => {
+        let body = '';
+        response.setEncoding('utf8').on('data', (chunk) => (body += chunk));
+        response.on('end', () => (response.statusCode === 200 ? resolve(body) : reject(new Error(`GET /metrics: HTTP ${response.statusCode}`))));
+      })
+      .on('error', reject);
+  });
+  const series = {};
+  for (const match of text.matchAll(/^clusterprofile_issuer_handshake_duration_seconds_(sum|count)\{step="(\w+)",result="(\w+)"\} (\S+)$/gm)) {
+    const key = `${match[2]} ${match[3]}`;
+    series[key] ??= { sum: 0, count: 0 };
+    series[key][match[1]] = Number(match[4]);
+  }
+  return series;
+}
+const durationsBefore = await issuerDurations();
+
 let fresh = 0;
 let missRuns = 0;
 const misses = await compareMisses({
@@ -126,6 +150,25 @@ const misses = await compareMisses({
   },
 });
 console.log(`  distinct certificates issued during the measurement: ${missRuns} (every plugin run was a miss)`);
+{
+  const after = await issuerDurations();
+  const perRequest = (step, result) => {
+    const count = (after[`${step} ${result}`]?.count ?? 0) - (durationsBefore[`${step} ${result}`]?.count ?? 0);
+    const sum = (after[`${step} ${result}`]?.sum ?? 0) - (durationsBefore[`${step} ${result}`]?.sum ?? 0);
+    return { count, ms: count === 0 ? 0 : (sum * 1000) / count };
+  };
+  const [nonceOk, tenantOk, nonceRefused, tenantRefused] = [perRequest('nonce', 'ok'), perRequest('tenant', 'ok'), perRequest('nonce', 'refused'), perRequest('tenant', 'refused')];
+  const handshakeMs = nonceOk.ms + tenantOk.ms;
+  const floorMs = nonceRefused.ms + tenantRefused.ms;
+  console.log(
+    `  the issuer's own time per request (its handshake-duration histogram, every run of this measurement${BASELINE_ROOT === undefined ? '' : ', the baseline\'s included'}): ` +
+      `a plugin's handshake nonce ${nonceOk.ms.toFixed(1)} + tenant ${tenantOk.ms.toFixed(1)} = ${handshakeMs.toFixed(1)} ms (${tenantOk.count} handshakes); ` +
+      `the floor's refused POSTs ${nonceRefused.ms.toFixed(1)} + ${tenantRefused.ms.toFixed(1)} = ${floorMs.toFixed(1)} ms (${tenantRefused.count} runs)`,
+  );
+  const miss = misses['tenant-cert (cache miss)'].wall.median;
+  const floor = misses[FLOOR_NAME].wall.median;
+  console.log(`  of the miss's ${(miss - floor).toFixed(1)} ms over its floor (medians), ${(handshakeMs - floorMs).toFixed(1)} ms is the issuer's work that the floor does not make it do`);
+}
 if (!judgeMiss('tenant-cert cache miss', misses['tenant-cert (cache miss)'], misses[FLOOR_NAME]).measured) process.exitCode = 1;
 
 // 2. No issuer from here on: every measured run must be served from the cache.
