@@ -153,9 +153,10 @@ console.log(`  distinct certificates issued during the measurement: ${missRuns} 
 {
   const after = await issuerDurations();
   const perRequest = (step, result) => {
-    const count = (after[`${step} ${result}`]?.count ?? 0) - (durationsBefore[`${step} ${result}`]?.count ?? 0);
-    const sum = (after[`${step} ${result}`]?.sum ?? 0) - (durationsBefore[`${step} ${result}`]?.sum ?? 0);
-    return { count, ms: count === 0 ? 0 : (sum * 1000) / count };
+    const none = { sum: 0, count: 0 };
+    const [end, start] = [after[`${step} ${result}`] ?? none, durationsBefore[`${step} ${result}`] ?? none];
+    const count = end.count - start.count;
+    return { count, ms: count === 0 ? 0 : ((end.sum - start.sum) * 1000) / count };
   };
   const [nonceOk, tenantOk, nonceRefused, tenantRefused] = [perRequest('nonce', 'ok'), perRequest('tenant', 'ok'), perRequest('nonce', 'refused'), perRequest('tenant', 'refused')];
   const handshakeMs = nonceOk.ms + tenantOk.ms;

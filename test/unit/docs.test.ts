@@ -119,6 +119,8 @@ describe('documentation', () => {
     expect(statSync(readme).size).toBeLessThanOrEqual(README_LIMIT_BYTES);
   });
 
+  // A whole TypeScript program over the library, not pure logic: the unit layer's 5 s default is too short for it on a
+  // slower 2-core host (5.8 s under the suite's load there).
   it('the TypeScript examples of README.md compile against the library as users import it', () => {
     const blocks = [...readFileSync(readme, 'utf8').matchAll(/^```ts\n([\s\S]*?)^```/gm)].map((match) => match[1]!);
     expect(blocks.length, 'the controller and the fleet examples').toBeGreaterThanOrEqual(2);
@@ -147,8 +149,6 @@ describe('documentation', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
-    // A whole TypeScript program over the library: 2–3 s on a quiet 2-core machine, 5.8 s on a slower one under load
-    // (the unit layer's default of 5 s is for pure logic).
   }, 60_000);
 
   it('README.md shows how to install the package', () => {
