@@ -42,7 +42,12 @@ async function memory() {
   gc();
   gc();
   const usage = process.memoryUsage();
-  return { rss: usage.rss, heap: usage.heapUsed + usage.external + usage.arrayBuffers, heapTotal: usage.heapTotal, spaces: spaces() };
+  return {
+    rss: usage.rss,
+    heap: usage.heapUsed + usage.external + usage.arrayBuffers,
+    heapTotal: usage.heapTotal,
+    spaces: spaces(),
+  };
 }
 
 const accessConfig = JSON.parse(readFileSync(config.providersFile, 'utf8'));
@@ -132,9 +137,23 @@ if (config.updates > 0) {
   let last = '0';
   for (let i = 0; i < names.length; i += 32) {
     const rvs = await Promise.all(
-      names.slice(i, i + 32).map((name) =>
-        patch(name, { status: { conditions: [{ type: 'ControlPlaneHealthy', status: 'True', reason: 'Probe', message: 'bench', lastTransitionTime: stamp }] } }),
-      ),
+      names
+        .slice(i, i + 32)
+        .map((name) =>
+          patch(name, {
+            status: {
+              conditions: [
+                {
+                  type: 'ControlPlaneHealthy',
+                  status: 'True',
+                  reason: 'Probe',
+                  message: 'bench',
+                  lastTransitionTime: stamp,
+                },
+              ],
+            },
+          }),
+        ),
     );
     for (const rv of rvs) if (BigInt(rv) > BigInt(last)) last = rv;
   }

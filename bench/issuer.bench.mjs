@@ -32,7 +32,9 @@ const { buildCsr } = await import(`${root}dist/providers/tenant-cert/wire/csr.js
 const { signNonceRequest, signTenant } = await import(`${root}dist/providers/tenant-cert/wire/message.js`);
 
 const CLI = join(root, 'bin', 'clusterprofile.mjs');
-const LEVELS = String(process.env.ISSUER_BENCH_CONCURRENCY ?? '4,8,16').split(',').map(Number);
+const LEVELS = String(process.env.ISSUER_BENCH_CONCURRENCY ?? '4,8,16')
+  .split(',')
+  .map(Number);
 const CONCURRENCY = Math.max(...LEVELS);
 const DURATION_MS = Number(process.env.ISSUER_BENCH_DURATION_MS ?? 4000);
 const ROUNDS = Number(process.env.ISSUER_BENCH_ROUNDS ?? 3);
@@ -40,7 +42,9 @@ const BACKENDS = String(process.env.ISSUER_BENCH_BACKENDS ?? 'data-dir,kubernete
 const CONSUMERS = Number(process.env.ISSUER_BENCH_CONSUMERS ?? CONCURRENCY);
 const WARMUP_MS = 1000;
 // Node flags for the issuer processes only, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` (space-separated).
-const ISSUER_NODE_ARGS = String(process.env.ISSUER_BENCH_ISSUER_NODE_ARGS ?? '').split(' ').filter((arg) => arg !== '');
+const ISSUER_NODE_ARGS = String(process.env.ISSUER_BENCH_ISSUER_NODE_ARGS ?? '')
+  .split(' ')
+  .filter((arg) => arg !== '');
 const PROVIDER = 'bench-provider';
 /** A built checkout whose data-dir issuer runs beside this one (ISSUER_BENCH_BASELINE=/path/to/checkout). */
 const BASELINE = process.env.ISSUER_BENCH_BASELINE;
@@ -73,7 +77,20 @@ function trustAll(stateArgs, cli = CLI) {
     consumers.map(
       (consumer) =>
         new Promise((resolve, reject) => {
-          const child = spawn(process.execPath, [cli, 'issuer', 'trust', ...stateArgs, '--cluster-id', consumer.id, '--public-key', join(work, `${consumer.id}.pub`)], { stdio: ['ignore', 'ignore', 'pipe'] });
+          const child = spawn(
+            process.execPath,
+            [
+              cli,
+              'issuer',
+              'trust',
+              ...stateArgs,
+              '--cluster-id',
+              consumer.id,
+              '--public-key',
+              join(work, `${consumer.id}.pub`),
+            ],
+            { stdio: ['ignore', 'ignore', 'pipe'] },
+          );
           let stderr = '';
           child.stderr.setEncoding('utf8').on('data', (chunk) => (stderr += chunk));
           child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`issuer trust failed: ${stderr}`))));
@@ -87,7 +104,11 @@ async function startIssuer(args, cli = CLI) {
   // The log goes to a file (as a log collector would read it), not a pipe this process must drain.
   const logFile = join(work, `issuer-${issuers++}.log`);
   const logFd = openSync(logFile, 'a');
-  const child = spawn(process.execPath, [...ISSUER_NODE_ARGS, cli, 'issuer', 'serve', '--listen', '127.0.0.1:0', '--cluster-id', PROVIDER, ...args], { stdio: ['ignore', 'pipe', logFd] });
+  const child = spawn(
+    process.execPath,
+    [...ISSUER_NODE_ARGS, cli, 'issuer', 'serve', '--listen', '127.0.0.1:0', '--cluster-id', PROVIDER, ...args],
+    { stdio: ['ignore', 'pipe', logFd] },
+  );
   closeSync(logFd);
   children.push(child);
   const url = await new Promise((resolve, reject) => {
@@ -96,7 +117,9 @@ async function startIssuer(args, cli = CLI) {
       out += chunk;
       if (out.includes('\n')) resolve(out.split('\n')[0].trim());
     });
-    child.on('exit', (code) => reject(new Error(`issuer exited ${code}: ${readFileSync(logFile, 'utf8').slice(-4000)}`)));
+    child.on('exit', (code) =>
+      reject(new Error(`issuer exited ${code}: ${readFileSync(logFile, 'utf8').slice(-4000)}`)),
+    );
   });
   return { url, child };
 }
@@ -122,13 +145,29 @@ async function post(to, path, body) {
 }
 
 async function handshake(to, consumer) {
-  const nonce = await post(to, '/v1/nonces', signNonceRequest(consumer.privateKey, { consumerClusterID: consumer.id, providerClusterID: PROVIDER }, new Date()));
-  const signature = signTenant(consumer.privateKey, { providerClusterID: PROVIDER, consumerClusterID: consumer.id, nonce: nonce.nonce, csrDer: consumer.csr.der });
+  const nonce = await post(
+    to,
+    '/v1/nonces',
+    signNonceRequest(consumer.privateKey, { consumerClusterID: consumer.id, providerClusterID: PROVIDER }, new Date()),
+  );
+  const signature = signTenant(consumer.privateKey, {
+    providerClusterID: PROVIDER,
+    consumerClusterID: consumer.id,
+    nonce: nonce.nonce,
+    csrDer: consumer.csr.der,
+  });
   const identity = await post(to, '/v1/tenants', {
     apiVersion: 'credentials.clusterprofile.io/v1alpha1',
     kind: 'Tenant',
     metadata: { name: consumer.id },
-    spec: { clusterID: consumer.id, providerClusterID: PROVIDER, nonce: nonce.nonce, publicKey: consumer.publicKey, csr: consumer.csrB64, signature: signature.toString('base64') },
+    spec: {
+      clusterID: consumer.id,
+      providerClusterID: PROVIDER,
+      nonce: nonce.nonce,
+      publicKey: consumer.publicKey,
+      csr: consumer.csrB64,
+      signature: signature.toString('base64'),
+    },
   });
   if (typeof identity.spec?.authParams?.signedCRT !== 'string') {
     throw new Error('no certificate');
@@ -202,7 +241,18 @@ async function measure(setup, concurrency) {
   const clientCpuMs = (client.user + client.system) / 1000 / n;
   latencies.sort((a, b) => a - b);
   const pct = (p) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? NaN;
-  return { rate: latencies.length / seconds, p50: pct(50), p99: pct(99), errors, firstError, issuerCpuMs, planeCpuMs, clientCpuMs, totalCpuMs: issuerCpuMs + planeCpuMs + clientCpuMs, load };
+  return {
+    rate: latencies.length / seconds,
+    p50: pct(50),
+    p99: pct(99),
+    errors,
+    firstError,
+    issuerCpuMs,
+    planeCpuMs,
+    clientCpuMs,
+    totalCpuMs: issuerCpuMs + planeCpuMs + clientCpuMs,
+    load,
+  };
 }
 
 /**
@@ -211,7 +261,13 @@ async function measure(setup, concurrency) {
  */
 async function kubernetesReplicas(kubectl, namespace, checkout, cli, label) {
   kubectl(['create', 'namespace', namespace]);
-  kubectl(['apply', '-f', '-'], readFileSync(join(checkout, 'deploy/base/issuer-state-rbac.yaml'), 'utf8').replaceAll('clusterprofile-system', namespace));
+  kubectl(
+    ['apply', '-f', '-'],
+    readFileSync(join(checkout, 'deploy/base/issuer-state-rbac.yaml'), 'utf8').replaceAll(
+      'clusterprofile-system',
+      namespace,
+    ),
+  );
   const token = kubectl(['-n', namespace, 'create', 'token', 'clusterprofile-issuer', '--duration', '2h']).trim();
   const caPem = readFileSync(controlPlane.caFile, 'utf8');
   const kubeconfig = join(work, `issuer-sa-${namespace}.kubeconfig`);
@@ -220,17 +276,30 @@ async function kubernetesReplicas(kubectl, namespace, checkout, cli, label) {
     JSON.stringify({
       apiVersion: 'v1',
       kind: 'Config',
-      clusters: [{ name: 'p', cluster: { server: controlPlane.server, 'certificate-authority-data': Buffer.from(caPem).toString('base64') } }],
+      clusters: [
+        {
+          name: 'p',
+          cluster: { server: controlPlane.server, 'certificate-authority-data': Buffer.from(caPem).toString('base64') },
+        },
+      ],
       users: [{ name: 'issuer', user: { token } }],
       contexts: [{ name: 'p', context: { cluster: 'p', user: 'issuer', namespace } }],
       'current-context': 'p',
     }),
     { mode: 0o600 },
   );
-  await trustAll(['--state', 'kubernetes', '--kubeconfig', controlPlane.adminKubeconfig, '--namespace', namespace], cli);
+  await trustAll(
+    ['--state', 'kubernetes', '--kubeconfig', controlPlane.adminKubeconfig, '--namespace', namespace],
+    cli,
+  );
   const args = ['--state', 'kubernetes', '--kubeconfig', kubeconfig];
   const [a, b] = await Promise.all([startIssuer(args, cli), startIssuer(args, cli)]);
-  const servingCa = Buffer.from(JSON.parse(kubectl(['-n', namespace, 'get', 'secret', 'clusterprofile-issuer-serving-ca', '-o', 'json'])).data['tls.crt'], 'base64').toString('utf8');
+  const servingCa = Buffer.from(
+    JSON.parse(kubectl(['-n', namespace, 'get', 'secret', 'clusterprofile-issuer-serving-ca', '-o', 'json'])).data[
+      'tls.crt'
+    ],
+    'base64',
+  ).toString('utf8');
   return [
     { name: `kubernetes ×1${label}`, targets: [target(a, servingCa)] },
     { name: `kubernetes ×2${label}`, targets: [target(a, servingCa), target(b, servingCa)] },
@@ -242,12 +311,21 @@ async function kubernetesSetups() {
   const startControlPlane = await loadStartControlPlane(root, 'issuer');
   const binaries = await ensureControlPlaneBinaries({ log: () => {} });
   controlPlane = await startControlPlane({ binaries, log: () => {} });
-  const kubectl = (args, input) => execFileSync('kubectl', ['--kubeconfig', controlPlane.adminKubeconfig, ...args], { input, encoding: 'utf8' });
+  const kubectl = (args, input) =>
+    execFileSync('kubectl', ['--kubeconfig', controlPlane.adminKubeconfig, ...args], { input, encoding: 'utf8' });
   const versions = Object.values(binaries.versions).join(', ');
   const setups = await kubernetesReplicas(kubectl, NAMESPACE, root, CLI, '');
   if (BASELINE !== undefined) {
     // The baseline build's Kubernetes state beside this one: same control plane, its own namespace, interleaved phases.
-    setups.push(...(await kubernetesReplicas(kubectl, `${NAMESPACE}-base`, BASELINE, join(BASELINE, 'bin', 'clusterprofile.mjs'), ' (base)')));
+    setups.push(
+      ...(await kubernetesReplicas(
+        kubectl,
+        `${NAMESPACE}-base`,
+        BASELINE,
+        join(BASELINE, 'bin', 'clusterprofile.mjs'),
+        ' (base)',
+      )),
+    );
   }
   return setups.map((setup) => ({ ...setup, versions }));
 }
@@ -269,11 +347,16 @@ try {
     const baselineDir = join(work, 'baseline-data');
     await trustAll(['--data-dir', baselineDir], baselineCli);
     const issuer = await startIssuer(['--data-dir', baselineDir], baselineCli);
-    setups.push({ name: 'data dir (base)', targets: [target(issuer, readFileSync(join(baselineDir, 'serving-ca.crt'), 'utf8'))] });
+    setups.push({
+      name: 'data dir (base)',
+      targets: [target(issuer, readFileSync(join(baselineDir, 'serving-ca.crt'), 'utf8'))],
+    });
   }
   if (BACKENDS.includes('kubernetes')) {
     const made = await kubernetesSetups();
-    console.log(`  control plane ${controlPlane.server} (${made[0].versions}) started in this run; issuers use the ServiceAccount of deploy/base/issuer-state-rbac.yaml`);
+    console.log(
+      `  control plane ${controlPlane.server} (${made[0].versions}) started in this run; issuers use the ServiceAccount of deploy/base/issuer-state-rbac.yaml`,
+    );
     setups.push(...made);
   }
   const results = new Map();
@@ -283,12 +366,19 @@ try {
         const measured = await measure(setup, concurrency);
         const key = `${setup.name}|${concurrency}`;
         results.set(key, [...(results.get(key) ?? []), measured]);
-        if (measured.errors > 0) console.error(`  ${setup.name} c${concurrency} round ${round + 1}: ${measured.errors} errors, first: ${measured.firstError}`);
+        if (measured.errors > 0)
+          console.error(
+            `  ${setup.name} c${concurrency} round ${round + 1}: ${measured.errors} errors, first: ${measured.firstError}`,
+          );
       }
     }
   }
-  console.log('  median (min–max) over the rounds; CPU ms per handshake of the issuer(s), of etcd + kube-apiserver (+ controller-manager), of this load generator');
-  console.log('  backend              conc  handshakes/s      p50 ms               p99 ms                  CPU issuer  CPU api+etcd  CPU client  capacity*  errors  load (1 min)');
+  console.log(
+    '  median (min–max) over the rounds; CPU ms per handshake of the issuer(s), of etcd + kube-apiserver (+ controller-manager), of this load generator',
+  );
+  console.log(
+    '  backend              conc  handshakes/s      p50 ms               p99 ms                  CPU issuer  CPU api+etcd  CPU client  capacity*  errors  load (1 min)',
+  );
   for (const setup of setups) {
     for (const concurrency of LEVELS) {
       const runs = results.get(`${setup.name}|${concurrency}`);
@@ -301,11 +391,18 @@ try {
       );
     }
   }
-  console.log(`  * capacity: ${cpus().length} cores' worth of CPU time divided by the CPU all parties spent per handshake: what this machine would do with nothing else on it`);
+  console.log(
+    `  * capacity: ${cpus().length} cores' worth of CPU time divided by the CPU all parties spent per handshake: what this machine would do with nothing else on it`,
+  );
   const best = (name, test) =>
     LEVELS.map((concurrency) => ({ concurrency, runs: results.get(`${name}|${concurrency}`) }))
       .filter((entry) => entry.runs !== undefined)
-      .map((entry) => ({ ...entry, rate: summary(entry.runs.map((r) => r.rate)).median, p99: summary(entry.runs.map((r) => r.p99)).median, errors: entry.runs.reduce((s, r) => s + r.errors, 0) }))
+      .map((entry) => ({
+        ...entry,
+        rate: summary(entry.runs.map((r) => r.rate)).median,
+        p99: summary(entry.runs.map((r) => r.p99)).median,
+        errors: entry.runs.reduce((s, r) => s + r.errors, 0),
+      }))
       .filter(test)
       .sort((x, y) => y.rate - x.rate)[0];
   if (results.has('data dir|4')) {
@@ -320,7 +417,9 @@ try {
     verdict(
       met !== undefined,
       `${name}: >= 200/s with p99 <= 50 ms at one level`,
-      met === undefined ? `best ${top.rate.toFixed(0)}/s at concurrency ${top.concurrency} (p99 ${top.p99.toFixed(1)} ms)` : `${met.rate.toFixed(0)}/s, p99 ${met.p99.toFixed(1)} ms at concurrency ${met.concurrency}`,
+      met === undefined
+        ? `best ${top.rate.toFixed(0)}/s at concurrency ${top.concurrency} (p99 ${top.p99.toFixed(1)} ms)`
+        : `${met.rate.toFixed(0)}/s, p99 ${met.p99.toFixed(1)} ms at concurrency ${met.concurrency}`,
       '>= 200/s, p99 <= 50 ms',
     );
   }
@@ -328,7 +427,11 @@ try {
 } finally {
   await Promise.all(agents.map((agent) => agent.close()));
   for (const child of children) child.kill('SIGTERM');
-  await Promise.all(children.map((child) => (child.exitCode !== null ? undefined : new Promise((resolve) => child.once('exit', resolve)))));
+  await Promise.all(
+    children.map((child) =>
+      child.exitCode !== null ? undefined : new Promise((resolve) => child.once('exit', resolve)),
+    ),
+  );
   await controlPlane?.stop();
   rmSync(work, { recursive: true, force: true });
 }

@@ -29,7 +29,9 @@ const work = mkdtempSync(join(tmpdir(), 'cpc-bench-library-'));
 const results = [];
 const report = (name, value, unit, target, ok) => {
   results.push({ name, value, unit, target, ok });
-  console.log(`${ok === undefined ? ' ' : ok ? '✓' : '✗'} ${name}: ${value} ${unit}${target ? `   (target ${target})` : ''}`);
+  console.log(
+    `${ok === undefined ? ' ' : ok ? '✓' : '✗'} ${name}: ${value} ${unit}${target ? `   (target ${target})` : ''}`,
+  );
 };
 const gc = () => globalThis.gc?.();
 
@@ -38,7 +40,13 @@ const accessConfig = {
     { name: 'unused', execConfig: { apiVersion: V1, command: '/nope', interactiveMode: 'Never' } },
     {
       name: 'tenant-cert',
-      execConfig: { apiVersion: V1, command: PLUGIN, args: ['token'], provideClusterInfo: true, interactiveMode: 'Never' },
+      execConfig: {
+        apiVersion: V1,
+        command: PLUGIN,
+        args: ['token'],
+        provideClusterInfo: true,
+        interactiveMode: 'Never',
+      },
       profileSourcedCLIArgsPolicy: 'Append',
       profileSourcedEnvVarsPolicy: 'Replace',
     },
@@ -87,7 +95,10 @@ const profileFor = (i, server = `https://10.0.${(i >> 8) & 255}.${i & 255}:6443`
     for (let i = 0; i < N; i++) {
       const kc = new KubeConfig();
       const c = profiles[i].status.accessProviders[0].cluster;
-      kc.loadFromClusterAndUser({ name: `spoke-${i}`, server: c.server, caData: c['certificate-authority-data'], skipTLSVerify: false }, { name: 'u' });
+      kc.loadFromClusterAndUser(
+        { name: `spoke-${i}`, server: c.server, caData: c['certificate-authority-data'], skipTLSVerify: false },
+        { name: 'u' },
+      );
     }
     baseline = Math.min(baseline, performance.now() - t0);
   }
@@ -125,7 +136,13 @@ const profileFor = (i, server = `https://10.0.${(i >> 8) & 255}.${i & 255}:6443`
   for (let i = 0; i < N; i++) if (auth.peek() !== undefined) hits += 1;
   const syncUs = ((performance.now() - t0) * 1000) / N;
   report('credential lookup, cache hit (await getCredential)', asyncUs.toFixed(3), 'µs/op', '≤ 5 µs/op', asyncUs <= 5);
-  report('credential lookup, cache hit (peek, synchronous)', syncUs.toFixed(3), 'µs/op', undefined, hits === N ? undefined : false);
+  report(
+    'credential lookup, cache hit (peek, synchronous)',
+    syncUs.toFixed(3),
+    'µs/op',
+    undefined,
+    hits === N ? undefined : false,
+  );
   report('  plugin runs for all those lookups', auth.execCount, 'exec', '1', auth.execCount === 1);
 }
 
@@ -133,9 +150,29 @@ const profileFor = (i, server = `https://10.0.${(i >> 8) & 255}.${i & 255}:6443`
 {
   let tls;
   try {
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-days', '1',
-      '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1',
-      '-keyout', join(work, 'key.pem'), '-out', join(work, 'cert.pem')], { stdio: 'ignore' });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:P-256',
+        '-nodes',
+        '-days',
+        '1',
+        '-subj',
+        '/CN=127.0.0.1',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+        '-keyout',
+        join(work, 'key.pem'),
+        '-out',
+        join(work, 'cert.pem'),
+      ],
+      { stdio: 'ignore' },
+    );
     tls = { key: readFileSync(join(work, 'key.pem')), cert: readFileSync(join(work, 'cert.pem')) };
   } catch {
     tls = undefined;
@@ -151,7 +188,9 @@ const profileFor = (i, server = `https://10.0.${(i >> 8) & 255}.${i & 255}:6443`
   const url = `${tls ? 'https' : 'http'}://127.0.0.1:${server.address().port}`;
   const countFile = join(work, 'execs');
   const profile = profileFor(7, url);
-  profile.status.accessProviders[0].cluster['certificate-authority-data'] = tls ? tls.cert.toString('base64') : undefined;
+  profile.status.accessProviders[0].cluster['certificate-authority-data'] = tls
+    ? tls.cert.toString('base64')
+    : undefined;
   if (!tls) profile.status.accessProviders[0].cluster['insecure-skip-tls-verify'] = true;
   const config = structuredClone(accessConfig);
   config.providers[1].execConfig.args = ['token', '--count-file', countFile, '--sleep', '20'];
@@ -165,8 +204,20 @@ const profileFor = (i, server = `https://10.0.${(i >> 8) & 255}.${i & 255}:6443`
   appendFileSync(countFile, '');
   const execs = readFileSync(countFile, 'utf8').split('\n').filter(Boolean).length;
   const ok = settled.filter((r) => r.status === 'fulfilled').length;
-  report(`1000 concurrent listNamespace to one cluster (${tls ? 'HTTPS' : 'HTTP'}): plugin execs`, execs, 'exec', 'exactly 1', execs === 1);
-  report('  requests succeeded / authenticated at the server', `${ok} / ${seen}`, 'requests', '1000 / 1000', ok === 1000 && seen === 1000);
+  report(
+    `1000 concurrent listNamespace to one cluster (${tls ? 'HTTPS' : 'HTTP'}): plugin execs`,
+    execs,
+    'exec',
+    'exactly 1',
+    execs === 1,
+  );
+  report(
+    '  requests succeeded / authenticated at the server',
+    `${ok} / ${seen}`,
+    'requests',
+    '1000 / 1000',
+    ok === 1000 && seen === 1000,
+  );
   report('  wall time for the 1000 (incl. the one exec)', ms.toFixed(0), 'ms');
   server.closeAllConnections?.();
   server.close();
@@ -176,7 +227,11 @@ const profileFor = (i, server = `https://10.0.${(i >> 8) & 255}.${i & 255}:6443`
 {
   const N = 2000;
   const credential = parseExecCredential(
-    JSON.stringify({ apiVersion: V1, kind: 'ExecCredential', status: { token: 'x'.repeat(900), expirationTimestamp: '2099-01-01T00:00:00Z' } }),
+    JSON.stringify({
+      apiVersion: V1,
+      kind: 'ExecCredential',
+      status: { token: 'x'.repeat(900), expirationTimestamp: '2099-01-01T00:00:00Z' },
+    }),
     V1,
   );
   const cache = new ExecCredentialCache({ run: async () => credential });
@@ -188,16 +243,26 @@ const profileFor = (i, server = `https://10.0.${(i >> 8) & 255}.${i & 255}:6443`
   for (let i = 0; i < N; i++) {
     const kc = buildConfigFromClusterProfile(profiles[i], accessConfig, { cache });
     // A request's worth of state: the credential cached and the cluster's connection pool created.
-    await kc.applySecurityAuthentication(new RequestContext(`${profiles[i].status.accessProviders[0].cluster.server}/api`, HttpMethod.GET));
+    await kc.applySecurityAuthentication(
+      new RequestContext(`${profiles[i].status.accessProviders[0].cluster.server}/api`, HttpMethod.GET),
+    );
     keep.push(kc);
   }
   gc();
   gc();
   const perClient = (process.memoryUsage().heapUsed - before) / N;
-  report(`memory per cached cluster client (${N} clusters, KubeConfig + authenticator + credential + pool)`, (perClient / 1024).toFixed(1), 'KiB');
+  report(
+    `memory per cached cluster client (${N} clusters, KubeConfig + authenticator + credential + pool)`,
+    (perClient / 1024).toFixed(1),
+    'KiB',
+  );
   if (keep.length !== N || cache.size !== N) throw new Error('clients not all kept');
 }
 
 rmSync(work, { recursive: true, force: true });
 const failedTargets = results.filter((r) => r.ok === false);
-console.log(failedTargets.length === 0 ? 'library bench: all targets met' : `library bench: ${failedTargets.length} target(s) missed`);
+console.log(
+  failedTargets.length === 0
+    ? 'library bench: all targets met'
+    : `library bench: ${failedTargets.length} target(s) missed`,
+);

@@ -37,7 +37,10 @@ let kubelogin;
 try {
   kubelogin = await ensureKubelogin();
   if ('skipped' in kubelogin) console.log(`kubelogin peer skipped: ${kubelogin.skipped}`);
-  else console.log(`peer: kubelogin ${kubelogin.version} (built with ${kubelogin.goVersion}${kubelogin.built ? `, just now in ${kubelogin.seconds}s` : ', cached'}) ${kubelogin.bin}`);
+  else
+    console.log(
+      `peer: kubelogin ${kubelogin.version} (built with ${kubelogin.goVersion}${kubelogin.built ? `, just now in ${kubelogin.seconds}s` : ', cached'}) ${kubelogin.bin}`,
+    );
 } catch (error) {
   // Go is there but the build failed: measure our side, then exit non-zero.
   console.log(`kubelogin peer could not be built: ${error instanceof Error ? error.message : String(error)}`);
@@ -46,7 +49,12 @@ try {
 const peer = kubelogin !== undefined && !('skipped' in kubelogin) ? kubelogin.bin : undefined;
 
 // The test OP (TypeScript), bundled with its external packages resolved from the project.
-const { startTestOpenIdProvider } = await importTestHelpers(root, 'oidc-op', "export { startTestOpenIdProvider } from './test/helpers/oidc-op.ts';", ['oidc-provider', 'jose', 'undici']);
+const { startTestOpenIdProvider } = await importTestHelpers(
+  root,
+  'oidc-op',
+  "export { startTestOpenIdProvider } from './test/helpers/oidc-op.ts';",
+  ['oidc-provider', 'jose', 'undici'],
+);
 
 const op = await startTestOpenIdProvider();
 const secretFile = join(work, 'secret');
@@ -54,34 +62,62 @@ writeFileSync(secretFile, op.clients.basic.clientSecret, { mode: 0o600 });
 const caFile = join(work, 'op-ca.pem');
 writeFileSync(caFile, op.caPem);
 const cacheDir = join(work, 'cache');
-const config = { issuerURL: op.issuer, issuerCA: op.caBase64, clientID: op.clients.basic.clientId, audience: op.audience };
-const execInfo = JSON.stringify({ kind: 'ExecCredential', apiVersion: 'client.authentication.k8s.io/v1', spec: { interactive: false, cluster: { server: 'https://k8s.test', config } } });
-const env = { PATH: process.env.PATH, HOME: work, KUBERNETES_EXEC_INFO: execInfo, NODE_COMPILE_CACHE: join(work, 'compile-cache') };
+const config = {
+  issuerURL: op.issuer,
+  issuerCA: op.caBase64,
+  clientID: op.clients.basic.clientId,
+  audience: op.audience,
+};
+const execInfo = JSON.stringify({
+  kind: 'ExecCredential',
+  apiVersion: 'client.authentication.k8s.io/v1',
+  spec: { interactive: false, cluster: { server: 'https://k8s.test', config } },
+});
+const env = {
+  PATH: process.env.PATH,
+  HOME: work,
+  KUBERNETES_EXEC_INFO: execInfo,
+  NODE_COMPILE_CACHE: join(work, 'compile-cache'),
+};
 const pluginArgs = (dir, plugin = bin) => [plugin, '--client-secret-file', secretFile, '--cache-dir', dir];
 const baselineBin = BASELINE_ROOT === undefined ? undefined : join(BASELINE_ROOT, 'bin/clusterprofile-oidc.mjs');
 // The same client, grant, client authentication (client_secret_basic) and resource as ours; kubelogin has no
 // secret-file flag. Its cache key is issuer + client + TLS settings, so the hit runs use exactly the fill's flags.
 const kubeloginArgs = (dir) => [
   'get-token',
-  '--oidc-issuer-url', op.issuer,
-  '--oidc-client-id', op.clients.basic.clientId,
-  '--oidc-client-secret', op.clients.basic.clientSecret,
-  '--grant-type', 'client-credentials',
+  '--oidc-issuer-url',
+  op.issuer,
+  '--oidc-client-id',
+  op.clients.basic.clientId,
+  '--oidc-client-secret',
+  op.clients.basic.clientSecret,
+  '--grant-type',
+  'client-credentials',
   '--oidc-use-access-token',
-  '--oidc-auth-request-extra-params', `resource=${op.audience}`,
-  '--certificate-authority', caFile,
-  '--token-cache-dir', dir,
+  '--oidc-auth-request-extra-params',
+  `resource=${op.audience}`,
+  '--certificate-authority',
+  caFile,
+  '--token-cache-dir',
+  dir,
 ];
 const kubeloginCache = join(work, 'kubelogin-cache');
 // kubelogin cannot read spec.cluster (client-go's ExecCredential wants a runtime.Object in cluster.config), so it
 // gets what kubectl sends without provideClusterInfo; it needs nothing from there anyway.
-const kubeloginEnv = { KUBERNETES_EXEC_INFO: JSON.stringify({ kind: 'ExecCredential', apiVersion: 'client.authentication.k8s.io/v1', spec: { interactive: false } }) };
+const kubeloginEnv = {
+  KUBERNETES_EXEC_INFO: JSON.stringify({
+    kind: 'ExecCredential',
+    apiVersion: 'client.authentication.k8s.io/v1',
+    spec: { interactive: false },
+  }),
+};
 
 // Every measured run of a plugin must print a credential with a token.
 const checkCredential = (name, stdout) => {
   if (name.startsWith('node')) return;
   const credential = JSON.parse(stdout);
-  if (credential.kind !== 'ExecCredential' || typeof credential.status?.token !== 'string') throw new Error(`${name}: no token in ${stdout.slice(0, 200)}`);
+  if (credential.kind !== 'ExecCredential' || typeof credential.status?.token !== 'string')
+    throw new Error(`${name}: no token in ${stdout.slice(0, 200)}`);
 };
 
 // The OP lives in this event loop: runs that talk to it are spawned asynchronously.
@@ -92,7 +128,9 @@ function runAsync(command, args, extraEnv = {}) {
     let stderr = '';
     child.stdout.on('data', (c) => (stdout += c));
     child.stderr.on('data', (c) => (stderr += c));
-    child.on('close', (code) => (code === 0 ? resolve(stdout) : reject(new Error(`${command} ${args[0]} failed (${code}): ${stderr}`))));
+    child.on('close', (code) =>
+      code === 0 ? resolve(stdout) : reject(new Error(`${command} ${args[0]} failed (${code}): ${stderr}`)),
+    );
   });
 }
 
@@ -102,7 +140,10 @@ try {
   checkCredential('oidc', await runAsync(process.execPath, pluginArgs(cacheDir)));
   if (peer) checkCredential('kubelogin', await runAsync(peer, kubeloginArgs(kubeloginCache), kubeloginEnv));
   const grantsBefore = op.grants.length;
-  const hitCommands = { 'node -e 0': [process.execPath, ['-e', '0']], 'oidc (cache hit)': [process.execPath, pluginArgs(cacheDir)] };
+  const hitCommands = {
+    'node -e 0': [process.execPath, ['-e', '0']],
+    'oidc (cache hit)': [process.execPath, pluginArgs(cacheDir)],
+  };
   if (peer) hitCommands['kubelogin (cache hit)'] = [peer, kubeloginArgs(kubeloginCache), kubeloginEnv];
   if (baselineBin) hitCommands['oidc (cache hit, baseline)'] = [process.execPath, pluginArgs(cacheDir, baselineBin)];
   compareStartup({
@@ -115,7 +156,9 @@ try {
     what: 'oidc cache hit wall / node -e 0 wall',
     check: (name, result) => checkCredential(name, result.stdout),
   });
-  console.log(`  token requests during the measurement: ${op.grants.length - grantsBefore} (every run was a cache hit)`);
+  console.log(
+    `  token requests during the measurement: ${op.grants.length - grantsBefore} (every run was a cache hit)`,
+  );
   if (op.grants.length !== grantsBefore) throw new Error('a cache-hit run asked the OP for a token');
 
   // 2. Token acquisition, in process, from the compiled library (dist/): discovery + JWKS + grant + validation.
@@ -123,7 +166,15 @@ try {
   const { parseOidcSettings } = await import(pathToFileURL(join(root, 'dist/providers/oidc/settings.js')).href);
   const flags = { 'client-secret-file': secretFile, 'open-browser': false, 'token-param': [] };
   const settings = parseOidcSettings(JSON.parse(execInfo), flags);
-  const context = () => ({ now: () => new Date(), interactive: false, stdin: Readable.from([]), stderr: new PassThrough(), signal: new AbortController().signal, env: {}, previous: undefined });
+  const context = () => ({
+    now: () => new Date(),
+    interactive: false,
+    stdin: Readable.from([]),
+    stderr: new PassThrough(),
+    signal: new AbortController().signal,
+    env: {},
+    previous: undefined,
+  });
   const before = op.grants.length;
   for (let i = 0; i < 5; i += 1) await issueOidcToken(settings, context());
   const grantMs = [];
@@ -132,8 +183,12 @@ try {
     await issueOidcToken(settings, context());
     grantMs.push(Number(process.hrtime.bigint() - start) / 1e6);
   }
-  console.log(`oidc token acquisition in process from a warm OP (discovery + JWKS + grant + validation, new TLS connection each), ${runs} runs`);
-  console.log(`  ${formatSummary(summary(grantMs), 1, ' ms')} median (min–max); grants seen by the OP: ${op.grants.length - before} (expected ${runs + 5}); load ${loadText()}`);
+  console.log(
+    `oidc token acquisition in process from a warm OP (discovery + JWKS + grant + validation, new TLS connection each), ${runs} runs`,
+  );
+  console.log(
+    `  ${formatSummary(summary(grantMs), 1, ' ms')} median (min–max); grants seen by the OP: ${op.grants.length - before} (expected ${runs + 5}); load ${loadText()}`,
+  );
 
   // 3. Cache misses: an empty cache directory for every run, so each one does the whole acquisition and writes it.
   let fresh = 0;
@@ -148,7 +203,10 @@ try {
   const metadata = await new Promise((resolve, reject) => {
     get(discoveryURL, { ca: op.caPem }, (response) => {
       let text = '';
-      response.setEncoding('utf8').on('data', (chunk) => (text += chunk)).on('end', () => resolve(JSON.parse(text)));
+      response
+        .setEncoding('utf8')
+        .on('data', (chunk) => (text += chunk))
+        .on('end', () => resolve(JSON.parse(text)));
     }).on('error', reject);
   });
   const form = (value) => encodeURIComponent(value).replace(/%20/g, '+');
@@ -172,8 +230,13 @@ try {
     [FLOOR_NAME]: floorCommand(caFile, floorRequests),
     'oidc (cache miss)': () => [process.execPath, pluginArgs(freshDir('miss-cache'))],
   };
-  if (peer) missCommands['kubelogin (cache miss)'] = () => [peer, kubeloginArgs(freshDir('miss-kubelogin')), kubeloginEnv];
-  if (baselineBin) missCommands['oidc (cache miss, baseline)'] = () => [process.execPath, pluginArgs(freshDir('miss-cache'), baselineBin)];
+  if (peer)
+    missCommands['kubelogin (cache miss)'] = () => [peer, kubeloginArgs(freshDir('miss-kubelogin')), kubeloginEnv];
+  if (baselineBin)
+    missCommands['oidc (cache miss, baseline)'] = () => [
+      process.execPath,
+      pluginArgs(freshDir('miss-cache'), baselineBin),
+    ];
   const grantsBeforeMiss = op.grants.length;
   const misses = await compareMisses({
     title: `cache miss against the warm OP (client_credentials, a new token every run): clusterprofile-oidc${peer ? ' vs kubelogin' : ''} vs node -e 0`,
@@ -183,15 +246,19 @@ try {
     work,
     check: (name, stdout) => {
       if (name !== FLOOR_NAME) return checkCredential(name, stdout);
-      if (stdout.trim() !== '[200,200,200]') throw new Error(`${name}: the OP answered ${stdout.trim()}, not [200,200,200]`);
+      if (stdout.trim() !== '[200,200,200]')
+        throw new Error(`${name}: the OP answered ${stdout.trim()}, not [200,200,200]`);
       floorGrants += 1;
     },
   });
   const plugins = (peer ? 2 : 1) + (baselineBin ? 1 : 0);
   const timedRuns = (misses['oidc (cache miss)'].rss === undefined ? 1 : 2) * missRounds;
   const expectedGrants = plugins * (2 + timedRuns);
-  console.log(`  grants seen by the OP for the plugins: ${op.grants.length - grantsBeforeMiss - floorGrants} (expected ${expectedGrants}: every plugin run was a miss)`);
-  if (op.grants.length - grantsBeforeMiss - floorGrants !== expectedGrants) throw new Error('not every cache-miss run obtained a new token');
+  console.log(
+    `  grants seen by the OP for the plugins: ${op.grants.length - grantsBeforeMiss - floorGrants} (expected ${expectedGrants}: every plugin run was a miss)`,
+  );
+  if (op.grants.length - grantsBeforeMiss - floorGrants !== expectedGrants)
+    throw new Error('not every cache-miss run obtained a new token');
   const ours = judgeMiss('oidc cache miss', misses['oidc (cache miss)'], misses[FLOOR_NAME]);
   if (!ours.measured) process.exitCode = 1;
   if (peer) {
@@ -199,7 +266,9 @@ try {
     const o = misses['oidc (cache miss)'];
     const cpuText = (r) => (r.cpu === undefined ? 'n/a' : `${r.cpu.median.toFixed(0)} ms`);
     const rssText = (r) => (r.rss === undefined ? 'n/a' : `${r.rss.median.toFixed(1)} MiB`);
-    console.log(`  beside kubelogin ${kubelogin.version} (medians; kubelogin does not validate the token): wall ${o.wall.median.toFixed(1)} vs ${theirs.wall.median.toFixed(1)} ms (${(o.wall.median / theirs.wall.median).toFixed(2)}x), cpu ${cpuText(o)} vs ${cpuText(theirs)}, peak RSS ${rssText(o)} vs ${rssText(theirs)}`);
+    console.log(
+      `  beside kubelogin ${kubelogin.version} (medians; kubelogin does not validate the token): wall ${o.wall.median.toFixed(1)} vs ${theirs.wall.median.toFixed(1)} ms (${(o.wall.median / theirs.wall.median).toFixed(2)}x), cpu ${cpuText(o)} vs ${cpuText(theirs)}, peak RSS ${rssText(o)} vs ${rssText(theirs)}`,
+    );
   }
 } finally {
   await op.close();

@@ -18,15 +18,24 @@ const stub = await buildFixture(work);
 const execInfo = JSON.stringify({
   kind: 'ExecCredential',
   apiVersion: 'client.authentication.k8s.io/v1',
-  spec: { interactive: false, cluster: { server: 'https://cluster.example:6443', config: { issuerURL: 'https://issuer.example' } } },
+  spec: {
+    interactive: false,
+    cluster: { server: 'https://cluster.example:6443', config: { issuerURL: 'https://issuer.example' } },
+  },
 });
-const env = { PATH: process.env.PATH, HOME: process.env.HOME, KUBERNETES_EXEC_INFO: execInfo, NODE_COMPILE_CACHE: join(work, 'compile-cache') };
+const env = {
+  PATH: process.env.PATH,
+  HOME: process.env.HOME,
+  KUBERNETES_EXEC_INFO: execInfo,
+  NODE_COMPILE_CACHE: join(work, 'compile-cache'),
+};
 const plugin = [process.execPath, [stub, '--subject', 'alice', '--cache-dir', join(work, 'cache')]];
 
 // The first run issues and fills the cache; every measured run must then be a clean hit.
 spawnSync(plugin[0], plugin[1], { env, encoding: 'utf8' });
 const hit = spawnSync(plugin[0], plugin[1], { env, encoding: 'utf8' });
-if (!hit.stdout.includes('"kind":"ExecCredential"') || hit.stderr !== '') throw new Error(`not a clean cache hit: ${hit.stderr}`);
+if (!hit.stdout.includes('"kind":"ExecCredential"') || hit.stderr !== '')
+  throw new Error(`not a clean cache hit: ${hit.stderr}`);
 
 compareStartup({
   title: 'plugin runtime cache hit vs node -e 0',

@@ -5,7 +5,9 @@ import { readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 const dir = fileURLToPath(new URL('.', import.meta.url));
-const benches = readdirSync(dir).filter((name) => name.endsWith('.bench.mjs')).sort();
+const benches = readdirSync(dir)
+  .filter((name) => name.endsWith('.bench.mjs'))
+  .sort();
 let failed = 0;
 for (const name of benches) {
   process.stdout.write(`\n=== ${name} ===\n`);

@@ -19,17 +19,37 @@ const providersFile = {
   providers: [
     {
       name: 'tenant-cert',
-      execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command: '/usr/local/bin/clusterprofile-tenant-cert', args: ['--cluster-id', 'hub'], provideClusterInfo: true },
+      execConfig: {
+        apiVersion: 'client.authentication.k8s.io/v1',
+        command: '/usr/local/bin/clusterprofile-tenant-cert',
+        args: ['--cluster-id', 'hub'],
+        provideClusterInfo: true,
+      },
     },
-    { name: 'oidc', execConfig: { apiVersion: 'client.authentication.k8s.io/v1beta1', command: 'clusterprofile-oidc' }, profileSourcedCLIArgsPolicy: 'Append' },
+    {
+      name: 'oidc',
+      execConfig: { apiVersion: 'client.authentication.k8s.io/v1beta1', command: 'clusterprofile-oidc' },
+      profileSourcedCLIArgsPolicy: 'Append',
+    },
   ],
 };
 const execInput = {
   apiVersion: 'client.authentication.k8s.io/v1',
   kind: 'ExecCredential',
-  spec: { interactive: false, cluster: { server: 'https://10.0.0.3:6443', 'certificate-authority-data': 'LS0tLS1CRUdJTi4uLg==', config: { clusterName: 'spoke-1' } } },
+  spec: {
+    interactive: false,
+    cluster: {
+      server: 'https://10.0.0.3:6443',
+      'certificate-authority-data': 'LS0tLS1CRUdJTi4uLg==',
+      config: { clusterName: 'spoke-1' },
+    },
+  },
 };
-const execOutput = { apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential', status: { token: 'x'.repeat(800), expirationTimestamp: '2026-11-22T10:00:00Z' } };
+const execOutput = {
+  apiVersion: 'client.authentication.k8s.io/v1',
+  kind: 'ExecCredential',
+  status: { token: 'x'.repeat(800), expirationTimestamp: '2026-11-22T10:00:00Z' },
+};
 const profile = {
   apiVersion: 'multicluster.x-k8s.io/v1alpha2',
   kind: 'ClusterProfile',
@@ -38,7 +58,11 @@ const profile = {
   status: {
     accessProviders: Array.from({ length: 4 }, (_, index) => ({
       name: `p${index}`,
-      cluster: { server: 'https://10.0.0.3:6443', 'certificate-authority-data': 'LS0tLS1CRUdJTi4uLg==', extensions: [{ name: 'client.authentication.k8s.io/exec', extension: { clusterName: 'spoke-1' } }] },
+      cluster: {
+        server: 'https://10.0.0.3:6443',
+        'certificate-authority-data': 'LS0tLS1CRUdJTi4uLg==',
+        extensions: [{ name: 'client.authentication.k8s.io/exec', extension: { clusterName: 'spoke-1' } }],
+      },
     })),
   },
 };
@@ -108,11 +132,17 @@ process.stdout.write(JSON.stringify({ importMs: t1 - t0 }));
   const precompiled = wall([join(work, 'precompiled.mjs')]);
   const runtime = wall([join(work, 'runtime-ajv.mjs')]);
 
-  console.log(`bundled validators: ${(bundleBytes / 1024).toFixed(1)} KiB (all ${(readFileSync(`${root}src/generated/validators.ts`, 'utf8').match(/export const validate\d+ =/g) ?? []).length} schemas)`);
+  console.log(
+    `bundled validators: ${(bundleBytes / 1024).toFixed(1)} KiB (all ${(readFileSync(`${root}src/generated/validators.ts`, 'utf8').match(/export const validate\d+ =/g) ?? []).length} schemas)`,
+  );
   console.log(`process start, median of ${runs}:`);
   console.log(`  node -e 0                                  ${baseline.ms.toFixed(1)} ms`);
-  console.log(`  + import precompiled validators + validate ${precompiled.ms.toFixed(1)} ms  (+${(precompiled.ms - baseline.ms).toFixed(1)} ms)`);
-  console.log(`  + ajv compile at run time + validate       ${runtime.ms.toFixed(1)} ms  (+${(runtime.ms - baseline.ms).toFixed(1)} ms)`);
+  console.log(
+    `  + import precompiled validators + validate ${precompiled.ms.toFixed(1)} ms  (+${(precompiled.ms - baseline.ms).toFixed(1)} ms)`,
+  );
+  console.log(
+    `  + ajv compile at run time + validate       ${runtime.ms.toFixed(1)} ms  (+${(runtime.ms - baseline.ms).toFixed(1)} ms)`,
+  );
   console.log(
     `inside the process (medians): import of the validators ${precompiled.field('importMs').toFixed(2)} ms, first validation ${precompiled.field('firstValidateMs').toFixed(3)} ms; ajv import + compile of one schema ${runtime.field('importMs').toFixed(1)} ms`,
   );

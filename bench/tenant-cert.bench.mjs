@@ -20,7 +20,8 @@ const runs = Number(process.argv[2] ?? 40);
 const root = fileURLToPath(new URL('..', import.meta.url));
 const CLI = join(root, 'bin', 'clusterprofile.mjs');
 const PLUGIN = join(root, 'bin', 'clusterprofile-tenant-cert.mjs');
-if (!existsSync(join(root, 'dist', 'bin', 'clusterprofile-tenant-cert.mjs'))) throw new Error('run `npm run build` first');
+if (!existsSync(join(root, 'dist', 'bin', 'clusterprofile-tenant-cert.mjs')))
+  throw new Error('run `npm run build` first');
 
 const work = mkdtempSync(join(tmpdir(), 'cpc-bench-tenant-cert-'));
 const baseEnv = { PATH: process.env.PATH, HOME: work, NODE_COMPILE_CACHE: join(work, 'compile-cache') };
@@ -35,10 +36,14 @@ function cli(...args) {
 const dataDir = join(work, 'data');
 const keyFile = join(work, 'consumer.key');
 writeFileSync(join(work, 'consumer.pub'), cli('keygen', '--out', keyFile));
-const issuer = spawn(process.execPath, [CLI, 'issuer', 'serve', '--data-dir', dataDir, '--listen', '127.0.0.1:0', '--cluster-id', 'member-1'], {
-  env: baseEnv,
-  stdio: ['ignore', 'pipe', 'ignore'],
-});
+const issuer = spawn(
+  process.execPath,
+  [CLI, 'issuer', 'serve', '--data-dir', dataDir, '--listen', '127.0.0.1:0', '--cluster-id', 'member-1'],
+  {
+    env: baseEnv,
+    stdio: ['ignore', 'pipe', 'ignore'],
+  },
+);
 // A failed measurement must not leave the issuer running.
 process.on('exit', () => issuer.kill('SIGTERM'));
 const issuerURL = await new Promise((resolve, reject) => {
@@ -60,18 +65,33 @@ const execInfo = JSON.stringify({
     interactive: false,
     cluster: {
       server: 'https://member-1.example:6443',
-      config: { issuerURL, issuerCA: readFileSync(join(dataDir, 'serving-ca.crt')).toString('base64'), providerClusterID: 'member-1' },
+      config: {
+        issuerURL,
+        issuerCA: readFileSync(join(dataDir, 'serving-ca.crt')).toString('base64'),
+        providerClusterID: 'member-1',
+      },
     },
   },
 });
-const pluginArgsFor = (cacheDir, plugin = PLUGIN) => [plugin, '--cluster-id', 'consumer-1', '--key-file', keyFile, '--cache-dir', cacheDir, '--identity-dir', join(work, 'ids')];
+const pluginArgsFor = (cacheDir, plugin = PLUGIN) => [
+  plugin,
+  '--cluster-id',
+  'consumer-1',
+  '--key-file',
+  keyFile,
+  '--cache-dir',
+  cacheDir,
+  '--identity-dir',
+  join(work, 'ids'),
+];
 const pluginArgs = pluginArgsFor(join(work, 'cache'));
 const env = { ...baseEnv, KUBERNETES_EXEC_INFO: execInfo };
 
 const coldStart = process.hrtime.bigint();
 const cold = spawnSync(process.execPath, pluginArgs, { env, encoding: 'utf8' });
 const coldMs = Number(process.hrtime.bigint() - coldStart) / 1e6;
-if (cold.status !== 0 || !cold.stdout.includes('clientCertificateData')) throw new Error(`cold run failed: ${cold.stderr}`);
+if (cold.status !== 0 || !cold.stdout.includes('clientCertificateData'))
+  throw new Error(`cold run failed: ${cold.stderr}`);
 console.log(`cold run (first handshake with a fresh issuer): ${coldMs.toFixed(0)} ms`);
 
 // 1. Misses against the warm issuer (a separate process): every run must bring back a certificate not seen before.
@@ -98,12 +118,16 @@ async function issuerDurations() {
       .get(`${issuerURL}/metrics`, { ca: readFileSync(issuerCaFile) }, (response) => {
         let body = '';
         response.setEncoding('utf8').on('data', (chunk) => (body += chunk));
-        response.on('end', () => (response.statusCode === 200 ? resolve(body) : reject(new Error(`GET /metrics: HTTP ${response.statusCode}`))));
+        response.on('end', () =>
+          response.statusCode === 200 ? resolve(body) : reject(new Error(`GET /metrics: HTTP ${response.statusCode}`)),
+        );
       })
       .on('error', reject);
   });
   const series = {};
-  for (const match of text.matchAll(/^clusterprofile_issuer_handshake_duration_seconds_(sum|count)\{step="(\w+)",result="(\w+)"\} (\S+)$/gm)) {
+  for (const match of text.matchAll(
+    /^clusterprofile_issuer_handshake_duration_seconds_(sum|count)\{step="(\w+)",result="(\w+)"\} (\S+)$/gm,
+  )) {
     const key = `${match[2]} ${match[3]}`;
     series[key] ??= { sum: 0, count: 0 };
     series[key][match[1]] = Number(match[4]);
@@ -140,11 +164,13 @@ const misses = await compareMisses({
   check: (name, stdout) => {
     if (name === 'node -e 0') return;
     if (name === FLOOR_NAME) {
-      if (stdout.trim() !== '[400,400]') throw new Error(`${name}: the issuer answered ${stdout.trim()}, not [400,400]`);
+      if (stdout.trim() !== '[400,400]')
+        throw new Error(`${name}: the issuer answered ${stdout.trim()}, not [400,400]`);
       return;
     }
     const certificate = JSON.parse(stdout).status?.clientCertificateData;
-    if (typeof certificate !== 'string' || seen.has(certificate)) throw new Error(`${name}: not a newly issued certificate`);
+    if (typeof certificate !== 'string' || seen.has(certificate))
+      throw new Error(`${name}: not a newly issued certificate`);
     seen.add(certificate);
     missRuns += 1;
   },
@@ -158,19 +184,27 @@ console.log(`  distinct certificates issued during the measurement: ${missRuns} 
     const count = end.count - start.count;
     return { count, ms: count === 0 ? 0 : ((end.sum - start.sum) * 1000) / count };
   };
-  const [nonceOk, tenantOk, nonceRefused, tenantRefused] = [perRequest('nonce', 'ok'), perRequest('tenant', 'ok'), perRequest('nonce', 'refused'), perRequest('tenant', 'refused')];
+  const [nonceOk, tenantOk, nonceRefused, tenantRefused] = [
+    perRequest('nonce', 'ok'),
+    perRequest('tenant', 'ok'),
+    perRequest('nonce', 'refused'),
+    perRequest('tenant', 'refused'),
+  ];
   const handshakeMs = nonceOk.ms + tenantOk.ms;
   const floorMs = nonceRefused.ms + tenantRefused.ms;
   console.log(
-    `  the issuer's own time per request (its handshake-duration histogram, every run of this measurement${BASELINE_ROOT === undefined ? '' : ', the baseline\'s included'}): ` +
+    `  the issuer's own time per request (its handshake-duration histogram, every run of this measurement${BASELINE_ROOT === undefined ? '' : ", the baseline's included"}): ` +
       `a plugin's handshake nonce ${nonceOk.ms.toFixed(1)} + tenant ${tenantOk.ms.toFixed(1)} = ${handshakeMs.toFixed(1)} ms (${tenantOk.count} handshakes); ` +
       `the floor's refused POSTs ${nonceRefused.ms.toFixed(1)} + ${tenantRefused.ms.toFixed(1)} = ${floorMs.toFixed(1)} ms (${tenantRefused.count} runs)`,
   );
   const miss = misses['tenant-cert (cache miss)'].wall.median;
   const floor = misses[FLOOR_NAME].wall.median;
-  console.log(`  of the miss's ${(miss - floor).toFixed(1)} ms over its floor (medians), ${(handshakeMs - floorMs).toFixed(1)} ms is the issuer's work that the floor does not make it do`);
+  console.log(
+    `  of the miss's ${(miss - floor).toFixed(1)} ms over its floor (medians), ${(handshakeMs - floorMs).toFixed(1)} ms is the issuer's work that the floor does not make it do`,
+  );
 }
-if (!judgeMiss('tenant-cert cache miss', misses['tenant-cert (cache miss)'], misses[FLOOR_NAME]).measured) process.exitCode = 1;
+if (!judgeMiss('tenant-cert cache miss', misses['tenant-cert (cache miss)'], misses[FLOOR_NAME]).measured)
+  process.exitCode = 1;
 
 // 2. No issuer from here on: every measured run must be served from the cache.
 issuer.kill('SIGTERM');
@@ -184,7 +218,13 @@ compareStartup({
     'tenant-cert, no compile cache': [process.execPath, pluginArgs, { NODE_DISABLE_COMPILE_CACHE: '1' }],
     ...(BASELINE_ROOT === undefined
       ? {}
-      : { 'tenant-cert (cache hit, baseline)': [process.execPath, pluginArgsFor(join(work, 'cache'), join(BASELINE_ROOT, 'bin', 'clusterprofile-tenant-cert.mjs')), {}] }),
+      : {
+          'tenant-cert (cache hit, baseline)': [
+            process.execPath,
+            pluginArgsFor(join(work, 'cache'), join(BASELINE_ROOT, 'bin', 'clusterprofile-tenant-cert.mjs')),
+            {},
+          ],
+        }),
   },
   env,
   runs,

@@ -28,18 +28,40 @@ const { startFakeKubeApi, createTestCa } = await importTestHelpers(
 const ca = await createTestCa();
 const api = await startFakeKubeApi({ ca, minters: { 'fleet/bench': ['bootstrap'] }, serviceAccounts: ['fleet/bench'] });
 const kubeconfig = join(work, 'bootstrap.kubeconfig');
-writeFileSync(kubeconfig, JSON.stringify({
-  'current-context': 'c',
-  clusters: [{ name: 'c', cluster: { server: api.url, 'certificate-authority-data': ca.certBase64 } }],
-  users: [{ name: 'u', user: { token: 'bootstrap' } }],
-  contexts: [{ name: 'c', context: { cluster: 'c', user: 'u' } }],
-}));
+writeFileSync(
+  kubeconfig,
+  JSON.stringify({
+    'current-context': 'c',
+    clusters: [{ name: 'c', cluster: { server: api.url, 'certificate-authority-data': ca.certBase64 } }],
+    users: [{ name: 'u', user: { token: 'bootstrap' } }],
+    contexts: [{ name: 'c', context: { cluster: 'c', user: 'u' } }],
+  }),
+);
 const execInfo = JSON.stringify({
-  kind: 'ExecCredential', apiVersion: 'client.authentication.k8s.io/v1',
-  spec: { interactive: false, cluster: { server: api.url, 'certificate-authority-data': ca.certBase64, config: { namespace: 'fleet', serviceAccount: 'bench' } } },
+  kind: 'ExecCredential',
+  apiVersion: 'client.authentication.k8s.io/v1',
+  spec: {
+    interactive: false,
+    cluster: {
+      server: api.url,
+      'certificate-authority-data': ca.certBase64,
+      config: { namespace: 'fleet', serviceAccount: 'bench' },
+    },
+  },
 });
-const env = { PATH: process.env.PATH, HOME: work, KUBERNETES_EXEC_INFO: execInfo, NODE_COMPILE_CACHE: join(work, 'compile-cache') };
-const pluginArgs = (cacheDir, from = root) => [join(from, 'bin/clusterprofile-token-request.mjs'), '--bootstrap-kubeconfig', kubeconfig, '--cache-dir', cacheDir];
+const env = {
+  PATH: process.env.PATH,
+  HOME: work,
+  KUBERNETES_EXEC_INFO: execInfo,
+  NODE_COMPILE_CACHE: join(work, 'compile-cache'),
+};
+const pluginArgs = (cacheDir, from = root) => [
+  join(from, 'bin/clusterprofile-token-request.mjs'),
+  '--bootstrap-kubeconfig',
+  kubeconfig,
+  '--cache-dir',
+  cacheDir,
+];
 const plugin = [process.execPath, pluginArgs(join(work, 'cache'))];
 const baselineCommands = (make) => (BASELINE_ROOT === undefined ? {} : make(BASELINE_ROOT));
 
@@ -56,7 +78,9 @@ compareStartup({
   commands: {
     'node -e 0': [process.execPath, ['-e', '0']],
     'token-request (cache hit)': plugin,
-    ...baselineCommands((from) => ({ 'token-request (cache hit, baseline)': [process.execPath, pluginArgs(join(work, 'cache'), from)] })),
+    ...baselineCommands((from) => ({
+      'token-request (cache hit, baseline)': [process.execPath, pluginArgs(join(work, 'cache'), from)],
+    })),
   },
   env,
   runs,
@@ -74,7 +98,11 @@ const floorRequest = {
   url: `${api.url}/api/v1/namespaces/fleet/serviceaccounts/bench/token`,
   method: 'POST',
   headers: { authorization: 'Bearer bootstrap', 'content-type': 'application/json', accept: 'application/json' },
-  body: JSON.stringify({ apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { audiences: [], expirationSeconds: 3600 } }),
+  body: JSON.stringify({
+    apiVersion: 'authentication.k8s.io/v1',
+    kind: 'TokenRequest',
+    spec: { audiences: [], expirationSeconds: 3600 },
+  }),
 };
 let floorMinted = 0;
 
@@ -104,15 +132,20 @@ const misses = await compareMisses({
   work,
   check: (name, stdout) => {
     if (name === FLOOR_NAME) {
-      if (stdout.trim() !== '[201]') throw new Error(`${name}: the TokenRequest was answered ${stdout.trim()}, not [201]`);
+      if (stdout.trim() !== '[201]')
+        throw new Error(`${name}: the TokenRequest was answered ${stdout.trim()}, not [201]`);
       floorMinted += 1;
-    } else if (name !== 'node -e 0' && typeof JSON.parse(stdout).status?.token !== 'string') throw new Error(`${name}: no token`);
+    } else if (name !== 'node -e 0' && typeof JSON.parse(stdout).status?.token !== 'string')
+      throw new Error(`${name}: no token`);
   },
 });
 const minted = api.minted.length - mintedBefore - floorMinted;
-const expected = (BASELINE_ROOT === undefined ? 1 : 2) * (2 + missRounds * (misses['token-request (cache miss)'].rss === undefined ? 1 : 2));
+const expected =
+  (BASELINE_ROOT === undefined ? 1 : 2) *
+  (2 + missRounds * (misses['token-request (cache miss)'].rss === undefined ? 1 : 2));
 console.log(`  TokenRequests seen by the API server: ${minted} (expected ${expected}: every plugin run was a miss)`);
 if (minted !== expected) throw new Error('not every cache-miss run sent a TokenRequest');
-if (!judgeMiss('token-request cache miss', misses['token-request (cache miss)'], misses[FLOOR_NAME]).measured) process.exitCode = 1;
+if (!judgeMiss('token-request cache miss', misses['token-request (cache miss)'], misses[FLOOR_NAME]).measured)
+  process.exitCode = 1;
 await api.close();
 rmSync(work, { recursive: true, force: true });

@@ -45,7 +45,9 @@ await bundlePlugins({
   // library's sources again (the library's own maps, from tsc, embed their TypeScript).
   sourcemap: false,
   // --version of every binary (src/core/version.ts): a constant, so no start reads package.json.
-  define: { CLUSTERPROFILE_CREDENTIALS_VERSION: JSON.stringify(JSON.parse(readFileSync('package.json', 'utf8')).version) },
+  define: {
+    CLUSTERPROFILE_CREDENTIALS_VERSION: JSON.stringify(JSON.parse(readFileSync('package.json', 'utf8')).version),
+  },
 });
 
 // Swap: the previous build stays next to it for a few minutes (a running binary may still import its chunks).
@@ -65,7 +67,11 @@ for (let attempt = 0; ; attempt += 1) {
   }
 }
 for (const name of readdirSync('.')) {
-  if (/^dist\.(old|build)-[\d-]+$/.test(name) && !name.startsWith(previous) && Date.now() - statSync(name).mtimeMs > 5 * 60_000) {
+  if (
+    /^dist\.(old|build)-[\d-]+$/.test(name) &&
+    !name.startsWith(previous) &&
+    Date.now() - statSync(name).mtimeMs > 5 * 60_000
+  ) {
     rmSync(name, { recursive: true, force: true });
   }
 }

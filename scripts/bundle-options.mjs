@@ -37,7 +37,8 @@ const common = {
  * undici (with http2, zlib, worker_threads: ~10 ms and MiBs on an oidc miss), `node:fs`'s fs.promises and readline,
  * `node:crypto`'s WebCrypto. A destructuring reads only the names imported. Type-only imports are left to esbuild.
  */
-const IMPORT_BUILTIN = /^import\s+(?!type\s)([\w$]+\s*,\s*)?(\*\s+as\s+[\w$]+|\{[^}]*\}|[\w$]+)\s+from\s+['"](node:[\w/]+)['"];?/gm;
+const IMPORT_BUILTIN =
+  /^import\s+(?!type\s)([\w$]+\s*,\s*)?(\*\s+as\s+[\w$]+|\{[^}]*\}|[\w$]+)\s+from\s+['"](node:[\w/]+)['"];?/gm;
 
 function builtinImport(_statement, defaultPart, bindings, specifier) {
   const module = `process.getBuiltinModule(${JSON.stringify(specifier)})`;
@@ -77,7 +78,9 @@ export const pluginBundleOptions = {
   splitting: true,
   format: 'esm',
   // Some bundled CommonJS dependencies call require(); give ESM output a real one.
-  banner: { js: "import { createRequire as __cpcCreateRequire } from 'node:module'; const require = __cpcCreateRequire(import.meta.url);" },
+  banner: {
+    js: "import { createRequire as __cpcCreateRequire } from 'node:module'; const require = __cpcCreateRequire(import.meta.url);",
+  },
   plugins: [builtinsByName],
 };
 
@@ -108,8 +111,14 @@ function lazyImports(lazy, target) {
     name: 'lazy-imports',
     setup(pluginBuild) {
       pluginBuild.onResolve({ filter: /.*/ }, async (args) => {
-        if (args.kind !== 'dynamic-import' || isBuiltin(args.path) || args.pluginData === 'lazy-imports') return undefined;
-        const resolved = await pluginBuild.resolve(args.path, { kind: args.kind, resolveDir: args.resolveDir, importer: args.importer, pluginData: 'lazy-imports' });
+        if (args.kind !== 'dynamic-import' || isBuiltin(args.path) || args.pluginData === 'lazy-imports')
+          return undefined;
+        const resolved = await pluginBuild.resolve(args.path, {
+          kind: args.kind,
+          resolveDir: args.resolveDir,
+          importer: args.importer,
+          pluginData: 'lazy-imports',
+        });
         if (resolved.errors.length > 0) return { errors: resolved.errors };
         // A package (jose, yaml) stays an import() of node_modules.
         if (resolved.external === true) return undefined;
@@ -158,7 +167,14 @@ function chunkNames(files) {
  *
  * @param {{ entries: Record<string, string>, esmEntries?: Record<string, string>, outdir: string, sourcemap?: boolean | 'linked', define?: Record<string, string>, external?: string[] }} options
  */
-export async function bundlePlugins({ entries, esmEntries = {}, outdir, sourcemap = false, define = {}, external = common.external }) {
+export async function bundlePlugins({
+  entries,
+  esmEntries = {},
+  outdir,
+  sourcemap = false,
+  define = {},
+  external = common.external,
+}) {
   /** Every source file that went into a written output. */
   const inputs = new Set();
   const record = (result) => {
@@ -183,7 +199,16 @@ export async function bundlePlugins({ entries, esmEntries = {}, outdir, sourcema
     };
   };
   const splitBuild = (entryPoints) =>
-    build({ ...pluginBundleOptions, external, entryPoints, entryNames: 'chunks/[name]-[hash]', outdir, metafile: true, sourcemap, define }).then(record);
+    build({
+      ...pluginBundleOptions,
+      external,
+      entryPoints,
+      entryNames: 'chunks/[name]-[hash]',
+      outdir,
+      metafile: true,
+      sourcemap,
+      define,
+    }).then(record);
   // The miss chunks of binary `name`: each module its hit path import()s, and each module those import() in turn,
   // bundled into one CommonJS file (chunks/<module>-<name>.cjs, no splitting: what two share is in both) with its
   // static imports; its import()s of our modules point to their own files, so what a run does not need is not read.
@@ -201,7 +226,13 @@ export async function bundlePlugins({ entries, esmEntries = {}, outdir, sourcema
     const all = new Set(Object.values(entryPoints).map((file) => resolve(file)));
     for (const queue = [...all]; queue.length > 0; ) {
       const nested = new Set();
-      await build({ ...missOptions, entryPoints: [queue.shift()], outdir, write: false, plugins: [lazyImports(nested)] });
+      await build({
+        ...missOptions,
+        entryPoints: [queue.shift()],
+        outdir,
+        write: false,
+        plugins: [lazyImports(nested)],
+      });
       for (const file of nested) {
         if (!all.has(file)) {
           all.add(file);
@@ -217,7 +248,15 @@ export async function bundlePlugins({ entries, esmEntries = {}, outdir, sourcema
       return chunk;
     };
     for (const [chunk, file] of Object.entries(names)) {
-      record(await build({ ...missOptions, metafile: true, entryPoints: [file], outfile: join(outdir, 'chunks', `${chunk}-${name}.cjs`), plugins: [lazyImports(new Set(), (path) => `./${output(path)}`)] }));
+      record(
+        await build({
+          ...missOptions,
+          metafile: true,
+          entryPoints: [file],
+          outfile: join(outdir, 'chunks', `${chunk}-${name}.cjs`),
+          plugins: [lazyImports(new Set(), (path) => `./${output(path)}`)],
+        }),
+      );
     }
     return (file) => {
       const path = `./chunks/${output(file)}`;
@@ -238,14 +277,27 @@ export async function bundlePlugins({ entries, esmEntries = {}, outdir, sourcema
     const lazy = new Set();
     await build({ ...hitOptions(name, entry, outdir, lazyImports(lazy), external), define, write: false });
     const names = chunkNames([...lazy].sort());
-    const specifier = lazy.size === 0 ? () => { throw new Error('bundlePlugins: no lazy imports'); } : await missBuild(name, names);
+    const specifier =
+      lazy.size === 0
+        ? () => {
+            throw new Error('bundlePlugins: no lazy imports');
+          }
+        : await missBuild(name, names);
     // 3. The hit path, its import()s pointing to those chunks; then the entry next to it.
-    const result = record(await build({ ...hitOptions(name, entry, outdir, lazyImports(new Set(), specifier), external), define, sourcemap }));
+    const result = record(
+      await build({
+        ...hitOptions(name, entry, outdir, lazyImports(new Set(), specifier), external),
+        define,
+        sourcemap,
+      }),
+    );
     const foreign = Object.values(result.metafile.outputs)
       .flatMap((output) => output.imports)
       .filter((imported) => !isBuiltin(imported.path) && !chunks.has(imported.path));
     if (foreign.length > 0) {
-      throw new Error(`bundlePlugins: ${name}.cjs requires ${foreign.map((imported) => imported.path).join(', ')}: only built-ins and the miss chunks may stay outside it`);
+      throw new Error(
+        `bundlePlugins: ${name}.cjs requires ${foreign.map((imported) => imported.path).join(', ')}: only built-ins and the miss chunks may stay outside it`,
+      );
     }
     copyFileSync(ENTRY_TEMPLATE, join(outdir, `${name}.mjs`));
   }

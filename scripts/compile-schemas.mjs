@@ -30,7 +30,18 @@ export function listSchemas(dir = schemaDir) {
 
 const schemaMaps = ['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas'];
 const schemaLists = ['allOf', 'anyOf', 'oneOf', 'prefixItems'];
-const schemaValues = ['items', 'additionalProperties', 'not', 'if', 'then', 'else', 'contains', 'propertyNames', 'unevaluatedProperties', 'unevaluatedItems'];
+const schemaValues = [
+  'items',
+  'additionalProperties',
+  'not',
+  'if',
+  'then',
+  'else',
+  'contains',
+  'propertyNames',
+  'unevaluatedProperties',
+  'unevaluatedItems',
+];
 
 /** Calls `visit(schemaObject, pointer)` for every schema object in `schema`, pointers as ajv's schemaPath writes them. */
 export function walkSchema(schema, visit, pointer = '#') {
@@ -65,7 +76,8 @@ const validatingKeywords = [
     schemaType: 'array',
     error: {
       message: 'must not contain two items with the same key',
-      params: ({ params, schemaCode }) => _`{first: ${params.duplicate}[0], duplicate: ${params.duplicate}[1], keys: ${schemaCode}}`,
+      params: ({ params, schemaCode }) =>
+        _`{first: ${params.duplicate}[0], duplicate: ${params.duplicate}[1], keys: ${schemaCode}}`,
     },
     code(cxt) {
       const duplicate = cxt.gen.const('duplicate', _`findDuplicateListMapKey(${cxt.data}, ${cxt.schemaCode})`);
@@ -177,14 +189,20 @@ export function generate(schemas) {
   }
   // The same error bookkeeping, hundreds of times over: shorter equivalents (half the module), so a plugin start parses
   // less. Sites that do not match exactly (e.g. a string holding a comma or a brace) keep ajv's longer form.
-  code = code.replace(/if\(vErrors === null\)\{vErrors = \[(err\d+)\];\}else \{vErrors\.push\(\1\);\}/g, '(vErrors ??= []).push($1);');
+  code = code.replace(
+    /if\(vErrors === null\)\{vErrors = \[(err\d+)\];\}else \{vErrors\.push\(\1\);\}/g,
+    '(vErrors ??= []).push($1);',
+  );
   code = code.replace(
     /const (err\d+) = \{instancePath(?::([^,]+))?,schemaPath:("[^"]*"),keyword:("[^"]*"),params:(\{[^}]*\})\};\(vErrors \?\?= \[\]\)\.push\(\1\);/g,
-    (_match, _name, path, schemaPath, keyword, params) => `vErrors = pushError(vErrors, ${path ?? 'instancePath'}, ${schemaPath}, ${keyword}, ${params});`,
+    (_match, _name, path, schemaPath, keyword, params) =>
+      `vErrors = pushError(vErrors, ${path ?? 'instancePath'}, ${schemaPath}, ${keyword}, ${params});`,
   );
   const leftover = /require\("([^"]+)"\)/.exec(code);
   if (leftover !== null) {
-    throw new Error(`a schema needs the ajv runtime module ${leftover[1]}: add an ESM equivalent to src/schemas/runtime.ts and map it in scripts/compile-schemas.mjs`);
+    throw new Error(
+      `a schema needs the ajv runtime module ${leftover[1]}: add an ESM equivalent to src/schemas/runtime.ts and map it in scripts/compile-schemas.mjs`,
+    );
   }
   code = code.replace(/^"use strict";\n?/, '');
 

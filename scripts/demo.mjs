@@ -43,7 +43,23 @@ let issuer;
 let member;
 try {
   step(`provider: clusterprofile issuer serve --data-dir ${dataDir} --cluster-id ${PROVIDER} (embedded CA)`);
-  issuer = spawn(process.execPath, [cli, 'issuer', 'serve', '--data-dir', dataDir, '--listen', '127.0.0.1:0', '--cluster-id', PROVIDER, '--cert-lifetime', '1h'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  issuer = spawn(
+    process.execPath,
+    [
+      cli,
+      'issuer',
+      'serve',
+      '--data-dir',
+      dataDir,
+      '--listen',
+      '127.0.0.1:0',
+      '--cluster-id',
+      PROVIDER,
+      '--cert-lifetime',
+      '1h',
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   const issuerURL = await new Promise((resolve, reject) => {
     let output = '';
     const look = (chunk) => {
@@ -57,7 +73,9 @@ try {
   });
   show(`issuer listening on ${issuerURL}; wrote serving-ca.crt and client-ca.crt`);
 
-  step(`consumer: clusterprofile keygen --out consumer.key  →  provider admin: clusterprofile issuer trust --cluster-id ${CONSUMER}`);
+  step(
+    `consumer: clusterprofile keygen --out consumer.key  →  provider admin: clusterprofile issuer trust --cluster-id ${CONSUMER}`,
+  );
   const keyFile = join(work, 'consumer.key');
   writeFileSync(`${keyFile}.pub`, cliRun(['keygen', '--out', keyFile, '--algorithm', 'ecdsa-p256']));
   cliRun(['issuer', 'trust', '--data-dir', dataDir, '--cluster-id', CONSUMER, '--public-key', `${keyFile}.pub`]);
@@ -66,20 +84,49 @@ try {
   step('member API server (stand-in): HTTPS on loopback, client certificates verified against client-ca.crt');
   const clientCa = readFileSync(join(dataDir, 'client-ca.crt'), 'utf8');
   member = https.createServer(
-    { cert: readFileSync(join(dataDir, 'serving.crt')), key: readFileSync(join(dataDir, 'serving.key')), ca: clientCa, requestCert: true, rejectUnauthorized: true },
+    {
+      cert: readFileSync(join(dataDir, 'serving.crt')),
+      key: readFileSync(join(dataDir, 'serving.key')),
+      ca: clientCa,
+      requestCert: true,
+      rejectUnauthorized: true,
+    },
     (req, res) => {
       const peer = req.socket.getPeerCertificate();
       const username = peer.subject.CN;
       const groups = [].concat(peer.subject.O ?? []);
       res.setHeader('content-type', 'application/json');
       if (req.method === 'GET' && req.url.startsWith('/api/v1/namespaces')) {
-        res.end(JSON.stringify({ kind: 'NamespaceList', apiVersion: 'v1', metadata: {}, items: ['default', 'kube-system', `tenant-${username}`].map((name) => ({ metadata: { name } })) }));
+        res.end(
+          JSON.stringify({
+            kind: 'NamespaceList',
+            apiVersion: 'v1',
+            metadata: {},
+            items: ['default', 'kube-system', `tenant-${username}`].map((name) => ({ metadata: { name } })),
+          }),
+        );
       } else if (req.method === 'POST' && req.url.startsWith('/apis/authentication.k8s.io/v1/selfsubjectreviews')) {
         res.statusCode = 201;
-        res.end(JSON.stringify({ kind: 'SelfSubjectReview', apiVersion: 'authentication.k8s.io/v1', metadata: {}, status: { userInfo: { username, groups: [...groups, 'system:authenticated'] } } }));
+        res.end(
+          JSON.stringify({
+            kind: 'SelfSubjectReview',
+            apiVersion: 'authentication.k8s.io/v1',
+            metadata: {},
+            status: { userInfo: { username, groups: [...groups, 'system:authenticated'] } },
+          }),
+        );
       } else {
         res.statusCode = 404;
-        res.end(JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'NotFound', code: 404, message: 'not served by the demo stand-in' }));
+        res.end(
+          JSON.stringify({
+            kind: 'Status',
+            apiVersion: 'v1',
+            status: 'Failure',
+            reason: 'NotFound',
+            code: 404,
+            message: 'not served by the demo stand-in',
+          }),
+        );
       }
     },
   );
@@ -87,27 +134,68 @@ try {
   const server = `https://127.0.0.1:${member.address().port}`;
   show(server);
 
-  step('hub: the ClusterProfile and the controller\'s providers file');
+  step("hub: the ClusterProfile and the controller's providers file");
   const profile = {
-    apiVersion: 'multicluster.x-k8s.io/v1alpha1', kind: 'ClusterProfile',
+    apiVersion: 'multicluster.x-k8s.io/v1alpha1',
+    kind: 'ClusterProfile',
     metadata: { name: PROVIDER, namespace: 'fleet' },
     spec: { displayName: PROVIDER, clusterManager: { name: 'demo' } },
-    status: { accessProviders: [{ name: 'tenant-cert', cluster: {
-      server,
-      'certificate-authority-data': Buffer.from(readFileSync(join(dataDir, 'serving-ca.crt'))).toString('base64'),
-      extensions: [{ name: 'client.authentication.k8s.io/exec', extension: {
-        issuerURL, issuerCA: Buffer.from(readFileSync(join(dataDir, 'serving-ca.crt'))).toString('base64'), providerClusterID: PROVIDER,
-      } }],
-    } }] },
+    status: {
+      accessProviders: [
+        {
+          name: 'tenant-cert',
+          cluster: {
+            server,
+            'certificate-authority-data': Buffer.from(readFileSync(join(dataDir, 'serving-ca.crt'))).toString('base64'),
+            extensions: [
+              {
+                name: 'client.authentication.k8s.io/exec',
+                extension: {
+                  issuerURL,
+                  issuerCA: Buffer.from(readFileSync(join(dataDir, 'serving-ca.crt'))).toString('base64'),
+                  providerClusterID: PROVIDER,
+                },
+              },
+            ],
+          },
+        },
+      ],
+    },
   };
   const profileFile = join(work, 'clusterprofile.json');
   writeFileSync(profileFile, JSON.stringify(profile, null, 2));
   const providersFile = join(work, 'clusterprofile-provider-file.json');
-  writeFileSync(providersFile, JSON.stringify({ providers: [{ name: 'tenant-cert', execConfig: {
-    apiVersion: 'client.authentication.k8s.io/v1', command: process.execPath,
-    args: [plugin, '--cluster-id', CONSUMER, '--key-file', keyFile, '--cache-dir', join(work, 'cache'), '--identity-dir', join(work, 'identities')],
-    provideClusterInfo: true, interactiveMode: 'Never',
-  } }] }, null, 2));
+  writeFileSync(
+    providersFile,
+    JSON.stringify(
+      {
+        providers: [
+          {
+            name: 'tenant-cert',
+            execConfig: {
+              apiVersion: 'client.authentication.k8s.io/v1',
+              command: process.execPath,
+              args: [
+                plugin,
+                '--cluster-id',
+                CONSUMER,
+                '--key-file',
+                keyFile,
+                '--cache-dir',
+                join(work, 'cache'),
+                '--identity-dir',
+                join(work, 'identities'),
+              ],
+              provideClusterInfo: true,
+              interactiveMode: 'Never',
+            },
+          },
+        ],
+      },
+      null,
+      2,
+    ),
+  );
   show(`${profileFile}\n${providersFile}`);
 
   step('controller: loadAccessConfig + buildConfigFromClusterProfile → CoreV1Api.listNamespace()');
@@ -115,20 +203,53 @@ try {
   const namespaces = await kc.makeApiClient(CoreV1Api).listNamespace();
   show(`namespaces: ${namespaces.items.map((ns) => ns.metadata?.name).join(', ')}`);
   // The plugin as kubectl would run it: a cache hit, showing the certificate the controller just used.
-  const cached = JSON.parse(spawnSync(process.execPath, [plugin, '--cluster-id', CONSUMER, '--key-file', keyFile, '--cache-dir', join(work, 'cache'), '--identity-dir', join(work, 'identities')], {
-    encoding: 'utf8',
-    env: { ...process.env, KUBERNETES_EXEC_INFO: JSON.stringify({ apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential', spec: { interactive: false, cluster: { server, config: profile.status.accessProviders[0].cluster.extensions[0].extension } } }) },
-  }).stdout);
+  const cached = JSON.parse(
+    spawnSync(
+      process.execPath,
+      [
+        plugin,
+        '--cluster-id',
+        CONSUMER,
+        '--key-file',
+        keyFile,
+        '--cache-dir',
+        join(work, 'cache'),
+        '--identity-dir',
+        join(work, 'identities'),
+      ],
+      {
+        encoding: 'utf8',
+        env: {
+          ...process.env,
+          KUBERNETES_EXEC_INFO: JSON.stringify({
+            apiVersion: 'client.authentication.k8s.io/v1',
+            kind: 'ExecCredential',
+            spec: {
+              interactive: false,
+              cluster: { server, config: profile.status.accessProviders[0].cluster.extensions[0].extension },
+            },
+          }),
+        },
+      },
+    ).stdout,
+  );
   const certificate = new X509Certificate(cached.status.clientCertificateData);
-  show(`client certificate: ${certificate.subject.replace(/\n/g, ', ')}; valid ${certificate.validFrom} → ${certificate.validTo}`);
+  show(
+    `client certificate: ${certificate.subject.replace(/\n/g, ', ')}; valid ${certificate.validFrom} → ${certificate.validTo}`,
+  );
   show(`the plugin hands it out until ${cached.status.expirationTimestamp} (2/3 of its lifetime), then renews it`);
 
   step('kubectl: clusterprofile kubeconfig --profile clusterprofile.json | kubectl auth whoami');
   const kubeconfigFile = join(work, 'member-1.kubeconfig');
-  writeFileSync(kubeconfigFile, cliRun(['kubeconfig', '--profile', profileFile, '--clusterprofile-provider-file', providersFile]));
+  writeFileSync(
+    kubeconfigFile,
+    cliRun(['kubeconfig', '--profile', profileFile, '--clusterprofile-provider-file', providersFile]),
+  );
   // Asynchronously: the member stand-in lives in this event loop and must answer kubectl.
   const kubectl = await new Promise((resolve) => {
-    const child = spawn('kubectl', ['--kubeconfig', kubeconfigFile, 'auth', 'whoami'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('kubectl', ['--kubeconfig', kubeconfigFile, 'auth', 'whoami'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk) => (stdout += chunk));
@@ -140,7 +261,9 @@ try {
   else if (kubectl.status !== 0) throw new Error(`kubectl failed:\n${kubectl.stderr}`);
   else show(kubectl.stdout);
 
-  process.stdout.write('\n✔ a working client for the member cluster from its ClusterProfile, with a 1-hour certificate and no stored secret\n');
+  process.stdout.write(
+    '\n✔ a working client for the member cluster from its ClusterProfile, with a 1-hour certificate and no stored secret\n',
+  );
 } catch (error) {
   process.stderr.write(`demo failed: ${formatError(error)}\n`);
   process.exitCode = 1;

@@ -160,7 +160,11 @@ export function toStructural(schema, rootSchema, where = '#', depth = 0) {
       out.type = [...kinds][0];
     }
   }
-  if (out.type === undefined && out['x-kubernetes-preserve-unknown-fields'] !== true && out['x-kubernetes-int-or-string'] !== true) {
+  if (
+    out.type === undefined &&
+    out['x-kubernetes-preserve-unknown-fields'] !== true &&
+    out['x-kubernetes-int-or-string'] !== true
+  ) {
     throw new Error(`${where}: a structural schema needs a type on every node`);
   }
   if (out.properties !== undefined && out.additionalProperties !== undefined) {
@@ -178,9 +182,14 @@ export function versionSchema(schema) {
     description: 'APIVersion defines the versioned schema of this representation of an object.',
     type: 'string',
   };
-  structural.properties.kind = { description: 'Kind is a string value representing the REST resource this object represents.', type: 'string' };
+  structural.properties.kind = {
+    description: 'Kind is a string value representing the REST resource this object represents.',
+    type: 'string',
+  };
   structural.properties.metadata = { type: 'object' };
-  structural.required = (structural.required ?? []).filter((name) => !['apiVersion', 'kind', 'metadata'].includes(name));
+  structural.required = (structural.required ?? []).filter(
+    (name) => !['apiVersion', 'kind', 'metadata'].includes(name),
+  );
   return structural;
 }
 

@@ -49,7 +49,9 @@ export function renderErrorDocs(errors) {
   for (const [code, spec] of Object.entries(errors)) {
     const list = byArea.get(spec.area);
     if (list === undefined) {
-      throw new Error(`${code}: area ${JSON.stringify(spec.area)} has no section title in scripts/generate-error-docs.mjs`);
+      throw new Error(
+        `${code}: area ${JSON.stringify(spec.area)} has no section title in scripts/generate-error-docs.mjs`,
+      );
     }
     list.push([code, spec]);
   }
@@ -73,9 +75,16 @@ export function renderErrorDocs(errors) {
   ];
   for (const [area, entries] of byArea) {
     if (entries.length === 0) continue;
-    lines.push(`## ${AREAS[area]}`, '', '| code | exit | HTTP (issuer) | retryable | meaning |', '| --- | --- | --- | --- | --- |');
+    lines.push(
+      `## ${AREAS[area]}`,
+      '',
+      '| code | exit | HTTP (issuer) | retryable | meaning |',
+      '| --- | --- | --- | --- | --- |',
+    );
     for (const [code, spec] of entries) {
-      lines.push(`| \`${code}\` | ${spec.exit} | ${spec.http ?? ''} | ${spec.retryable ? 'yes' : 'no'} | ${cell(spec.doc)} |`);
+      lines.push(
+        `| \`${code}\` | ${spec.exit} | ${spec.http ?? ''} | ${spec.retryable ? 'yes' : 'no'} | ${cell(spec.doc)} |`,
+      );
     }
     lines.push('');
   }

@@ -16,7 +16,13 @@ const resources = [
   {
     schema: 'schemas/tenant-resource.schema.json',
     file: 'deploy/crds/credentials.clusterprofile.io_tenants.yaml',
-    names: { kind: 'Tenant', listKind: 'TenantList', plural: 'tenants', singular: 'tenant', categories: ['clusterprofile-credentials'] },
+    names: {
+      kind: 'Tenant',
+      listKind: 'TenantList',
+      plural: 'tenants',
+      singular: 'tenant',
+      categories: ['clusterprofile-credentials'],
+    },
     columns: [
       { name: 'Consumer', type: 'string', jsonPath: '.spec.clusterID' },
       { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status' },
@@ -28,7 +34,13 @@ const resources = [
   {
     schema: 'schemas/identity-resource.schema.json',
     file: 'deploy/crds/credentials.clusterprofile.io_identities.yaml',
-    names: { kind: 'Identity', listKind: 'IdentityList', plural: 'identities', singular: 'identity', categories: ['clusterprofile-credentials'] },
+    names: {
+      kind: 'Identity',
+      listKind: 'IdentityList',
+      plural: 'identities',
+      singular: 'identity',
+      categories: ['clusterprofile-credentials'],
+    },
     columns: [
       { name: 'Consumer', type: 'string', jsonPath: '.spec.consumerClusterID' },
       { name: 'Kubeconfig Secret', type: 'string', jsonPath: '.status.kubeconfigSecretRef.name' },
@@ -43,10 +55,18 @@ export function generateTenantCrds() {
   return resources.map((resource) => {
     const schema = JSON.parse(readFileSync(`${root}${resource.schema}`, 'utf8'));
     const structural = toStructural(schema, schema);
-    structural.properties.apiVersion = { description: 'APIVersion defines the versioned schema of this representation of an object.', type: 'string' };
-    structural.properties.kind = { description: 'Kind is a string value representing the REST resource this object represents.', type: 'string' };
+    structural.properties.apiVersion = {
+      description: 'APIVersion defines the versioned schema of this representation of an object.',
+      type: 'string',
+    };
+    structural.properties.kind = {
+      description: 'Kind is a string value representing the REST resource this object represents.',
+      type: 'string',
+    };
     structural.properties.metadata = { type: 'object' };
-    structural.required = (structural.required ?? []).filter((name) => !['apiVersion', 'kind', 'metadata'].includes(name));
+    structural.required = (structural.required ?? []).filter(
+      (name) => !['apiVersion', 'kind', 'metadata'].includes(name),
+    );
     const crd = {
       apiVersion: 'apiextensions.k8s.io/v1',
       kind: 'CustomResourceDefinition',

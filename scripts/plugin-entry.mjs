@@ -12,7 +12,8 @@
 // mtime and inode, and only read or written when that directory is the user's and writable by nobody else. V8 rejects
 // a cache of another V8, other flags or another source length; a missing or rejected one is written after the run,
 // atomically. Without a cache directory the scripts are compiled as any module would be.
-const { closeSync, fstatSync, lstatSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } = process.getBuiltinModule('node:fs');
+const { closeSync, fstatSync, lstatSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } =
+  process.getBuiltinModule('node:fs');
 const { createRequire, getCompileCacheDir, isBuiltin } = process.getBuiltinModule('node:module');
 const { basename, join } = process.getBuiltinModule('node:path');
 const { fileURLToPath } = process.getBuiltinModule('node:url');
@@ -52,7 +53,10 @@ function runScript(path) {
   } finally {
     closeSync(fd);
   }
-  const cache = cacheDir === undefined ? undefined : join(cacheDir, `${basename(path, '.cjs')}-${stats.size}-${Math.trunc(stats.mtimeMs)}-${stats.ino}.v8`);
+  const cache =
+    cacheDir === undefined
+      ? undefined
+      : join(cacheDir, `${basename(path, '.cjs')}-${stats.size}-${Math.trunc(stats.mtimeMs)}-${stats.ino}.v8`);
   let cachedData;
   if (cache !== undefined) {
     try {

@@ -25,7 +25,8 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export async function floorVersion() {
   const manifest = JSON.parse(await readFile(path.join(root, 'package.json'), 'utf8'));
   const match = /^>=(\d+\.\d+\.\d+)$/.exec(manifest.engines?.node ?? '');
-  if (match === null) throw new Error(`package.json engines.node is not ">=X.Y.Z": ${JSON.stringify(manifest.engines?.node)}`);
+  if (match === null)
+    throw new Error(`package.json engines.node is not ">=X.Y.Z": ${JSON.stringify(manifest.engines?.node)}`);
   return match[1];
 }
 
@@ -55,11 +56,18 @@ export async function ensureNpmNode(version, options = {}) {
   // runs on the Node that runs this script.
   const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^npm_/i.test(name)));
   env.PATH = `${path.dirname(process.execPath)}${path.delimiter}${process.env.PATH ?? ''}`;
-  const npm = spawnSync('npm', ['install', `node@${version}`, '--no-audit', '--no-fund', '--no-save'], { cwd: staging, env, encoding: 'utf8', timeout: 300_000 });
+  const npm = spawnSync('npm', ['install', `node@${version}`, '--no-audit', '--no-fund', '--no-save'], {
+    cwd: staging,
+    env,
+    encoding: 'utf8',
+    timeout: 300_000,
+  });
   const found = versionOf(binary(staging));
   if (npm.status !== 0 || found !== `v${version}`) {
     await rm(staging, { recursive: true, force: true });
-    throw new Error(`test-node-floor: npm install node@${version} failed (exit ${npm.status ?? npm.signal}, found ${found ?? 'no node'}):\n${npm.stderr}`);
+    throw new Error(
+      `test-node-floor: npm install node@${version} failed (exit ${npm.status ?? npm.signal}, found ${found ?? 'no node'}):\n${npm.stderr}`,
+    );
   }
   if (existsSync(dir)) {
     // Another run installed it meanwhile; keep that one.
@@ -80,13 +88,19 @@ if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(path.reso
   const child = spawn(node, [path.join(root, 'node_modules', 'vitest', 'vitest.mjs'), ...vitestArgs], {
     cwd: root,
     stdio: 'inherit',
-    env: { ...process.env, PATH: `${path.dirname(node)}${path.delimiter}${process.env.PATH ?? ''}`, CPC_TEST_NODE: version },
+    env: {
+      ...process.env,
+      PATH: `${path.dirname(node)}${path.delimiter}${process.env.PATH ?? ''}`,
+      CPC_TEST_NODE: version,
+    },
   });
   const forward = (signal) => child.kill(signal);
   process.on('SIGINT', forward);
   process.on('SIGTERM', forward);
   child.on('close', (code, signal) => {
-    process.stderr.write(`test-node-floor: Node.js ${version}: ${code === 0 ? 'passed' : `failed (${code ?? signal})`} in ${Math.round(performance.now() - started) / 1000}s\n`);
+    process.stderr.write(
+      `test-node-floor: Node.js ${version}: ${code === 0 ? 'passed' : `failed (${code ?? signal})`} in ${Math.round(performance.now() - started) / 1000}s\n`,
+    );
     process.exitCode = code ?? 1;
   });
 }

@@ -41,7 +41,14 @@ export async function ensureKubelogin(options = {}) {
   const version = new RegExp(`^\\s*(?:require\\s+)?${MODULE.replaceAll('.', '\\.')}\\s+(v\\S+)`, 'm').exec(goMod)?.[1];
   if (version === undefined) throw new Error(`bench/kubelogin/go.mod does not require ${MODULE}`);
   const buildArgs = ['build', '-trimpath', `-ldflags=-s -w -X main.version=${version}`, '-o', 'OUT', MODULE];
-  const key = createHash('sha256').update(goMod).update('\0').update(goSum).update('\0').update(JSON.stringify(buildArgs)).digest('hex').slice(0, 12);
+  const key = createHash('sha256')
+    .update(goMod)
+    .update('\0')
+    .update(goSum)
+    .update('\0')
+    .update(JSON.stringify(buildArgs))
+    .digest('hex')
+    .slice(0, 12);
   const dir = join(cacheRoot, 'bench', `kubelogin-${version}-${key}`);
   const bin = join(dir, 'kubelogin');
   const stampFile = join(dir, 'stamp.json');
@@ -57,7 +64,8 @@ export async function ensureKubelogin(options = {}) {
     if (result.code !== 0) return { skipped: `\`go env GOVERSION\` failed: ${result.stderr.trim()}` };
     goVersion = result.stdout.trim();
   } catch (error) {
-    if (error?.code === 'ENOENT') return { skipped: `Go is not on PATH (building kubelogin ${version} needs Go >= 1.24.5; https://go.dev/dl/)` };
+    if (error?.code === 'ENOENT')
+      return { skipped: `Go is not on PATH (building kubelogin ${version} needs Go >= 1.24.5; https://go.dev/dl/)` };
     throw error;
   }
 
@@ -73,7 +81,10 @@ export async function ensureKubelogin(options = {}) {
     throw new Error(`kubelogin: go ${args.join(' ')} failed (exit ${result.code ?? result.signal}):\n${result.stderr}`);
   }
   const seconds = Math.round((performance.now() - started) / 100) / 10;
-  await writeFile(join(staging, 'stamp.json'), `${JSON.stringify({ module: MODULE, version, goVersion, seconds, builtAt: new Date().toISOString() }, null, 2)}\n`);
+  await writeFile(
+    join(staging, 'stamp.json'),
+    `${JSON.stringify({ module: MODULE, version, goVersion, seconds, builtAt: new Date().toISOString() }, null, 2)}\n`,
+  );
   await rm(dir, { recursive: true, force: true });
   await rename(staging, dir);
   log(`kubelogin: built ${version} in ${seconds}s`);

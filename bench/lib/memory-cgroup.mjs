@@ -14,7 +14,9 @@ const UNITS = { '': 1, k: 1e3, K: 1e3, M: 1e6, G: 1e9, T: 1e12, Ki: 2 ** 10, Mi:
  */
 export function parseMemoryLimits(text, flag) {
   if (text === undefined || text === '' || text.startsWith('--')) {
-    throw new Error(`${flag} needs a value: a size such as 1Gi, 512Mi or 1073741824 (bytes), or none; several separated by commas`);
+    throw new Error(
+      `${flag} needs a value: a size such as 1Gi, 512Mi or 1073741824 (bytes), or none; several separated by commas`,
+    );
   }
   return text.split(',').map((part) => {
     const label = part.trim();
@@ -23,7 +25,9 @@ export function parseMemoryLimits(text, flag) {
     const bytes = match === null ? Number.NaN : Math.round(Number(match[1]) * UNITS[match[2] ?? '']);
     // Below ~64 MiB Node itself does not start; the limit is for a whole fleet process.
     if (!Number.isSafeInteger(bytes) || bytes < 64 * 2 ** 20) {
-      throw new Error(`${flag}: '${label}' is not a memory size of at least 64Mi (use e.g. 1Gi, 512Mi, 1073741824 for bytes, or none)`);
+      throw new Error(
+        `${flag}: '${label}' is not a memory size of at least 64Mi (use e.g. 1Gi, 512Mi, 1073741824 for bytes, or none)`,
+      );
     }
     return { label, bytes };
   });
@@ -52,7 +56,8 @@ function mountOf(fstype) {
 /** The directory of `path` (from /proc/self/cgroup) under the mount, or undefined if the mount does not show it. */
 function directoryOf(mount, path) {
   if (mount.root === '/') return join(mount.mountPoint, path);
-  if (path === mount.root || path.startsWith(`${mount.root}/`)) return join(mount.mountPoint, path.slice(mount.root.length));
+  if (path === mount.root || path.startsWith(`${mount.root}/`))
+    return join(mount.mountPoint, path.slice(mount.root.length));
   return undefined;
 }
 
@@ -97,7 +102,9 @@ export function findMemoryCgroup() {
         writeFileSync(join(parent, 'cgroup.subtree_control'), '+memory');
       } catch (error) {
         // EBUSY: the cgroup holds processes (this one), so cgroup v2 does not let it give its children controllers.
-        return { unavailable: `the memory controller cannot be enabled for the children of ${parent} (${error.code ?? error.message})` };
+        return {
+          unavailable: `the memory controller cannot be enabled for the children of ${parent} (${error.code ?? error.message})`,
+        };
       }
     }
     found = { version: 2, parent };
@@ -120,7 +127,8 @@ export function createMemoryCgroup(base, bytes, name) {
   try {
     writeFileSync(join(dir, base.version === 1 ? 'memory.limit_in_bytes' : 'memory.max'), String(bytes));
     // No swap for the child (a pod's limit counts no swap either); the file exists only with swap accounting.
-    if (base.version === 2 && existsSync(join(dir, 'memory.swap.max'))) writeFileSync(join(dir, 'memory.swap.max'), '0');
+    if (base.version === 2 && existsSync(join(dir, 'memory.swap.max')))
+      writeFileSync(join(dir, 'memory.swap.max'), '0');
   } catch (error) {
     rmdirSync(dir);
     throw error;
@@ -140,9 +148,17 @@ export function createMemoryCgroup(base, bytes, name) {
     /** The most the cgroup was charged (process memory and page cache) and how often the kernel OOM-killed in it. */
     stats() {
       if (base.version === 1) {
-        return { limit: bytes, peak: Number(read('memory.max_usage_in_bytes')), oomKills: field(read('memory.oom_control'), 'oom_kill') };
+        return {
+          limit: bytes,
+          peak: Number(read('memory.max_usage_in_bytes')),
+          oomKills: field(read('memory.oom_control'), 'oom_kill'),
+        };
       }
-      return { limit: bytes, peak: Number(read('memory.peak') ?? Number.NaN), oomKills: field(read('memory.events'), 'oom_kill') };
+      return {
+        limit: bytes,
+        peak: Number(read('memory.peak') ?? Number.NaN),
+        oomKills: field(read('memory.events'), 'oom_kill'),
+      };
     },
     remove() {
       // Right after the last process exited the kernel may still be tearing it down: EBUSY for a moment.

@@ -31,7 +31,9 @@ function runAsync(command, args, env) {
     child.stdout.on('data', (chunk) => (stdout += chunk));
     child.stderr.on('data', (chunk) => (stderr += chunk));
     child.on('error', reject);
-    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr, ms: Number(process.hrtime.bigint() - start) / 1e6 }));
+    child.on('close', (code, signal) =>
+      resolve({ code, signal, stdout, stderr, ms: Number(process.hrtime.bigint() - start) / 1e6 }),
+    );
   });
 }
 
@@ -60,7 +62,10 @@ export async function compareMisses({ title, commands, env, rounds, work, warmup
     if (timed) {
       const out = join(work, `time-${runNumber}.txt`);
       const result = await runAsync(TIME_BIN, ['-f', '%M', '-o', out, command, ...args], runEnv);
-      if (result.code !== 0) throw new Error(`${name} (${command} ${args.join(' ')}) failed (${result.code ?? result.signal}): ${result.stderr}`);
+      if (result.code !== 0)
+        throw new Error(
+          `${name} (${command} ${args.join(' ')}) failed (${result.code ?? result.signal}): ${result.stderr}`,
+        );
       check?.(name, result.stdout);
       const kib = Number(readFileSync(out, 'utf8').trim().split('\n').at(-1));
       rmSync(out, { force: true });
@@ -69,7 +74,10 @@ export async function compareMisses({ title, commands, env, rounds, work, warmup
     }
     const ticks = childCpuTicks();
     const result = await runAsync(command, args, runEnv);
-    if (result.code !== 0) throw new Error(`${name} (${command} ${args.join(' ')}) failed (${result.code ?? result.signal}): ${result.stderr}`);
+    if (result.code !== 0)
+      throw new Error(
+        `${name} (${command} ${args.join(' ')}) failed (${result.code ?? result.signal}): ${result.stderr}`,
+      );
     check?.(name, result.stdout);
     return { ms: result.ms, cpuMs: ticks === undefined ? undefined : (childCpuTicks() - ticks) * TICK_MS };
   };
@@ -89,14 +97,26 @@ export async function compareMisses({ title, commands, env, rounds, work, warmup
   const results = {};
   const width = Math.max(...names.map((n) => n.length)) + 2;
   console.log(`${title} (${rounds} interleaved rounds, node ${process.version})`);
-  console.log(`  ${'command'.padEnd(width)}${'wall ms median (min–max)'.padEnd(28)}${'cpu ms median (min–max), mean'.padEnd(34)}peak RSS MiB median (min–max)`);
+  console.log(
+    `  ${'command'.padEnd(width)}${'wall ms median (min–max)'.padEnd(28)}${'cpu ms median (min–max), mean'.padEnd(34)}peak RSS MiB median (min–max)`,
+  );
   for (const name of names) {
-    const cpuStats = cpu[name].length > 0 ? { ...summary(cpu[name]), mean: cpu[name].reduce((a, b) => a + b, 0) / cpu[name].length } : undefined;
+    const cpuStats =
+      cpu[name].length > 0
+        ? { ...summary(cpu[name]), mean: cpu[name].reduce((a, b) => a + b, 0) / cpu[name].length }
+        : undefined;
     const rssStats = rss[name].length > 0 ? summary(rss[name]) : undefined;
-    results[name] = { wall: summary(wall[name]), cpu: cpuStats, rss: rssStats, samples: { wall: wall[name], rss: rss[name] } };
+    results[name] = {
+      wall: summary(wall[name]),
+      cpu: cpuStats,
+      rss: rssStats,
+      samples: { wall: wall[name], rss: rss[name] },
+    };
     const cpuText = cpuStats === undefined ? 'n/a' : `${formatSummary(cpuStats, 0)}, ${cpuStats.mean.toFixed(1)}`;
     const rssText = rssStats === undefined ? `n/a (${TIME_BIN} not installed)` : formatSummary(rssStats);
-    console.log(`  ${name.padEnd(width)}${formatSummary(results[name].wall).padEnd(28)}${cpuText.padEnd(34)}${rssText}`);
+    console.log(
+      `  ${name.padEnd(width)}${formatSummary(results[name].wall).padEnd(28)}${cpuText.padEnd(34)}${rssText}`,
+    );
   }
   console.log(`  load average: before ${loadBefore}; after ${loadText()}`);
   return results;
@@ -107,7 +127,10 @@ export async function compareMisses({ title, commands, env, rounds, work, warmup
  * node_modules beside them) whose plugin the plugin benches run beside this one, in the same interleaved rounds, as
  * "<name> (baseline)": a before/after comparison that the machine's load affects alike.
  */
-export const BASELINE_ROOT = process.env.CPC_BENCH_BASELINE === undefined || process.env.CPC_BENCH_BASELINE === '' ? undefined : process.env.CPC_BENCH_BASELINE;
+export const BASELINE_ROOT =
+  process.env.CPC_BENCH_BASELINE === undefined || process.env.CPC_BENCH_BASELINE === ''
+    ? undefined
+    : process.env.CPC_BENCH_BASELINE;
 
 /** The cache-miss targets of every plugin, against a warm issuer / API server / OP. */
 export const MISS_TARGET = { wallMs: 60, rssMiB: 55 };
@@ -140,20 +163,49 @@ export function judgeMiss(what, result, floor) {
   const load = loadText();
   if (floor !== undefined) {
     const ratio = roundRatio(result.samples.wall, floor.samples.wall);
-    const cpu = result.cpu === undefined || floor.cpu === undefined ? '' : `, CPU ${result.cpu.mean.toFixed(1)} vs ${floor.cpu.mean.toFixed(1)} ms (mean)`;
-    console.log(`  ${what} vs its floor (bare node:https, the same requests, same run): wall ${result.wall.median.toFixed(1)} vs ${floor.wall.median.toFixed(1)} ms, per round ${formatSummary(ratio, 2, 'x')}${cpu}`);
+    const cpu =
+      result.cpu === undefined || floor.cpu === undefined
+        ? ''
+        : `, CPU ${result.cpu.mean.toFixed(1)} vs ${floor.cpu.mean.toFixed(1)} ms (mean)`;
+    console.log(
+      `  ${what} vs its floor (bare node:https, the same requests, same run): wall ${result.wall.median.toFixed(1)} vs ${floor.wall.median.toFixed(1)} ms, per round ${formatSummary(ratio, 2, 'x')}${cpu}`,
+    );
     if (result.rss !== undefined && floor.rss !== undefined) {
       console.log(`  peak RSS ${result.rss.median.toFixed(1)} vs ${floor.rss.median.toFixed(1)} MiB`);
-      console.log(`  the targets leave ${(MISS_TARGET.wallMs - floor.wall.median).toFixed(1)} ms and ${(MISS_TARGET.rssMiB - floor.rss.median).toFixed(1)} MiB above this floor; the miss uses ${(result.wall.median - floor.wall.median).toFixed(1)} ms and ${(result.rss.median - floor.rss.median).toFixed(1)} MiB`);
-      const below = [floor.wall.median > MISS_TARGET.wallMs ? `the floor's wall ${floor.wall.median.toFixed(1)} ms is above ${MISS_TARGET.wallMs} ms` : undefined, floor.rss.median > MISS_TARGET.rssMiB ? `the floor's peak RSS ${floor.rss.median.toFixed(1)} MiB is above ${MISS_TARGET.rssMiB} MiB` : undefined].filter(Boolean);
-      if (below.length > 0) console.log(`  on this machine now ${below.join(' and ')}: no plugin doing these requests in Node.js can meet that target here`);
+      console.log(
+        `  the targets leave ${(MISS_TARGET.wallMs - floor.wall.median).toFixed(1)} ms and ${(MISS_TARGET.rssMiB - floor.rss.median).toFixed(1)} MiB above this floor; the miss uses ${(result.wall.median - floor.wall.median).toFixed(1)} ms and ${(result.rss.median - floor.rss.median).toFixed(1)} MiB`,
+      );
+      const below = [
+        floor.wall.median > MISS_TARGET.wallMs
+          ? `the floor's wall ${floor.wall.median.toFixed(1)} ms is above ${MISS_TARGET.wallMs} ms`
+          : undefined,
+        floor.rss.median > MISS_TARGET.rssMiB
+          ? `the floor's peak RSS ${floor.rss.median.toFixed(1)} MiB is above ${MISS_TARGET.rssMiB} MiB`
+          : undefined,
+      ].filter(Boolean);
+      if (below.length > 0)
+        console.log(
+          `  on this machine now ${below.join(' and ')}: no plugin doing these requests in Node.js can meet that target here`,
+        );
     }
   }
-  const wallMet = verdict(result.wall.median <= MISS_TARGET.wallMs, `${what} wall`, `${formatSummary(result.wall, 1, ' ms')}, load ${load}`, `<= ${MISS_TARGET.wallMs} ms`);
+  const wallMet = verdict(
+    result.wall.median <= MISS_TARGET.wallMs,
+    `${what} wall`,
+    `${formatSummary(result.wall, 1, ' ms')}, load ${load}`,
+    `<= ${MISS_TARGET.wallMs} ms`,
+  );
   if (result.rss === undefined) {
-    console.log(`  TARGET NOT MEASURED  ${what} peak RSS: ${TIME_BIN} is not installed  (target <= ${MISS_TARGET.rssMiB} MiB)`);
+    console.log(
+      `  TARGET NOT MEASURED  ${what} peak RSS: ${TIME_BIN} is not installed  (target <= ${MISS_TARGET.rssMiB} MiB)`,
+    );
     return { met: false, measured: false };
   }
-  const rssMet = verdict(result.rss.median <= MISS_TARGET.rssMiB, `${what} peak RSS`, `${formatSummary(result.rss, 1, ' MiB')}, load ${load}`, `<= ${MISS_TARGET.rssMiB} MiB`);
+  const rssMet = verdict(
+    result.rss.median <= MISS_TARGET.rssMiB,
+    `${what} peak RSS`,
+    `${formatSummary(result.rss, 1, ' MiB')}, load ${load}`,
+    `<= ${MISS_TARGET.rssMiB} MiB`,
+  );
   return { met: wallMet && rssMet, measured: true };
 }

@@ -19,7 +19,9 @@ export function formatSummary({ median, min, max }, digits = 1, unit = '') {
 
 /** "4.1 3.0 1.2 on 2 CPUs" */
 export function loadText() {
-  return `${loadavg().map((x) => x.toFixed(2)).join(' ')} on ${availableParallelism()} CPUs`;
+  return `${loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ')} on ${availableParallelism()} CPUs`;
 }
 
 /**

@@ -38,7 +38,8 @@ export function compareStartup({ title, commands, env, runs, subject, target, wh
     const start = process.hrtime.bigint();
     const result = spawnSync(command, args, { env: { ...env, ...extra }, encoding: 'utf8' });
     const ms = Number(process.hrtime.bigint() - start) / 1e6;
-    if (result.status !== 0) throw new Error(`${command} ${args.join(' ')} failed (${result.status ?? result.signal}): ${result.stderr}`);
+    if (result.status !== 0)
+      throw new Error(`${command} ${args.join(' ')} failed (${result.status ?? result.signal}): ${result.stderr}`);
     check?.(name, result);
     if (measured && ticks !== undefined) cpuTicks[name] = (cpuTicks[name] ?? 0) + childCpuTicks() - ticks;
     return ms;
@@ -54,7 +55,9 @@ export function compareStartup({ title, commands, env, runs, subject, target, wh
   const perRound = (name) => samples[name].map((ms, i) => ms / samples[baselineName][i]);
   const width = Math.max(...Object.keys(commands).map((name) => name.length)) + 2;
   console.log(`${title} (${runs} interleaved rounds, node ${process.version}, ${process.arch})`);
-  console.log(`  ${'command'.padEnd(width)}${'wall ms median (min–max)'.padEnd(28)}${'cpu ms mean'.padEnd(20)}ratio to ${baselineName} per round, median (min–max)`);
+  console.log(
+    `  ${'command'.padEnd(width)}${'wall ms median (min–max)'.padEnd(28)}${'cpu ms mean'.padEnd(20)}ratio to ${baselineName} per round, median (min–max)`,
+  );
   for (const [name, values] of Object.entries(samples)) {
     const cpu = cpuMean(name);
     const cpuText = cpu === undefined ? 'n/a' : `${cpu.toFixed(1)} (${(cpu / cpuMean(baselineName)).toFixed(2)}x)`;

@@ -20,7 +20,9 @@ export async function importTestHelpers(root, name, contents, external) {
     platform: 'node',
     format: 'esm',
     external,
-    banner: { js: "import { createRequire as __cpcCreateRequire } from 'node:module'; const require = __cpcCreateRequire(import.meta.url);" },
+    banner: {
+      js: "import { createRequire as __cpcCreateRequire } from 'node:module'; const require = __cpcCreateRequire(import.meta.url);",
+    },
     absWorkingDir: root,
     logLevel: 'warning',
   });

@@ -9,7 +9,9 @@ const { fileURLToPath } = process.getBuiltinModule('node:url');
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const args = process.argv.slice(2);
 if (args.length !== 1 || args[0] === '' || args[0].startsWith('-')) {
-  process.stderr.write('clusterprofile-image-install: ERR_PLUGIN_USAGE: expected one argument, the directory to copy the plugin into (at argv)\nusage: clusterprofile-image-install TARGET_DIR\n');
+  process.stderr.write(
+    'clusterprofile-image-install: ERR_PLUGIN_USAGE: expected one argument, the directory to copy the plugin into (at argv)\nusage: clusterprofile-image-install TARGET_DIR\n',
+  );
   process.exit(2);
 }
 const target = args[0];
@@ -17,7 +19,9 @@ for (const dir of ['bin', 'lib', 'share']) {
   try {
     cpSync(join(root, dir), join(target, dir), { recursive: true, force: true, errorOnExist: false });
   } catch (error) {
-    process.stderr.write(`clusterprofile-image-install: cannot copy ${join(root, dir)} to ${join(target, dir)}: ${error.code ?? error.message}\n`);
+    process.stderr.write(
+      `clusterprofile-image-install: cannot copy ${join(root, dir)} to ${join(target, dir)}: ${error.code ?? error.message}\n`,
+    );
     process.exit(1);
   }
 }

@@ -24,7 +24,8 @@ function header(path, { mode, size, mtime, type }) {
   if (Buffer.byteLength(name) > 100) {
     const cut = path.lastIndexOf('/', path.length - 2);
     [prefix, name] = [path.slice(0, cut), path.slice(cut + 1)];
-    if (cut < 0 || Buffer.byteLength(name) > 100 || Buffer.byteLength(prefix) > 155) throw new Error(`tar: path too long: ${path}`);
+    if (cut < 0 || Buffer.byteLength(name) > 100 || Buffer.byteLength(prefix) > 155)
+      throw new Error(`tar: path too long: ${path}`);
   }
   block.write(name, 0, 100, 'utf8');
   block.write(octal(mode, 8), 100);
@@ -103,21 +104,29 @@ export function writeLayout(dir, images) {
   const manifests = [];
   for (const image of images) {
     for (const layer of image.layers) put(layer.blob);
-    const config = Buffer.from(JSON.stringify({
-      created: image.created,
-      architecture: 'amd64',
-      os: 'linux',
-      config: image.config,
-      rootfs: { type: 'layers', diff_ids: image.layers.map((layer) => layer.diffId) },
-      history: image.layers.map((layer) => ({ created: image.created, created_by: layer.history })),
-    }));
-    const manifest = Buffer.from(JSON.stringify({
-      schemaVersion: 2,
-      mediaType: 'application/vnd.oci.image.manifest.v1+json',
-      config: { mediaType: 'application/vnd.oci.image.config.v1+json', ...put(config) },
-      layers: image.layers.map((layer) => ({ mediaType: 'application/vnd.oci.image.layer.v1.tar+gzip', digest: layer.digest, size: layer.size })),
-      annotations: image.annotations,
-    }));
+    const config = Buffer.from(
+      JSON.stringify({
+        created: image.created,
+        architecture: 'amd64',
+        os: 'linux',
+        config: image.config,
+        rootfs: { type: 'layers', diff_ids: image.layers.map((layer) => layer.diffId) },
+        history: image.layers.map((layer) => ({ created: image.created, created_by: layer.history })),
+      }),
+    );
+    const manifest = Buffer.from(
+      JSON.stringify({
+        schemaVersion: 2,
+        mediaType: 'application/vnd.oci.image.manifest.v1+json',
+        config: { mediaType: 'application/vnd.oci.image.config.v1+json', ...put(config) },
+        layers: image.layers.map((layer) => ({
+          mediaType: 'application/vnd.oci.image.layer.v1.tar+gzip',
+          digest: layer.digest,
+          size: layer.size,
+        })),
+        annotations: image.annotations,
+      }),
+    );
     manifests.push({
       mediaType: 'application/vnd.oci.image.manifest.v1+json',
       ...put(manifest),
@@ -126,6 +135,9 @@ export function writeLayout(dir, images) {
     });
   }
   writeFileSync(join(dir, 'oci-layout'), JSON.stringify({ imageLayoutVersion: '1.0.0' }));
-  writeFileSync(join(dir, 'index.json'), JSON.stringify({ schemaVersion: 2, mediaType: 'application/vnd.oci.image.index.v1+json', manifests }));
+  writeFileSync(
+    join(dir, 'index.json'),
+    JSON.stringify({ schemaVersion: 2, mediaType: 'application/vnd.oci.image.index.v1+json', manifests }),
+  );
   return manifests.map((manifest, i) => ({ ref: images[i].ref, digest: manifest.digest }));
 }

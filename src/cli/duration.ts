@@ -14,11 +14,15 @@ const UNITS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 
 export function parseDuration(text: string, o: { flag: string; min: number; max: number; code: ErrorCode }): number {
   const parts = /^(?:\d+(?:ms|s|m|h|d))+$/.test(text) ? [...text.matchAll(/(\d+)(ms|s|m|h|d)/g)] : [];
   if (parts.length === 0) {
-    throw new CredentialsError(o.code, `${o.flag} ${JSON.stringify(text)} is not a duration (e.g. 24h, 90m, 45s)`, { path: o.flag });
+    throw new CredentialsError(o.code, `${o.flag} ${JSON.stringify(text)} is not a duration (e.g. 24h, 90m, 45s)`, {
+      path: o.flag,
+    });
   }
   const ms = parts.reduce((sum, [, n, unit]) => sum + Number(n) * (UNITS[unit ?? 's'] ?? 0), 0);
   if (ms < o.min || ms > o.max) {
-    throw new CredentialsError(o.code, `${o.flag} ${text} is outside [${o.min / 1000}s, ${o.max / 1000}s]`, { path: o.flag });
+    throw new CredentialsError(o.code, `${o.flag} ${text} is outside [${o.min / 1000}s, ${o.max / 1000}s]`, {
+      path: o.flag,
+    });
   }
   return ms;
 }

@@ -23,7 +23,11 @@ export interface Hub {
 const KUBECONFIG_CODES = new Set(['ERR_KUBECONFIG_READ', 'ERR_KUBECONFIG_INVALID', 'ERR_IN_CLUSTER_UNAVAILABLE']);
 
 /** The hub identity: KUBECONFIG (merged), else the in-cluster service account, else `$HOME/.kube/config`. */
-export async function connectHub(env: Env, cwd: string, options: { stderr?: NodeJS.WritableStream } = {}): Promise<Hub> {
+export async function connectHub(
+  env: Env,
+  cwd: string,
+  options: { stderr?: NodeJS.WritableStream } = {},
+): Promise<Hub> {
   let access: KubeAccess;
   try {
     // A person's hub kubeconfig often authenticates through an exec plugin (EKS, GKE, AKS, OIDC login): run it as
@@ -40,7 +44,8 @@ export async function connectHub(env: Env, cwd: string, options: { stderr?: Node
   }
   return {
     async getClusterProfile(namespace, name) {
-      const credential = access.exec === undefined ? access.credential : await execCredential(access, env, options.stderr);
+      const credential =
+        access.exec === undefined ? access.credential : await execCredential(access, env, options.stderr);
       const transport = createKubeTransport(access.endpoint, credential);
       try {
         return await getClusterProfile({ send: transport.send, server: access.endpoint.server }, namespace, name);
@@ -52,21 +57,33 @@ export async function connectHub(env: Env, cwd: string, options: { stderr?: Node
 }
 
 /** Runs the hub user's exec plugin once (a CLI call makes one request) and turns its answer into a credential. */
-async function execCredential(access: KubeAccess, env: Env, stderr: NodeJS.WritableStream | undefined): Promise<KubeCredential> {
-  const exec = assertDocument<ExecConfig>('exec-config', access.exec!.config, { code: 'ERR_HUB_CONFIG', what: `the hub user's exec (${access.exec!.path})` });
+async function execCredential(
+  access: KubeAccess,
+  env: Env,
+  stderr: NodeJS.WritableStream | undefined,
+): Promise<KubeCredential> {
+  const exec = assertDocument<ExecConfig>('exec-config', access.exec!.config, {
+    code: 'ERR_HUB_CONFIG',
+    what: `the hub user's exec (${access.exec!.path})`,
+  });
   const { runExecPlugin } = await import('../library/exec/runner.js');
   const { endpoint } = access;
   const cluster =
     exec.provideClusterInfo === true
       ? {
           server: endpoint.server,
-          ...(endpoint.caPem === undefined ? {} : { 'certificate-authority-data': Buffer.from(endpoint.caPem).toString('base64') }),
+          ...(endpoint.caPem === undefined
+            ? {}
+            : { 'certificate-authority-data': Buffer.from(endpoint.caPem).toString('base64') }),
           ...(endpoint.tlsServerName === undefined ? {} : { 'tls-server-name': endpoint.tlsServerName }),
           ...(endpoint.insecureSkipTlsVerify === true ? { 'insecure-skip-tls-verify': true } : {}),
           ...(endpoint.proxyUrl === undefined ? {} : { 'proxy-url': endpoint.proxyUrl }),
         }
       : undefined;
-  const result = await runExecPlugin(exec, cluster, { env, ...(stderr === undefined ? {} : { onStderr: (text) => stderr.write(text) }) });
+  const result = await runExecPlugin(exec, cluster, {
+    env,
+    ...(stderr === undefined ? {} : { onStderr: (text) => stderr.write(text) }),
+  });
   return result.clientCertificate !== undefined && result.clientKey !== undefined
     ? { kind: 'certificate', certificatePem: result.clientCertificate, keyPem: result.clientKey }
     : { kind: 'token', token: result.token! };

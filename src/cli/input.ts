@@ -22,7 +22,12 @@ export async function readInput(
       chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk)));
       size += chunks[chunks.length - 1]!.length;
       if (size > DEFAULT_MAX_BYTES) {
-        throw fail(Object.assign(new Error(`EFBIG: standard input is larger than ${DEFAULT_MAX_BYTES} bytes`), { code: 'EFBIG' }), 'stdin');
+        throw fail(
+          Object.assign(new Error(`EFBIG: standard input is larger than ${DEFAULT_MAX_BYTES} bytes`), {
+            code: 'EFBIG',
+          }),
+          'stdin',
+        );
       }
     }
     return { text: Buffer.concat(chunks).toString('utf8'), source: 'stdin' };

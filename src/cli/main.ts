@@ -31,7 +31,10 @@ export const run: Run = async (argv, env, io) => {
   const entry = commands.find((candidate) => commandName(candidate.command) === name);
   if (name !== undefined && entry === undefined) {
     const names = commands.map((candidate) => commandName(candidate.command));
-    return usageError(io, unknownWord(`command "${name}"`, name, names, `"${SCRIPT} --help" lists the commands`, words));
+    return usageError(
+      io,
+      unknownWord(`command "${name}"`, name, names, `"${SCRIPT} --help" lists the commands`, words),
+    );
   }
 
   let module: CommandModule | undefined;
@@ -43,7 +46,10 @@ export const run: Run = async (argv, env, io) => {
   }
   // `<command> <action> --help` shows that action only.
   const actions = module?.actions;
-  const action = actions === undefined || name === undefined ? undefined : words.slice(words.indexOf(name) + 1).find((word) => Object.hasOwn(actions, word));
+  const action =
+    actions === undefined || name === undefined
+      ? undefined
+      : words.slice(words.indexOf(name) + 1).find((word) => Object.hasOwn(actions, word));
 
   const parser = yargs()
     .scriptName(SCRIPT)
@@ -70,7 +76,9 @@ export const run: Run = async (argv, env, io) => {
 
   if (words.length === 0) {
     // A bare call: the command list, as a usage error.
-    io.stderr.write(`${await parser.getHelp()}\n\n${formatError(new CredentialsError('ERR_USAGE', 'a command is required'))}\n`);
+    io.stderr.write(
+      `${await parser.getHelp()}\n\n${formatError(new CredentialsError('ERR_USAGE', 'a command is required'))}\n`,
+    );
     return 2;
   }
 
@@ -84,10 +92,22 @@ export const run: Run = async (argv, env, io) => {
     const given = parsed.args?.['action'];
     if (entry !== undefined && actions !== undefined && typeof given === 'string' && !Object.hasOwn(actions, given)) {
       const command = `${SCRIPT} ${commandName(entry.command)}`;
-      return usageError(io, unknownWord(`action "${given}" of ${command}`, given, Object.keys(actions), `"${command} --help" lists the actions`, words));
+      return usageError(
+        io,
+        unknownWord(
+          `action "${given}" of ${command}`,
+          given,
+          Object.keys(actions),
+          `"${command} --help" lists the actions`,
+          words,
+        ),
+      );
     }
     const where = entry === undefined ? '' : ` ${commandName(entry.command)}`;
-    return usageError(io, new CredentialsError('ERR_USAGE', `${parsed.error.message} (see "${SCRIPT}${where} --help")`));
+    return usageError(
+      io,
+      new CredentialsError('ERR_USAGE', `${parsed.error.message} (see "${SCRIPT}${where} --help")`),
+    );
   }
   if (parsed.output !== '') {
     // --help, --version
@@ -122,7 +142,13 @@ function usageError(io: Parameters<Run>[2], error: CredentialsError): number {
  * `unknown <what>`, with a hint naming the nearest known word in the command line as given (`did you mean
  * "clusterprofile issuer serve --data-dir d"?`) and where the list is.
  */
-function unknownWord(what: string, word: string, known: readonly string[], list: string, words: readonly string[]): CredentialsError {
+function unknownWord(
+  what: string,
+  word: string,
+  known: readonly string[],
+  list: string,
+  words: readonly string[],
+): CredentialsError {
   const nearest = closest(word, known);
   const corrected = words.map((candidate, index) => (index === words.indexOf(word) ? nearest : candidate));
   const hint = nearest === undefined ? list : `did you mean "${SCRIPT} ${corrected.join(' ')}"? ${list}`;

@@ -28,7 +28,11 @@ export async function providerCluster(args: CommandArgs, ctx: CommandContext, us
   );
   const namespace = (args['namespace'] as string | undefined) ?? access.namespace;
   if (namespace === undefined || namespace === '') {
-    throw new CredentialsError('ERR_USAGE', `${usage} needs --namespace (the namespace of the Tenants on the provider cluster)`, { path: '--namespace' });
+    throw new CredentialsError(
+      'ERR_USAGE',
+      `${usage} needs --namespace (the namespace of the Tenants on the provider cluster)`,
+      { path: '--namespace' },
+    );
   }
   const transport = createKubeTransport(access.endpoint, access.credential, { timeoutMs: 30_000, retry: KUBE_RETRY });
   return { send: transport.send, namespace, server: access.endpoint.server, close: transport.close };

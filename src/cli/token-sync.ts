@@ -19,7 +19,12 @@ import { listClusterProfiles } from '../kube/cluster-profile.js';
 import { connectionFromCluster } from '../core/cluster-connection.js';
 import type { KubeCredential, KubeEndpoint, KubeRequest, SendKubeRequest } from '../kube/types.js';
 import { statusMessage } from '../kube/status.js';
-import { buildTokenRequest, parseTokenRequestSettings, processTokenRequestResponse, type TokenRequestSettingsSources } from '../providers/token-request/index.js';
+import {
+  buildTokenRequest,
+  parseTokenRequestSettings,
+  processTokenRequestResponse,
+  type TokenRequestSettingsSources,
+} from '../providers/token-request/index.js';
 
 /** Annotations on the Secrets the sync writes. */
 export const RENEW_AT_ANNOTATION = 'clusterprofile-credentials.x-k8s.io/renew-at';
@@ -52,7 +57,8 @@ export function syncSecretName(layout: TokenSyncLayout, profileName: string): st
  */
 export function syncKubeconfig(profileName: string, source: Cluster, token: string): string {
   const cluster: Record<string, unknown> = { server: source.server };
-  if (source['certificate-authority-data'] !== undefined) cluster['certificate-authority-data'] = source['certificate-authority-data'];
+  if (source['certificate-authority-data'] !== undefined)
+    cluster['certificate-authority-data'] = source['certificate-authority-data'];
   if (source['tls-server-name'] !== undefined) cluster['tls-server-name'] = source['tls-server-name'];
   const document = {
     apiVersion: 'v1',
@@ -63,7 +69,12 @@ export function syncKubeconfig(profileName: string, source: Cluster, token: stri
     'current-context': profileName,
   };
   // Every string double-quoted, as renderKubeconfig does: client-go reads YAML 1.1.
-  return stringify(document, { lineWidth: 0, aliasDuplicateObjects: false, defaultStringType: 'QUOTE_DOUBLE', defaultKeyType: 'PLAIN' });
+  return stringify(document, {
+    lineWidth: 0,
+    aliasDuplicateObjects: false,
+    defaultStringType: 'QUOTE_DOUBLE',
+    defaultKeyType: 'PLAIN',
+  });
 }
 
 export interface TokenSyncDependencies {
@@ -106,26 +117,42 @@ const secretPath = (namespace: string, name?: string) =>
   `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets${name === undefined ? '' : `/${encodeURIComponent(name)}`}`;
 
 /** The namespace's ClusterProfiles (src/kube/cluster-profile.ts: v1alpha1, else v1alpha2), by name. */
-async function listProfiles(deps: TokenSyncDependencies, namespace: string): Promise<{ name: string; profile?: ClusterProfile; error?: CredentialsError }[]> {
+async function listProfiles(
+  deps: TokenSyncDependencies,
+  namespace: string,
+): Promise<{ name: string; profile?: ClusterProfile; error?: CredentialsError }[]> {
   let listed;
   try {
     listed = await listClusterProfiles({ send: deps.hub, server: deps.hubServer }, namespace);
   } catch (error) {
     if (!isCredentialsError(error) || error.code !== 'ERR_HUB_REQUEST') throw error;
-    throw new CredentialsError('ERR_TOKEN_SYNC_HUB', error.message, { ...(error.path === undefined ? {} : { path: error.path }), cause: error });
+    throw new CredentialsError('ERR_TOKEN_SYNC_HUB', error.message, {
+      ...(error.path === undefined ? {} : { path: error.path }),
+      cause: error,
+    });
   }
   return listed
-    .map((item) => (item.profile === undefined ? item : { name: item.name, profile: item.profile as unknown as ClusterProfile }))
+    .map((item) =>
+      item.profile === undefined ? item : { name: item.name, profile: item.profile as unknown as ClusterProfile },
+    )
     .sort((a, b) => a.name.localeCompare(b.name));
 }
 
 function renewAtOf(secret: unknown): Date | undefined {
-  const value = (secret as { metadata?: { annotations?: Record<string, string> } }).metadata?.annotations?.[RENEW_AT_ANNOTATION];
+  const value = (secret as { metadata?: { annotations?: Record<string, string> } }).metadata?.annotations?.[
+    RENEW_AT_ANNOTATION
+  ];
   const date = value === undefined ? undefined : new Date(value);
   return date === undefined || Number.isNaN(date.getTime()) ? undefined : date;
 }
 
-async function writeSecret(hub: SendKubeRequest, namespace: string, name: string, exists: boolean, data: { content: Record<string, string>; renewAt: Date; expiresAt: Date }): Promise<void> {
+async function writeSecret(
+  hub: SendKubeRequest,
+  namespace: string,
+  name: string,
+  exists: boolean,
+  data: { content: Record<string, string>; renewAt: Date; expiresAt: Date },
+): Promise<void> {
   const body = {
     apiVersion: 'v1',
     kind: 'Secret',
@@ -134,26 +161,41 @@ async function writeSecret(hub: SendKubeRequest, namespace: string, name: string
       name,
       namespace,
       labels: { [MANAGED_BY_LABEL]: MANAGED_BY },
-      annotations: { [RENEW_AT_ANNOTATION]: data.renewAt.toISOString(), [EXPIRES_AT_ANNOTATION]: data.expiresAt.toISOString() },
+      annotations: {
+        [RENEW_AT_ANNOTATION]: data.renewAt.toISOString(),
+        [EXPIRES_AT_ANNOTATION]: data.expiresAt.toISOString(),
+      },
     },
-    data: Object.fromEntries(Object.entries(data.content).map(([key, value]) => [key, Buffer.from(value).toString('base64')])),
+    data: Object.fromEntries(
+      Object.entries(data.content).map(([key, value]) => [key, Buffer.from(value).toString('base64')]),
+    ),
   };
   const request: KubeRequest = exists
     ? { method: 'PUT', path: secretPath(namespace, name), body }
     : { method: 'POST', path: secretPath(namespace), body };
   const response = await hub(request);
   if (response.status !== 200 && response.status !== 201) {
-    throw hubError(`cannot write Secret ${namespace}/${name}: ${statusMessage(response.body) ?? `HTTP ${response.status}`}`, secretPath(namespace, name));
+    throw hubError(
+      `cannot write Secret ${namespace}/${name}: ${statusMessage(response.body) ?? `HTTP ${response.status}`}`,
+      secretPath(namespace, name),
+    );
   }
 }
 
-async function syncOne(profile: ClusterProfile, options: TokenSyncOptions, deps: TokenSyncDependencies): Promise<ClusterSyncResult> {
+async function syncOne(
+  profile: ClusterProfile,
+  options: TokenSyncOptions,
+  deps: TokenSyncDependencies,
+): Promise<ClusterSyncResult> {
   const name = profile.metadata.name;
   const layout = options.layout ?? 'secretreader';
   const secretName = syncSecretName(layout, name);
   const existing = await deps.hub({ method: 'GET', path: secretPath(options.namespace, secretName) });
   if (existing.status !== 200 && existing.status !== 404) {
-    throw hubError(`cannot read Secret ${options.namespace}/${secretName}: ${statusMessage(existing.body) ?? `HTTP ${existing.status}`}`, secretPath(options.namespace, secretName));
+    throw hubError(
+      `cannot read Secret ${options.namespace}/${secretName}: ${statusMessage(existing.body) ?? `HTTP ${existing.status}`}`,
+      secretPath(options.namespace, secretName),
+    );
   }
   const renewAt = existing.status === 200 ? renewAtOf(existing.body) : undefined;
   if (renewAt !== undefined && renewAt.getTime() > deps.now().getTime()) {
@@ -162,7 +204,10 @@ async function syncOne(profile: ClusterProfile, options: TokenSyncOptions, deps:
   const access = resolveClusterAccess(profile, options.accessConfig);
   const config = access.cluster.config;
   const settings = parseTokenRequestSettings({
-    config: typeof config === 'object' && config !== null && !Array.isArray(config) ? (config as Record<string, unknown>) : undefined,
+    config:
+      typeof config === 'object' && config !== null && !Array.isArray(config)
+        ? (config as Record<string, unknown>)
+        : undefined,
     flags: options.defaults,
   });
   const credential = await deps.bootstrap(access);
@@ -172,8 +217,14 @@ async function syncOne(profile: ClusterProfile, options: TokenSyncOptions, deps:
     const response = await member.send(buildTokenRequest(settings));
     const minted = processTokenRequestResponse(response, settings, { server: access.cluster.server, now: sentAt });
     const content: Record<string, string> =
-      layout === 'kubeconfig-secretreader' ? { [KUBECONFIG_SECRET_KEY]: syncKubeconfig(name, access.cluster, minted.token) } : { token: minted.token };
-    await writeSecret(deps.hub, options.namespace, secretName, existing.status === 200, { content, renewAt: minted.renewAt, expiresAt: minted.expiresAt });
+      layout === 'kubeconfig-secretreader'
+        ? { [KUBECONFIG_SECRET_KEY]: syncKubeconfig(name, access.cluster, minted.token) }
+        : { token: minted.token };
+    await writeSecret(deps.hub, options.namespace, secretName, existing.status === 200, {
+      content,
+      renewAt: minted.renewAt,
+      expiresAt: minted.expiresAt,
+    });
     return { cluster: name, outcome: 'minted', renewAt: minted.renewAt.toISOString() };
   } finally {
     await member.close();
@@ -184,7 +235,10 @@ async function syncOne(profile: ClusterProfile, options: TokenSyncOptions, deps:
  * One pass over the namespace's ClusterProfiles. A failing cluster is reported and the others go on; the hub
  * list itself failing throws.
  */
-export async function syncTokensOnce(options: TokenSyncOptions, deps: TokenSyncDependencies): Promise<ClusterSyncResult[]> {
+export async function syncTokensOnce(
+  options: TokenSyncOptions,
+  deps: TokenSyncDependencies,
+): Promise<ClusterSyncResult[]> {
   const listed = (await listProfiles(deps, options.namespace)).filter(
     (item) => options.names === undefined || options.names.length === 0 || options.names.includes(item.name),
   );
@@ -193,7 +247,9 @@ export async function syncTokensOnce(options: TokenSyncOptions, deps: TokenSyncD
     try {
       if (item.profile === undefined) throw item.error;
       const result = await syncOne(item.profile, options, deps);
-      deps.log(`${result.cluster}: ${result.outcome === 'fresh' ? 'still fresh' : 'token minted'}, renew at ${result.renewAt}`);
+      deps.log(
+        `${result.cluster}: ${result.outcome === 'fresh' ? 'still fresh' : 'token minted'}, renew at ${result.renewAt}`,
+      );
       results.push(result);
     } catch (error) {
       const message = formatError(error);

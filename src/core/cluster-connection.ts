@@ -37,11 +37,14 @@ export interface ClusterConnection {
  */
 export function connectionFromCluster(cluster: ClusterFields, options: { caPem?: string } = {}): ClusterConnection {
   const data = cluster['certificate-authority-data'];
-  const caPem = options.caPem ?? (data === undefined || data === '' ? undefined : Buffer.from(data, 'base64').toString('utf8'));
+  const caPem =
+    options.caPem ?? (data === undefined || data === '' ? undefined : Buffer.from(data, 'base64').toString('utf8'));
   return {
     server: cluster.server,
     ...(caPem === undefined ? {} : { caPem }),
-    ...(cluster['tls-server-name'] === undefined || cluster['tls-server-name'] === '' ? {} : { tlsServerName: cluster['tls-server-name'] }),
+    ...(cluster['tls-server-name'] === undefined || cluster['tls-server-name'] === ''
+      ? {}
+      : { tlsServerName: cluster['tls-server-name'] }),
     ...(cluster['insecure-skip-tls-verify'] === true ? { insecureSkipTlsVerify: true } : {}),
     ...(cluster['proxy-url'] === undefined || cluster['proxy-url'] === '' ? {} : { proxyUrl: cluster['proxy-url'] }),
   };

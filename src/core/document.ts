@@ -168,7 +168,11 @@ let yamlPackage: typeof import('yaml') | undefined;
  * package and evaluates it only here — else (tsc's ES modules) a require of our own.
  */
 function yaml(): typeof import('yaml') {
-  yamlPackage ??= (typeof require === 'function' ? require('yaml') : process.getBuiltinModule('node:module').createRequire(import.meta.url)('yaml')) as typeof import('yaml');
+  yamlPackage ??= (
+    typeof require === 'function'
+      ? require('yaml')
+      : process.getBuiltinModule('node:module').createRequire(import.meta.url)('yaml')
+  ) as typeof import('yaml');
   return yamlPackage;
 }
 
@@ -183,16 +187,22 @@ function parseYaml(text: string, multiple: boolean): Parsed {
   }
   // An empty document (a stray `---`, a file of comments) is none: `null` when nothing else is there.
   const all = [...documents];
-  const empty = (contents: unknown): boolean => contents === null || (isScalar(contents) && contents.value === null && contents.source === '');
+  const empty = (contents: unknown): boolean =>
+    contents === null || (isScalar(contents) && contents.value === null && contents.source === '');
   const list = all.filter((document) => !empty(document.contents));
   // An empty stream (no document) carries its errors itself.
-  const errors = all.length > 0 ? all.flatMap((document) => document.errors) : ((documents as { errors?: { code: string; pos: [number, number] }[] }).errors ?? []);
+  const errors =
+    all.length > 0
+      ? all.flatMap((document) => document.errors)
+      : ((documents as { errors?: { code: string; pos: [number, number] }[] }).errors ?? []);
   if (errors.length > 0) {
     const error = errors[0]!;
     return { problem: `${YAML_PROBLEMS[error.code] ?? 'a syntax error'} at ${position(text, error.pos[0])}` };
   }
   if (!multiple && list.length > 1) {
-    return { problem: `a stream of ${list.length} documents where one is expected (the second starts at ${position(text, list[1]!.range[0])})` };
+    return {
+      problem: `a stream of ${list.length} documents where one is expected (the second starts at ${position(text, list[1]!.range[0])})`,
+    };
   }
   const values: unknown[] = [];
   for (const document of list) {
@@ -260,9 +270,13 @@ function position(text: string, offset: number): string {
 export async function readDocumentText(file: string, maxBytes = DEFAULT_MAX_BYTES): Promise<string> {
   // The callback API, not node:fs/promises: loading that module (with readline, for FileHandle#readLines) is a
   // measurable part of a plugin's cache miss, which reads its kubeconfig here.
-  const fd = await new Promise<number>((resolve, reject) => open(file, 'r', (error, opened) => (error ? reject(error) : resolve(opened))));
+  const fd = await new Promise<number>((resolve, reject) =>
+    open(file, 'r', (error, opened) => (error ? reject(error) : resolve(opened))),
+  );
   try {
-    const stats = await new Promise<import('node:fs').Stats>((resolve, reject) => fstat(fd, (error, got) => (error ? reject(error) : resolve(got))));
+    const stats = await new Promise<import('node:fs').Stats>((resolve, reject) =>
+      fstat(fd, (error, got) => (error ? reject(error) : resolve(got))),
+    );
     if (stats.isDirectory()) {
       throw Object.assign(new Error(`EISDIR: ${file} is a directory, not a file`), { code: 'EISDIR', path: file });
     }
@@ -270,12 +284,17 @@ export async function readDocumentText(file: string, maxBytes = DEFAULT_MAX_BYTE
     let size = 0;
     for (;;) {
       const chunk = Buffer.allocUnsafe(Math.min(64 * 1024, maxBytes + 1 - size));
-      const bytesRead = await new Promise<number>((resolve, reject) => read(fd, chunk, 0, chunk.length, null, (error, count) => (error ? reject(error) : resolve(count))));
+      const bytesRead = await new Promise<number>((resolve, reject) =>
+        read(fd, chunk, 0, chunk.length, null, (error, count) => (error ? reject(error) : resolve(count))),
+      );
       if (bytesRead === 0) break;
       chunks.push(chunk.subarray(0, bytesRead));
       size += bytesRead;
       if (size > maxBytes) {
-        throw Object.assign(new Error(`EFBIG: ${file} is larger than ${maxBytes} bytes`), { code: 'EFBIG', path: file });
+        throw Object.assign(new Error(`EFBIG: ${file} is larger than ${maxBytes} bytes`), {
+          code: 'EFBIG',
+          path: file,
+        });
       }
     }
     return Buffer.concat(chunks, size).toString('utf8');
@@ -299,7 +318,8 @@ export function readProblem(error: unknown): string {
   }
 }
 
-export interface ReadDocumentFileOptions<Code extends ErrorCode = ErrorCode> extends Omit<ParseDocumentOptions<Code>, 'source'> {
+export interface ReadDocumentFileOptions<Code extends ErrorCode = ErrorCode>
+  extends Omit<ParseDocumentOptions<Code>, 'source'> {
   /** The caller's code for a file that cannot be read; default `code`. */
   readCode?: ErrorCode;
   /** How a read error's message starts, before `: <reason>`; default `cannot read <file>`. */
@@ -312,18 +332,25 @@ export interface ReadDocumentFileOptions<Code extends ErrorCode = ErrorCode> ext
  * Reads and parses a document file ({@link parseDocument}, `source` = the file). A file that cannot be read (missing,
  * a directory, unreadable, too large) throws a {@link CredentialsError} with `readCode` naming the file.
  */
-export async function readDocumentFile(file: string, options: ReadDocumentFileOptions & { multiple: true }): Promise<unknown[]>;
+export async function readDocumentFile(
+  file: string,
+  options: ReadDocumentFileOptions & { multiple: true },
+): Promise<unknown[]>;
 export async function readDocumentFile(file: string, options: ReadDocumentFileOptions): Promise<unknown>;
 export async function readDocumentFile(file: string, options: ReadDocumentFileOptions): Promise<unknown> {
   let text: string;
   try {
     text = await readDocumentText(file, options.maxBytes);
   } catch (cause) {
-    throw new CredentialsError(options.readCode ?? options.code, `${options.readMessage ?? `cannot read ${file}`}: ${readProblem(cause)}`, {
-      path: file,
-      cause,
-      ...(options.readHint === undefined ? {} : { hint: options.readHint }),
-    });
+    throw new CredentialsError(
+      options.readCode ?? options.code,
+      `${options.readMessage ?? `cannot read ${file}`}: ${readProblem(cause)}`,
+      {
+        path: file,
+        cause,
+        ...(options.readHint === undefined ? {} : { hint: options.readHint }),
+      },
+    );
   }
   return parseDocument(text, { ...options, source: file });
 }

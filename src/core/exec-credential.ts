@@ -68,23 +68,34 @@ const API_VERSIONS: readonly string[] = EXEC_API_VERSIONS;
 export function readExecInfo(env: Env, stdinIsTTY: () => boolean): ExecCredentialInput {
   const raw = env['KUBERNETES_EXEC_INFO'];
   if (raw === undefined || raw.trim() === '') {
-    return { apiVersion: 'client.authentication.k8s.io/v1beta1', kind: 'ExecCredential', spec: { interactive: stdinIsTTY() } };
+    return {
+      apiVersion: 'client.authentication.k8s.io/v1beta1',
+      kind: 'ExecCredential',
+      spec: { interactive: stdinIsTTY() },
+    };
   }
   let document: unknown;
   try {
     document = JSON.parse(raw);
   } catch (error) {
     // No cause: V8's SyntaxError quotes the variable, and spec.cluster.config may hold anything.
-    throw new CredentialsError('ERR_PLUGIN_EXEC_INFO', `KUBERNETES_EXEC_INFO is not JSON: ${jsonSyntaxProblem(error)}`, {
-      path: 'KUBERNETES_EXEC_INFO',
-    });
+    throw new CredentialsError(
+      'ERR_PLUGIN_EXEC_INFO',
+      `KUBERNETES_EXEC_INFO is not JSON: ${jsonSyntaxProblem(error)}`,
+      {
+        path: 'KUBERNETES_EXEC_INFO',
+      },
+    );
   }
   const apiVersion = isObject(document) ? document['apiVersion'] : undefined;
   if (typeof apiVersion !== 'string' || !API_VERSIONS.includes(apiVersion)) {
     throw new CredentialsError(
       'ERR_PLUGIN_EXEC_INFO',
       `KUBERNETES_EXEC_INFO has apiVersion ${JSON.stringify(apiVersion)}; this plugin speaks ${API_VERSIONS.join(' and ')}`,
-      { path: 'KUBERNETES_EXEC_INFO $.apiVersion', hint: 'set users[].user.exec.apiVersion in the kubeconfig to client.authentication.k8s.io/v1' },
+      {
+        path: 'KUBERNETES_EXEC_INFO $.apiVersion',
+        hint: 'set users[].user.exec.apiVersion in the kubeconfig to client.authentication.k8s.io/v1',
+      },
     );
   }
   return validateInput(document, apiVersion as ExecApiVersion);
@@ -124,8 +135,14 @@ function validateInput(document: unknown, apiVersion: ExecApiVersion): ExecCrede
         fail(`$.spec.cluster['${name}']`, `spec.cluster.${name} must be a string`);
       }
     }
-    if (typeof cluster['certificate-authority-data'] === 'string' && !BASE64.test(cluster['certificate-authority-data'])) {
-      fail("$.spec.cluster['certificate-authority-data']", 'spec.cluster.certificate-authority-data must be base64 (of the PEM CA bundle)');
+    if (
+      typeof cluster['certificate-authority-data'] === 'string' &&
+      !BASE64.test(cluster['certificate-authority-data'])
+    ) {
+      fail(
+        "$.spec.cluster['certificate-authority-data']",
+        'spec.cluster.certificate-authority-data must be base64 (of the PEM CA bundle)',
+      );
     }
     for (const name of ['insecure-skip-tls-verify', 'disable-compression'] as const) {
       if (cluster[name] !== undefined && typeof cluster[name] !== 'boolean') {
@@ -138,7 +155,9 @@ function validateInput(document: unknown, apiVersion: ExecApiVersion): ExecCrede
     kind: 'ExecCredential',
     spec: {
       ...(typeof spec['interactive'] === 'boolean' ? { interactive: spec['interactive'] } : {}),
-      ...(isObject(cluster) ? { cluster: cluster as unknown as NonNullable<ExecCredentialInput['spec']['cluster']> } : {}),
+      ...(isObject(cluster)
+        ? { cluster: cluster as unknown as NonNullable<ExecCredentialInput['spec']['cluster']> }
+        : {}),
     },
   };
 }
@@ -166,19 +185,30 @@ export function assertUsableStatus(status: ExecCredentialStatus): void {
     bad('the provider returned no status', '$.status');
   }
   const { token, clientCertificateData: cert, clientKeyData: key, expirationTimestamp } = status;
-  for (const [name, value] of Object.entries({ token, clientCertificateData: cert, clientKeyData: key, expirationTimestamp })) {
+  for (const [name, value] of Object.entries({
+    token,
+    clientCertificateData: cert,
+    clientKeyData: key,
+    expirationTimestamp,
+  })) {
     if (value !== undefined && (typeof value !== 'string' || value === '')) {
       bad(`status.${name} must be a non-empty string`, `$.status.${name}`);
     }
   }
   if ((cert === undefined) !== (key === undefined)) {
-    bad('the provider returned only a certificate or a key, not both', cert === undefined ? '$.status.clientCertificateData' : '$.status.clientKeyData');
+    bad(
+      'the provider returned only a certificate or a key, not both',
+      cert === undefined ? '$.status.clientCertificateData' : '$.status.clientKeyData',
+    );
   }
   if (token === undefined && cert === undefined) {
     bad('the provider returned neither a token nor a certificate and key', '$.status');
   }
   if (expirationTimestamp !== undefined && parseTimestamp(expirationTimestamp) === undefined) {
-    bad(`status.expirationTimestamp ${JSON.stringify(expirationTimestamp)} is not an RFC 3339 time`, '$.status.expirationTimestamp');
+    bad(
+      `status.expirationTimestamp ${JSON.stringify(expirationTimestamp)} is not an RFC 3339 time`,
+      '$.status.expirationTimestamp',
+    );
   }
 }
 
@@ -197,10 +227,18 @@ const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
 export function parseTimestamp(value: string): number | undefined {
   const match = RFC3339.exec(value);
   if (match === null) return undefined;
-  const [year, month, day, hour, minute, second] = match.slice(1, 7).map(Number) as [number, number, number, number, number, number];
+  const [year, month, day, hour, minute, second] = match.slice(1, 7).map(Number) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
   const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
   const monthDays = month === 2 && leap ? 29 : DAYS_IN_MONTH[month - 1];
-  if (monthDays === undefined || day < 1 || day > monthDays || hour > 23 || minute > 59 || second > 59) return undefined;
+  if (monthDays === undefined || day < 1 || day > monthDays || hour > 23 || minute > 59 || second > 59)
+    return undefined;
   let offsetMinutes = 0;
   if (match[8] !== undefined) {
     const offsetHours = Number(match[9]);
@@ -225,7 +263,8 @@ export function formatTimestamp(ms: number, options: { seconds?: boolean } = {})
   const date = new Date(ms);
   const year = date.getUTCFullYear();
   if (Number.isNaN(year)) throw new RangeError('Invalid time value');
-  if (year < 0 || year > 9999) return options.seconds === true ? date.toISOString().replace(/\.\d{3}Z$/, 'Z') : date.toISOString();
+  if (year < 0 || year > 9999)
+    return options.seconds === true ? date.toISOString().replace(/\.\d{3}Z$/, 'Z') : date.toISOString();
   const two = (n: number): string => (n < 10 ? `0${n}` : String(n));
   const text = `${String(year).padStart(4, '0')}-${two(date.getUTCMonth() + 1)}-${two(date.getUTCDate())}T${two(date.getUTCHours())}:${two(date.getUTCMinutes())}:${two(date.getUTCSeconds())}`;
   return options.seconds === true ? `${text}Z` : `${text}.${String(date.getUTCMilliseconds()).padStart(3, '0')}Z`;

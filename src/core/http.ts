@@ -141,7 +141,18 @@ export interface HttpClient {
  * - `too-large`: the answer is longer than the limit; `proxy`: the proxy refused the tunnel;
  * - `url`: not an http(s) URL; `network`: anything else below HTTP.
  */
-export type HttpFailureKind = 'timeout' | 'aborted' | 'refused' | 'dns' | 'reset' | 'certificate' | 'tls' | 'too-large' | 'proxy' | 'url' | 'network';
+export type HttpFailureKind =
+  | 'timeout'
+  | 'aborted'
+  | 'refused'
+  | 'dns'
+  | 'reset'
+  | 'certificate'
+  | 'tls'
+  | 'too-large'
+  | 'proxy'
+  | 'url'
+  | 'network';
 
 const RETRYABLE_KINDS: ReadonlySet<HttpFailureKind> = new Set(['timeout', 'refused', 'dns', 'reset', 'network']);
 
@@ -167,7 +178,14 @@ export class HttpFailure extends Error {
   constructor(
     kind: HttpFailureKind,
     message: string,
-    details: { url: string; target: string; code?: string | undefined; cause?: unknown; timeoutMs?: number; limit?: number },
+    details: {
+      url: string;
+      target: string;
+      code?: string | undefined;
+      cause?: unknown;
+      timeoutMs?: number;
+      limit?: number;
+    },
   ) {
     super(withoutUserinfo(message), details.cause === undefined ? undefined : { cause: details.cause });
     this.kind = kind;
@@ -182,7 +200,9 @@ export class HttpFailure extends Error {
 
 /** True for an {@link HttpFailure} from any copy of this package. */
 export function isHttpFailure(error: unknown): error is HttpFailure {
-  return error instanceof Error && error.name === 'HttpFailure' && typeof (error as { kind?: unknown }).kind === 'string';
+  return (
+    error instanceof Error && error.name === 'HttpFailure' && typeof (error as { kind?: unknown }).kind === 'string'
+  );
 }
 
 function targetOf(request: Pick<HttpRequest, 'url' | 'base'>): string {
@@ -248,10 +268,16 @@ function codeOf(error: Error): string | undefined {
 function describe(errors: Error[], fallback: unknown): string {
   const parts = errors.map((error) => {
     const code = codeOf(error);
-    const message = error.message === '' && error instanceof AggregateError ? String((error.errors[0] as Error | undefined)?.message ?? '') : error.message;
+    const message =
+      error.message === '' && error instanceof AggregateError
+        ? String((error.errors[0] as Error | undefined)?.message ?? '')
+        : error.message;
     return code === undefined ? message : `${message} (${code})`;
   });
-  return parts.filter((part, index) => part !== '' && (index === 0 || !parts[0]!.includes(part))).join(': ') || String(fallback);
+  return (
+    parts.filter((part, index) => part !== '' && (index === 0 || !parts[0]!.includes(part))).join(': ') ||
+    String(fallback)
+  );
 }
 
 function classify(errors: Error[]): { kind: HttpFailureKind; code: string | undefined } {
@@ -283,11 +309,20 @@ function translate(
     return new HttpFailure('aborted', detail, { ...where, cause: reason ?? error });
   }
   if (context.timedOut) {
-    return new HttpFailure('timeout', `no answer within ${context.budgetMs} ms`, { ...where, cause: error, timeoutMs: context.budgetMs });
+    return new HttpFailure('timeout', `no answer within ${context.budgetMs} ms`, {
+      ...where,
+      cause: error,
+      timeoutMs: context.budgetMs,
+    });
   }
   const errors = chain(error);
   const { kind, code } = classify(errors);
-  return new HttpFailure(kind, describe(errors, error), { ...where, code, cause: error, ...(kind === 'timeout' ? { timeoutMs: context.budgetMs } : {}) });
+  return new HttpFailure(kind, describe(errors, error), {
+    ...where,
+    code,
+    cause: error,
+    ...(kind === 'timeout' ? { timeoutMs: context.budgetMs } : {}),
+  });
 }
 
 // ----------------------------------------------------------------------------------------------- connections
@@ -295,7 +330,13 @@ function translate(
 /** How a request reaches its origin: directly, through an HTTP(S) proxy, or through a SOCKS5 proxy. */
 type Route = { kind: 'direct' } | { kind: 'http-proxy' | 'socks'; proxy: URL; authorization: string | undefined };
 
-const DEFAULT_PORTS: Record<string, number> = { 'http:': 80, 'https:': 443, 'socks:': 1080, 'socks5:': 1080, 'socks5h:': 1080 };
+const DEFAULT_PORTS: Record<string, number> = {
+  'http:': 80,
+  'https:': 443,
+  'socks:': 1080,
+  'socks5:': 1080,
+  'socks5h:': 1080,
+};
 
 interface NoProxyEntry {
   hostname: string;
@@ -321,7 +362,14 @@ function parseNoProxy(value: string): NoProxyEntry[] {
         hostname = withPort === null ? unbracketed : withPort[1]!;
         port = withPort === null ? 0 : Number(withPort[2]);
       }
-      return { hostname: hostname.replace(/^\*?\./, '').replace(/^(.+)\.$/, '$1').toLowerCase(), port, wildcard: entry.startsWith('*') };
+      return {
+        hostname: hostname
+          .replace(/^\*?\./, '')
+          .replace(/^(.+)\.$/, '$1')
+          .toLowerCase(),
+        port,
+        wildcard: entry.startsWith('*'),
+      };
     });
 }
 
@@ -333,7 +381,9 @@ function exempt(entries: readonly NoProxyEntry[], url: URL): boolean {
   return entries.some(
     (entry) =>
       (entry.port === 0 || entry.port === port) &&
-      (entry.hostname === '*' || (!entry.wildcard && hostname === entry.hostname) || hostname.endsWith(`.${entry.hostname}`)),
+      (entry.hostname === '*' ||
+        (!entry.wildcard && hostname === entry.hostname) ||
+        hostname.endsWith(`.${entry.hostname}`)),
   );
 }
 
@@ -348,7 +398,11 @@ function proxyError(message: string, cause?: unknown): Error {
  * not complete yet; an Error: refuse it). The bytes after the message are pushed back and the socket is left paused
  * for whoever reads next (the TLS layer, or the next step of a proxy handshake).
  */
-function readMessage(socket: Socket, take: (buffered: Buffer) => number | Error | undefined, closed: string): Promise<Buffer> {
+function readMessage(
+  socket: Socket,
+  take: (buffered: Buffer) => number | Error | undefined,
+  closed: string,
+): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     let buffered = Buffer.alloc(0);
     const cleanup = (): void => {
@@ -401,7 +455,11 @@ async function readResponseHead(socket: Socket): Promise<{ status: number }> {
 
 /** Reads exactly `length` bytes (SOCKS5 replies). */
 function readBytes(socket: Socket, length: number): Promise<Buffer> {
-  return readMessage(socket, (buffered) => (buffered.length >= length ? length : undefined), 'the SOCKS proxy closed the connection');
+  return readMessage(
+    socket,
+    (buffered) => (buffered.length >= length ? length : undefined),
+    'the SOCKS proxy closed the connection',
+  );
 }
 
 const SOCKS_REPLIES: Record<number, string> = {
@@ -430,7 +488,11 @@ async function socksConnect(socket: Socket, proxy: URL, host: string, port: numb
     const [, status] = await readBytes(socket, 2);
     if (status !== 0) throw proxyError('the SOCKS proxy refused the username and password');
   } else if (method !== 0) {
-    throw proxyError(withPassword ? 'the SOCKS proxy accepts no authentication we offer' : 'the SOCKS proxy wants a username and password');
+    throw proxyError(
+      withPassword
+        ? 'the SOCKS proxy accepts no authentication we offer'
+        : 'the SOCKS proxy wants a username and password',
+    );
   }
   const { isIP } = process.getBuiltinModule('node:net');
   const family = isIP(host);
@@ -446,7 +508,8 @@ async function socksConnect(socket: Socket, proxy: URL, host: string, port: numb
   const portBytes = Buffer.from([port >> 8, port & 0xff]);
   socket.write(Buffer.concat([Buffer.from([5, 1, 0]), address, portBytes]));
   const reply = await readBytes(socket, 4);
-  if (reply[1] !== 0) throw proxyError(`the SOCKS proxy could not connect: ${SOCKS_REPLIES[reply[1]!] ?? `reply ${reply[1]}`}`);
+  if (reply[1] !== 0)
+    throw proxyError(`the SOCKS proxy could not connect: ${SOCKS_REPLIES[reply[1]!] ?? `reply ${reply[1]}`}`);
   const boundLength = reply[3] === 1 ? 4 : reply[3] === 4 ? 16 : (await readBytes(socket, 1))[0]!;
   await readBytes(socket, boundLength + 2);
 }
@@ -454,7 +517,10 @@ async function socksConnect(socket: Socket, proxy: URL, host: string, port: numb
 /** The 16 bytes of an IPv6 address. */
 function ipv6Bytes(address: string): Buffer {
   const [head = '', tail] = address.split('::') as [string, string | undefined];
-  const words = (part: string): number[] => (part === '' ? [] : part.split(':').flatMap((word) => (word.includes('.') ? ipv4Words(word) : [Number.parseInt(word, 16)])));
+  const words = (part: string): number[] =>
+    part === ''
+      ? []
+      : part.split(':').flatMap((word) => (word.includes('.') ? ipv4Words(word) : [Number.parseInt(word, 16)]));
   const front = words(head);
   const back = tail === undefined ? [] : words(tail);
   const all = [...front, ...new Array<number>(8 - front.length - back.length).fill(0), ...back];
@@ -551,11 +617,19 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
     try {
       proxyUrl = new URL(options.proxy.url);
     } catch (cause) {
-      throw new HttpFailure('url', `the proxy URL ${JSON.stringify(withoutUserinfo(options.proxy.url))} is not a URL`, { url: url.href, target: url.href, cause });
+      throw new HttpFailure('url', `the proxy URL ${JSON.stringify(withoutUserinfo(options.proxy.url))} is not a URL`, {
+        url: url.href,
+        target: url.href,
+        cause,
+      });
     }
     if (/^socks5?h?:$/.test(proxyUrl.protocol)) return { kind: 'socks', proxy: proxyUrl, authorization: undefined };
     if (proxyUrl.protocol !== 'http:' && proxyUrl.protocol !== 'https:') {
-      throw new HttpFailure('url', `the proxy URL ${withoutUserinfo(options.proxy.url)} must be http, https or socks5`, { url: url.href, target: url.href });
+      throw new HttpFailure(
+        'url',
+        `the proxy URL ${withoutUserinfo(options.proxy.url)} must be http, https or socks5`,
+        { url: url.href, target: url.href },
+      );
     }
     return { kind: 'http-proxy', proxy: proxyUrl, authorization: proxyAuthorization(proxyUrl) };
   }
@@ -563,7 +637,10 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
   /** Counts `socket` as connecting until `event` (or its end), and ends it when the connect deadline passes first. */
   function connectWithin<T extends Socket>(socket: T, event: 'connect' | 'secureConnect'): T {
     connecting.add(socket);
-    const timer = setTimeout(() => socket.destroy(Object.assign(new Error('no connection within the deadline'), { code: 'ETIMEDOUT' })), connectTimeout());
+    const timer = setTimeout(
+      () => socket.destroy(Object.assign(new Error('no connection within the deadline'), { code: 'ETIMEDOUT' })),
+      connectTimeout(),
+    );
     const done = (): void => {
       clearTimeout(timer);
       connecting.delete(socket);
@@ -601,20 +678,34 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
     const net = process.getBuiltinModule('node:net');
     const secure = origin.protocol === 'https:';
     if (route.kind === 'direct') {
-      return secure ? connectWithin(secureTo(origin), 'secureConnect') : connectWithin(net.connect({ host: connectHost(origin), port: portOf(origin), noDelay: true }), 'connect');
+      return secure
+        ? connectWithin(secureTo(origin), 'secureConnect')
+        : connectWithin(net.connect({ host: connectHost(origin), port: portOf(origin), noDelay: true }), 'connect');
     }
     // Through a proxy: a connection to it (TLS with the system roots for an https:// proxy), the tunnel, then TLS to
     // the origin inside it.
     const proxyHost = connectHost(route.proxy);
     const overTls = route.proxy.protocol === 'https:';
     const toProxy: Socket = overTls
-      ? process.getBuiltinModule('node:tls').connect({ host: proxyHost, port: portOf(route.proxy), ...(net.isIP(proxyHost) === 0 ? { servername: proxyHost } : {}) })
+      ? process
+          .getBuiltinModule('node:tls')
+          .connect({
+            host: proxyHost,
+            port: portOf(route.proxy),
+            ...(net.isIP(proxyHost) === 0 ? { servername: proxyHost } : {}),
+          })
       : net.connect({ host: proxyHost, port: portOf(route.proxy), noDelay: true });
     // Its errors reach whoever reads it (the tunnel's steps, then the TLS socket over it); none may go uncaught.
     toProxy.on('error', () => undefined);
     // Connecting lasts until the tunnel is through: one deadline for the proxy connection and the tunnel.
     connecting.add(toProxy);
-    const timer = setTimeout(() => toProxy.destroy(Object.assign(new Error('no tunnel through the proxy within the deadline'), { code: 'ETIMEDOUT' })), connectTimeout());
+    const timer = setTimeout(
+      () =>
+        toProxy.destroy(
+          Object.assign(new Error('no tunnel through the proxy within the deadline'), { code: 'ETIMEDOUT' }),
+        ),
+      connectTimeout(),
+    );
     const tunnel = async (): Promise<Socket> => {
       try {
         await new Promise<void>((resolve, reject) => {
@@ -627,7 +718,8 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
           await socksConnect(toProxy, route.proxy, host, port);
         } else {
           const authority = `${host.includes(':') ? `[${host}]` : host}:${port}`;
-          const authorization = route.authorization === undefined ? '' : `Proxy-Authorization: ${route.authorization}\r\n`;
+          const authorization =
+            route.authorization === undefined ? '' : `Proxy-Authorization: ${route.authorization}\r\n`;
           toProxy.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n${authorization}\r\n`);
           const { status } = await readResponseHead(toProxy);
           if (status !== 200) throw proxyError(`Proxy response (${status}) !== 200 when HTTP Tunneling`);
@@ -702,7 +794,13 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
    * Writes one request on `socket` and reads its answer into `handlers`; settles when the answer is complete or the
    * exchange fails (the connection is then destroyed), or `signal` aborts it.
    */
-  function roundTrip(socket: Socket, bytes: Buffer, method: string, signal: AbortSignal, handlers: AnswerHandlers): Promise<AnswerReader> {
+  function roundTrip(
+    socket: Socket,
+    bytes: Buffer,
+    method: string,
+    signal: AbortSignal,
+    handlers: AnswerHandlers,
+  ): Promise<AnswerReader> {
     return new Promise((resolve, reject) => {
       const reader = new AnswerReader(method, handlers);
       let settled = false;
@@ -749,12 +847,14 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
     const route = routeFor(url);
     // An http origin through an http:// proxy gets the absolute URL sent to the proxy; anything else goes over a
     // connection (or tunnel) to the origin.
-    const forward = route.kind === 'http-proxy' && url.protocol === 'http:' && route.proxy.protocol === 'http:' ? route : undefined;
+    const forward =
+      route.kind === 'http-proxy' && url.protocol === 'http:' && route.proxy.protocol === 'http:' ? route : undefined;
     const connectTo = forward === undefined ? url : forward.proxy;
     const outgoing: Record<string, string> = { host: url.host, ...headers };
     if (forward?.authorization !== undefined) outgoing['proxy-authorization'] = forward.authorization;
     const payload = body === undefined ? undefined : typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
-    if (payload !== undefined && !Object.keys(headers).some((name) => name.toLowerCase() === 'content-length')) outgoing['content-length'] = String(payload.length);
+    if (payload !== undefined && !Object.keys(headers).some((name) => name.toLowerCase() === 'content-length'))
+      outgoing['content-length'] = String(payload.length);
 
     const path = forward === undefined ? `${url.pathname}${url.search}` : url.href;
     const head = Buffer.from(requestHead(request.method, path, outgoing), 'latin1');
@@ -768,25 +868,35 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
     let streamed = false;
     const chunks: Buffer[] = [];
     let size = 0;
-    const answer = await roundTrip(socket, payload === undefined ? head : Buffer.concat([head, payload]), request.method, signal, {
-      onHead(answerHead) {
-        status = answerHead.status;
-        raw = answerHead.rawHeaders;
-        streamed = request.onChunk !== undefined && status >= 200 && status < 300;
+    const answer = await roundTrip(
+      socket,
+      payload === undefined ? head : Buffer.concat([head, payload]),
+      request.method,
+      signal,
+      {
+        onHead(answerHead) {
+          status = answerHead.status;
+          raw = answerHead.rawHeaders;
+          streamed = request.onChunk !== undefined && status >= 200 && status < 300;
+        },
+        onBody(chunk) {
+          if (streamed) {
+            request.onChunk?.(chunk);
+            return;
+          }
+          size += chunk.length;
+          // Stop reading (and the connection with it): never buffer an answer past the limit.
+          if (size > maxResponseBytes) {
+            throw new HttpFailure('too-large', `the answer is larger than ${maxResponseBytes} bytes`, {
+              url: url.href,
+              target: targetOf(request),
+              limit: maxResponseBytes,
+            });
+          }
+          chunks.push(chunk);
+        },
       },
-      onBody(chunk) {
-        if (streamed) {
-          request.onChunk?.(chunk);
-          return;
-        }
-        size += chunk.length;
-        // Stop reading (and the connection with it): never buffer an answer past the limit.
-        if (size > maxResponseBytes) {
-          throw new HttpFailure('too-large', `the answer is larger than ${maxResponseBytes} bytes`, { url: url.href, target: targetOf(request), limit: maxResponseBytes });
-        }
-        chunks.push(chunk);
-      },
-    });
+    );
     if (answer.reusable) keepIdle(key, socket, answer.idleMs);
     else socket.destroy();
 
@@ -807,7 +917,8 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
     const responseHeaders: Record<string, string> = {};
     for (let index = 0; index + 1 < raw.length; index += 2) {
       const name = raw[index]!.toLowerCase();
-      responseHeaders[name] = name in responseHeaders ? `${responseHeaders[name]}, ${raw[index + 1]!}` : raw[index + 1]!;
+      responseHeaders[name] =
+        name in responseHeaders ? `${responseHeaders[name]}, ${raw[index + 1]!}` : raw[index + 1]!;
     }
     let json: unknown;
     if (JSON_TYPE.test(responseHeaders['content-type'] ?? '')) {
@@ -821,12 +932,21 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
   }
 
   /** One attempt, until `deadline`; `budgetMs` (the send's whole time) is what a timeout message names. */
-  async function once(request: HttpRequest, url: URL, deadline: number, budgetMs: number, callerSignal: AbortSignal | undefined): Promise<HttpResponse> {
+  async function once(
+    request: HttpRequest,
+    url: URL,
+    deadline: number,
+    budgetMs: number,
+    callerSignal: AbortSignal | undefined,
+  ): Promise<HttpResponse> {
     const allottedMs = Math.max(1, Math.ceil(deadline - Date.now()));
     // The deadline: a timer cleared when the attempt ends (AbortSignal.timeout's would live out its whole time, one per
     // send, in a process making thousands), unref'd as AbortSignal.timeout's is; its reason is the same TimeoutError.
     const timer = new AbortController();
-    const expiry = setTimeout(() => timer.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError')), allottedMs);
+    const expiry = setTimeout(
+      () => timer.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError')),
+      allottedMs,
+    );
     expiry.unref();
     const signal = callerSignal === undefined ? timer.signal : AbortSignal.any([callerSignal, timer.signal]);
     const key = Symbol('send');
@@ -844,7 +964,13 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
     try {
       return await Promise.race([work, abandon]);
     } catch (error) {
-      throw translate(error, { url: url.href, target: targetOf(request), timedOut: timer.signal.aborted, callerSignal, budgetMs });
+      throw translate(error, {
+        url: url.href,
+        target: targetOf(request),
+        timedOut: timer.signal.aborted,
+        callerSignal,
+        budgetMs,
+      });
     } finally {
       clearTimeout(expiry);
       if (onAbort !== undefined) signal.removeEventListener('abort', onAbort);
@@ -858,7 +984,12 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
       const url = requestUrl(request);
       const target = targetOf(request);
       const started = Date.now();
-      const budgetMs = Math.max(1, Math.round(Math.min(sendOptions.timeoutMs ?? timeoutMs, (sendOptions.deadline ?? Number.POSITIVE_INFINITY) - started)));
+      const budgetMs = Math.max(
+        1,
+        Math.round(
+          Math.min(sendOptions.timeoutMs ?? timeoutMs, (sendOptions.deadline ?? Number.POSITIVE_INFINITY) - started),
+        ),
+      );
       const deadline = started + budgetMs;
       const signal = sendOptions.signal;
       const retry = options.retry;
@@ -872,7 +1003,8 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
         deadline,
         retryable: (error) => isHttpFailure(error) && error.retryable,
         retryResult: (response) => retryStatus(response.status),
-        expired: () => new HttpFailure('timeout', `no answer within ${budgetMs} ms`, { url: url.href, target, timeoutMs: budgetMs }),
+        expired: () =>
+          new HttpFailure('timeout', `no answer within ${budgetMs} ms`, { url: url.href, target, timeoutMs: budgetMs }),
       });
     },
     async close() {

@@ -36,12 +36,16 @@ const FIELD_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
  * second request): the error names the field, never its value.
  */
 export function requestHead(method: string, target: string, fields: Record<string, string>): string {
-  if (!TOKEN.test(method)) throw new WireError('ERR_INVALID_HTTP_TOKEN', `the method ${JSON.stringify(method)} is not an HTTP token`);
-  if (!/^[\x21-\x7e]+$/.test(target)) throw new WireError('ERR_UNESCAPED_CHARACTERS', 'the request target contains unescaped characters');
+  if (!TOKEN.test(method))
+    throw new WireError('ERR_INVALID_HTTP_TOKEN', `the method ${JSON.stringify(method)} is not an HTTP token`);
+  if (!/^[\x21-\x7e]+$/.test(target))
+    throw new WireError('ERR_UNESCAPED_CHARACTERS', 'the request target contains unescaped characters');
   let head = `${method} ${target} HTTP/1.1\r\n`;
   for (const [name, value] of Object.entries(fields)) {
-    if (!TOKEN.test(name)) throw new WireError('ERR_INVALID_HTTP_TOKEN', `the header name ${JSON.stringify(name)} is not an HTTP token`);
-    if (!FIELD_VALUE.test(value)) throw new WireError('ERR_INVALID_CHAR', `invalid character in the value of the header "${name}"`);
+    if (!TOKEN.test(name))
+      throw new WireError('ERR_INVALID_HTTP_TOKEN', `the header name ${JSON.stringify(name)} is not an HTTP token`);
+    if (!FIELD_VALUE.test(value))
+      throw new WireError('ERR_INVALID_CHAR', `invalid character in the value of the header "${name}"`);
     head += `${name}: ${value}\r\n`;
   }
   return `${head}\r\n`;
@@ -64,7 +68,8 @@ type Framing = { kind: 'none' } | { kind: 'length'; left: number } | { kind: 'ch
 type State = 'head' | 'body' | 'chunk-size' | 'chunk-data' | 'chunk-end' | 'trailers' | 'done';
 
 const invalid = (message: string): WireError => new WireError('ERR_HTTP_INVALID_RESPONSE', message);
-const overflow = (what: string): WireError => new WireError('ERR_HTTP_HEADER_OVERFLOW', `the answer's ${what} is larger than ${MAX_HEAD_BYTES} bytes`);
+const overflow = (what: string): WireError =>
+  new WireError('ERR_HTTP_HEADER_OVERFLOW', `the answer's ${what} is larger than ${MAX_HEAD_BYTES} bytes`);
 
 /**
  * The length of the answer head at the start of `bytes` (status line and fields, up to and with the blank line), or
@@ -139,7 +144,12 @@ export class AnswerReader {
       this.#state = 'done';
       return;
     }
-    throw new WireError('ECONNRESET', this.#state === 'head' && this.#buffered.length === 0 ? 'socket hang up' : 'the connection closed before the answer was complete');
+    throw new WireError(
+      'ECONNRESET',
+      this.#state === 'head' && this.#buffered.length === 0
+        ? 'socket hang up'
+        : 'the connection closed before the answer was complete',
+    );
   }
 
   /** One step of the state machine; false when it needs more bytes. */
@@ -195,7 +205,12 @@ export class AnswerReader {
     if (this.#method === 'HEAD' || status === 204 || status === 304) return { kind: 'none' };
     const codings = fieldValues(rawHeaders, 'transfer-encoding');
     if (codings.length > 0) {
-      const last = codings.join(',').split(',').map((coding) => coding.trim().toLowerCase()).filter((coding) => coding !== '').at(-1);
+      const last = codings
+        .join(',')
+        .split(',')
+        .map((coding) => coding.trim().toLowerCase())
+        .filter((coding) => coding !== '')
+        .at(-1);
       // Transfer-Encoding overrides Content-Length (RFC 9112 §6.3); a coding other than chunked last: read to the end.
       if (last === 'chunked') {
         if (fieldValues(rawHeaders, 'content-length').length > 0) this.#keepAlive = false;
@@ -203,7 +218,9 @@ export class AnswerReader {
       }
       return { kind: 'close' };
     }
-    const lengths = fieldValues(rawHeaders, 'content-length').flatMap((value) => value.split(',').map((part) => part.trim()));
+    const lengths = fieldValues(rawHeaders, 'content-length').flatMap((value) =>
+      value.split(',').map((part) => part.trim()),
+    );
     if (lengths.length === 0) return { kind: 'close' };
     if (!lengths.every((length) => /^\d{1,15}$/.test(length)) || new Set(lengths.map(Number)).size !== 1) {
       throw invalid('the answer has an invalid or conflicting Content-Length');
@@ -250,7 +267,8 @@ export class AnswerReader {
 
   #readChunkEnd(): boolean {
     if (this.#buffered.length < 2) return false;
-    if (this.#buffered[0] !== 0x0d || this.#buffered[1] !== 0x0a) throw invalid('a chunk of the answer is longer than its size');
+    if (this.#buffered[0] !== 0x0d || this.#buffered[1] !== 0x0a)
+      throw invalid('a chunk of the answer is longer than its size');
     this.#take(2);
     this.#state = 'chunk-size';
     return true;
@@ -276,7 +294,7 @@ function parseFields(lines: string[]): string[] {
   const raw: string[] = [];
   for (const line of lines) {
     if (line.startsWith(' ') || line.startsWith('\t')) {
-      if (raw.length === 0) throw invalid('the answer\'s header starts with a folded line');
+      if (raw.length === 0) throw invalid("the answer's header starts with a folded line");
       raw[raw.length - 1] = `${raw[raw.length - 1]!} ${line.trim()}`.trim();
       continue;
     }
@@ -299,5 +317,7 @@ function fieldValues(rawHeaders: readonly string[], name: string): string[] {
 }
 
 function hasToken(rawHeaders: readonly string[], name: string, token: string): boolean {
-  return fieldValues(rawHeaders, name).some((value) => value.split(',').some((part) => part.trim().toLowerCase() === token));
+  return fieldValues(rawHeaders, name).some((value) =>
+    value.split(',').some((part) => part.trim().toLowerCase() === token),
+  );
 }

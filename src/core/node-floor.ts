@@ -22,7 +22,10 @@ export const NODE_FLOOR_CODE = 'ERR_NODE_VERSION' satisfies ErrorCode;
  * // 'Node.js 20.20.2 (/usr/bin/node) is too old: clusterprofile-credentials needs Node.js 22.19.0 or newer'
  * ```
  */
-export function nodeFloorProblem(version: string = process.versions.node, execPath: string = process.execPath): string | undefined {
+export function nodeFloorProblem(
+  version: string = process.versions.node,
+  execPath: string = process.execPath,
+): string | undefined {
   const found = version.replace(/^v/, '').split('.').map(Number);
   const needed = NODE_FLOOR.split('.').map(Number);
   for (let i = 0; i < needed.length; i += 1) {

@@ -82,17 +82,27 @@ function readOnlyForOurGroup(stats: Stats): boolean {
  * is checked unless `owner` is false. `groupReadOnly`: a file for reading only (a key we never write) may also be
  * read-only for a group of this process ({@link readOnlyForOurGroup}: a Secret volume with `fsGroup`).
  */
-export function privacyProblem(stats: Stats, expected: 'file' | 'directory', options: { owner?: boolean; groupReadOnly?: boolean } = {}): PrivacyProblem | undefined {
+export function privacyProblem(
+  stats: Stats,
+  expected: 'file' | 'directory',
+  options: { owner?: boolean; groupReadOnly?: boolean } = {},
+): PrivacyProblem | undefined {
   const found = stats.isDirectory() ? 'directory' : stats.isFile() ? 'file' : 'other';
   if (found !== expected) return { kind: 'type', expected, found };
   if (process.platform === 'win32') return undefined;
   const user = process.getuid?.();
-  if (options.owner !== false && user !== undefined && stats.uid !== user) return { kind: 'owner', uid: stats.uid, user };
+  if (options.owner !== false && user !== undefined && stats.uid !== user)
+    return { kind: 'owner', uid: stats.uid, user };
   if ((stats.mode & PRIVATE_MODE_MASK) !== 0) {
     if (options.groupReadOnly !== true) return { kind: 'mode', mode: stats.mode & 0o777 };
     if (expected === 'file' && readOnlyForOurGroup(stats)) return undefined;
     // Owner and group decide the group rule: the caller's message names them.
-    return { kind: 'mode', mode: stats.mode & 0o777, uid: stats.uid, ...(stats.gid === undefined ? {} : { gid: stats.gid }) };
+    return {
+      kind: 'mode',
+      mode: stats.mode & 0o777,
+      uid: stats.uid,
+      ...(stats.gid === undefined ? {} : { gid: stats.gid }),
+    };
   }
   return undefined;
 }
@@ -137,7 +147,10 @@ export interface ReadPrivateFileOptions {
  * Reads a private file: opened, checked on the open descriptor (so the file checked is the file read), read with a
  * bound. Returns its text, or what is wrong with it.
  */
-export function readPrivateFile(file: string, options: ReadPrivateFileOptions = {}): { text: string } | { problem: PrivacyProblem } {
+export function readPrivateFile(
+  file: string,
+  options: ReadPrivateFileOptions = {},
+): { text: string } | { problem: PrivacyProblem } {
   let fd: number;
   try {
     fd = openSync(file, constants.O_RDONLY | (options.followSymlinks === false ? (constants.O_NOFOLLOW ?? 0) : 0));
@@ -214,7 +227,11 @@ export async function writeFileAtomic(file: string, data: string | Uint8Array, m
   const { open, rename, unlink } = process.getBuiltinModule('node:fs/promises');
   const temporary = temporaryPath(file);
   try {
-    const handle = await open(temporary, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0), mode);
+    const handle = await open(
+      temporary,
+      constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0),
+      mode,
+    );
     try {
       await handle.writeFile(data);
       await handle.chmod(mode);
@@ -238,12 +255,21 @@ export async function writeFileAtomic(file: string, data: string | Uint8Array, m
  * new one (the rename is atomic); only a power loss may leave the old file, none, or an empty or partial new one
  * under the name. Each step is a few microseconds: cheaper in line than as a round trip to libuv's thread pool.
  */
-export function writeFileAtomicSync(file: string, data: string | Uint8Array, mode = 0o600, options: { syncDirectory?: boolean; durable?: boolean } = {}): void {
+export function writeFileAtomicSync(
+  file: string,
+  data: string | Uint8Array,
+  mode = 0o600,
+  options: { syncDirectory?: boolean; durable?: boolean } = {},
+): void {
   const durable = options.durable !== false;
   const temporary = temporaryPath(file);
   let fd: number | undefined;
   try {
-    fd = openSync(temporary, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0), mode);
+    fd = openSync(
+      temporary,
+      constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0),
+      mode,
+    );
     writeFileSync(fd, data);
     fchmodSync(fd, mode);
     if (durable) fsyncSync(fd);
@@ -334,7 +360,9 @@ export interface HeldLock {
 
 // Tokens of the locks this process holds, shared by every copy of this module in the process: a lock file naming our
 // own pid with another token was left by an earlier process that had our pid (a container's pid 1 restarted).
-const held: Set<string> = ((globalThis as Record<symbol, unknown>)[Symbol.for('clusterprofile-credentials.held-locks')] ??= new Set<string>()) as Set<string>;
+const held: Set<string> = ((globalThis as Record<symbol, unknown>)[
+  Symbol.for('clusterprofile-credentials.held-locks')
+] ??= new Set<string>()) as Set<string>;
 
 /**
  * Takes the lock at `file`, waiting up to `timeoutMs` for a live owner to release it; a stale lock is taken over.
@@ -359,7 +387,9 @@ export async function acquireLock(file: string, options: LockOptions): Promise<H
       continue;
     }
     if (monotonicMs() >= deadline) {
-      throw options.busyError === undefined ? cacheLockBusy(owner, file, options.timeoutMs) : options.busyError(owner, file);
+      throw options.busyError === undefined
+        ? cacheLockBusy(owner, file, options.timeoutMs)
+        : options.busyError(owner, file);
     }
     if (!told && monotonicMs() - started > 1000) {
       told = true;
@@ -368,7 +398,9 @@ export async function acquireLock(file: string, options: LockOptions): Promise<H
     options.signal?.throwIfAborted();
     // Back off (to ~100 ms) so a crowd of waiters does not starve the one process doing the work.
     attempt += 1;
-    await sleep(Math.min(options.pollMs * 2 ** Math.min(attempt, 10), Math.max(options.pollMs, 100)) * (0.5 + Math.random()));
+    await sleep(
+      Math.min(options.pollMs * 2 ** Math.min(attempt, 10), Math.max(options.pollMs, 100)) * (0.5 + Math.random()),
+    );
   }
 }
 
@@ -380,16 +412,24 @@ export function isLockHeld(file: string, options: Pick<LockOptions, 'staleMs' | 
 
 function cacheLockBusy(owner: LockOwner | undefined, file: string, timeoutMs: number): CredentialsError<LockErrorCode> {
   const who = owner === undefined ? 'another process' : `process ${owner.pid} on ${owner.host}`;
-  return new CredentialsError('ERR_PLUGIN_CACHE_LOCKED', `timed out after ${timeoutMs} ms waiting for ${who} to release the cache lock ${file}`, {
-    path: file,
-    hint: `if no such process is running, remove the lock: rm '${file}'`,
-  });
+  return new CredentialsError(
+    'ERR_PLUGIN_CACHE_LOCKED',
+    `timed out after ${timeoutMs} ms waiting for ${who} to release the cache lock ${file}`,
+    {
+      path: file,
+      hint: `if no such process is running, remove the lock: rm '${file}'`,
+    },
+  );
 }
 
 function lockIoError(options: LockOptions, action: 'create' | 'break', file: string, cause: unknown): Error {
-  if (options.ioError !== undefined) return options.ioError(action === 'create' ? 'cannot create the lock' : 'cannot break the stale lock', file, cause);
+  if (options.ioError !== undefined)
+    return options.ioError(action === 'create' ? 'cannot create the lock' : 'cannot break the stale lock', file, cause);
   const what = action === 'create' ? 'cannot create the cache lock' : 'cannot break the stale cache lock';
-  return new CredentialsError<LockErrorCode>('ERR_PLUGIN_CACHE_IO', `${what} ${file}: ${(cause as Error).message}`, { path: file, cause });
+  return new CredentialsError<LockErrorCode>('ERR_PLUGIN_CACHE_IO', `${what} ${file}: ${(cause as Error).message}`, {
+    path: file,
+    cause,
+  });
 }
 
 function tryCreate(file: string, options: LockOptions): HeldLock | undefined {
@@ -443,7 +483,12 @@ function readOwner(file: string): LockOwner | undefined {
   }
   try {
     const owner = JSON.parse(text) as Partial<LockOwner> | null;
-    if (typeof owner?.pid === 'number' && typeof owner.host === 'string' && typeof owner.createdAt === 'number' && typeof owner.token === 'string') {
+    if (
+      typeof owner?.pid === 'number' &&
+      typeof owner.host === 'string' &&
+      typeof owner.createdAt === 'number' &&
+      typeof owner.token === 'string'
+    ) {
       return owner as LockOwner;
     }
   } catch {
@@ -451,17 +496,28 @@ function readOwner(file: string): LockOwner | undefined {
   }
   const legacy = /^([1-9]\d*)(?: ([^\n]*))?\n?$/.exec(text);
   if (legacy !== null) {
-    return { pid: Number(legacy[1]), host: hostName(), createdAt: mtime, token: '', ...(legacy[2] === undefined ? {} : { holder: legacy[2] }) };
+    return {
+      pid: Number(legacy[1]),
+      host: hostName(),
+      createdAt: mtime,
+      token: '',
+      ...(legacy[2] === undefined ? {} : { holder: legacy[2] }),
+    };
   }
   // half-written (the owner died between create and write) or garbage: judged by the file's age
   return undefined;
 }
 
-function staleness(file: string, owner: LockOwner | undefined, options: Pick<LockOptions, 'staleMs' | 'now'>): string | undefined {
+function staleness(
+  file: string,
+  owner: LockOwner | undefined,
+  options: Pick<LockOptions, 'staleMs' | 'now'>,
+): string | undefined {
   const now = options.now().getTime();
   if (owner !== undefined) {
     if (owner.host === hostName()) {
-      if (owner.pid === process.pid && !held.has(owner.token)) return `its owner had this process's pid ${owner.pid} before`;
+      if (owner.pid === process.pid && !held.has(owner.token))
+        return `its owner had this process's pid ${owner.pid} before`;
       if (!isAlive(owner.pid)) return `its owner, process ${owner.pid}, is gone`;
     }
     if (now - owner.createdAt > options.staleMs) return `it is older than ${options.staleMs} ms`;

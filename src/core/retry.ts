@@ -50,7 +50,10 @@ async function defaultSleep(ms: number, signal?: AbortSignal): Promise<void> {
  * });
  * ```
  */
-export async function withRetries<T>(attempt: (remainingMs: number, number: number) => Promise<T>, options: RetryOptions<T>): Promise<T> {
+export async function withRetries<T>(
+  attempt: (remainingMs: number, number: number) => Promise<T>,
+  options: RetryOptions<T>,
+): Promise<T> {
   const now = options.now ?? Date.now;
   const sleep = options.sleep ?? defaultSleep;
   const max = options.maxDelayMs ?? Number.POSITIVE_INFINITY;

@@ -47,7 +47,9 @@ export interface ClusterProfileObject {
 }
 
 /** One item of a hub list: the profile, or why it was refused (the other items stay usable). */
-export type ListedClusterProfile = { name: string; profile: ClusterProfileObject; error?: undefined } | { name: string; profile?: undefined; error: CredentialsError };
+export type ListedClusterProfile =
+  | { name: string; profile: ClusterProfileObject; error?: undefined }
+  | { name: string; profile?: undefined; error: CredentialsError };
 
 /** The hub as this reader needs it: a transport and its server URL (for messages). */
 export interface ClusterProfileHub {
@@ -56,7 +58,8 @@ export interface ClusterProfileHub {
 }
 
 /** An extension's payload is judged by the readers of the reserved extensions (src/library/resolve.ts), not here. */
-const EXTENSION_PAYLOAD = /\.status\.(?:accessProviders|credentialProviders)\[\d+\]\.cluster\.extensions\[\d+\]\.extension$/;
+const EXTENSION_PAYLOAD =
+  /\.status\.(?:accessProviders|credentialProviders)\[\d+\]\.cluster\.extensions\[\d+\]\.extension$/;
 
 /**
  * `doc` as a ClusterProfile, or `ERR_PROFILE_INVALID` whose path is the JSON path of the first problem (`$` replaced
@@ -93,7 +96,9 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 
 /** A `List` (kind `List` or `…List`) with `items`: what `kubectl get -o yaml` prints for several objects. */
 function listItems(doc: Record<string, unknown>): unknown[] | undefined {
-  return typeof doc['kind'] === 'string' && doc['kind'].endsWith('List') && Array.isArray(doc['items']) ? doc['items'] : undefined;
+  return typeof doc['kind'] === 'string' && doc['kind'].endsWith('List') && Array.isArray(doc['items'])
+    ? doc['items']
+    : undefined;
 }
 
 /**
@@ -109,13 +114,26 @@ export async function readClusterProfileFile(
   try {
     text = await (deps.readFile ?? ((path: string) => readDocumentText(path)))(file);
   } catch (cause) {
-    throw new CredentialsError<ClusterProfileErrorCode>('ERR_PROFILE_READ', `cannot read ClusterProfile file ${file}: ${readProblem(cause)}`, { path: file, cause });
+    throw new CredentialsError<ClusterProfileErrorCode>(
+      'ERR_PROFILE_READ',
+      `cannot read ClusterProfile file ${file}: ${readProblem(cause)}`,
+      { path: file, cause },
+    );
   }
-  const doc = parseDocument(text, { source: file, code: 'ERR_PROFILE_PARSE', format: 'yaml', message: `cannot parse ClusterProfile file ${file}` });
+  const doc = parseDocument(text, {
+    source: file,
+    code: 'ERR_PROFILE_PARSE',
+    format: 'yaml',
+    message: `cannot parse ClusterProfile file ${file}`,
+  });
   if (!isRecord(doc)) {
-    throw new CredentialsError<ClusterProfileErrorCode>('ERR_PROFILE_PARSE', `cannot parse ClusterProfile file ${file}: expected a ClusterProfile object or a List of them`, {
-      path: file,
-    });
+    throw new CredentialsError<ClusterProfileErrorCode>(
+      'ERR_PROFILE_PARSE',
+      `cannot parse ClusterProfile file ${file}: expected a ClusterProfile object or a List of them`,
+      {
+        path: file,
+      },
+    );
   }
   const items = listItems(doc);
   if (items === undefined) return [checkClusterProfile(doc, `in ${file}`)];
@@ -154,7 +172,11 @@ async function getAnyVersion(
     try {
       response = await hub.send({ method: 'GET', path: path(version) }, signal === undefined ? {} : { signal });
     } catch (cause) {
-      throw new CredentialsError<ClusterProfileErrorCode>('ERR_HUB_REQUEST', `cannot read ${what} from the hub: ${(cause as Error).message}`, { path: url, cause });
+      throw new CredentialsError<ClusterProfileErrorCode>(
+        'ERR_HUB_REQUEST',
+        `cannot read ${what} from the hub: ${(cause as Error).message}`,
+        { path: url, cause },
+      );
     }
     last = { response, url };
     if (response.status !== 404 || namesObject(response)) break;
@@ -173,18 +195,31 @@ export async function getClusterProfile(
   options: { signal?: AbortSignal } = {},
 ): Promise<ClusterProfileObject> {
   const what = `ClusterProfile ${namespace}/${name}`;
-  const { response, url } = await getAnyVersion(hub, (version) => profilePath(version, namespace, name), what, options.signal);
+  const { response, url } = await getAnyVersion(
+    hub,
+    (version) => profilePath(version, namespace, name),
+    what,
+    options.signal,
+  );
   const detail = statusMessage(response.body) ?? `HTTP ${response.status}`;
   if (response.status === 404) {
-    throw new CredentialsError<ClusterProfileErrorCode>('ERR_PROFILE_NOT_FOUND', `${what} not found on the hub: ${detail}`, {
-      path: url,
-      hint: namesObject(response)
-        ? 'check --namespace and --name (kubectl get clusterprofiles -A)'
-        : `the hub serves no ClusterProfiles (${CLUSTERPROFILE_GROUP} ${CLUSTERPROFILE_VERSIONS.join(' or ')}): is the CRD installed?`,
-    });
+    throw new CredentialsError<ClusterProfileErrorCode>(
+      'ERR_PROFILE_NOT_FOUND',
+      `${what} not found on the hub: ${detail}`,
+      {
+        path: url,
+        hint: namesObject(response)
+          ? 'check --namespace and --name (kubectl get clusterprofiles -A)'
+          : `the hub serves no ClusterProfiles (${CLUSTERPROFILE_GROUP} ${CLUSTERPROFILE_VERSIONS.join(' or ')}): is the CRD installed?`,
+      },
+    );
   }
   if (response.status !== 200) {
-    throw new CredentialsError<ClusterProfileErrorCode>('ERR_HUB_REQUEST', `cannot read ${what} from the hub (HTTP ${response.status}): ${detail}`, { path: url });
+    throw new CredentialsError<ClusterProfileErrorCode>(
+      'ERR_HUB_REQUEST',
+      `cannot read ${what} from the hub (HTTP ${response.status}): ${detail}`,
+      { path: url },
+    );
   }
   return checkClusterProfile(response.body, `${namespace}/${name} from the hub`);
 }
@@ -199,7 +234,12 @@ export async function listClusterProfiles(
   options: { signal?: AbortSignal } = {},
 ): Promise<ListedClusterProfile[]> {
   const what = `the ClusterProfiles of namespace ${namespace}`;
-  const { response, url } = await getAnyVersion(hub, (version) => profilePath(version, namespace), what, options.signal);
+  const { response, url } = await getAnyVersion(
+    hub,
+    (version) => profilePath(version, namespace),
+    what,
+    options.signal,
+  );
   if (response.status !== 200) {
     throw new CredentialsError<ClusterProfileErrorCode>(
       'ERR_HUB_REQUEST',
@@ -209,7 +249,11 @@ export async function listClusterProfiles(
   }
   const body = response.body as { apiVersion?: unknown; items?: unknown } | null;
   if (!Array.isArray(body?.items)) {
-    throw new CredentialsError<ClusterProfileErrorCode>('ERR_HUB_REQUEST', `the ClusterProfile list of namespace ${namespace} has no items`, { path: url });
+    throw new CredentialsError<ClusterProfileErrorCode>(
+      'ERR_HUB_REQUEST',
+      `the ClusterProfile list of namespace ${namespace} has no items`,
+      { path: url },
+    );
   }
   return body.items.map((item: unknown, index): ListedClusterProfile => {
     const metadataName = isRecord(item) && isRecord(item['metadata']) ? item['metadata']['name'] : undefined;

@@ -107,7 +107,10 @@ async function readIfExists(read: Read, file: string, what: string): Promise<str
     return await read(file);
   } catch (cause) {
     if (errno(cause) === 'ENOENT') return undefined;
-    throw new CredentialsError('ERR_KUBECONFIG_READ', `cannot read ${what} ${file}: ${reasonOf(cause)}`, { path: file, cause });
+    throw new CredentialsError('ERR_KUBECONFIG_READ', `cannot read ${what} ${file}: ${reasonOf(cause)}`, {
+      path: file,
+      cause,
+    });
   }
 }
 
@@ -137,10 +140,16 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 
 function parseKubeconfig(text: string, file: string, what: string): Record<string, unknown> {
   // The one document reader: it never quotes the text (a kubeconfig line can be a token or a key).
-  const doc = parseDocument(text, { source: file, code: 'ERR_KUBECONFIG_INVALID', format: 'auto', message: `cannot load ${what}: ${file} is not YAML` });
+  const doc = parseDocument(text, {
+    source: file,
+    code: 'ERR_KUBECONFIG_INVALID',
+    format: 'auto',
+    message: `cannot load ${what}: ${file} is not YAML`,
+  });
   // An empty file is an empty kubeconfig (kubectl reads it so).
   if (doc === null || doc === undefined) return {};
-  if (!isRecord(doc)) throw invalid(`${what} ${file} must be a mapping (apiVersion, clusters, users, contexts)`, `${file}: $`);
+  if (!isRecord(doc))
+    throw invalid(`${what} ${file} must be a mapping (apiVersion, clusters, users, contexts)`, `${file}: $`);
   return doc;
 }
 
@@ -165,10 +174,12 @@ function mergeFile(merged: Merged, doc: Record<string, unknown>, file: string): 
         throw invalid(`each of ${kind}s needs a name`, `${file}: ${at}.name`);
       }
       const name = item['name'];
-      if (seen.has(name)) throw invalid(`${kind} ${JSON.stringify(name)} is defined twice in one file`, `${file}: ${at}.name`);
+      if (seen.has(name))
+        throw invalid(`${kind} ${JSON.stringify(name)} is defined twice in one file`, `${file}: ${at}.name`);
       seen.add(name);
       const value = item[kind] ?? {};
-      if (!isRecord(value)) throw invalid(`${kind} ${JSON.stringify(name)} must be a mapping`, `${file}: ${at}.${kind}`);
+      if (!isRecord(value))
+        throw invalid(`${kind} ${JSON.stringify(name)} must be a mapping`, `${file}: ${at}.${kind}`);
       if (!merged.entries[kind].has(name)) merged.entries[kind].set(name, { name, file, at: `${at}.${kind}`, value });
     });
   }
@@ -200,18 +211,25 @@ async function readReferenced(read: Read, entry: Entry, key: string, what: strin
   try {
     return await read(path);
   } catch (cause) {
-    throw new CredentialsError('ERR_KUBECONFIG_READ', `cannot read the ${what} ${path} (${entry.at}.${key} in ${entry.file}): ${reasonOf(cause)}`, {
-      path: entry.file,
-      cause,
-    });
+    throw new CredentialsError(
+      'ERR_KUBECONFIG_READ',
+      `cannot read the ${what} ${path} (${entry.at}.${key} in ${entry.file}): ${reasonOf(cause)}`,
+      {
+        path: entry.file,
+        cause,
+      },
+    );
   }
 }
 
 async function endpointOf(read: Read, cluster: Entry): Promise<KubeEndpoint> {
   const server = optionalString(cluster, 'server');
-  if (server === undefined) throw invalid(`cluster ${JSON.stringify(cluster.name)} has no server`, `${cluster.file}: ${cluster.at}.server`);
+  if (server === undefined)
+    throw invalid(`cluster ${JSON.stringify(cluster.name)} has no server`, `${cluster.file}: ${cluster.at}.server`);
   // Data wins over a file, as in client-go.
-  const caPem = decodeData(cluster, 'certificate-authority-data') ?? (await readReferenced(read, cluster, 'certificate-authority', 'certificate authority'));
+  const caPem =
+    decodeData(cluster, 'certificate-authority-data') ??
+    (await readReferenced(read, cluster, 'certificate-authority', 'certificate authority'));
   const tlsServerName = optionalString(cluster, 'tls-server-name');
   const proxyUrl = optionalString(cluster, 'proxy-url');
   return {
@@ -224,8 +242,14 @@ async function endpointOf(read: Read, cluster: Entry): Promise<KubeEndpoint> {
 }
 
 const UNSUPPORTED_USER_KEYS: readonly [string, string][] = [
-  ['exec', 'only static credentials (client certificate, token, tokenFile) are supported here, not exec or auth-provider users'],
-  ['auth-provider', 'only static credentials (client certificate, token, tokenFile) are supported here, not exec or auth-provider users'],
+  [
+    'exec',
+    'only static credentials (client certificate, token, tokenFile) are supported here, not exec or auth-provider users',
+  ],
+  [
+    'auth-provider',
+    'only static credentials (client certificate, token, tokenFile) are supported here, not exec or auth-provider users',
+  ],
   ['username', 'basic authentication (username/password) is not supported here: use a client certificate or a token'],
   ['password', 'basic authentication (username/password) is not supported here: use a client certificate or a token'],
   ['as', 'impersonation (as, as-groups, as-uid, as-user-extra) is not supported here'],
@@ -243,10 +267,17 @@ async function credentialOf(read: Read, user: Entry | undefined, allowExec: bool
       throw invalid(message, `${user.file}: ${user.at}.${key} (user ${JSON.stringify(user.name)})`);
     }
   }
-  const certificatePem = decodeData(user, 'client-certificate-data') ?? (await readReferenced(read, user, 'client-certificate', 'client certificate'));
+  const certificatePem =
+    decodeData(user, 'client-certificate-data') ??
+    (await readReferenced(read, user, 'client-certificate', 'client certificate'));
   if (certificatePem !== undefined) {
-    const keyPem = decodeData(user, 'client-key-data') ?? (await readReferenced(read, user, 'client-key', 'client key'));
-    if (keyPem === undefined) throw invalid('a client certificate without a client key', `${user.file}: ${user.at} (user ${JSON.stringify(user.name)})`);
+    const keyPem =
+      decodeData(user, 'client-key-data') ?? (await readReferenced(read, user, 'client-key', 'client key'));
+    if (keyPem === undefined)
+      throw invalid(
+        'a client certificate without a client key',
+        `${user.file}: ${user.at} (user ${JSON.stringify(user.name)})`,
+      );
     return { kind: 'certificate', certificatePem, keyPem };
   }
   const fromFile = await readReferenced(read, user, 'tokenFile', 'token file');
@@ -265,29 +296,45 @@ async function accessFromKubeconfig(
   const name = options.context ?? merged.currentContext;
   const where = merged.files.join(delimiter);
   if (name === undefined || name === '') {
-    throw invalid(`${what} ${label} has no current-context`, `${where}: $['current-context']`, 'set current-context in the kubeconfig (kubectl config use-context NAME)');
+    throw invalid(
+      `${what} ${label} has no current-context`,
+      `${where}: $['current-context']`,
+      'set current-context in the kubeconfig (kubectl config use-context NAME)',
+    );
   }
   const context = merged.entries.context.get(name);
   if (context === undefined) {
     const known = [...merged.entries.context.keys()].map((known) => JSON.stringify(known)).join(', ') || 'none';
-    throw invalid(`${what} ${label} has no context named ${JSON.stringify(name)} (contexts: ${known})`, `${where}: $.contexts`);
+    throw invalid(
+      `${what} ${label} has no context named ${JSON.stringify(name)} (contexts: ${known})`,
+      `${where}: $.contexts`,
+    );
   }
   const clusterName = optionalString(context, 'cluster');
   const cluster = clusterName === undefined ? undefined : merged.entries.cluster.get(clusterName);
   if (cluster === undefined) {
     throw invalid(
-      clusterName === undefined ? `context ${JSON.stringify(name)} names no cluster` : `${what} ${label} has no cluster named ${JSON.stringify(clusterName)} (context ${JSON.stringify(name)})`,
+      clusterName === undefined
+        ? `context ${JSON.stringify(name)} names no cluster`
+        : `${what} ${label} has no cluster named ${JSON.stringify(clusterName)} (context ${JSON.stringify(name)})`,
       `${context.file}: ${context.at}.cluster`,
     );
   }
   const userName = optionalString(context, 'user');
   const user = userName === undefined ? undefined : merged.entries.user.get(userName);
   if (userName !== undefined && user === undefined) {
-    throw invalid(`${what} ${label} has no user named ${JSON.stringify(userName)} (context ${JSON.stringify(name)})`, `${context.file}: ${context.at}.user`);
+    throw invalid(
+      `${what} ${label} has no user named ${JSON.stringify(userName)} (context ${JSON.stringify(name)})`,
+      `${context.file}: ${context.at}.user`,
+    );
   }
-  const [endpoint, credential] = [await endpointOf(read, cluster), await credentialOf(read, user, options.allowExec === true)];
+  const [endpoint, credential] = [
+    await endpointOf(read, cluster),
+    await credentialOf(read, user, options.allowExec === true),
+  ];
   const exec = options.allowExec === true && user !== undefined ? user.value['exec'] : undefined;
-  if (exec !== undefined && exec !== null && !isRecord(exec)) throw invalid('exec must be a mapping', `${user!.file}: ${user!.at}.exec`);
+  if (exec !== undefined && exec !== null && !isRecord(exec))
+    throw invalid('exec must be a mapping', `${user!.file}: ${user!.at}.exec`);
   return {
     endpoint,
     credential: isRecord(exec) ? { kind: 'none' } : credential,
@@ -316,11 +363,15 @@ async function probeInCluster(read: Read, deps: KubeAccessDeps): Promise<InClust
   const dir = deps.serviceAccountDir ?? SERVICE_ACCOUNT_DIR;
   const file = (name: string) => join(dir, name);
   const unavailable = (name: string, cause: unknown) =>
-    new CredentialsError<KubeconfigErrorCode>('ERR_IN_CLUSTER_UNAVAILABLE', `cannot read the in-cluster service account ${name} ${file(name)}: ${reasonOf(cause)}`, {
-      path: file(name),
-      cause,
-      hint: 'mount the service account token (automountServiceAccountToken), or give a kubeconfig',
-    });
+    new CredentialsError<KubeconfigErrorCode>(
+      'ERR_IN_CLUSTER_UNAVAILABLE',
+      `cannot read the in-cluster service account ${name} ${file(name)}: ${reasonOf(cause)}`,
+      {
+        path: file(name),
+        cause,
+        hint: 'mount the service account token (automountServiceAccountToken), or give a kubeconfig',
+      },
+    );
   let token: string;
   try {
     token = (await read(file('token'))).trim();
@@ -340,7 +391,15 @@ async function probeInCluster(read: Read, deps: KubeAccessDeps): Promise<InClust
     () => undefined,
   );
   const server = host.includes(':') ? `https://[${host}]:${port}` : `https://${host}:${port}`;
-  return { access: { endpoint: { server, caPem }, credential: { kind: 'token', token }, namespace, source: IN_CLUSTER_SOURCE, origin: 'in-cluster' } };
+  return {
+    access: {
+      endpoint: { server, caPem },
+      credential: { kind: 'token', token },
+      namespace,
+      source: IN_CLUSTER_SOURCE,
+      origin: 'in-cluster',
+    },
+  };
 }
 
 /**
@@ -352,9 +411,13 @@ export async function loadInClusterAccess(deps: KubeAccessDeps): Promise<KubeAcc
   if (probe.access !== undefined) return probe.access;
   throw (
     probe.problem ??
-    new CredentialsError<KubeconfigErrorCode>('ERR_IN_CLUSTER_UNAVAILABLE', 'not running in a cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set', {
-      hint: 'outside a pod, use a kubeconfig (a --kubeconfig flag, KUBECONFIG or ~/.kube/config) instead',
-    })
+    new CredentialsError<KubeconfigErrorCode>(
+      'ERR_IN_CLUSTER_UNAVAILABLE',
+      'not running in a cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set',
+      {
+        hint: 'outside a pod, use a kubeconfig (a --kubeconfig flag, KUBECONFIG or ~/.kube/config) instead',
+      },
+    )
   );
 }
 
@@ -381,7 +444,11 @@ export async function loadKubeAccess(options: KubeAccessOptions, deps: KubeAcces
   const flagHint = options.flag === undefined ? '' : `pass ${options.flag} FILE, `;
   /** The existing ones of `files`, merged in order. */
   const fromFiles = async (files: readonly string[]): Promise<Merged> => {
-    const merged: Merged = { files: [], currentContext: undefined, entries: { cluster: new Map(), user: new Map(), context: new Map() } };
+    const merged: Merged = {
+      files: [],
+      currentContext: undefined,
+      entries: { cluster: new Map(), user: new Map(), context: new Map() },
+    };
     for (const file of files) {
       const text = await readIfExists(read, file, what);
       if (text !== undefined) mergeFile(merged, parseKubeconfig(text, file, what), file);
@@ -394,16 +461,27 @@ export async function loadKubeAccess(options: KubeAccessOptions, deps: KubeAcces
     const file = resolve(deps.cwd, options.kubeconfig);
     const merged = await fromFiles([file]);
     if (merged.files.length === 0) {
-      throw new CredentialsError<KubeconfigErrorCode>('ERR_KUBECONFIG_READ', `cannot read ${what} ${file}: no such file`, {
-        path: file,
-        ...(options.flag === undefined ? {} : { hint: `check ${options.flag}` }),
-      });
+      throw new CredentialsError<KubeconfigErrorCode>(
+        'ERR_KUBECONFIG_READ',
+        `cannot read ${what} ${file}: no such file`,
+        {
+          path: file,
+          ...(options.flag === undefined ? {} : { hint: `check ${options.flag}` }),
+        },
+      );
     }
     return accessFromKubeconfig(read, merged, 'flag', file, options);
   }
 
   // 2. KUBECONFIG, merged. Empty and repeated entries are skipped, missing files too, unless none exists.
-  const listed = [...new Set((deps.env['KUBECONFIG'] ?? '').split(delimiter).filter((entry) => entry !== '').map((entry) => resolve(deps.cwd, entry)))];
+  const listed = [
+    ...new Set(
+      (deps.env['KUBECONFIG'] ?? '')
+        .split(delimiter)
+        .filter((entry) => entry !== '')
+        .map((entry) => resolve(deps.cwd, entry)),
+    ),
+  ];
   if (listed.length > 0) {
     const label = listed.join(delimiter);
     const merged = await fromFiles(listed);
@@ -411,7 +489,10 @@ export async function loadKubeAccess(options: KubeAccessOptions, deps: KubeAcces
       throw new CredentialsError<KubeconfigErrorCode>(
         'ERR_KUBECONFIG_READ',
         `cannot read ${what} ${label}: ${listed.length === 1 ? 'the file KUBECONFIG names does not exist' : 'none of the files KUBECONFIG names exists'}`,
-        { path: 'KUBECONFIG', hint: `${flagHint}point KUBECONFIG at existing files (separated by "${delimiter}"), or unset it to use ~/.kube/config` },
+        {
+          path: 'KUBECONFIG',
+          hint: `${flagHint}point KUBECONFIG at existing files (separated by "${delimiter}"), or unset it to use ~/.kube/config`,
+        },
       );
     }
     return accessFromKubeconfig(read, merged, 'KUBECONFIG', merged.files.join(delimiter), options);

@@ -49,7 +49,10 @@ export function createKubeTransport(
     throw isHttpFailure(error) ? endpointError(error) : error;
   }
   const client = createHttpClient({
-    ...connectionHttpOptions(endpoint, credential.kind === 'certificate' ? { certPem: credential.certificatePem, keyPem: credential.keyPem } : undefined),
+    ...connectionHttpOptions(
+      endpoint,
+      credential.kind === 'certificate' ? { certPem: credential.certificatePem, keyPem: credential.keyPem } : undefined,
+    ),
     ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
     maxResponseBytes: options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES,
     ...(options.retry === undefined ? {} : { retry: options.retry }),
@@ -67,7 +70,9 @@ export function createKubeTransport(
           base: endpoint.server,
           url: request.path,
           headers,
-          ...(request.body === undefined ? {} : { json: request.body, contentType: request.contentType ?? 'application/json' }),
+          ...(request.body === undefined
+            ? {}
+            : { json: request.body, contentType: request.contentType ?? 'application/json' }),
           ...(request.onChunk === undefined ? {} : { onChunk: request.onChunk }),
         },
         signal === undefined ? {} : { signal },
@@ -84,15 +89,23 @@ export function createKubeTransport(
       if (error.kind === 'url') throw endpointError(error);
       if (error.kind === 'too-large') {
         const pathname = request.path.split('?', 1)[0];
-        throw new CredentialsError('ERR_KUBE_RESPONSE_TOO_LARGE', `the API server ${error.target} answered ${request.method} ${pathname} with more than ${error.limit} bytes`, {
+        throw new CredentialsError(
+          'ERR_KUBE_RESPONSE_TOO_LARGE',
+          `the API server ${error.target} answered ${request.method} ${pathname} with more than ${error.limit} bytes`,
+          {
+            path: error.target,
+            cause: error,
+          },
+        );
+      }
+      throw new CredentialsError(
+        'ERR_KUBE_UNREACHABLE',
+        `cannot reach the API server ${error.target}: ${error.message}`,
+        {
           path: error.target,
           cause: error,
-        });
-      }
-      throw new CredentialsError('ERR_KUBE_UNREACHABLE', `cannot reach the API server ${error.target}: ${error.message}`, {
-        path: error.target,
-        cause: error,
-      });
+        },
+      );
     }
   };
   return { send, close: () => client.close() };

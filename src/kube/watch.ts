@@ -85,7 +85,9 @@ export async function listAndWatch<T extends WatchedObject>(options: ListAndWatc
     try {
       const list = await send({ method: 'GET', path }, { signal });
       if (list.status !== 200) {
-        throw new Error(`listing ${path} answered ${list.status}${statusMessage(list.body) === undefined ? '' : `: ${statusMessage(list.body)}`}`);
+        throw new Error(
+          `listing ${path} answered ${list.status}${statusMessage(list.body) === undefined ? '' : `: ${statusMessage(list.body)}`}`,
+        );
       }
       const body = list.body as { metadata?: { resourceVersion?: string }; items?: T[] };
       resourceVersion = body.metadata?.resourceVersion ?? '';
@@ -103,7 +105,11 @@ export async function listAndWatch<T extends WatchedObject>(options: ListAndWatc
     try {
       for (;;) {
         if (signal.aborted) return;
-        resourceVersion = await watchOnce(options, `${path}${separator}watch=1&allowWatchBookmarks=true&timeoutSeconds=${timeoutSeconds}&resourceVersion=${encodeURIComponent(resourceVersion)}`, resourceVersion);
+        resourceVersion = await watchOnce(
+          options,
+          `${path}${separator}watch=1&allowWatchBookmarks=true&timeoutSeconds=${timeoutSeconds}&resourceVersion=${encodeURIComponent(resourceVersion)}`,
+          resourceVersion,
+        );
       }
     } catch (error) {
       if (signal.aborted) return;
@@ -111,14 +117,20 @@ export async function listAndWatch<T extends WatchedObject>(options: ListAndWatc
         options.log?.(`watch ${path}: resourceVersion ${resourceVersion} is gone (410); listing again`);
         continue;
       }
-      options.log?.(`watch ${path} failed: ${(error as Error).message}; listing again in ${options.retryDelayMs ?? 1000} ms`);
+      options.log?.(
+        `watch ${path} failed: ${(error as Error).message}; listing again in ${options.retryDelayMs ?? 1000} ms`,
+      );
       await pause(options.retryDelayMs ?? 1000, signal);
     }
   }
 }
 
 /** One watch request; resolves with the last resourceVersion seen when the server ends it. */
-async function watchOnce<T extends WatchedObject>(options: ListAndWatchOptions<T>, url: string, from: string): Promise<string> {
+async function watchOnce<T extends WatchedObject>(
+  options: ListAndWatchOptions<T>,
+  url: string,
+  from: string,
+): Promise<string> {
   let resourceVersion = from;
   const lines = new WatchLines();
   let failure: Error | undefined;
@@ -138,7 +150,10 @@ async function watchOnce<T extends WatchedObject>(options: ListAndWatchOptions<T
     }
     const object = event.object as (T & { code?: number }) | undefined;
     if (event.type === 'ERROR') {
-      failure ??= object?.code === 410 ? new Gone() : new Error(`the watch ended with an error: ${statusMessage(object) ?? JSON.stringify(object)}`);
+      failure ??=
+        object?.code === 410
+          ? new Gone()
+          : new Error(`the watch ended with an error: ${statusMessage(object) ?? JSON.stringify(object)}`);
       stop.abort();
       return;
     }
@@ -186,7 +201,9 @@ async function watchOnce<T extends WatchedObject>(options: ListAndWatchOptions<T
   if (failure !== undefined) throw failure;
   if (response !== undefined && response.status === 410) throw new Gone();
   if (response !== undefined && response.status !== 200) {
-    throw new Error(`the watch answered ${response.status}${statusMessage(response.body) === undefined ? '' : `: ${statusMessage(response.body)}`}`);
+    throw new Error(
+      `the watch answered ${response.status}${statusMessage(response.body) === undefined ? '' : `: ${statusMessage(response.body)}`}`,
+    );
   }
   return resourceVersion;
 }

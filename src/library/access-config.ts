@@ -11,7 +11,9 @@ import { parseDocument as readDocument, readDocumentText, readProblem } from '..
 import type { AccessConfig, ExecConfig, ProviderConfig } from './types.js';
 
 /** Codes raised while reading the providers file. */
-export type AccessConfigErrorCode = ErrorCodes<'ERR_ACCESS_CONFIG_READ' | 'ERR_ACCESS_CONFIG_PARSE' | 'ERR_ACCESS_CONFIG_INVALID'>;
+export type AccessConfigErrorCode = ErrorCodes<
+  'ERR_ACCESS_CONFIG_READ' | 'ERR_ACCESS_CONFIG_PARSE' | 'ERR_ACCESS_CONFIG_INVALID'
+>;
 
 /** The file system seam of {@link loadAccessConfig}: only what it uses. */
 export interface AccessConfigFs {
@@ -77,7 +79,8 @@ type Nullable<T> = { [K in keyof T]?: T[K] | null };
  * @internal
  */
 export function normalizeAccessConfig(valid: unknown): AccessConfig {
-  const providers = ((valid as { providers?: unknown[] | null }).providers ?? []) as (Nullable<ProviderConfig> | null)[];
+  const providers = ((valid as { providers?: unknown[] | null }).providers ??
+    []) as (Nullable<ProviderConfig> | null)[];
   return {
     providers: providers.map((entry) => {
       const provider: ProviderConfig = { name: entry?.name ?? '' };
@@ -85,10 +88,13 @@ export function normalizeAccessConfig(valid: unknown): AccessConfig {
       if (exec !== null && exec !== undefined) {
         provider.execConfig = normalizeExec(exec);
       }
-      if (entry?.profileSourcedCLIArgsPolicy != null) provider.profileSourcedCLIArgsPolicy = entry.profileSourcedCLIArgsPolicy;
-      if (entry?.profileSourcedEnvVarsPolicy != null) provider.profileSourcedEnvVarsPolicy = entry.profileSourcedEnvVarsPolicy;
+      if (entry?.profileSourcedCLIArgsPolicy != null)
+        provider.profileSourcedCLIArgsPolicy = entry.profileSourcedCLIArgsPolicy;
+      if (entry?.profileSourcedEnvVarsPolicy != null)
+        provider.profileSourcedEnvVarsPolicy = entry.profileSourcedEnvVarsPolicy;
       if (entry?.allowedProfileEnvVars != null) provider.allowedProfileEnvVars = [...entry.allowedProfileEnvVars];
-      if (entry?.allowInsecureSkipTLSVerify != null) provider.allowInsecureSkipTLSVerify = entry.allowInsecureSkipTLSVerify;
+      if (entry?.allowInsecureSkipTLSVerify != null)
+        provider.allowInsecureSkipTLSVerify = entry.allowInsecureSkipTLSVerify;
       return provider;
     }),
   };

@@ -45,7 +45,10 @@ export function defaultExecCredentialCache(): ExecCredentialCache {
 }
 
 /** undici's 401 signal, on both handler generations (`onResponseStart` since undici 7, `onHeaders` before). */
-function watchForUnauthorized(handler: Dispatcher.DispatchHandler, onUnauthorized: () => void): Dispatcher.DispatchHandler {
+function watchForUnauthorized(
+  handler: Dispatcher.DispatchHandler,
+  onUnauthorized: () => void,
+): Dispatcher.DispatchHandler {
   return new Proxy(handler, {
     get(target, property, receiver) {
       const value: unknown = Reflect.get(target, property, receiver);
@@ -172,7 +175,10 @@ export class ClusterProfileKubeConfig extends KubeConfig {
     this.#cache = cache;
     this.#maxConnections = options.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
     const c = access.cluster;
-    const clusterName = access.profile.namespace === undefined ? access.profile.name : `${access.profile.namespace}/${access.profile.name}`;
+    const clusterName =
+      access.profile.namespace === undefined
+        ? access.profile.name
+        : `${access.profile.namespace}/${access.profile.name}`;
     const cluster: KubeCluster = {
       name: clusterName,
       server: c.server,

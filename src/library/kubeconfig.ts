@@ -42,9 +42,13 @@ export interface KubeconfigDocument {
  * doc['current-context']; // 'fleet/spoke-1'
  * ```
  */
-export function kubeconfigFromAccess(access: ResolvedClusterAccess, options: KubeconfigOptions = {}): KubeconfigDocument {
+export function kubeconfigFromAccess(
+  access: ResolvedClusterAccess,
+  options: KubeconfigOptions = {},
+): KubeconfigDocument {
   const name =
-    options.name ?? (access.profile.namespace ? `${access.profile.namespace}/${access.profile.name}` : access.profile.name);
+    options.name ??
+    (access.profile.namespace ? `${access.profile.namespace}/${access.profile.name}` : access.profile.name);
   const source = access.cluster;
 
   const cluster: Record<string, unknown> = { server: source.server };

@@ -101,7 +101,10 @@ export function resolveClusterAccess(
 
   // 1. The profile's providers by name; accessProviders overwrite credentialProviders.
   // JSON paths are only spelled out when an error needs one (this runs once per profile on a controller's hot path).
-  const byName = new Map<string, { provider: AccessProvider; field: 'accessProviders' | 'credentialProviders'; index: number }>();
+  const byName = new Map<
+    string,
+    { provider: AccessProvider; field: 'accessProviders' | 'credentialProviders'; index: number }
+  >();
   const status = profile.status ?? {};
   const deprecated = status.credentialProviders ?? [];
   for (let index = 0; index < deprecated.length; index++) {
@@ -137,11 +140,9 @@ export function resolveClusterAccess(
   // 3. Its exec config.
   const execConfig = chosenEntry.execConfig;
   if (execConfig === undefined || execConfig === null) {
-    throw new CredentialsError(
-      'ERR_NO_EXEC_CONFIG',
-      `no exec config found for provider ${quote(chosenEntry.name)}`,
-      { path: `$.providers[${fileIndex}].execConfig` },
-    );
+    throw new CredentialsError('ERR_NO_EXEC_CONFIG', `no exec config found for provider ${quote(chosenEntry.name)}`, {
+      path: `$.providers[${fileIndex}].execConfig`,
+    });
   }
   validateExecConfig(execConfig, chosenEntry.name, fileIndex);
 
@@ -223,7 +224,8 @@ export function resolveClusterAccess(
 }
 
 /** An extension's payload: checked by the reserved-extension readers below, not by the schema (see validateProfile). */
-const EXTENSION_PAYLOAD = /^\$\.status\.(?:accessProviders|credentialProviders)\[\d+\]\.cluster\.extensions\[\d+\]\.extension$/;
+const EXTENSION_PAYLOAD =
+  /^\$\.status\.(?:accessProviders|credentialProviders)\[\d+\]\.cluster\.extensions\[\d+\]\.extension$/;
 
 function validateProfile(profile: unknown): void {
   const apiVersion = (profile as { apiVersion?: unknown } | null)?.apiVersion;
@@ -353,14 +355,10 @@ function applyEnvs(
     return env;
   }
   if (policy !== 'AppendIfNotExists' && policy !== 'Replace') {
-    throw new CredentialsError(
-      'ERR_POLICY_UNSUPPORTED',
-      `unsupported ProfileSourcedEnvVarsPolicy: ${quote(policy)}`,
-      {
-        path: `$.providers[${fileIndex}].profileSourcedEnvVarsPolicy`,
-        hint: 'use "AppendIfNotExists", "Replace" or "Ignore"',
-      },
-    );
+    throw new CredentialsError('ERR_POLICY_UNSUPPORTED', `unsupported ProfileSourcedEnvVarsPolicy: ${quote(policy)}`, {
+      path: `$.providers[${fileIndex}].profileSourcedEnvVarsPolicy`,
+      hint: 'use "AppendIfNotExists", "Replace" or "Ignore"',
+    });
   }
   const fromProfile = stringMap(payload, path);
   for (const variable of fromProfile) {
@@ -475,7 +473,11 @@ function assertYamlReadable(text: string, prefix: string, path: () => string): v
     throw badExtension(prefix, `character ${code} is not allowed (upstream's YAML decoder refuses it)`, path());
   }
   if (text.includes('\u0085')) {
-    throw badExtension(prefix, "character U+0085 (NEL) is not allowed (upstream's YAML decoder turns it into a space)", path());
+    throw badExtension(
+      prefix,
+      "character U+0085 (NEL) is not allowed (upstream's YAML decoder turns it into a space)",
+      path(),
+    );
   }
 }
 
@@ -484,8 +486,18 @@ function jsonTextLength(text: string): number {
   let length = 2;
   for (const char of text) {
     const code = char.codePointAt(0) ?? 0;
-    if (char === '"' || char === '\\' || char === '\n' || char === '\r' || char === '\t' || char === '\b' || char === '\f') length += 2;
-    else if (code < 0x20 || char === '<' || char === '>' || char === '&' || code === 0x2028 || code === 0x2029) length += 6;
+    if (
+      char === '"' ||
+      char === '\\' ||
+      char === '\n' ||
+      char === '\r' ||
+      char === '\t' ||
+      char === '\b' ||
+      char === '\f'
+    )
+      length += 2;
+    else if (code < 0x20 || char === '<' || char === '>' || char === '&' || code === 0x2028 || code === 0x2029)
+      length += 6;
     else length += 1;
   }
   return length;
@@ -512,11 +524,7 @@ function kind(value: unknown): string {
   return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
 }
 
-function copyIfSet<K extends keyof ExecCluster & keyof Cluster>(
-  target: ExecCluster,
-  source: Cluster,
-  key: K,
-): void {
+function copyIfSet<K extends keyof ExecCluster & keyof Cluster>(target: ExecCluster, source: Cluster, key: K): void {
   const value = source[key];
   if (value !== undefined && value !== null && value !== '') {
     (target as unknown as Record<string, unknown>)[key] = value;
@@ -535,7 +543,10 @@ function copyJson(value: unknown): unknown {
 /** At most 10 names, each quoted (bounded): a profile may list any number of providers of any length. */
 function listNames(names: readonly string[]): string {
   if (names.length === 0) return 'no providers';
-  const shown = names.slice(0, 10).map((n) => quote(n, 100)).join(', ');
+  const shown = names
+    .slice(0, 10)
+    .map((n) => quote(n, 100))
+    .join(', ');
   return names.length > 10 ? `${shown} and ${names.length - 10} more` : shown;
 }
 

@@ -43,7 +43,6 @@ export interface ClusterProfile {
   };
 }
 
-
 import type { ExecApiVersion, ExecCluster, ExecCredentialStatus, InteractiveMode } from '../core/exec-credential.js';
 
 export type { ExecApiVersion, ExecCluster, ExecCredentialStatus, InteractiveMode };
@@ -85,7 +84,6 @@ export interface ProviderConfig {
 export interface AccessConfig {
   providers: ProviderConfig[];
 }
-
 
 /**
  * What {@link resolveClusterAccess} returns: plain data for callers that do not use client-node. `exec` is the

@@ -11,7 +11,13 @@ import { homeDirectory, type Env } from '../core/io.js';
 import type { CachedCredential } from './provider.js';
 import { sha256Hex } from '../core/sha256.js';
 import { canonicalJson } from '../core/canonical-json.js';
-import { checkPrivateDirectory as privateDirectoryProblem, readPrivateFile, removeTemporaryFiles, writeFileAtomicSync, type PrivacyProblem } from '../core/private-files.js';
+import {
+  checkPrivateDirectory as privateDirectoryProblem,
+  readPrivateFile,
+  removeTemporaryFiles,
+  writeFileAtomicSync,
+  type PrivacyProblem,
+} from '../core/private-files.js';
 
 // Built-ins come from process.getBuiltinModule, not `import`: an ESM import of a built-in builds its namespace,
 // which runs every lazy getter (fs.promises, streams, WebCrypto...) and loads ~30 more internal modules on each
@@ -36,16 +42,21 @@ export function cacheDirectory(
   home: () => string = homeDirectory,
 ): string {
   if (flag !== undefined) return flag;
-  if (env['KUBECACHEDIR'] !== undefined && env['KUBECACHEDIR'] !== '') return join(env['KUBECACHEDIR'], 'clusterprofile', providerName);
+  if (env['KUBECACHEDIR'] !== undefined && env['KUBECACHEDIR'] !== '')
+    return join(env['KUBECACHEDIR'], 'clusterprofile', providerName);
   let homeDir: string;
   try {
     homeDir = home();
   } catch {
     // No HOME and no passwd entry: a container built FROM scratch or distroless without a user database.
-    throw new CredentialsError('ERR_PLUGIN_CACHE_IO', 'no cache directory: --cache-dir is not given, KUBECACHEDIR is not set and there is no home directory', {
-      path: '--cache-dir',
-      hint: 'give --cache-dir DIR or set KUBECACHEDIR (in a pod: a writable emptyDir)',
-    });
+    throw new CredentialsError(
+      'ERR_PLUGIN_CACHE_IO',
+      'no cache directory: --cache-dir is not given, KUBECACHEDIR is not set and there is no home directory',
+      {
+        path: '--cache-dir',
+        hint: 'give --cache-dir DIR or set KUBECACHEDIR (in a pod: a writable emptyDir)',
+      },
+    );
   }
   return join(homeDir, '.kube', 'cache', 'clusterprofile', providerName);
 }
@@ -57,7 +68,6 @@ export function cacheDirectory(
 export function cacheKey(providerName: string, identity: unknown): string {
   return sha256Hex(canonicalJson(['clusterprofile-credentials cache v1', providerName, identity ?? null]));
 }
-
 
 /** What {@link readEntry} found. */
 export type EntryRead<State> =
@@ -74,7 +84,8 @@ export function readEntry<State>(dir: string, key: string): EntryRead<State> {
   const read = readPrivateFile(file, { followSymlinks: false });
   if ('problem' in read) {
     if (read.problem.kind === 'missing') return { kind: 'missing' };
-    if (read.problem.kind === 'io' && errno(read.problem.cause) === 'EFBIG') return { kind: 'corrupted', reason: 'larger than 1 MiB' };
+    if (read.problem.kind === 'io' && errno(read.problem.cause) === 'EFBIG')
+      return { kind: 'corrupted', reason: 'larger than 1 MiB' };
     throw problemError(read.problem, file, 'file');
   }
   const text = read.text;
@@ -84,22 +95,36 @@ export function readEntry<State>(dir: string, key: string): EntryRead<State> {
   } catch {
     return { kind: 'corrupted', reason: 'not JSON' };
   }
-  const entry = document as { version?: unknown; key?: unknown; issuedAt?: unknown; status?: Partial<ExecCredentialStatus>; state?: unknown };
+  const entry = document as {
+    version?: unknown;
+    key?: unknown;
+    issuedAt?: unknown;
+    status?: Partial<ExecCredentialStatus>;
+    state?: unknown;
+  };
   if (typeof entry !== 'object' || entry === null || entry.version !== ENTRY_VERSION || entry.key !== key) {
     return { kind: 'corrupted', reason: 'not a cache entry of this version and key' };
   }
   const status = entry.status;
-  const expiresAt = typeof status?.expirationTimestamp === 'string' ? parseTimestamp(status.expirationTimestamp) : undefined;
+  const expiresAt =
+    typeof status?.expirationTimestamp === 'string' ? parseTimestamp(status.expirationTimestamp) : undefined;
   if (typeof status !== 'object' || status === null || expiresAt === undefined || typeof entry.issuedAt !== 'string') {
     return { kind: 'corrupted', reason: 'no status with an expirationTimestamp' };
   }
-  if (typeof status.token !== 'string' && (typeof status.clientCertificateData !== 'string' || typeof status.clientKeyData !== 'string')) {
+  if (
+    typeof status.token !== 'string' &&
+    (typeof status.clientCertificateData !== 'string' || typeof status.clientKeyData !== 'string')
+  ) {
     return { kind: 'corrupted', reason: 'neither a token nor a certificate and key' };
   }
   return {
     kind: 'entry',
     expiresAt,
-    entry: { status: status as ExecCredentialStatus, issuedAt: entry.issuedAt, ...(entry.state === undefined ? {} : { state: entry.state as State }) },
+    entry: {
+      status: status as ExecCredentialStatus,
+      issuedAt: entry.issuedAt,
+      ...(entry.state === undefined ? {} : { state: entry.state as State }),
+    },
   };
 }
 
@@ -115,7 +140,12 @@ export function readEntry<State>(dir: string, key: string): EntryRead<State> {
  * for debris of a writer that died and removed, at the cost of listing the directory; a caller whose lock was taken
  * with `protects: entryPath(dir, key)` passes false, as breaking a dead writer's lock already removed its debris.
  */
-export async function writeEntry<State>(dir: string, key: string, entry: CachedCredential<State>, options: { removeDebris?: boolean } = {}): Promise<void> {
+export async function writeEntry<State>(
+  dir: string,
+  key: string,
+  entry: CachedCredential<State>,
+  options: { removeDebris?: boolean } = {},
+): Promise<void> {
   const file = entryPath(dir, key);
   const body = `${JSON.stringify({ version: ENTRY_VERSION, key, issuedAt: entry.issuedAt, status: entry.status, ...(entry.state === undefined ? {} : { state: entry.state }) })}\n`;
   try {
@@ -152,7 +182,10 @@ export function checkPrivateDirectory(dir: string): boolean {
  * Removes every cache entry, lock file not held by a live plugin and leftover temporary file from `dir`; returns how
  * many entries it removed. Works on a directory with unsafe permissions too: removing exposed secrets is the point.
  */
-export function cleanDirectory(dir: string, isLockHeld: (file: string) => boolean): { entries: number; skippedLocks: number } {
+export function cleanDirectory(
+  dir: string,
+  isLockHeld: (file: string) => boolean,
+): { entries: number; skippedLocks: number } {
   let names: string[];
   try {
     names = readdirSync(dir);
@@ -191,21 +224,48 @@ export function lockPath(dir: string, key: string): string {
 function problemError(problem: PrivacyProblem, path: string, what: 'file' | 'directory'): CredentialsError {
   switch (problem.kind) {
     case 'owner':
-      return insecure(path, `is owned by uid ${problem.uid}, not by you (uid ${problem.user})`, `use a cache directory of your own (--cache-dir)`);
+      return insecure(
+        path,
+        `is owned by uid ${problem.uid}, not by you (uid ${problem.user})`,
+        `use a cache directory of your own (--cache-dir)`,
+      );
     case 'mode':
-      return insecure(path, `is accessible by group or others (mode ${problem.mode.toString(8).padStart(3, '0')})`, `chmod ${what === 'directory' ? '700' : '600'} '${path}'`);
+      return insecure(
+        path,
+        `is accessible by group or others (mode ${problem.mode.toString(8).padStart(3, '0')})`,
+        `chmod ${what === 'directory' ? '700' : '600'} '${path}'`,
+      );
     case 'symlink':
       return insecure(path, 'is a symbolic link', `remove it: rm '${path}'`);
     case 'type':
       if (what === 'directory') {
-        return new CredentialsError('ERR_PLUGIN_CACHE_IO', `the cache directory ${path} is not a directory`, { path, hint: 'point --cache-dir at a directory' });
+        return new CredentialsError('ERR_PLUGIN_CACHE_IO', `the cache directory ${path} is not a directory`, {
+          path,
+          hint: 'point --cache-dir at a directory',
+        });
       }
-      return new CredentialsError('ERR_PLUGIN_CACHE_IO', `the cache entry ${path} is not a regular file`, { path, hint: `remove it: rm -r '${path}'` });
+      return new CredentialsError('ERR_PLUGIN_CACHE_IO', `the cache entry ${path} is not a regular file`, {
+        path,
+        hint: `remove it: rm -r '${path}'`,
+      });
     case 'missing':
-      return new CredentialsError('ERR_PLUGIN_CACHE_IO', `the cache ${what === 'directory' ? 'directory' : 'entry'} ${path} disappeared`, { path });
+      return new CredentialsError(
+        'ERR_PLUGIN_CACHE_IO',
+        `the cache ${what === 'directory' ? 'directory' : 'entry'} ${path} disappeared`,
+        { path },
+      );
     case 'io': {
-      const action = problem.operation === 'create' ? 'cannot create' : problem.operation === 'inspect' ? 'cannot inspect' : 'cannot read';
-      return ioError(`${action} the cache ${what === 'directory' ? 'directory' : 'entry'} ${path}`, path, problem.cause);
+      const action =
+        problem.operation === 'create'
+          ? 'cannot create'
+          : problem.operation === 'inspect'
+            ? 'cannot inspect'
+            : 'cannot read';
+      return ioError(
+        `${action} the cache ${what === 'directory' ? 'directory' : 'entry'} ${path}`,
+        path,
+        problem.cause,
+      );
     }
   }
 }

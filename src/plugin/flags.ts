@@ -8,7 +8,10 @@ import type { ParseArgsOptionsConfig } from 'node:util';
 import { CredentialsError, type ErrorCodes } from '../core/errors.js';
 import type { CredentialProvider, FlagSpecs, FlagValues } from './provider.js';
 
-type ParsedArgs = { values: Record<string, string | boolean | (string | boolean)[] | undefined>; positionals: string[] };
+type ParsedArgs = {
+  values: Record<string, string | boolean | (string | boolean)[] | undefined>;
+  positionals: string[];
+};
 
 /**
  * `parseArgs({ args, options, strict: true, allowPositionals: true })` for the arguments made only of positionals
@@ -61,7 +64,8 @@ export const COMMON_FLAGS = {
   'cache-dir': {
     type: 'string',
     placeholder: 'DIR',
-    description: 'directory of the credential cache (default: $KUBECACHEDIR or ~/.kube/cache, then clusterprofile/<provider>)',
+    description:
+      'directory of the credential cache (default: $KUBECACHEDIR or ~/.kube/cache, then clusterprofile/<provider>)',
   },
   'force-refresh': { type: 'boolean', description: 'ignore a cached credential and obtain a new one' },
   help: { type: 'boolean', description: 'show this help' },
@@ -108,7 +112,13 @@ export function parseCommand<F extends FlagSpecs>(
   }
   const { values, positionals } = parsed;
   const action =
-    values['help'] === true ? 'help' : values['version'] === true ? 'version' : positionals[0] === 'clean' ? 'clean' : 'credential';
+    values['help'] === true
+      ? 'help'
+      : values['version'] === true
+        ? 'version'
+        : positionals[0] === 'clean'
+          ? 'clean'
+          : 'credential';
   const extra = action === 'clean' ? positionals.slice(1) : positionals;
   if (action !== 'help' && action !== 'version' && extra.length > 0) {
     throw new CredentialsError('ERR_PLUGIN_USAGE', `unexpected argument '${extra[0]}'`, {
@@ -164,7 +174,9 @@ export function helpText(command: string, provider: Pick<CredentialProvider, 'de
   const all: FlagSpecs = { ...provider.flags, ...COMMON_FLAGS };
   for (const [name, spec] of Object.entries(all)) {
     const left = `  --${name}${spec.type === 'string' ? ` ${spec.placeholder ?? 'VALUE'}` : ''}`;
-    const notes = [spec.required === true ? 'required' : '', spec.multiple === true ? 'repeatable' : ''].filter(Boolean);
+    const notes = [spec.required === true ? 'required' : '', spec.multiple === true ? 'repeatable' : ''].filter(
+      Boolean,
+    );
     lines.push(`${left.padEnd(30)} ${spec.description}${notes.length > 0 ? ` (${notes.join(', ')})` : ''}`);
   }
   lines.push('', 'exit codes: 0 ok, 1 no credential (see the message), 2 usage or configuration error');

@@ -135,9 +135,13 @@ export async function obtain<F extends FlagSpecs, Settings, State>(
   if (isArgv(options.flags)) {
     const parsed = parseCommand(provider, options.flags);
     if (parsed.action !== 'credential') {
-      throw new CredentialsError('ERR_PLUGIN_USAGE', `flags for a credential cannot ask for ${parsed.action === 'help' ? '--help' : 'the clean command'}`, {
-        path: parsed.action === 'help' ? '--help' : 'clean',
-      });
+      throw new CredentialsError(
+        'ERR_PLUGIN_USAGE',
+        `flags for a credential cannot ask for ${parsed.action === 'help' ? '--help' : 'the clean command'}`,
+        {
+          path: parsed.action === 'help' ? '--help' : 'clean',
+        },
+      );
     }
     flags = parsed.flags;
     cacheDir ??= parsed.cacheDir;
@@ -155,7 +159,8 @@ export async function obtain<F extends FlagSpecs, Settings, State>(
   const fresh = (read: EntryRead<State>): read is Extract<EntryRead<State>, { kind: 'entry' }> =>
     read.kind === 'entry' &&
     read.expiresAt - now().getTime() > minRemainingMs &&
-    (provider.stateExpiresAt === undefined || (provider.stateExpiresAt(read.entry.state) ?? Number.NEGATIVE_INFINITY) - now().getTime() > minRemainingMs);
+    (provider.stateExpiresAt === undefined ||
+      (provider.stateExpiresAt(read.entry.state) ?? Number.NEGATIVE_INFINITY) - now().getTime() > minRemainingMs);
 
   // Fast path: no lock, no provider code beyond settings().
   if (forceRefresh !== true && checkPrivateDirectory(dir)) {
@@ -182,8 +187,12 @@ export async function obtain<F extends FlagSpecs, Settings, State>(
     staleMs: options.staleLockMs ?? 600_000,
     now,
     signal,
-    onWait: (owner) => say(`waiting for ${owner === undefined ? 'another plugin' : `process ${owner.pid}`} to finish (cache lock ${file})`),
-    onBreak: (owner, reason) => say(`removed a stale cache lock${owner === undefined ? '' : ` of process ${owner.pid}`}: ${reason}`),
+    onWait: (owner) =>
+      say(
+        `waiting for ${owner === undefined ? 'another plugin' : `process ${owner.pid}`} to finish (cache lock ${file})`,
+      ),
+    onBreak: (owner, reason) =>
+      say(`removed a stale cache lock${owner === undefined ? '' : ` of process ${owner.pid}`}: ${reason}`),
     protects: entryPath(dir, key),
   });
   const unhook = hooks.whileLocked?.(lock);
@@ -206,7 +215,10 @@ export async function obtain<F extends FlagSpecs, Settings, State>(
       // Getters: the streams are made only for a provider that reads or writes them (process.stderr costs a
       // miss ~6 ms to create).
       get stdin() {
-        return (stdin ??= interactive && options.stdin !== undefined ? options.stdin : process.getBuiltinModule('node:stream').Readable.from([]));
+        return (stdin ??=
+          interactive && options.stdin !== undefined
+            ? options.stdin
+            : process.getBuiltinModule('node:stream').Readable.from([]));
       },
       get stderr() {
         return diagnostics();
@@ -218,7 +230,16 @@ export async function obtain<F extends FlagSpecs, Settings, State>(
     assertUsableStatus(issued.status);
     if (issued.status.expirationTimestamp !== undefined) {
       try {
-        await writeEntry(dir, key, { status: issued.status, issuedAt: formatTimestamp(issuedAt.getTime()), ...(issued.state === undefined ? {} : { state: issued.state }) }, { removeDebris: false });
+        await writeEntry(
+          dir,
+          key,
+          {
+            status: issued.status,
+            issuedAt: formatTimestamp(issuedAt.getTime()),
+            ...(issued.state === undefined ? {} : { state: issued.state }),
+          },
+          { removeDebris: false },
+        );
       } catch (error) {
         // The credential is good; only the next call pays for the missing entry.
         say(`warning: ${formatError(error)}`);
@@ -254,11 +275,13 @@ function flagValues<F extends FlagSpecs>(specs: F, given: FlagInput<F> | FlagVal
       if (value !== undefined && typeof value !== 'boolean') throw usage(name, 'must be a boolean');
       values[name] = value === true;
     } else if (spec.multiple === true) {
-      if (value !== undefined && !(Array.isArray(value) && value.every((item) => typeof item === 'string'))) throw usage(name, 'must be a list of strings');
+      if (value !== undefined && !(Array.isArray(value) && value.every((item) => typeof item === 'string')))
+        throw usage(name, 'must be a list of strings');
       values[name] = value ?? [];
     } else {
       if (value !== undefined && typeof value !== 'string') throw usage(name, 'must be a string');
-      if (value === undefined && spec.required === true) throw new CredentialsError('ERR_PLUGIN_USAGE', `missing required flag --${name}`, { path: `--${name}` });
+      if (value === undefined && spec.required === true)
+        throw new CredentialsError('ERR_PLUGIN_USAGE', `missing required flag --${name}`, { path: `--${name}` });
       values[name] = value;
     }
   }

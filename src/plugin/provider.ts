@@ -45,7 +45,6 @@ import type { ExecCredentialInput, ExecCredentialStatus } from '../core/exec-cre
 export type { ExecCredentialInput };
 import type { Env } from '../core/io.js';
 
-
 /**
  * One command-line flag of a provider, in the shape of `node:util` `parseArgs` options (no yargs on the hot path).
  * Flags are written `--name value` or `--name=value`; booleans as `--name`.
@@ -78,7 +77,13 @@ export type FlagValues<F extends FlagSpecs> = {
 
 /** The flags that must be given: required, single strings. */
 type RequiredFlagNames<F extends FlagSpecs> = {
-  [K in keyof F]: F[K]['type'] extends 'string' ? (F[K]['multiple'] extends true ? never : F[K]['required'] extends true ? K : never) : never;
+  [K in keyof F]: F[K]['type'] extends 'string'
+    ? F[K]['multiple'] extends true
+      ? never
+      : F[K]['required'] extends true
+        ? K
+        : never
+    : never;
 }[keyof F];
 
 /**

@@ -83,7 +83,8 @@ export function runPlugin<F extends FlagSpecs, Settings, State>(
         stage = 'credential';
         const { entries, skippedLocks } = cleanDirectory(dir, (file) => isLockHeld(file, { staleMs, now }));
         io.stdout.write(`removed ${entries} cached credential${entries === 1 ? '' : 's'} from ${dir}\n`);
-        if (skippedLocks > 0) say(io, `left ${skippedLocks} lock${skippedLocks === 1 ? '' : 's'} held by running plugins`);
+        if (skippedLocks > 0)
+          say(io, `left ${skippedLocks} lock${skippedLocks === 1 ? '' : 's'} held by running plugins`);
         return EXIT.ok;
       }
       // stdin is only looked at without KUBERNETES_EXEC_INFO: creating process.stdin costs start-up time.

@@ -43,7 +43,11 @@ const issuesInMessage = 5;
  * Validates `doc` against the schema `schemas/<id>.schema.json`, compiled into `schema`. Returns no issues when it is
  * valid. Never throws for any `doc`; throws a TypeError for an id the module does not hold (a programming error).
  */
-export function validateWith<Id extends string>(schema: SchemaModule<Id>, id: Id, doc: unknown): readonly SchemaIssue[] {
+export function validateWith<Id extends string>(
+  schema: SchemaModule<Id>,
+  id: Id,
+  doc: unknown,
+): readonly SchemaIssue[] {
   const validate = Object.hasOwn(schema.validators, id) ? schema.validators[id] : undefined;
   if (validate === undefined) {
     throw new TypeError(`unknown schema id ${JSON.stringify(id)}`);
@@ -59,7 +63,12 @@ export function validateWith<Id extends string>(schema: SchemaModule<Id>, id: Id
  * {@link CredentialsError} with the given `code`, the message `<what> is invalid: <path>: <message>` (followed by
  * the further issues) and `path` = the first issue's path.
  */
-export function assertWith<T, Id extends string>(schema: SchemaModule<Id>, id: Id, doc: unknown, options: { code: ErrorCode; what: string }): T {
+export function assertWith<T, Id extends string>(
+  schema: SchemaModule<Id>,
+  id: Id,
+  doc: unknown,
+  options: { code: ErrorCode; what: string },
+): T {
   const issues = validateWith(schema, id, doc);
   const first = issues[0];
   if (first === undefined) {

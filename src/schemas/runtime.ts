@@ -74,7 +74,8 @@ export function deepEqual(a: unknown, b: unknown): boolean {
   return (
     keysA.length === keysB.length &&
     keysA.every(
-      (key) => Object.hasOwn(b, key) && deepEqual((a as Record<string, unknown>)[key], (b as Record<string, unknown>)[key]),
+      (key) =>
+        Object.hasOwn(b, key) && deepEqual((a as Record<string, unknown>)[key], (b as Record<string, unknown>)[key]),
     )
   );
 }

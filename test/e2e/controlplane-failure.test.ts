@@ -9,21 +9,29 @@ import { describe, expect, it } from 'vitest';
 import { startControlPlane } from '../helpers/controlplane.js';
 import { e2eContext, tempFile } from '../helpers/controlplane-e2e.js';
 
-const workDirs = async (): Promise<string[]> => (await readdir(tmpdir())).filter((d) => d.startsWith('cpc-e2e-')).sort();
+const workDirs = async (): Promise<string[]> =>
+  (await readdir(tmpdir())).filter((d) => d.startsWith('cpc-e2e-')).sort();
 const etcdProcesses = (etcd: string): number =>
-  execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').filter((line) => line.startsWith(etcd)).length;
+  execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })
+    .split('\n')
+    .filter((line) => line.startsWith(etcd)).length;
 
 describe('control plane harness on failure', () => {
   it('reports the component that died with its log, stops what was started and removes the temp dir', async () => {
     const { binaries } = e2eContext();
-    const fake = await tempFile('kube-apiserver', '#!/bin/sh\necho "fake kube-apiserver: refusing to start" >&2\nexit 3\n');
+    const fake = await tempFile(
+      'kube-apiserver',
+      '#!/bin/sh\necho "fake kube-apiserver: refusing to start" >&2\nexit 3\n',
+    );
     await chmod(fake, 0o755);
     const dirsBefore = await workDirs();
     const etcdBefore = etcdProcesses(binaries.etcd);
 
     await expect(
       startControlPlane({ binaries: { ...binaries, kubeApiserver: fake }, readyTimeoutMs: 30_000 }),
-    ).rejects.toThrow(/kube-apiserver exited \(code 3\) before ready \/readyz[\s\S]*fake kube-apiserver: refusing to start/);
+    ).rejects.toThrow(
+      /kube-apiserver exited \(code 3\) before ready \/readyz[\s\S]*fake kube-apiserver: refusing to start/,
+    );
 
     expect(await workDirs()).toEqual(dirsBefore);
     expect(etcdProcesses(binaries.etcd)).toBe(etcdBefore);

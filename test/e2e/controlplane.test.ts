@@ -10,7 +10,15 @@ import { Agent, fetch } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { createCsr } from '../helpers/controlplane-pki.js';
 import { clientCertKubeconfig as kubeconfigDocument } from '../helpers/controlplane.js';
-import { applyAsAdmin, clientCertKubeconfig, e2eContext, kubectl, tempFile, tokenKubeconfig, whoami } from '../helpers/controlplane-e2e.js';
+import {
+  applyAsAdmin,
+  clientCertKubeconfig,
+  e2eContext,
+  kubectl,
+  tempFile,
+  tokenKubeconfig,
+  whoami,
+} from '../helpers/controlplane-e2e.js';
 
 describe('e2e control plane', () => {
   it('admin kubeconfig authenticates as e2e-admin in system:masters', async () => {
@@ -76,14 +84,26 @@ describe('e2e control plane', () => {
       },
     });
     // Not approved: kube-controller-manager's approver only handles kubelet CSRs, so nothing is signed yet.
-    const pending = await kubectl(controlPlane.adminKubeconfig, ['get', 'csr', name, '-o', 'jsonpath={.status.certificate}']);
+    const pending = await kubectl(controlPlane.adminKubeconfig, [
+      'get',
+      'csr',
+      name,
+      '-o',
+      'jsonpath={.status.certificate}',
+    ]);
     expect(pending.stdout).toBe('');
 
     const approve = await kubectl(controlPlane.adminKubeconfig, ['certificate', 'approve', name]);
     expect(approve.stderr).toBe('');
     let certificate = '';
     for (const deadline = Date.now() + 60_000; certificate === '' && Date.now() < deadline; ) {
-      const got = await kubectl(controlPlane.adminKubeconfig, ['get', 'csr', name, '-o', 'jsonpath={.status.certificate}']);
+      const got = await kubectl(controlPlane.adminKubeconfig, [
+        'get',
+        'csr',
+        name,
+        '-o',
+        'jsonpath={.status.certificate}',
+      ]);
       certificate = got.stdout.trim();
       if (certificate === '') await new Promise((resolve) => setTimeout(resolve, 500));
     }
@@ -98,7 +118,10 @@ describe('e2e control plane', () => {
     expect(lifetimeSeconds).toBeLessThanOrEqual(600 + 300); // expirationSeconds, plus the signer's backdating
 
     const caPem = await readFile(controlPlane.caFile, 'utf8');
-    const kubeconfig = await tempFile('bob.kubeconfig', stringify(kubeconfigDocument(controlPlane.server, caPem, 'bob', { cert: pem, key })));
+    const kubeconfig = await tempFile(
+      'bob.kubeconfig',
+      stringify(kubeconfigDocument(controlPlane.server, caPem, 'bob', { cert: pem, key })),
+    );
     const me = await whoami(kubeconfig);
     expect(me.username).toBe('bob');
     expect(me.groups).toContain('e2e-team');
@@ -107,7 +130,9 @@ describe('e2e control plane', () => {
   it('structured authentication trusts the test OpenID Provider: its JWT access token authenticates with the oidc: prefix', async () => {
     const { oidc } = e2eContext();
     const dispatcher = new Agent({ connect: { ca: oidc.caPem } });
-    const discovery = (await (await fetch(`${oidc.issuer}/.well-known/openid-configuration`, { dispatcher })).json()) as { token_endpoint: string };
+    const discovery = (await (
+      await fetch(`${oidc.issuer}/.well-known/openid-configuration`, { dispatcher })
+    ).json()) as { token_endpoint: string };
     const client = oidc.clients.basic ?? {};
     const response = await fetch(discovery.token_endpoint, {
       dispatcher,
@@ -132,11 +157,28 @@ describe('e2e control plane', () => {
 
   it('the service-account issuer works: a TokenRequest token authenticates as the service account', async () => {
     const { controlPlane } = e2eContext();
-    await applyAsAdmin({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'e2e-robot', namespace: 'default' } });
-    const minted = await kubectl(controlPlane.adminKubeconfig, ['create', 'token', 'e2e-robot', '-n', 'default', '--duration=10m', '--audience', controlPlane.serviceAccountIssuer]);
+    await applyAsAdmin({
+      apiVersion: 'v1',
+      kind: 'ServiceAccount',
+      metadata: { name: 'e2e-robot', namespace: 'default' },
+    });
+    const minted = await kubectl(controlPlane.adminKubeconfig, [
+      'create',
+      'token',
+      'e2e-robot',
+      '-n',
+      'default',
+      '--duration=10m',
+      '--audience',
+      controlPlane.serviceAccountIssuer,
+    ]);
     expect(minted.stderr).toBe('');
     const token = minted.stdout.trim();
-    const claims = JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8')) as { iss: string; exp: number; iat: number };
+    const claims = JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8')) as {
+      iss: string;
+      exp: number;
+      iat: number;
+    };
     expect(claims.iss).toBe(controlPlane.serviceAccountIssuer);
     expect(claims.exp - claims.iat).toBe(600);
 

@@ -12,7 +12,10 @@ import { e2eContext, kubectl, type ExecResult } from '../helpers/controlplane-e2
 
 const repo = fileURLToPath(new URL('../../', import.meta.url));
 const ourCrd = path.join(repo, 'schemas/crd/multicluster.x-k8s.io_clusterprofiles.yaml');
-const upstreamCrd = path.join(repo, 'test/fixtures/upstream/cluster-inventory-api-v0.1.0/multicluster.x-k8s.io_clusterprofiles.yaml');
+const upstreamCrd = path.join(
+  repo,
+  'test/fixtures/upstream/cluster-inventory-api-v0.1.0/multicluster.x-k8s.io_clusterprofiles.yaml',
+);
 const CRD = 'crd/clusterprofiles.multicluster.x-k8s.io';
 const NAMESPACE = 'crd-ssa';
 const INSTALLER = 'e2e-crd-installer';
@@ -32,7 +35,10 @@ async function adminOk(args: string[], input?: string): Promise<string> {
 
 /** Server-side apply of `object` to the status subresource, as field manager `manager`. */
 function applyStatus(manager: string, object: Json): Promise<ExecResult> {
-  return admin(['apply', '--server-side', '--subresource=status', `--field-manager=${manager}`, '-f', '-'], JSON.stringify(object));
+  return admin(
+    ['apply', '--server-side', '--subresource=status', `--field-manager=${manager}`, '-f', '-'],
+    JSON.stringify(object),
+  );
 }
 
 async function applyStatusOk(manager: string, object: Json): Promise<void> {
@@ -42,13 +48,31 @@ async function applyStatusOk(manager: string, object: Json): Promise<void> {
 
 /** Installs a CRD file with server-side apply and waits until it serves. */
 async function installCrd(file: string, options: { force?: boolean } = {}): Promise<string> {
-  const out = await adminOk(['apply', '--server-side', `--field-manager=${INSTALLER}`, ...(options.force ? ['--force-conflicts'] : []), '-f', file]);
+  const out = await adminOk([
+    'apply',
+    '--server-side',
+    `--field-manager=${INSTALLER}`,
+    ...(options.force ? ['--force-conflicts'] : []),
+    '-f',
+    file,
+  ]);
   await adminOk(['wait', '--for=condition=Established', '--timeout=60s', CRD]);
   return out;
 }
 
 async function getProfile(name: string, version = 'v1alpha1'): Promise<Json> {
-  return JSON.parse(await adminOk(['get', `clusterprofiles.${version}.multicluster.x-k8s.io`, name, '-n', NAMESPACE, '-o', 'json', '--show-managed-fields'])) as Json;
+  return JSON.parse(
+    await adminOk([
+      'get',
+      `clusterprofiles.${version}.multicluster.x-k8s.io`,
+      name,
+      '-n',
+      NAMESPACE,
+      '-o',
+      'json',
+      '--show-managed-fields',
+    ]),
+  ) as Json;
 }
 
 async function createProfile(name: string, version = 'v1alpha1', manager = 'e2e'): Promise<void> {
@@ -65,7 +89,12 @@ async function createProfile(name: string, version = 'v1alpha1', manager = 'e2e'
 
 /** A status apply configuration: only what the manager means to own. */
 function statusConfig(name: string, status: Json, version = 'v1alpha1'): Json {
-  return { apiVersion: `multicluster.x-k8s.io/${version}`, kind: 'ClusterProfile', metadata: { name, namespace: NAMESPACE }, status };
+  return {
+    apiVersion: `multicluster.x-k8s.io/${version}`,
+    kind: 'ClusterProfile',
+    metadata: { name, namespace: NAMESPACE },
+    status,
+  };
 }
 
 function provider(name: string, cluster: Json = {}): Json {
@@ -86,12 +115,15 @@ function ownedEntries(profile: Json): Record<string, string[]> {
   return owned;
 }
 
-const names = (profile: Json): string[] => (profile.status?.accessProviders ?? []).map((entry: Json) => entry.name).sort();
+const names = (profile: Json): string[] =>
+  (profile.status?.accessProviders ?? []).map((entry: Json) => entry.name).sort();
 
 describe('the ClusterProfile CRD with server-side apply (real kube-apiserver)', () => {
   beforeAll(async () => {
     const out = await installCrd(ourCrd);
-    expect(out).toContain('customresourcedefinition.apiextensions.k8s.io/clusterprofiles.multicluster.x-k8s.io serverside-applied');
+    expect(out).toContain(
+      'customresourcedefinition.apiextensions.k8s.io/clusterprofiles.multicluster.x-k8s.io serverside-applied',
+    );
     await adminOk(['create', 'namespace', NAMESPACE]);
   });
 
@@ -107,7 +139,8 @@ describe('the ClusterProfile CRD with server-side apply (real kube-apiserver)', 
     await installCrd(ourCrd);
     const after = JSON.parse(await adminOk(['get', CRD, '-o', 'json'])) as Json;
     expect(after.metadata.resourceVersion).toBe(before.metadata.resourceVersion);
-    const status = after.spec.versions.find((entry: Json) => entry.name === 'v1alpha1').schema.openAPIV3Schema.properties.status.properties;
+    const status = after.spec.versions.find((entry: Json) => entry.name === 'v1alpha1').schema.openAPIV3Schema
+      .properties.status.properties;
     expect(status.accessProviders['x-kubernetes-list-map-keys']).toEqual(['name']);
     expect(after.spec.versions.map((entry: Json) => [entry.name, entry.served, entry.storage])).toEqual([
       ['v1alpha1', true, true],
@@ -126,10 +159,17 @@ describe('the ClusterProfile CRD with server-side apply (real kube-apiserver)', 
     expect(ownedEntries(profile)).toEqual({ 'manager-a': ['a'], 'manager-b': ['b'] });
 
     // B updates its entry: A's is untouched.
-    await applyStatusOk('manager-b', statusConfig('shared', { accessProviders: [provider('b', { 'tls-server-name': 'b.internal' })] }));
+    await applyStatusOk(
+      'manager-b',
+      statusConfig('shared', { accessProviders: [provider('b', { 'tls-server-name': 'b.internal' })] }),
+    );
     profile = await getProfile('shared');
-    expect(profile.status.accessProviders.find((entry: Json) => entry.name === 'a').cluster).toEqual({ server: 'https://a.example.test:6443' });
-    expect(profile.status.accessProviders.find((entry: Json) => entry.name === 'b').cluster['tls-server-name']).toBe('b.internal');
+    expect(profile.status.accessProviders.find((entry: Json) => entry.name === 'a').cluster).toEqual({
+      server: 'https://a.example.test:6443',
+    });
+    expect(profile.status.accessProviders.find((entry: Json) => entry.name === 'b').cluster['tls-server-name']).toBe(
+      'b.internal',
+    );
 
     // A applies again without its entry: the API server removes what only A owned.
     await applyStatusOk('manager-a', statusConfig('shared', {}));
@@ -141,7 +181,10 @@ describe('the ClusterProfile CRD with server-side apply (real kube-apiserver)', 
   it('a manager applying another manager’s entry with other values conflicts, unless it forces', async () => {
     await createProfile('contested');
     await applyStatusOk('manager-a', statusConfig('contested', { accessProviders: [provider('a')] }));
-    const clash = await applyStatus('manager-b', statusConfig('contested', { accessProviders: [provider('a', { server: 'https://elsewhere.example.test' })] }));
+    const clash = await applyStatus(
+      'manager-b',
+      statusConfig('contested', { accessProviders: [provider('a', { server: 'https://elsewhere.example.test' })] }),
+    );
     expect(clash.code).not.toBe(0);
     expect(clash.stderr).toContain('conflict with "manager-a"');
     expect(clash.stderr).toContain('.status.accessProviders[name="a"].cluster.server');
@@ -149,7 +192,9 @@ describe('the ClusterProfile CRD with server-side apply (real kube-apiserver)', 
 
     const forced = await admin(
       ['apply', '--server-side', '--subresource=status', '--field-manager=manager-b', '--force-conflicts', '-f', '-'],
-      JSON.stringify(statusConfig('contested', { accessProviders: [provider('a', { server: 'https://elsewhere.example.test' })] })),
+      JSON.stringify(
+        statusConfig('contested', { accessProviders: [provider('a', { server: 'https://elsewhere.example.test' })] }),
+      ),
     );
     expect(forced.stderr).toBe('');
     const profile = await getProfile('contested');
@@ -165,7 +210,10 @@ describe('the ClusterProfile CRD with server-side apply (real kube-apiserver)', 
     for (const crd of [upstreamCrd, ourCrd]) {
       // Descriptions and our additions (v1alpha2, printer columns) differ, so taking over the CRD needs --force-conflicts.
       await installCrd(crd, { force: true });
-      await applyStatusOk('manager-b', statusConfig('swapped', { accessProviders: [provider('b', { 'disable-compression': crd === ourCrd })] }));
+      await applyStatusOk(
+        'manager-b',
+        statusConfig('swapped', { accessProviders: [provider('b', { 'disable-compression': crd === ourCrd })] }),
+      );
       const profile = await getProfile('swapped');
       expect(names(profile), crd).toEqual(['a', 'b']);
       expect(ownedEntries(profile), crd).toEqual({ 'manager-a': ['a'], 'manager-b': ['b'] });
@@ -184,7 +232,10 @@ describe('the ClusterProfile CRD with server-side apply (real kube-apiserver)', 
     }
 
     it.each([
-      ['an http server with a host (upstream asks for a URL with a host, not for https)', { server: 'http://plain.example.test:8080' }],
+      [
+        'an http server with a host (upstream asks for a URL with a host, not for https)',
+        { server: 'http://plain.example.test:8080' },
+      ],
       ['an IPv6 server', { server: 'https://[fd00::1]:6443' }],
       ['a socks5 proxy-url', { 'proxy-url': 'socks5://proxy.example.test:1080' }],
       ['an empty proxy-url', { 'proxy-url': '' }],
@@ -196,11 +247,27 @@ describe('the ClusterProfile CRD with server-side apply (real kube-apiserver)', 
     });
 
     it.each([
-      ['a server that is not a URL', { server: 'api.example.test:6443' }, 'server must be a valid absolute URL with a host'],
+      [
+        'a server that is not a URL',
+        { server: 'api.example.test:6443' },
+        'server must be a valid absolute URL with a host',
+      ],
       ['a server without a host', { server: 'https://' }, 'server must be a valid absolute URL with a host'],
-      ['a server longer than 2048 characters', { server: `https://${'a'.repeat(2048)}.test` }, 'Too long: may not be more than 2048 bytes'],
-      ['an ftp proxy-url', { 'proxy-url': 'ftp://proxy.example.test' }, 'proxy-url must be a valid URL with scheme http, https, or socks5 and a host'],
-      ['a proxy-url without a host', { 'proxy-url': 'http://' }, 'proxy-url must be a valid URL with scheme http, https, or socks5 and a host'],
+      [
+        'a server longer than 2048 characters',
+        { server: `https://${'a'.repeat(2048)}.test` },
+        'Too long: may not be more than 2048 bytes',
+      ],
+      [
+        'an ftp proxy-url',
+        { 'proxy-url': 'ftp://proxy.example.test' },
+        'proxy-url must be a valid URL with scheme http, https, or socks5 and a host',
+      ],
+      [
+        'a proxy-url without a host',
+        { 'proxy-url': 'http://' },
+        'proxy-url must be a valid URL with scheme http, https, or socks5 and a host',
+      ],
     ])('refuses %s, naming the field, and stores nothing of it', async (_what, cluster, message) => {
       await applyStatusOk('probe', statusConfig('strict', { accessProviders: [provider('before')] }, 'v1alpha2'));
       const result = await probe({ accessProviders: [provider('bad', cluster)] });
@@ -227,7 +294,17 @@ describe('the ClusterProfile CRD with server-side apply (real kube-apiserver)', 
       const applied = await probe(twice);
       expect(applied.code).not.toBe(0);
       expect(applied.stderr).toContain('.status.accessProviders: duplicate entries for key [name="twice"]');
-      const patched = await admin(['patch', 'clusterprofiles.v1alpha2.multicluster.x-k8s.io', 'strict', '-n', NAMESPACE, '--subresource=status', '--type=merge', '-p', JSON.stringify({ status: twice })]);
+      const patched = await admin([
+        'patch',
+        'clusterprofiles.v1alpha2.multicluster.x-k8s.io',
+        'strict',
+        '-n',
+        NAMESPACE,
+        '--subresource=status',
+        '--type=merge',
+        '-p',
+        JSON.stringify({ status: twice }),
+      ]);
       expect(patched.code).not.toBe(0);
       expect(patched.stderr).toMatch(/status\.accessProviders\[1\]: Duplicate value: .*"name":"twice"/);
 
@@ -249,15 +326,29 @@ describe('the ClusterProfile CRD with server-side apply (real kube-apiserver)', 
         }),
       );
       expect(bad.code).not.toBe(0);
-      expect(bad.stderr).toContain('spec.clusterManager.name: Invalid value: "string": must be a valid Kubernetes label value');
-      const moved = await admin(['patch', 'clusterprofiles.v1alpha2.multicluster.x-k8s.io', 'strict', '-n', NAMESPACE, '--type=merge', '-p', '{"spec":{"clusterManager":{"name":"other"}}}']);
+      expect(bad.stderr).toContain(
+        'spec.clusterManager.name: Invalid value: "string": must be a valid Kubernetes label value',
+      );
+      const moved = await admin([
+        'patch',
+        'clusterprofiles.v1alpha2.multicluster.x-k8s.io',
+        'strict',
+        '-n',
+        NAMESPACE,
+        '--type=merge',
+        '-p',
+        '{"spec":{"clusterManager":{"name":"other"}}}',
+      ]);
       expect(moved.code).not.toBe(0);
       expect(moved.stderr).toContain('ClusterManager is immutable');
     });
 
     it('v1alpha1 has none of these rules, as upstream v0.1.0: the same server is accepted there', async () => {
       await createProfile('lenient');
-      const result = await applyStatus('probe', statusConfig('lenient', { accessProviders: [provider('x', { server: 'api.example.test:6443' })] }));
+      const result = await applyStatus(
+        'probe',
+        statusConfig('lenient', { accessProviders: [provider('x', { server: 'api.example.test:6443' })] }),
+      );
       expect(result.stderr).toBe('');
       expect(result.code).toBe(0);
     });

@@ -30,7 +30,11 @@ async function rendered(overlay: string): Promise<string> {
 }
 
 /** `kubectl auth can-i VERB RESOURCE [-n NS]` as the issuer's ServiceAccount: true for yes. */
-async function can(verb: string, resource: string, options: { namespace?: string; subresource?: string; all?: boolean } = {}): Promise<boolean> {
+async function can(
+  verb: string,
+  resource: string,
+  options: { namespace?: string; subresource?: string; all?: boolean } = {},
+): Promise<boolean> {
   const args = ['auth', 'can-i', verb, resource, `--as=${ACCOUNT}`];
   if (options.all === true) args.push('--all-namespaces');
   else if (options.namespace !== undefined) args.push('-n', options.namespace);
@@ -45,7 +49,13 @@ async function can(verb: string, resource: string, options: { namespace?: string
  * The same question as a SubjectAccessReview with the group spelled out: for the Tenant/Identity resources, whose
  * CRDs may not be installed (`kubectl auth can-i` resolves a type through discovery and says no to unknown ones).
  */
-async function canOnGroup(verb: string, group: string, resource: string, namespace: string, subresource?: string): Promise<boolean> {
+async function canOnGroup(
+  verb: string,
+  group: string,
+  resource: string,
+  namespace: string,
+  subresource?: string,
+): Promise<boolean> {
   const review = {
     apiVersion: 'authorization.k8s.io/v1',
     kind: 'SubjectAccessReview',
@@ -104,7 +114,10 @@ async function expectNothingBeyond(): Promise<void> {
 afterAll(async () => {
   // Leave the control plane as found for the next e2e file.
   // The CRDs stay: other e2e files (the declarative flow) apply them too, and a CRD still terminating would fail them.
-  const text = (await rendered('csr-signer')).split(/^---$/m).filter((document) => !/^kind: CustomResourceDefinition$/m.test(document)).join('---\n');
+  const text = (await rendered('csr-signer'))
+    .split(/^---$/m)
+    .filter((document) => !/^kind: CustomResourceDefinition$/m.test(document))
+    .join('---\n');
   await admin(['delete', '--ignore-not-found', '--wait=false', '-f', '-'], text);
 });
 
@@ -120,7 +133,16 @@ describe.each(['embedded-ca', 'csr-signer'])('deploy/overlays/%s on kube-apiserv
 
     const present =
       (await adminOk(['get', 'namespace', NAMESPACE, '-o', 'name'])).stdout +
-      (await adminOk(['get', 'serviceaccount,deployment,service,poddisruptionbudget,networkpolicy,role,rolebinding,configmap', '-n', NAMESPACE, '-o', 'name'])).stdout;
+      (
+        await adminOk([
+          'get',
+          'serviceaccount,deployment,service,poddisruptionbudget,networkpolicy,role,rolebinding,configmap',
+          '-n',
+          NAMESPACE,
+          '-o',
+          'name',
+        ])
+      ).stdout;
     for (const name of [
       'namespace/clusterprofile-system',
       'serviceaccount/clusterprofile-issuer',
@@ -134,15 +156,24 @@ describe.each(['embedded-ca', 'csr-signer'])('deploy/overlays/%s on kube-apiserv
     ]) {
       expect(present).toContain(name);
     }
-    const deployment = JSON.parse((await adminOk(['get', 'deployment/clusterprofile-issuer', '-n', NAMESPACE, '-o', 'json'])).stdout);
+    const deployment = JSON.parse(
+      (await adminOk(['get', 'deployment/clusterprofile-issuer', '-n', NAMESPACE, '-o', 'json'])).stdout,
+    );
     expect(deployment.spec.replicas).toBe(2);
-    expect(deployment.spec.template.spec.containers[0].args).toContain(`--signer=${overlay === 'csr-signer' ? 'kubernetes' : 'embedded'}`);
+    expect(deployment.spec.template.spec.containers[0].args).toContain(
+      `--signer=${overlay === 'csr-signer' ? 'kubernetes' : 'embedded'}`,
+    );
 
     // No ReplicaSet controller runs here (kube-controller-manager has the CSR controllers only): the Deployment's
     // pod template is submitted as a Pod with a server-side dry run instead, so admission — Pod Security in enforce
     // mode (restricted) among it — judges the very pod a ReplicaSet would create.
     const template = deployment.spec.template;
-    const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'issuer-admission-probe', namespace: NAMESPACE, labels: template.metadata.labels }, spec: template.spec };
+    const pod = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'issuer-admission-probe', namespace: NAMESPACE, labels: template.metadata.labels },
+      spec: template.spec,
+    };
     const admitted = await admin(['create', '--dry-run=server', '-f', '-'], JSON.stringify(pod));
     expect(admitted.code, admitted.stderr).toBe(0);
     expect(admitted.stderr).not.toContain('PodSecurity');
@@ -159,22 +190,29 @@ describe.each(['embedded-ca', 'csr-signer'])('deploy/overlays/%s on kube-apiserv
       expect(await can(verb, resource, { namespace: NAMESPACE }), `${verb} ${resource}`).toBe(true);
     }
     for (const [verb, group, resource, subresource] of NEEDED_ON_GROUPS) {
-      expect(await canOnGroup(verb, group, resource, NAMESPACE, subresource), `${verb} ${resource}.${group}${subresource === undefined ? '' : `/${subresource}`}`).toBe(true);
+      expect(
+        await canOnGroup(verb, group, resource, NAMESPACE, subresource),
+        `${verb} ${resource}.${group}${subresource === undefined ? '' : `/${subresource}`}`,
+      ).toBe(true);
     }
     await expectNothingBeyond();
     const signs = overlay === 'csr-signer';
     expect(await can('create', 'certificatesigningrequests.certificates.k8s.io')).toBe(signs);
     expect(await can('get', 'certificatesigningrequests.certificates.k8s.io')).toBe(signs);
-    expect(await can('update', 'certificatesigningrequests.certificates.k8s.io', { subresource: 'approval' })).toBe(signs);
+    expect(await can('update', 'certificatesigningrequests.certificates.k8s.io', { subresource: 'approval' })).toBe(
+      signs,
+    );
     // Even the CSR signer cannot list CSRs (it reads back only the ones it created, by name).
     expect(await can('list', 'certificatesigningrequests.certificates.k8s.io')).toBe(false);
   });
 });
 
 describe('switching back to the embedded CA', () => {
-  it('removing the csr-signer overlay\'s ClusterRoleBinding takes the CSR rights away again', async () => {
+  it("removing the csr-signer overlay's ClusterRoleBinding takes the CSR rights away again", async () => {
     await adminOk(['delete', 'clusterrolebinding/clusterprofile-issuer', 'clusterrole/clusterprofile-issuer']);
-    await expect.poll(() => can('create', 'certificatesigningrequests.certificates.k8s.io'), { timeout: 10_000 }).toBe(false);
+    await expect
+      .poll(() => can('create', 'certificatesigningrequests.certificates.k8s.io'), { timeout: 10_000 })
+      .toBe(false);
     const text = await rendered('embedded-ca');
     const result = await admin(['apply', '--server-side', `--field-manager=${MANAGER}`, '-f', '-'], text);
     expect(result.code, result.stderr).toBe(0);

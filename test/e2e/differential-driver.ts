@@ -76,7 +76,9 @@ export async function runDriver(binary: string, requests: readonly DriverRequest
   }
   responses.forEach((response, index) => {
     if (response.driverError !== undefined || response.id !== requests[index]?.id) {
-      throw new Error(`differential driver: request ${requests[index]?.id}: ${response.driverError ?? `answered ${response.id}`}`);
+      throw new Error(
+        `differential driver: request ${requests[index]?.id}: ${response.driverError ?? `answered ${response.id}`}`,
+      );
     }
   });
   return responses;
@@ -88,5 +90,8 @@ export async function runDriver(binary: string, requests: readonly DriverRequest
  * the reserved extensions reads this text (its 1024-character limit on a key counts escapes).
  */
 export function goJson(value: unknown): string {
-  return JSON.stringify(value).replace(/[<>&\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return JSON.stringify(value).replace(
+    /[<>&\u2028\u2029]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
 }

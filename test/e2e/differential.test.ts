@@ -25,8 +25,23 @@ import { resolveClusterAccess } from '../../src/library/resolve.js';
 import type { ClusterProfile, ExecApiVersion, ResolvedClusterAccess } from '../../src/library/types.js';
 import { e2eContext } from '../helpers/controlplane-e2e.js';
 import { createTestCa } from '../helpers/tls.js';
-import { handCases, randomCases, type Case, type OutputCase, type Pki, type ResolveCase } from './differential-cases.js';
-import { goJson, runDriver, type DriverRequest, type DriverResponse, type GoConfigView, type GoCredentialView, type GoResolveResult } from './differential-driver.js';
+import {
+  handCases,
+  randomCases,
+  type Case,
+  type OutputCase,
+  type Pki,
+  type ResolveCase,
+} from './differential-cases.js';
+import {
+  goJson,
+  runDriver,
+  type DriverRequest,
+  type DriverResponse,
+  type GoConfigView,
+  type GoCredentialView,
+  type GoResolveResult,
+} from './differential-driver.js';
 
 /** Listed difference classes → the document whose differences table names them (in backticks). */
 const LISTED: Readonly<Record<string, 'docs/library.md' | 'docs/exec.md'>> = {
@@ -123,13 +138,31 @@ function viewOf(access: ResolvedClusterAccess): View {
 function oursOutput(c: OutputCase): GoCredentialView {
   try {
     const credential = parseExecCredential(c.stdout, c.apiVersion as ExecApiVersion);
-    return { token: credential.token ?? '', hasCert: credential.clientCertificate !== undefined, expiresAt: credential.expiresAt ?? null };
+    return {
+      token: credential.token ?? '',
+      hasCert: credential.clientCertificate !== undefined,
+      expiresAt: credential.expiresAt ?? null,
+    };
   } catch (error) {
     return { error: `${errorOf(error).code}: ${errorOf(error).message}`, token: '', hasCert: false, expiresAt: null };
   }
 }
 
-const PROVIDERS_FILE_KEYS = ['providers', 'name', 'execConfig', 'profileSourcedCLIArgsPolicy', 'profileSourcedEnvVarsPolicy', 'command', 'args', 'env', 'apiVersion', 'installHint', 'provideClusterInfo', 'interactiveMode', 'value'];
+const PROVIDERS_FILE_KEYS = [
+  'providers',
+  'name',
+  'execConfig',
+  'profileSourcedCLIArgsPolicy',
+  'profileSourcedEnvVarsPolicy',
+  'command',
+  'args',
+  'env',
+  'apiVersion',
+  'installHint',
+  'provideClusterInfo',
+  'interactiveMode',
+  'value',
+];
 
 /** Keys that Go's encoding/json matches to a field case-insensitively and we do not. */
 function hasMiscasedKeys(value: unknown): boolean {
@@ -137,7 +170,9 @@ function hasMiscasedKeys(value: unknown): boolean {
   if (value === null || typeof value !== 'object') return false;
   return Object.entries(value).some(
     ([key, inner]) =>
-      (!PROVIDERS_FILE_KEYS.includes(key) && PROVIDERS_FILE_KEYS.some((known) => known.toLowerCase() === key.toLowerCase())) || hasMiscasedKeys(inner),
+      (!PROVIDERS_FILE_KEYS.includes(key) &&
+        PROVIDERS_FILE_KEYS.some((known) => known.toLowerCase() === key.toLowerCase())) ||
+      hasMiscasedKeys(inner),
   );
 }
 
@@ -168,7 +203,8 @@ function compareResolve(c: ResolveCase, go: GoResolveResult, ours: Ours): Findin
   const miscased = hasMiscasedKeys(JSON.parse(isJson(c.providersFile) ? c.providersFile : '{}'));
   if (go.stage !== 'ok') {
     if (!ours.ok) {
-      if (!expectedCodes(go).includes(ours.code)) finding.otherReason = `Go ${go.stage}: ${go.error} / ours ${ours.code}: ${ours.message}`;
+      if (!expectedCodes(go).includes(ours.code))
+        finding.otherReason = `Go ${go.stage}: ${go.error} / ours ${ours.code}: ${ours.message}`;
     } else if (go.stage === 'panic') {
       finding.classes.add('upstream-panic');
     } else if (go.stage === 'providers' && !isJson(c.providersFile)) {
@@ -182,20 +218,24 @@ function compareResolve(c: ResolveCase, go: GoResolveResult, ours: Ours): Findin
   if (!ours.ok) {
     // What upstream builds but fails on when used, and we refuse for that same reason.
     const failsWhenUsed =
-      (ours.code === 'ERR_EXEC_CONFIG_INVALID' && (g.exec.command === '' || /invalid apiVersion/.test(`${g.clientError} ${g.execInfoError}`))) ||
+      (ours.code === 'ERR_EXEC_CONFIG_INVALID' &&
+        (g.exec.command === '' || /invalid apiVersion/.test(`${g.clientError} ${g.execInfoError}`))) ||
       (ours.code === 'ERR_PROFILE_INVALID' && /proxy-url/.test(ours.message) && g.proxyError !== undefined);
     if (failsWhenUsed) finding.classes.add('validated-earlier');
     else if (miscased) finding.classes.add('field-name-case');
     // The schema's own issues start with a JSON path.
-    else if (ours.code === 'ERR_PROFILE_INVALID' && /^ClusterProfile is invalid: \$|has no cluster/.test(ours.message)) finding.classes.add('profile-schema');
-    else if (ours.code === 'ERR_EXTENSION_INVALID' && ours.message.includes('U+0085')) finding.classes.add('nel-refused');
+    else if (ours.code === 'ERR_PROFILE_INVALID' && /^ClusterProfile is invalid: \$|has no cluster/.test(ours.message))
+      finding.classes.add('profile-schema');
+    else if (ours.code === 'ERR_EXTENSION_INVALID' && ours.message.includes('U+0085'))
+      finding.classes.add('nel-refused');
     else if (ours.code === 'ERR_PROFILE_ENV_DENIED') finding.classes.add('env-denied');
     else if (ours.code === 'ERR_PROFILE_INSECURE_TLS_DENIED') finding.classes.add('insecure-refused');
     else finding.unexplained.push(`Go accepted; we refused: ${ours.code}: ${ours.message}`);
     return finding;
   }
   const o = ours.view;
-  const differ = (field: string, a: unknown, b: unknown) => finding.unexplained.push(`${field}: Go ${JSON.stringify(a)} / ours ${JSON.stringify(b)}`);
+  const differ = (field: string, a: unknown, b: unknown) =>
+    finding.unexplained.push(`${field}: Go ${JSON.stringify(a)} / ours ${JSON.stringify(b)}`);
   for (const field of ['host', 'caData', 'proxy'] as const) {
     if (g[field] !== o[field]) differ(field, g[field], o[field]);
   }
@@ -218,7 +258,8 @@ function compareResolve(c: ResolveCase, go: GoResolveResult, ours: Ours): Findin
     else differ('exec.installHint', g.exec.installHint, o.exec.installHint);
   }
   if (g.execInfoError !== undefined || o.execInfoError !== undefined) {
-    if (g.execInfoError === undefined || o.execInfoError === undefined) differ('execInfo', g.execInfoError ?? g.execInfo, o.execInfoError ?? o.execInfo);
+    if (g.execInfoError === undefined || o.execInfoError === undefined)
+      differ('execInfo', g.execInfoError ?? g.execInfo, o.execInfoError ?? o.execInfo);
   } else {
     const goInfo = g.execInfo as { spec: { cluster?: Record<string, unknown> } };
     const ourInfo = structuredClone(o.execInfo) as { spec: { cluster?: Record<string, unknown> } };
@@ -247,12 +288,14 @@ function compareResolve(c: ResolveCase, go: GoResolveResult, ours: Ours): Findin
 function compareOutput(go: GoCredentialView, ours: GoCredentialView): Finding {
   const finding: Finding = { classes: new Set(), unexplained: [] };
   if (go.error !== undefined || ours.error !== undefined) {
-    if (go.error === undefined) finding.unexplained.push(`Go accepted (token ${JSON.stringify(go.token)}); we refused: ${ours.error}`);
+    if (go.error === undefined)
+      finding.unexplained.push(`Go accepted (token ${JSON.stringify(go.token)}); we refused: ${ours.error}`);
     else if (ours.error === undefined) finding.unexplained.push(`Go refused (${go.error}); we accepted`);
     return finding;
   }
   for (const field of ['token', 'hasCert', 'expiresAt'] as const) {
-    if (go[field] !== ours[field]) finding.unexplained.push(`${field}: Go ${JSON.stringify(go[field])} / ours ${JSON.stringify(ours[field])}`);
+    if (go[field] !== ours[field])
+      finding.unexplained.push(`${field}: Go ${JSON.stringify(go[field])} / ours ${JSON.stringify(ours[field])}`);
   }
   return finding;
 }
@@ -280,18 +323,35 @@ describe('differential: cluster-inventory-api v0.1.0 and client-go v0.35 vs this
 
   beforeAll(async () => {
     const ca = await createTestCa('differential-ca');
-    const pki: Pki = { caBase64: ca.certBase64, alice: await ca.issueClientCert('alice'), bob: await ca.issueClientCert('bob') };
+    const pki: Pki = {
+      caBase64: ca.certBase64,
+      alice: await ca.issueClientCert('alice'),
+      bob: await ca.issueClientCert('bob'),
+    };
     const cases: Case[] = [...handCases(pki), ...randomCases(seed, randomCount, pki)];
     const requests: DriverRequest[] = cases.flatMap((c, index): DriverRequest[] =>
       c.kind === 'resolve'
         ? [
-            { id: `${index}/fresh`, kind: 'resolve', providersFile: c.providersFile, profiles: c.profiles.map(goJson), shared: false },
-            { id: `${index}/shared`, kind: 'resolve', providersFile: c.providersFile, profiles: c.profiles.map(goJson), shared: true },
+            {
+              id: `${index}/fresh`,
+              kind: 'resolve',
+              providersFile: c.providersFile,
+              profiles: c.profiles.map(goJson),
+              shared: false,
+            },
+            {
+              id: `${index}/shared`,
+              kind: 'resolve',
+              providersFile: c.providersFile,
+              profiles: c.profiles.map(goJson),
+              shared: true,
+            },
           ]
         : [{ id: `${index}/output`, kind: 'output', apiVersion: c.apiVersion, stdout: c.stdout }],
     );
     const responses = new Map<string, DriverResponse>();
-    for (const response of await runDriver(e2eContext().binaries.differential, requests)) responses.set(response.id, response);
+    for (const response of await runDriver(e2eContext().binaries.differential, requests))
+      responses.set(response.id, response);
 
     outcomes = cases.map((c, index): Outcome => {
       if (c.kind === 'resolve') {
@@ -301,10 +361,15 @@ describe('differential: cluster-inventory-api v0.1.0 and client-go v0.35 vs this
         resolveCalls += ours.length;
         return {
           c,
-          calls: ours.map((mine, call) => ({ fresh: fresh[call] as GoResolveResult, shared: shared[call] as GoResolveResult, ours: mine })),
+          calls: ours.map((mine, call) => ({
+            fresh: fresh[call] as GoResolveResult,
+            shared: shared[call] as GoResolveResult,
+            ours: mine,
+          })),
           findings: ours.map((mine, call) => {
             const finding = compareResolve(c, fresh[call] as GoResolveResult, mine);
-            if (!isDeepStrictEqual(withSortedEnv(fresh[call]), withSortedEnv(shared[call]))) finding.classes.add('no-mutation');
+            if (!isDeepStrictEqual(withSortedEnv(fresh[call]), withSortedEnv(shared[call])))
+              finding.classes.add('no-mutation');
             return finding;
           }),
         };
@@ -313,7 +378,8 @@ describe('differential: cluster-inventory-api v0.1.0 and client-go v0.35 vs this
       if (output === undefined) throw new Error(`no Go answer for ${c.name}`);
       // The driver's replica of exec.go's decoding must agree with the real authenticator.
       const self = compareOutput(output.authenticator, { ...output.decode, expiresAt: null });
-      if (self.unexplained.length > 0) throw new Error(`driver self-check failed for ${c.name}: ${self.unexplained.join('; ')}`);
+      if (self.unexplained.length > 0)
+        throw new Error(`driver self-check failed for ${c.name}: ${self.unexplained.join('; ')}`);
       return { c, findings: [compareOutput(output.decode, oursOutput(c))] };
     });
 
@@ -337,7 +403,9 @@ describe('differential: cluster-inventory-api v0.1.0 and client-go v0.35 vs this
         `  agreements: ${agreements}; with listed differences only: ${resolveCalls + outputs - agreements - unexplained}; unlisted: ${unexplained}`,
         `  both refused, for reasons that do not correspond: ${otherReasons}`,
         ...(process.env.CPC_DIFF_VERBOSE === '1'
-          ? outcomes.flatMap(({ c, findings }) => findings.flatMap((f) => (f.otherReason === undefined ? [] : [`    ${c.name}: ${f.otherReason}`])))
+          ? outcomes.flatMap(({ c, findings }) =>
+              findings.flatMap((f) => (f.otherReason === undefined ? [] : [`    ${c.name}: ${f.otherReason}`])),
+            )
           : []),
         ...[...counts].sort().map(([cls, n]) => `  listed ${cls}: ${n}`),
         '',
@@ -348,7 +416,10 @@ describe('differential: cluster-inventory-api v0.1.0 and client-go v0.35 vs this
   it('finds no difference outside the listed classes', () => {
     const problems = outcomes.flatMap(({ c, findings }) =>
       findings.flatMap((finding, call) =>
-        finding.unexplained.map((problem) => `${c.name}${c.kind === 'resolve' && c.profiles.length > 1 ? ` (call ${call + 1})` : ''}: ${problem}\n  case: ${JSON.stringify(c).slice(0, 1500)}`),
+        finding.unexplained.map(
+          (problem) =>
+            `${c.name}${c.kind === 'resolve' && c.profiles.length > 1 ? ` (call ${call + 1})` : ''}: ${problem}\n  case: ${JSON.stringify(c).slice(0, 1500)}`,
+        ),
       ),
     );
     expect(problems.slice(0, 15).join('\n\n'), `${problems.length} unlisted differences (seed ${seed})`).toBe('');
@@ -358,9 +429,13 @@ describe('differential: cluster-inventory-api v0.1.0 and client-go v0.35 vs this
     const mismatches = outcomes
       .filter(({ c }) => c.expect !== undefined)
       .flatMap(({ c, findings }) => {
-        const found = new Set(findings.flatMap((f) => [...f.classes]).filter((cls) => !INCIDENTAL.includes(cls) || c.expect?.includes(cls)));
+        const found = new Set(
+          findings.flatMap((f) => [...f.classes]).filter((cls) => !INCIDENTAL.includes(cls) || c.expect?.includes(cls)),
+        );
         const expected = new Set(c.expect);
-        return isDeepStrictEqual(found, expected) ? [] : [`${c.name}: expected [${[...expected].join(', ')}], found [${[...found].join(', ')}]`];
+        return isDeepStrictEqual(found, expected)
+          ? []
+          : [`${c.name}: expected [${[...expected].join(', ')}], found [${[...found].join(', ')}]`];
       });
     expect(mismatches).toEqual([]);
   });

@@ -48,7 +48,11 @@ async function admin(args: string[], input?: string): Promise<string> {
 }
 
 /** A profile's status: one access provider reaching this API server with `extension` as the plugin's config. */
-function statusOf(provider: string, extension: Record<string, unknown>, transition = '2026-01-01T00:00:00Z'): Record<string, unknown> {
+function statusOf(
+  provider: string,
+  extension: Record<string, unknown>,
+  transition = '2026-01-01T00:00:00Z',
+): Record<string, unknown> {
   const { controlPlane } = e2eContext();
   return {
     accessProviders: [
@@ -61,25 +65,56 @@ function statusOf(provider: string, extension: Record<string, unknown>, transiti
         },
       },
     ],
-    conditions: [{ type: 'ControlPlaneHealthy', status: 'True', reason: 'Probe', message: 'e2e', lastTransitionTime: transition }],
+    conditions: [
+      { type: 'ControlPlaneHealthy', status: 'True', reason: 'Probe', message: 'e2e', lastTransitionTime: transition },
+    ],
   };
 }
 
 /** Creates a profile as `apiVersion` and writes its status (a subresource); returns the last resourceVersion. */
-async function createProfile(name: string, status: Record<string, unknown>, apiVersion = 'multicluster.x-k8s.io/v1alpha1'): Promise<string> {
-  const object = { apiVersion, kind: 'ClusterProfile', metadata: { name, namespace: NS }, spec: { displayName: name, clusterManager: { name: 'e2e' } } };
+async function createProfile(
+  name: string,
+  status: Record<string, unknown>,
+  apiVersion = 'multicluster.x-k8s.io/v1alpha1',
+): Promise<string> {
+  const object = {
+    apiVersion,
+    kind: 'ClusterProfile',
+    metadata: { name, namespace: NS },
+    spec: { displayName: name, clusterManager: { name: 'e2e' } },
+  };
   await admin(['create', '-f', '-'], JSON.stringify(object));
   return patchStatus(name, status, apiVersion);
 }
 
 /** A merge patch of the status through `apiVersion` (kubectl's `resource.version.group` form). */
-async function patchStatus(name: string, status: Record<string, unknown>, apiVersion = 'multicluster.x-k8s.io/v1alpha1'): Promise<string> {
+async function patchStatus(
+  name: string,
+  status: Record<string, unknown>,
+  apiVersion = 'multicluster.x-k8s.io/v1alpha1',
+): Promise<string> {
   const resource = `clusterprofiles.${apiVersion.split('/')[1]}.multicluster.x-k8s.io`;
-  const json = await admin(['patch', resource, name, '-n', NS, '--subresource=status', '--type=merge', '-p', JSON.stringify({ status }), '-o', 'json']);
+  const json = await admin([
+    'patch',
+    resource,
+    name,
+    '-n',
+    NS,
+    '--subresource=status',
+    '--type=merge',
+    '-p',
+    JSON.stringify({ status }),
+    '-o',
+    'json',
+  ]);
   return (JSON.parse(json) as { metadata: { resourceVersion: string } }).metadata.resourceVersion;
 }
 
-async function waitFor<T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 60_000): Promise<T> {
+async function waitFor<T>(
+  what: string,
+  probe: () => T | undefined | false | Promise<T | undefined | false>,
+  timeoutMs = 60_000,
+): Promise<T> {
   const started = Date.now();
   for (;;) {
     const value = await probe();
@@ -100,12 +135,16 @@ async function whoamiThrough(member: FleetMember | undefined): Promise<{ usernam
   const review = await member!.client!.makeApiClient(AuthenticationV1Api).createSelfSubjectReview({
     body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
   });
-  return { ...(review.status?.userInfo?.username === undefined ? {} : { username: review.status.userInfo.username }), groups: review.status?.userInfo?.groups ?? [] };
+  return {
+    ...(review.status?.userInfo?.username === undefined ? {} : { username: review.status.userInfo.username }),
+    groups: review.status?.userInfo?.groups ?? [],
+  };
 }
 
 function recorder(fleet: ClusterProfileFleet): FleetEvent[] {
   const events: FleetEvent[] = [];
-  for (const type of ['added', 'updated', 'removed', 'unhealthy', 'credentialError', 'invalid', 'hubError'] as const) fleet.on(type, (event) => events.push(event));
+  for (const type of ['added', 'updated', 'removed', 'unhealthy', 'credentialError', 'invalid', 'hubError'] as const)
+    fleet.on(type, (event) => events.push(event));
   return events;
 }
 
@@ -113,7 +152,11 @@ function recorder(fleet: ClusterProfileFleet): FleetEvent[] {
 async function rawStatus(urlPath: string): Promise<string> {
   const { controlPlane } = e2eContext();
   const result = await kubectl(controlPlane.adminKubeconfig, ['get', '--raw', urlPath]);
-  return result.code === 0 ? 'ok' : /NotFound|not found|404/.test(result.stderr) ? 'not found' : `error: ${result.stderr}`;
+  return result.code === 0
+    ? 'ok'
+    : /NotFound|not found|404/.test(result.stderr)
+      ? 'not found'
+      : `error: ${result.stderr}`;
 }
 
 beforeAll(async () => {
@@ -149,7 +192,12 @@ beforeAll(async () => {
     stringify({
       apiVersion: 'v1',
       kind: 'Config',
-      clusters: [{ name: 'hub', cluster: { server: controlPlane.server, 'certificate-authority-data': Buffer.from(caPem).toString('base64') } }],
+      clusters: [
+        {
+          name: 'hub',
+          cluster: { server: controlPlane.server, 'certificate-authority-data': Buffer.from(caPem).toString('base64') },
+        },
+      ],
       users: [
         {
           name: 'hub-exec',
@@ -173,30 +221,72 @@ beforeAll(async () => {
     }),
   );
 
-  issuer = await startE2eIssuer({ suffix: 'fleet', providerClusterID: 'fleet-member-tc', consumerClusterID: CONSUMER, groups: [TC_GROUP] });
-  const minterKubeconfig = await tempFile('minter.kubeconfig', stringify(kubeconfigDocument(controlPlane.server, caPem, MINTER, await issueClientCert(MINTER))));
+  issuer = await startE2eIssuer({
+    suffix: 'fleet',
+    providerClusterID: 'fleet-member-tc',
+    consumerClusterID: CONSUMER,
+    groups: [TC_GROUP],
+  });
+  const minterKubeconfig = await tempFile(
+    'minter.kubeconfig',
+    stringify(kubeconfigDocument(controlPlane.server, caPem, MINTER, await issueClientCert(MINTER))),
+  );
   const oidcClient = oidc.clients['basic'];
-  if (oidcClient?.clientId === undefined || oidcClient.clientSecret === undefined) throw new Error('the test OP offers no basic client');
+  if (oidcClient?.clientId === undefined || oidcClient.clientSecret === undefined)
+    throw new Error('the test OP offers no basic client');
   oidcUser = `${oidc.usernamePrefix}${oidcClient.clientId}`;
   cacheRoot = await tempDir('fleet-members-cache');
-  const exec = (command: string, args: string[]) => ({ apiVersion: 'client.authentication.k8s.io/v1' as const, command, args, provideClusterInfo: true, interactiveMode: 'Never' as const });
+  const exec = (command: string, args: string[]) => ({
+    apiVersion: 'client.authentication.k8s.io/v1' as const,
+    command,
+    args,
+    provideClusterInfo: true,
+    interactiveMode: 'Never' as const,
+  });
   accessConfig = {
     providers: [
-      { name: 'tenant-cert', execConfig: exec('clusterprofile-tenant-cert', ['--cluster-id', CONSUMER, '--key-file', issuer.keyFile]) },
-      { name: 'oidc', execConfig: exec('clusterprofile-oidc', ['--grant', 'client_credentials', '--client-secret-file', await tempFile('oidc.secret', `${oidcClient.clientSecret}\n`)]) },
-      { name: 'token-request', execConfig: exec('clusterprofile-token-request', ['--bootstrap-kubeconfig', minterKubeconfig]) },
+      {
+        name: 'tenant-cert',
+        execConfig: exec('clusterprofile-tenant-cert', ['--cluster-id', CONSUMER, '--key-file', issuer.keyFile]),
+      },
+      {
+        name: 'oidc',
+        execConfig: exec('clusterprofile-oidc', [
+          '--grant',
+          'client_credentials',
+          '--client-secret-file',
+          await tempFile('oidc.secret', `${oidcClient.clientSecret}\n`),
+        ]),
+      },
+      {
+        name: 'token-request',
+        execConfig: exec('clusterprofile-token-request', ['--bootstrap-kubeconfig', minterKubeconfig]),
+      },
     ],
   };
   await createProfile('tc-member', statusOf('tenant-cert', issuer.config));
-  await createProfile('oidc-member', statusOf('oidc', { issuerURL: oidc.issuer, issuerCA: Buffer.from(oidc.caPem).toString('base64'), audience: oidc.audience, clientID: oidcClient.clientId }));
-  await createProfile('tr-member', statusOf('token-request', { namespace: SA_NS, serviceAccount: 'tr-member', expirationSeconds: 600 }));
+  await createProfile(
+    'oidc-member',
+    statusOf('oidc', {
+      issuerURL: oidc.issuer,
+      issuerCA: Buffer.from(oidc.caPem).toString('base64'),
+      audience: oidc.audience,
+      clientID: oidcClient.clientId,
+    }),
+  );
+  await createProfile(
+    'tr-member',
+    statusOf('token-request', { namespace: SA_NS, serviceAccount: 'tr-member', expirationSeconds: 600 }),
+  );
 }, 180_000);
 
 afterAll(async () => {
   await issuer?.issuer.stop();
   // The CRD serves v1alpha1 again whatever happened, and other files list ClusterProfiles across all namespaces.
   await admin(['apply', '-f', crdFile]).catch(() => undefined);
-  await admin(['delete', 'clusterprofiles.v1alpha2.multicluster.x-k8s.io', '--all', '-n', NS, '--wait=true']).catch(() => undefined);
+  await admin(['delete', 'clusterprofiles.v1alpha2.multicluster.x-k8s.io', '--all', '-n', NS, '--wait=true']).catch(
+    () => undefined,
+  );
   await admin(['delete', 'clusterprofiles', '--all', '-n', NS, '--wait=true']).catch(() => undefined);
 });
 
@@ -208,12 +298,28 @@ describe('a fleet of tenant-cert, oidc and token-request members, through a hub 
   });
 
   it('engages every member with its own provider in-process; each is its own identity on the member cluster', async () => {
-    fleet = new ClusterProfileFleet({ namespace: NS, accessConfig, hub: { kubeconfig: hubKubeconfig }, env: { ...process.env, KUBECACHEDIR: cacheRoot }, fetchTimeoutMs: 30_000 });
+    fleet = new ClusterProfileFleet({
+      namespace: NS,
+      accessConfig,
+      hub: { kubeconfig: hubKubeconfig },
+      env: { ...process.env, KUBECACHEDIR: cacheRoot },
+      fetchTimeoutMs: 30_000,
+    });
     await fleet.start();
     await fleet.settled();
     const rows = Object.fromEntries(fleet.status().clusters.map((row) => [row.name, row]));
-    for (const [name, provider] of [['tc-member', 'tenant-cert'], ['oidc-member', 'oidc'], ['tr-member', 'token-request']] as const) {
-      expect(rows[name], JSON.stringify(rows[name]?.lastError)).toMatchObject({ state: 'ready', engaged: true, provider, mode: 'in-process', fetches: 1 });
+    for (const [name, provider] of [
+      ['tc-member', 'tenant-cert'],
+      ['oidc-member', 'oidc'],
+      ['tr-member', 'token-request'],
+    ] as const) {
+      expect(rows[name], JSON.stringify(rows[name]?.lastError)).toMatchObject({
+        state: 'ready',
+        engaged: true,
+        provider,
+        mode: 'in-process',
+        fetches: 1,
+      });
     }
 
     const tc = await whoamiThrough(fleet.get('tc-member'));
@@ -224,7 +330,9 @@ describe('a fleet of tenant-cert, oidc and token-request members, through a hub 
 
     // Each credential is in its binary's cache directory, where kubectl running the plugin would find it.
     for (const provider of ['tenant-cert', 'oidc', 'token-request']) {
-      expect(readdirSync(path.join(cacheRoot, 'clusterprofile', provider)).filter((name) => name.endsWith('.json'))).toHaveLength(1);
+      expect(
+        readdirSync(path.join(cacheRoot, 'clusterprofile', provider)).filter((name) => name.endsWith('.json')),
+      ).toHaveLength(1);
     }
     // The hub's exec plugin ran once: the list and the watch share its credential.
     expect(readFileSync(hubExecCount, 'utf8')).toBe('x');
@@ -232,7 +340,13 @@ describe('a fleet of tenant-cert, oidc and token-request members, through a hub 
   });
 
   it('a restart of the fleet is served by the shared cache: no provider issues again', async () => {
-    const again = new ClusterProfileFleet({ namespace: NS, accessConfig, hub: { kubeconfig: hubKubeconfig }, env: { ...process.env, KUBECACHEDIR: cacheRoot }, clients: false });
+    const again = new ClusterProfileFleet({
+      namespace: NS,
+      accessConfig,
+      hub: { kubeconfig: hubKubeconfig },
+      env: { ...process.env, KUBECACHEDIR: cacheRoot },
+      clients: false,
+    });
     const before = Object.fromEntries(
       ['tenant-cert', 'oidc', 'token-request'].map((provider) => {
         const dir = path.join(cacheRoot, 'clusterprofile', provider);
@@ -263,19 +377,40 @@ describe('a hub serving ClusterProfiles only as v1alpha2', () => {
     await fleet?.close();
     await admin(['apply', '-f', crdFile]);
     await admin(['wait', '--for=condition=Established', '--timeout=60s', CRD]);
-    await waitFor('v1alpha1 served again', async () => (await rawStatus(`/apis/multicluster.x-k8s.io/v1alpha1/namespaces/${NS}/clusterprofiles`)) === 'ok');
+    await waitFor(
+      'v1alpha1 served again',
+      async () => (await rawStatus(`/apis/multicluster.x-k8s.io/v1alpha1/namespaces/${NS}/clusterprofiles`)) === 'ok',
+    );
   });
 
   it('lists and watches v1alpha2: members engaged, a status-only update rebuilds nothing, a new profile is added', async () => {
     const versions = JSON.parse(await admin(['get', CRD, '-o', 'json'])) as { spec: { versions: { name: string }[] } };
     const v1alpha1 = versions.spec.versions.findIndex((version) => version.name === 'v1alpha1');
-    await admin(['patch', CRD, '--type=json', '-p', JSON.stringify([{ op: 'replace', path: `/spec/versions/${v1alpha1}/served`, value: false }])]);
-    await waitFor('v1alpha1 no longer served', async () => (await rawStatus(`/apis/multicluster.x-k8s.io/v1alpha1/namespaces/${NS}/clusterprofiles`)) === 'not found');
+    await admin([
+      'patch',
+      CRD,
+      '--type=json',
+      '-p',
+      JSON.stringify([{ op: 'replace', path: `/spec/versions/${v1alpha1}/served`, value: false }]),
+    ]);
+    await waitFor(
+      'v1alpha1 no longer served',
+      async () =>
+        (await rawStatus(`/apis/multicluster.x-k8s.io/v1alpha1/namespaces/${NS}/clusterprofiles`)) === 'not found',
+    );
     expect(await rawStatus(`/apis/multicluster.x-k8s.io/v1alpha2/namespaces/${NS}/clusterprofiles`)).toBe('ok');
 
     const { controlPlane } = e2eContext();
-    const hub = await tempFile('hub-v1alpha2.kubeconfig', stringify(kubeconfigDocument(controlPlane.server, caPem, HUB_USER, await issueClientCert(HUB_USER))));
-    fleet = new ClusterProfileFleet({ namespace: NS, accessConfig, hub: { kubeconfig: hub }, env: { ...process.env, KUBECACHEDIR: cacheRoot } });
+    const hub = await tempFile(
+      'hub-v1alpha2.kubeconfig',
+      stringify(kubeconfigDocument(controlPlane.server, caPem, HUB_USER, await issueClientCert(HUB_USER))),
+    );
+    fleet = new ClusterProfileFleet({
+      namespace: NS,
+      accessConfig,
+      hub: { kubeconfig: hub },
+      env: { ...process.env, KUBECACHEDIR: cacheRoot },
+    });
     const events = recorder(fleet);
     await fleet.start();
     await fleet.settled();
@@ -285,13 +420,36 @@ describe('a hub serving ClusterProfiles only as v1alpha2', () => {
 
     const from = events.length;
     const client = fleet.get('tr-member')!.client;
-    await seen(fleet, await patchStatus('tr-member', statusOf('token-request', { namespace: SA_NS, serviceAccount: 'tr-member', expirationSeconds: 600 }, '2030-01-01T00:00:00Z'), 'multicluster.x-k8s.io/v1alpha2'));
+    await seen(
+      fleet,
+      await patchStatus(
+        'tr-member',
+        statusOf(
+          'token-request',
+          { namespace: SA_NS, serviceAccount: 'tr-member', expirationSeconds: 600 },
+          '2030-01-01T00:00:00Z',
+        ),
+        'multicluster.x-k8s.io/v1alpha2',
+      ),
+    );
     expect(events.slice(from)).toEqual([]);
     expect(fleet.get('tr-member')!.client).toBe(client);
 
-    await seen(fleet, await createProfile('tr-member-v2', statusOf('token-request', { namespace: SA_NS, serviceAccount: 'tr-member', expirationSeconds: 900 }), 'multicluster.x-k8s.io/v1alpha2'));
+    await seen(
+      fleet,
+      await createProfile(
+        'tr-member-v2',
+        statusOf('token-request', { namespace: SA_NS, serviceAccount: 'tr-member', expirationSeconds: 900 }),
+        'multicluster.x-k8s.io/v1alpha2',
+      ),
+    );
     await waitFor('tr-member-v2 engaged', () => fleet!.get('tr-member-v2')?.engaged === true);
-    expect(events.slice(from).filter((event) => event.type === 'added').map((event) => event.name)).toEqual(['tr-member-v2']);
+    expect(
+      events
+        .slice(from)
+        .filter((event) => event.type === 'added')
+        .map((event) => event.name),
+    ).toEqual(['tr-member-v2']);
     expect((await whoamiThrough(fleet.get('tr-member-v2'))).username).toBe(`system:serviceaccount:${SA_NS}:tr-member`);
   });
 });

@@ -18,7 +18,13 @@ import { fileURLToPath } from 'node:url';
 import { AuthenticationV1Api } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ClusterProfileFleet, ClusterProfileKubeConfig, type AccessConfig, type FleetEvent, type FleetMember } from '../../src/library/index.js';
+import {
+  ClusterProfileFleet,
+  ClusterProfileKubeConfig,
+  type AccessConfig,
+  type FleetEvent,
+  type FleetMember,
+} from '../../src/library/index.js';
 import { applyAsAdmin, e2eContext, exec, issueClientCert, kubectl, tempFile } from '../helpers/controlplane-e2e.js';
 import { clientCertKubeconfig as kubeconfigDocument } from '../helpers/controlplane.js';
 import { fleetRbac } from '../helpers/fleet-rbac.js';
@@ -46,7 +52,10 @@ async function admin(args: string[], input?: string): Promise<string> {
 }
 
 /** A ClusterProfile whose token-request config binds it to ServiceAccount `sa` (or a provider of another name). */
-function profile(name: string, o: { sa?: string; provider?: string; healthy?: boolean } = {}): { object: Record<string, unknown>; status: Record<string, unknown> } {
+function profile(
+  name: string,
+  o: { sa?: string; provider?: string; healthy?: boolean } = {},
+): { object: Record<string, unknown>; status: Record<string, unknown> } {
   const { controlPlane } = e2eContext();
   const status: Record<string, unknown> = {
     accessProviders: [
@@ -55,7 +64,12 @@ function profile(name: string, o: { sa?: string; provider?: string; healthy?: bo
         cluster: {
           server: controlPlane.server,
           'certificate-authority-data': Buffer.from(caPem).toString('base64'),
-          extensions: [{ name: 'client.authentication.k8s.io/exec', extension: { namespace: SA_NS, serviceAccount: o.sa ?? name, expirationSeconds: 600 } }],
+          extensions: [
+            {
+              name: 'client.authentication.k8s.io/exec',
+              extension: { namespace: SA_NS, serviceAccount: o.sa ?? name, expirationSeconds: 600 },
+            },
+          ],
         },
       },
     ],
@@ -70,7 +84,12 @@ function profile(name: string, o: { sa?: string; provider?: string; healthy?: bo
     ],
   };
   return {
-    object: { apiVersion: 'multicluster.x-k8s.io/v1alpha1', kind: 'ClusterProfile', metadata: { name, namespace: NS }, spec: { displayName: name, clusterManager: { name: 'e2e' } } },
+    object: {
+      apiVersion: 'multicluster.x-k8s.io/v1alpha1',
+      kind: 'ClusterProfile',
+      metadata: { name, namespace: NS },
+      spec: { displayName: name, clusterManager: { name: 'e2e' } },
+    },
     status,
   };
 }
@@ -83,7 +102,19 @@ async function createProfile(name: string, o: Parameters<typeof profile>[1] = {}
 }
 
 async function patchStatus(name: string, status: Record<string, unknown>): Promise<string> {
-  const out = await admin(['patch', 'clusterprofile', name, '-n', NS, '--subresource=status', '--type=merge', '-p', JSON.stringify({ status }), '-o', 'json']);
+  const out = await admin([
+    'patch',
+    'clusterprofile',
+    name,
+    '-n',
+    NS,
+    '--subresource=status',
+    '--type=merge',
+    '-p',
+    JSON.stringify({ status }),
+    '-o',
+    'json',
+  ]);
   return (JSON.parse(out) as { metadata: { resourceVersion: string } }).metadata.resourceVersion;
 }
 
@@ -137,11 +168,29 @@ async function startRelay(pair: { cert: string; key: string }): Promise<Relay> {
     if (isWatch && gone) {
       gone = false;
       res.writeHead(410, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', message: 'too old resource version', reason: 'Expired', code: 410 }));
+      res.end(
+        JSON.stringify({
+          kind: 'Status',
+          apiVersion: 'v1',
+          status: 'Failure',
+          message: 'too old resource version',
+          reason: 'Expired',
+          code: 410,
+        }),
+      );
       return;
     }
     const forward = https.request(
-      { host: upstream.hostname, port: upstream.port, path: req.url, method: req.method, headers: { accept: req.headers.accept ?? 'application/json' }, ca: caPem, cert: pair.cert, key: pair.key },
+      {
+        host: upstream.hostname,
+        port: upstream.port,
+        path: req.url,
+        method: req.method,
+        headers: { accept: req.headers.accept ?? 'application/json' },
+        ca: caPem,
+        cert: pair.cert,
+        key: pair.key,
+      },
       (answer) => {
         res.writeHead(answer.statusCode ?? 502, answer.headers);
         answer.pipe(res);
@@ -197,7 +246,8 @@ beforeAll(async () => {
   await admin(['wait', '--for=condition=Established', '--timeout=60s', 'crd/clusterprofiles.multicluster.x-k8s.io']);
   await admin(['create', 'namespace', NS]);
   await admin(['create', 'namespace', SA_NS]);
-  for (const sa of ['member-1', 'member-1b', 'member-2', 'member-3']) await admin(['create', 'serviceaccount', sa, '-n', SA_NS]);
+  for (const sa of ['member-1', 'member-1b', 'member-2', 'member-3'])
+    await admin(['create', 'serviceaccount', sa, '-n', SA_NS]);
   await applyAsAdmin(fleetRbac({ inventory: NS, accounts: SA_NS, hubUser: HUB_USER, minter: MINTER }));
   const hubPair = await issueClientCert(HUB_USER);
   relay = await startRelay(hubPair);
@@ -212,7 +262,10 @@ beforeAll(async () => {
       'current-context': 'hub',
     }),
   );
-  minterKubeconfig = await tempFile('minter.kubeconfig', stringify(kubeconfigDocument(controlPlane.server, caPem, MINTER, await issueClientCert(MINTER))));
+  minterKubeconfig = await tempFile(
+    'minter.kubeconfig',
+    stringify(kubeconfigDocument(controlPlane.server, caPem, MINTER, await issueClientCert(MINTER))),
+  );
   cacheRoot = await mkdtemp(path.join(controlPlane.workDir, 'fleet-cache-'));
   accessConfig = {
     providers: [
@@ -230,12 +283,24 @@ beforeAll(async () => {
       {
         // A plugin that never answers: killed at the fleet's deadline.
         name: 'hangs',
-        execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command: process.execPath, args: ['-e', 'setInterval(() => {}, 1000)'], provideClusterInfo: true, interactiveMode: 'Never' },
+        execConfig: {
+          apiVersion: 'client.authentication.k8s.io/v1',
+          command: process.execPath,
+          args: ['-e', 'setInterval(() => {}, 1000)'],
+          provideClusterInfo: true,
+          interactiveMode: 'Never',
+        },
       },
       {
         // Our binary, but a flag it refuses: that member's state, nobody else's.
         name: 'bad-flags',
-        execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command: '/usr/local/bin/clusterprofile-token-request', args: ['--no-such-flag'], provideClusterInfo: true, interactiveMode: 'Never' },
+        execConfig: {
+          apiVersion: 'client.authentication.k8s.io/v1',
+          command: '/usr/local/bin/clusterprofile-token-request',
+          args: ['--no-such-flag'],
+          provideClusterInfo: true,
+          interactiveMode: 'Never',
+        },
       },
     ],
   };
@@ -274,41 +339,74 @@ describe('ClusterProfileFleet on the real control plane', () => {
     });
     events = recorder(fleet);
     await fleet.start();
-    await waitFor('three members engaged', () => ['member-1', 'member-2', 'member-3'].every((name) => fleet.get(name)?.engaged === true));
+    await waitFor('three members engaged', () =>
+      ['member-1', 'member-2', 'member-3'].every((name) => fleet.get(name)?.engaged === true),
+    );
     // The others did not wait for the hanging plugin: it is still running (its deadline is 5 s).
     expect(fleet.get('member-hangs')?.state).toBe('pending');
     await fleet.settled();
 
     const byName = Object.fromEntries(fleet.status().clusters.map((row) => [row.name, row]));
     for (const name of ['member-1', 'member-2', 'member-3']) {
-      expect(byName[name]).toMatchObject({ state: 'ready', engaged: true, provider: 'token-request', mode: 'in-process', fetches: 1, rebuilds: 0 });
+      expect(byName[name]).toMatchObject({
+        state: 'ready',
+        engaged: true,
+        provider: 'token-request',
+        mode: 'in-process',
+        fetches: 1,
+        rebuilds: 0,
+      });
       expect(Date.parse(byName[name]!.credentialExpiresAt!)).toBeGreaterThan(Date.now() + 400_000);
     }
-    expect(byName['member-hangs']).toMatchObject({ state: 'failing', engaged: false, mode: 'exec', lastError: { code: 'ERR_EXEC_TIMEOUT' } });
+    expect(byName['member-hangs']).toMatchObject({
+      state: 'failing',
+      engaged: false,
+      mode: 'exec',
+      lastError: { code: 'ERR_EXEC_TIMEOUT' },
+    });
     expect(byName['member-no-sa']).toMatchObject({ state: 'failing', mode: 'in-process' });
     expect(byName['member-no-sa']!.lastError!.code).toMatch(/^ERR_TOKEN_REQUEST_/);
-    expect(byName['member-unknown-provider']).toMatchObject({ state: 'invalid', lastError: { code: 'ERR_NO_MATCHING_PROVIDER' } });
+    expect(byName['member-unknown-provider']).toMatchObject({
+      state: 'invalid',
+      lastError: { code: 'ERR_NO_MATCHING_PROVIDER' },
+    });
     expect(byName['member-bad-flags']).toMatchObject({ state: 'invalid', lastError: { code: 'ERR_PLUGIN_USAGE' } });
     expect(byName['member-bad-flags']!.lastError!.message).toContain('--no-such-flag');
-    expect(events.filter((e) => e.type === 'added').map((e) => e.name).sort()).toEqual(['member-1', 'member-2', 'member-3']);
-    expect(events.filter((e) => e.type === 'invalid').map((e) => e.name).sort()).toEqual(['member-bad-flags', 'member-unknown-provider']);
+    expect(
+      events
+        .filter((e) => e.type === 'added')
+        .map((e) => e.name)
+        .sort(),
+    ).toEqual(['member-1', 'member-2', 'member-3']);
+    expect(
+      events
+        .filter((e) => e.type === 'invalid')
+        .map((e) => e.name)
+        .sort(),
+    ).toEqual(['member-bad-flags', 'member-unknown-provider']);
     expect(events.some((e) => e.type === 'credentialError' && e.name === 'member-hangs')).toBe(true);
 
     // The in-process credential is the binary's: its entry is in the binary's cache directory.
-    const entries = await readFile(path.join(cacheRoot, 'clusterprofile', 'token-request'), 'utf8').catch((error: NodeJS.ErrnoException) => error.code);
+    const entries = await readFile(path.join(cacheRoot, 'clusterprofile', 'token-request'), 'utf8').catch(
+      (error: NodeJS.ErrnoException) => error.code,
+    );
     expect(entries).toBe('EISDIR');
 
     const metrics = await fleet.metrics();
     expect(metrics).toContain('clusterprofile_fleet_clusters{state="ready"} 3');
     expect(metrics).toContain('clusterprofile_fleet_clusters{state="invalid"} 2');
-    expect(metrics).toMatch(/clusterprofile_fleet_credential_fetches_total\{provider="token-request",mode="in-process"\} [4-9]/);
+    expect(metrics).toMatch(
+      /clusterprofile_fleet_credential_fetches_total\{provider="token-request",mode="in-process"\} [4-9]/,
+    );
     expect(metrics).toContain('clusterprofile_fleet_credential_fetch_timeouts_total{provider="hangs",mode="exec"} 1');
-    expect(metrics).toMatch(/clusterprofile_fleet_credential_fetch_failures_total\{provider="hangs",mode="exec",code="ERR_EXEC_TIMEOUT"\} 1/);
+    expect(metrics).toMatch(
+      /clusterprofile_fleet_credential_fetch_failures_total\{provider="hangs",mode="exec",code="ERR_EXEC_TIMEOUT"\} 1/,
+    );
     expect(metrics).toMatch(/clusterprofile_fleet_credential_nearest_expiry_seconds \d+/);
     expect(metrics).toContain('clusterprofile_fleet_credential_fetch_duration_seconds_bucket');
   });
 
-  it('reaches each member with a SelfSubjectReview through its client, as the member\'s own ServiceAccount', async () => {
+  it("reaches each member with a SelfSubjectReview through its client, as the member's own ServiceAccount", async () => {
     for (const name of ['member-1', 'member-2', 'member-3']) {
       expect(await whoamiThrough(fleet.get(name))).toBe(`system:serviceaccount:${SA_NS}:${name}`);
     }
@@ -316,7 +414,7 @@ describe('ClusterProfileFleet on the real control plane', () => {
     expect(fleet.get('member-1')?.fetches).toBe(1);
   });
 
-  it('a status-only change (a condition\'s lastTransitionTime) rebuilds nothing; an access change rebuilds exactly once', async () => {
+  it("a status-only change (a condition's lastTransitionTime) rebuilds nothing; an access change rebuilds exactly once", async () => {
     const before = events.length;
     const client = fleet.get('member-2')!.client;
     const { status } = profile('member-2');
@@ -341,10 +439,17 @@ describe('ClusterProfileFleet on the real control plane', () => {
   it('ControlPlaneHealthy turning False is reported and, with disengageUnhealthy, disengages; True engages again', async () => {
     const before = events.length;
     await seen(fleet, await patchStatus('member-2', profile('member-2', { healthy: false }).status));
-    expect(since(events, before).map((e) => `${e.type}:${'name' in e ? e.name : ''}`)).toEqual(['unhealthy:member-2', 'removed:member-2']);
+    expect(since(events, before).map((e) => `${e.type}:${'name' in e ? e.name : ''}`)).toEqual([
+      'unhealthy:member-2',
+      'removed:member-2',
+    ]);
     expect(fleet.get('member-2')).toMatchObject({ state: 'unhealthy', engaged: false, healthy: false });
     await seen(fleet, await patchStatus('member-2', profile('member-2').status));
-    expect(since(events, before).map((e) => `${e.type}:${'name' in e ? e.name : ''}`)).toEqual(['unhealthy:member-2', 'removed:member-2', 'added:member-2']);
+    expect(since(events, before).map((e) => `${e.type}:${'name' in e ? e.name : ''}`)).toEqual([
+      'unhealthy:member-2',
+      'removed:member-2',
+      'added:member-2',
+    ]);
     // Health is not access: the client was kept throughout.
     expect(fleet.get('member-2')!.rebuilds).toBe(0);
   });
@@ -367,10 +472,20 @@ describe('ClusterProfileFleet on the real control plane', () => {
     await waitFor('member-4 engaged', () => fleet.get('member-4')?.engaged === true);
     for (const [name, client] of clients) expect(fleet.get(name)?.client).toBe(client);
     // A profile is created before its status is written: until then it lists no access provider.
-    expect(since(events, before).map((e) => `${e.type}:${'name' in e ? e.name : ''}`)).toEqual(['invalid:member-4', 'added:member-4']);
-    expect(fleet.list().filter((member) => member.engaged).map((member) => member.name)).toEqual(['member-1', 'member-2', 'member-3', 'member-4']);
+    expect(since(events, before).map((e) => `${e.type}:${'name' in e ? e.name : ''}`)).toEqual([
+      'invalid:member-4',
+      'added:member-4',
+    ]);
+    expect(
+      fleet
+        .list()
+        .filter((member) => member.engaged)
+        .map((member) => member.name),
+    ).toEqual(['member-1', 'member-2', 'member-3', 'member-4']);
     // member-3 and member-4 reach the same ServiceAccount: one plugin input, one credential.
-    expect(fleet.status().credentials.slots).toBe(fleet.list().filter((member) => member.mode !== undefined).length - 1);
+    expect(fleet.status().credentials.slots).toBe(
+      fleet.list().filter((member) => member.mode !== undefined).length - 1,
+    );
   });
 
   it('a deleted profile closes its client and forgets its credential', async () => {
@@ -388,31 +503,85 @@ describe('ClusterProfileFleet on the real control plane', () => {
   it('`clusterprofile fleet status` prints the members as kubectl get does, and as JSON; `fleet watch` prints the events', async () => {
     const env = { ...process.env, KUBECONFIG: hubKubeconfig, KUBECACHEDIR: cacheRoot };
     const providers = await tempFile('providers.json', JSON.stringify(accessConfig));
-    const table = await exec(process.execPath, [cli, 'fleet', 'status', '--namespace', NS, '--clusterprofile-provider-file', providers, '--fetch-timeout', '2s'], { env });
+    const table = await exec(
+      process.execPath,
+      [cli, 'fleet', 'status', '--namespace', NS, '--clusterprofile-provider-file', providers, '--fetch-timeout', '2s'],
+      { env },
+    );
     expect(table.stderr).toBe('');
     const lines = table.stdout.trimEnd().split('\n');
     expect(lines[0]).toMatch(/^NAME\s+PROVIDER\s+STATE\s+EXPIRES\s+LAST ERROR$/);
     expect(lines.find((line) => line.startsWith('member-1 '))).toMatch(/^member-1\s+token-request\s+ready\s+\d+m/);
-    expect(lines.find((line) => line.startsWith('member-unknown-provider '))).toMatch(/invalid\s+.*ERR_NO_MATCHING_PROVIDER/);
+    expect(lines.find((line) => line.startsWith('member-unknown-provider '))).toMatch(
+      /invalid\s+.*ERR_NO_MATCHING_PROVIDER/,
+    );
     expect(lines.find((line) => line.startsWith('member-hangs '))).toMatch(/failing\s+.*ERR_EXEC_TIMEOUT/);
     expect(table.code).toBe(0);
     // The CLI used the credentials the fleet stored: the shared cache served them (no new TokenRequest needed).
-    const json = await exec(process.execPath, [cli, 'fleet', 'status', '-n', NS, '--clusterprofile-provider-file', providers, '--fetch-timeout', '2s', '-o', 'json'], { env });
+    const json = await exec(
+      process.execPath,
+      [
+        cli,
+        'fleet',
+        'status',
+        '-n',
+        NS,
+        '--clusterprofile-provider-file',
+        providers,
+        '--fetch-timeout',
+        '2s',
+        '-o',
+        'json',
+      ],
+      { env },
+    );
     expect(json.code, json.stderr).toBe(0);
     const status = JSON.parse(json.stdout) as { namespace: string; clusters: { name: string; state: string }[] };
     expect(status.namespace).toBe(NS);
     expect(status.clusters.find((row) => row.name === 'member-3')?.state).toBe('ready');
 
     // watch: the first list's events, then whatever happens, until --for runs out.
-    const watch = await exec(process.execPath, [cli, 'fleet', 'watch', '-n', NS, '--clusterprofile-provider-file', providers, '--fetch-timeout', '2s', '--for', '5s', '-o', 'json'], { env });
+    const watch = await exec(
+      process.execPath,
+      [
+        cli,
+        'fleet',
+        'watch',
+        '-n',
+        NS,
+        '--clusterprofile-provider-file',
+        providers,
+        '--fetch-timeout',
+        '2s',
+        '--for',
+        '5s',
+        '-o',
+        'json',
+      ],
+      { env },
+    );
     expect(watch.code, watch.stderr).toBe(0);
-    const printed = watch.stdout.trim().split('\n').map((line) => JSON.parse(line) as { type: string; name?: string; mode?: string; error?: { code: string } });
-    expect(printed.filter((line) => line.type === 'added').map((line) => line.name).sort()).toEqual(['member-1', 'member-3', 'member-4']);
+    const printed = watch.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { type: string; name?: string; mode?: string; error?: { code: string } });
+    expect(
+      printed
+        .filter((line) => line.type === 'added')
+        .map((line) => line.name)
+        .sort(),
+    ).toEqual(['member-1', 'member-3', 'member-4']);
     expect(printed.find((line) => line.type === 'added')?.mode).toBe('in-process');
-    expect(printed.find((line) => line.type === 'invalid' && line.name === 'member-unknown-provider')?.error?.code).toBe('ERR_NO_MATCHING_PROVIDER');
-    expect(printed.find((line) => line.type === 'credentialError' && line.name === 'member-hangs')?.error?.code).toBe('ERR_EXEC_TIMEOUT');
+    expect(
+      printed.find((line) => line.type === 'invalid' && line.name === 'member-unknown-provider')?.error?.code,
+    ).toBe('ERR_NO_MATCHING_PROVIDER');
+    expect(printed.find((line) => line.type === 'credentialError' && line.name === 'member-hangs')?.error?.code).toBe(
+      'ERR_EXEC_TIMEOUT',
+    );
 
-    const usage = await exec(process.execPath, [cli, 'fleet', 'status', '--clusterprofile-provider-file', providers], { env });
+    const usage = await exec(process.execPath, [cli, 'fleet', 'status', '--clusterprofile-provider-file', providers], {
+      env,
+    });
     expect(usage.code).toBe(2);
     expect(usage.stderr).toContain('namespace');
   });
@@ -421,12 +590,21 @@ describe('ClusterProfileFleet on the real control plane', () => {
 describe('ClusterProfileFleet against a hub that refuses it', () => {
   it('a hub identity without list rights: ERR_FLEET_HUB_FORBIDDEN naming the verb, resource and namespace', async () => {
     const { controlPlane } = e2eContext();
-    const nobody = await tempFile('nobody.kubeconfig', stringify(kubeconfigDocument(controlPlane.server, caPem, 'e2e-fleet-nobody', await issueClientCert('e2e-fleet-nobody'))));
+    const nobody = await tempFile(
+      'nobody.kubeconfig',
+      stringify(
+        kubeconfigDocument(controlPlane.server, caPem, 'e2e-fleet-nobody', await issueClientCert('e2e-fleet-nobody')),
+      ),
+    );
     const fleet = new ClusterProfileFleet({ namespace: NS, accessConfig, hub: { kubeconfig: nobody }, clients: false });
     try {
       await expect(fleet.start()).rejects.toMatchObject({
         code: 'ERR_FLEET_HUB_FORBIDDEN',
-        message: expect.stringMatching(new RegExp(`refused to list clusterprofiles\\.multicluster\\.x-k8s\\.io in namespace ${NS} \\(HTTP 403\\): .*e2e-fleet-nobody`)),
+        message: expect.stringMatching(
+          new RegExp(
+            `refused to list clusterprofiles\\.multicluster\\.x-k8s\\.io in namespace ${NS} \\(HTTP 403\\): .*e2e-fleet-nobody`,
+          ),
+        ),
       });
     } finally {
       await fleet.close();
@@ -436,9 +614,21 @@ describe('ClusterProfileFleet against a hub that refuses it', () => {
   it('an unreachable hub: ERR_FLEET_HUB_UNREACHABLE naming the verb, resource and namespace', async () => {
     const down = await tempFile(
       'down.kubeconfig',
-      stringify({ apiVersion: 'v1', kind: 'Config', clusters: [{ name: 'h', cluster: { server: 'https://127.0.0.1:1' } }], users: [{ name: 'u', user: { token: 't' } }], contexts: [{ name: 'h', context: { cluster: 'h', user: 'u' } }], 'current-context': 'h' }),
+      stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        clusters: [{ name: 'h', cluster: { server: 'https://127.0.0.1:1' } }],
+        users: [{ name: 'u', user: { token: 't' } }],
+        contexts: [{ name: 'h', context: { cluster: 'h', user: 'u' } }],
+        'current-context': 'h',
+      }),
     );
-    const fleet = new ClusterProfileFleet({ namespace: NS, accessConfig, hub: { kubeconfig: down, requestTimeoutMs: 3_000 }, clients: false });
+    const fleet = new ClusterProfileFleet({
+      namespace: NS,
+      accessConfig,
+      hub: { kubeconfig: down, requestTimeoutMs: 3_000 },
+      clients: false,
+    });
     try {
       await expect(fleet.start()).rejects.toMatchObject({
         code: 'ERR_FLEET_HUB_UNREACHABLE',
@@ -451,7 +641,11 @@ describe('ClusterProfileFleet against a hub that refuses it', () => {
 
   it('the API server answers a watch from a compacted resourceVersion with 410, which the fleet treats as "list again"', async () => {
     const { controlPlane } = e2eContext();
-    const admin = await kubectl(controlPlane.adminKubeconfig, ['get', '--raw', `/apis/multicluster.x-k8s.io/v1alpha1/namespaces/${NS}/clusterprofiles?watch=1&resourceVersion=1&timeoutSeconds=1`]);
+    const admin = await kubectl(controlPlane.adminKubeconfig, [
+      'get',
+      '--raw',
+      `/apis/multicluster.x-k8s.io/v1alpha1/namespaces/${NS}/clusterprofiles?watch=1&resourceVersion=1&timeoutSeconds=1`,
+    ]);
     expect(`${admin.stdout}${admin.stderr}`).toMatch(/"code":410|too old resource version|Expired/);
   });
 });

@@ -25,7 +25,8 @@ export default async function setup(project: TestProject): Promise<() => Promise
 
   const cleanups: Array<() => Promise<void>> = [];
   const teardown = async (): Promise<void> => {
-    for (const cleanup of cleanups.reverse()) await cleanup().catch((error: unknown) => log(`e2e teardown: ${String(error)}`));
+    for (const cleanup of cleanups.reverse())
+      await cleanup().catch((error: unknown) => log(`e2e teardown: ${String(error)}`));
   };
   try {
     const op = await startTestOpenIdProvider({ port: await freePort(), audiences: [E2E_AUDIENCE] });
@@ -49,14 +50,28 @@ export default async function setup(project: TestProject): Promise<() => Promise
     const controlPlane: ControlPlane = await startControlPlane({
       binaries,
       jwtIssuers: [
-        { url: op.issuer, caPem: op.caPem, audiences: [E2E_AUDIENCE], usernamePrefix: oidc.usernamePrefix, groupsPrefix: oidc.groupsPrefix },
-        { url: dex.issuer, caPem: dex.caPem, audiences: [DEX_AUDIENCE], usernamePrefix: dex.usernamePrefix, groupsPrefix: dex.groupsPrefix },
+        {
+          url: op.issuer,
+          caPem: op.caPem,
+          audiences: [E2E_AUDIENCE],
+          usernamePrefix: oidc.usernamePrefix,
+          groupsPrefix: oidc.groupsPrefix,
+        },
+        {
+          url: dex.issuer,
+          caPem: dex.caPem,
+          audiences: [DEX_AUDIENCE],
+          usernamePrefix: dex.usernamePrefix,
+          groupsPrefix: dex.groupsPrefix,
+        },
       ],
       keepWorkDir: process.env.CPC_E2E_KEEP === '1',
       log,
     });
     cleanups.push(() => controlPlane.stop());
-    log(`e2e: control plane up in ${Math.round(performance.now() - started) / 1000}s (${Object.values(binaries.versions).join(', ')})`);
+    log(
+      `e2e: control plane up in ${Math.round(performance.now() - started) / 1000}s (${Object.values(binaries.versions).join(', ')})`,
+    );
 
     const { stop: _stop, ...info } = controlPlane;
     project.provide('controlPlane', info);

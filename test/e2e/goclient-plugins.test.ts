@@ -11,8 +11,23 @@
 import { readFile } from 'node:fs/promises';
 import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyAsAdmin, clusterProfileDocument, e2eContext, exec, tempFile, type ExecResult } from '../helpers/controlplane-e2e.js';
-import { adminKubectl, startE2eIssuer, TENANT_CERT_BIN, tempDir, templatedManifest, TOKEN_REQUEST_BIN, type E2eIssuer } from './fixtures/tenant-cert-issuer.js';
+import {
+  applyAsAdmin,
+  clusterProfileDocument,
+  e2eContext,
+  exec,
+  tempFile,
+  type ExecResult,
+} from '../helpers/controlplane-e2e.js';
+import {
+  adminKubectl,
+  startE2eIssuer,
+  TENANT_CERT_BIN,
+  tempDir,
+  templatedManifest,
+  TOKEN_REQUEST_BIN,
+  type E2eIssuer,
+} from './fixtures/tenant-cert-issuer.js';
 
 const PROVIDER = 'member-go';
 const CONSUMER = 'hub-go';
@@ -34,7 +49,14 @@ async function runGoclient(provider: string, extension: Record<string, unknown>)
     execExtension: extension,
   });
   const profileFile = await tempFile('clusterprofile.yaml', stringify(profile));
-  return exec(binaries.goclient, ['--providers-file', providersFile, '--clusterprofile', profileFile, '--timeout', '60s']);
+  return exec(binaries.goclient, [
+    '--providers-file',
+    providersFile,
+    '--clusterprofile',
+    profileFile,
+    '--timeout',
+    '60s',
+  ]);
 }
 
 async function grantNamespaceList(name: string, subject: Record<string, string>): Promise<void> {
@@ -120,7 +142,11 @@ describe('Go reference client (cluster-inventory-api pkg/access) executing our p
     expect(refused.stdout).toBe('');
     expect(refused.stderr).toContain(`User "${CONSUMER}" cannot list resource "namespaces"`);
 
-    await grantNamespaceList('e2e-go-tenant-cert', { apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: CONSUMER });
+    await grantNamespaceList('e2e-go-tenant-cert', {
+      apiGroup: 'rbac.authorization.k8s.io',
+      kind: 'User',
+      name: CONSUMER,
+    });
     await untilAllowed(CONSUMER);
     const listed = await runGoclient('tenant-cert', setup.config);
     expect(listed.stderr).toBe('');

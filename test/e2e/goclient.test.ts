@@ -9,7 +9,15 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { applyAsAdmin, clusterProfileDocument, e2eContext, exec, issueClientCert, tempFile, type ExecResult } from '../helpers/controlplane-e2e.js';
+import {
+  applyAsAdmin,
+  clusterProfileDocument,
+  e2eContext,
+  exec,
+  issueClientCert,
+  tempFile,
+  type ExecResult,
+} from '../helpers/controlplane-e2e.js';
 
 const plugin = fileURLToPath(new URL('./fixtures/client-cert-plugin.mjs', import.meta.url));
 
@@ -18,7 +26,14 @@ async function runGoclient(providers: unknown, profile: unknown): Promise<ExecRe
   const { binaries } = e2eContext();
   const providersFile = await tempFile('providers.json', JSON.stringify(providers));
   const profileFile = await tempFile('clusterprofile.yaml', stringify(profile));
-  return exec(binaries.goclient, ['--providers-file', providersFile, '--clusterprofile', profileFile, '--timeout', '60s']);
+  return exec(binaries.goclient, [
+    '--providers-file',
+    providersFile,
+    '--clusterprofile',
+    profileFile,
+    '--timeout',
+    '60s',
+  ]);
 }
 
 async function pluginProviders(user: string, recordFile?: string): Promise<unknown> {
@@ -86,12 +101,14 @@ describe('Go reference client (cluster-inventory-api pkg/access + client-go)', (
     expect(result.stdout.trim().split('\n')).toEqual(expect.arrayContaining(['default', 'kube-system', 'kube-public']));
 
     // client-go handed the plugin the cluster from the ClusterProfile, including the per-cluster exec config.
-    const info = JSON.parse(await readFile(recordFile, 'utf8')) as { spec: { cluster?: { server: string; config?: unknown } } };
+    const info = JSON.parse(await readFile(recordFile, 'utf8')) as {
+      spec: { cluster?: { server: string; config?: unknown } };
+    };
     expect(info.spec.cluster?.server).toBe(controlPlane.server);
     expect(info.spec.cluster?.config).toEqual({ audience: 'member-1' });
   });
 
-  it('fails with the API server\'s 403 on stderr and a non-zero exit when the plugin\'s identity has no rights', async () => {
+  it("fails with the API server's 403 on stderr and a non-zero exit when the plugin's identity has no rights", async () => {
     const { controlPlane } = e2eContext();
     const profile = clusterProfileDocument({
       name: 'member-1',

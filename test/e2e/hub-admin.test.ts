@@ -33,7 +33,18 @@ describe('docs/hub-admin.md on a real API server', () => {
     symlinkSync(join(repo, 'bin', 'clusterprofile.mjs'), join(dir, 'bin', 'clusterprofile'));
     writeFileSync(
       join(dir, 'providers.json'),
-      JSON.stringify({ providers: [{ name: 'oidc', execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command: 'clusterprofile-oidc', provideClusterInfo: true } }] }),
+      JSON.stringify({
+        providers: [
+          {
+            name: 'oidc',
+            execConfig: {
+              apiVersion: 'client.authentication.k8s.io/v1',
+              command: 'clusterprofile-oidc',
+              provideClusterInfo: true,
+            },
+          },
+        ],
+      }),
     );
     const env = {
       PATH: [join(dir, 'bin'), dirname(process.execPath), process.env['PATH'] ?? ''].join(delimiter),
@@ -58,7 +69,15 @@ describe('docs/hub-admin.md on a real API server', () => {
     ['cluster-west', 'v1alpha2', 'cluster-west.yaml'],
   ])('%s (%s) is stored with the status of the page', async (name, version, statusFile) => {
     const { controlPlane } = e2eContext();
-    const got = await kubectl(controlPlane.adminKubeconfig, ['get', `clusterprofiles.${version}.multicluster.x-k8s.io`, name, '-n', 'fleet', '-o', 'json']);
+    const got = await kubectl(controlPlane.adminKubeconfig, [
+      'get',
+      `clusterprofiles.${version}.multicluster.x-k8s.io`,
+      name,
+      '-n',
+      'fleet',
+      '-o',
+      'json',
+    ]);
     expect(got.code).toBe(0);
     const expected = parse(readFileSync(join(dir, statusFile), 'utf8')) as { status: object };
     expect(JSON.parse(got.stdout).status).toMatchObject(expected.status);
@@ -69,7 +88,11 @@ describe('docs/hub-admin.md on a real API server', () => {
     expect(rendered).toHaveLength(2);
     const servers = rendered.map((result) => {
       const docs = parseAllDocuments(result.stdout).map(
-        (doc) => doc.toJS() as { clusters: { cluster: { server: string } }[]; users: { user: { exec: { command: string } } }[] },
+        (doc) =>
+          doc.toJS() as {
+            clusters: { cluster: { server: string } }[];
+            users: { user: { exec: { command: string } } }[];
+          },
       );
       expect(docs).toHaveLength(1);
       expect(docs[0]!.users[0]!.user.exec.command).toBe('clusterprofile-oidc');
@@ -82,9 +105,19 @@ describe('docs/hub-admin.md on a real API server', () => {
     const { controlPlane } = e2eContext();
     const object = parse(readFileSync(join(dir, 'cluster-west.yaml'), 'utf8')) as { metadata: { name: string } };
     object.metadata.name = 'cluster-without-status';
-    const applied = await kubectl(controlPlane.adminKubeconfig, ['apply', '-f', '-'], { input: JSON.stringify(object) });
+    const applied = await kubectl(controlPlane.adminKubeconfig, ['apply', '-f', '-'], {
+      input: JSON.stringify(object),
+    });
     expect(applied.code).toBe(0);
-    const got = await kubectl(controlPlane.adminKubeconfig, ['get', 'clusterprofile', 'cluster-without-status', '-n', 'fleet', '-o', 'json']);
+    const got = await kubectl(controlPlane.adminKubeconfig, [
+      'get',
+      'clusterprofile',
+      'cluster-without-status',
+      '-n',
+      'fleet',
+      '-o',
+      'json',
+    ]);
     expect(JSON.parse(got.stdout).status?.accessProviders).toBeUndefined();
   });
 });

@@ -46,7 +46,12 @@ describe('hub: ClusterProfiles on the API server', () => {
   beforeAll(async () => {
     const { controlPlane } = e2eContext();
     await adminOk(['apply', '-f', crdFile]);
-    await adminOk(['wait', '--for=condition=Established', '--timeout=60s', 'crd/clusterprofiles.multicluster.x-k8s.io']);
+    await adminOk([
+      'wait',
+      '--for=condition=Established',
+      '--timeout=60s',
+      'crd/clusterprofiles.multicluster.x-k8s.io',
+    ]);
     await adminOk(['create', 'namespace', NAMESPACE]);
     await applyAsAdmin({
       apiVersion: 'v1',
@@ -91,25 +96,56 @@ describe('hub: ClusterProfiles on the API server', () => {
 
     const caPem = await readFile(controlPlane.caFile, 'utf8');
     for (const name of MEMBERS) {
-      const doc = clusterProfileDocument({ name, namespace: NAMESPACE, provider: 'e2e-client-cert', server: controlPlane.server, caPem });
+      const doc = clusterProfileDocument({
+        name,
+        namespace: NAMESPACE,
+        provider: 'e2e-client-cert',
+        server: controlPlane.server,
+        caPem,
+      });
       const { status, ...object } = doc;
       await adminOk(['create', '-f', '-'], JSON.stringify(object));
       // status is a subresource: written separately, as a cluster manager would.
-      await adminOk(['patch', 'clusterprofile', name, '-n', NAMESPACE, '--subresource=status', '--type=merge', '-p', JSON.stringify({ status })]);
+      await adminOk([
+        'patch',
+        'clusterprofile',
+        name,
+        '-n',
+        NAMESPACE,
+        '--subresource=status',
+        '--type=merge',
+        '-p',
+        JSON.stringify({ status }),
+      ]);
     }
   });
 
   it('stores ClusterProfiles with accessProviders in their status', async () => {
-    const list = JSON.parse(await adminOk(['get', 'clusterprofiles', '-n', NAMESPACE, '-o', 'json'])) as { items: ClusterProfile[] };
+    const list = JSON.parse(await adminOk(['get', 'clusterprofiles', '-n', NAMESPACE, '-o', 'json'])) as {
+      items: ClusterProfile[];
+    };
     expect(list.items.map((p) => p.metadata.name).sort()).toEqual(MEMBERS);
     for (const p of list.items) expect(p.status?.accessProviders?.[0]?.name).toBe('e2e-client-cert');
   });
 
   it('`clusterprofile kubeconfig --namespace --name` reads the profile from the hub; kubectl with it authenticates through the plugin', async () => {
     const { controlPlane } = e2eContext();
-    const result = await exec(process.execPath, [cli, 'kubeconfig', '--namespace', NAMESPACE, '--name', 'member-2', '--clusterprofile-provider-file', providersFile], {
-      env: { ...process.env, KUBECONFIG: controlPlane.adminKubeconfig },
-    });
+    const result = await exec(
+      process.execPath,
+      [
+        cli,
+        'kubeconfig',
+        '--namespace',
+        NAMESPACE,
+        '--name',
+        'member-2',
+        '--clusterprofile-provider-file',
+        providersFile,
+      ],
+      {
+        env: { ...process.env, KUBECONFIG: controlPlane.adminKubeconfig },
+      },
+    );
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     const kubeconfig = await tempFile('member-2.kubeconfig', result.stdout);
@@ -124,21 +160,42 @@ describe('hub: ClusterProfiles on the API server', () => {
 
   it('a profile the hub does not have is ERR_PROFILE_NOT_FOUND; the API server names the object in that 404 and names nothing for a version it does not serve (the rule the v1alpha2 fallback relies on)', async () => {
     const { controlPlane } = e2eContext();
-    const result = await exec(process.execPath, [cli, 'kubeconfig', '--namespace', NAMESPACE, '--name', 'member-9', '--clusterprofile-provider-file', providersFile], {
-      env: { ...process.env, KUBECONFIG: controlPlane.adminKubeconfig },
-    });
+    const result = await exec(
+      process.execPath,
+      [
+        cli,
+        'kubeconfig',
+        '--namespace',
+        NAMESPACE,
+        '--name',
+        'member-9',
+        '--clusterprofile-provider-file',
+        providersFile,
+      ],
+      {
+        env: { ...process.env, KUBECONFIG: controlPlane.adminKubeconfig },
+      },
+    );
     expect(result.code).toBe(1);
     expect(result.stdout).toBe('');
-    expect(result.stderr).toContain(`ERR_PROFILE_NOT_FOUND: ClusterProfile ${NAMESPACE}/member-9 not found on the hub: clusterprofiles.multicluster.x-k8s.io "member-9" not found`);
+    expect(result.stderr).toContain(
+      `ERR_PROFILE_NOT_FOUND: ClusterProfile ${NAMESPACE}/member-9 not found on the hub: clusterprofiles.multicluster.x-k8s.io "member-9" not found`,
+    );
     expect(result.stderr).toContain('hint: check --namespace and --name');
 
     const access = await loadKubeAccess({ kubeconfig: controlPlane.adminKubeconfig }, { env: {}, cwd: repo });
     const kube = createKubeTransport(access.endpoint, access.credential);
     try {
-      const missing = await kube.send({ method: 'GET', path: `/apis/multicluster.x-k8s.io/v1alpha1/namespaces/${NAMESPACE}/clusterprofiles/member-9` });
+      const missing = await kube.send({
+        method: 'GET',
+        path: `/apis/multicluster.x-k8s.io/v1alpha1/namespaces/${NAMESPACE}/clusterprofiles/member-9`,
+      });
       expect(missing.status).toBe(404);
       expect((missing.body as { details?: { name?: string } }).details?.name).toBe('member-9');
-      const unserved = await kube.send({ method: 'GET', path: `/apis/multicluster.x-k8s.io/v1alpha9/namespaces/${NAMESPACE}/clusterprofiles/member-1` });
+      const unserved = await kube.send({
+        method: 'GET',
+        path: `/apis/multicluster.x-k8s.io/v1alpha9/namespaces/${NAMESPACE}/clusterprofiles/member-1`,
+      });
       expect(unserved.status).toBe(404);
       expect((unserved.body as { details?: { name?: string } }).details?.name ?? '').toBe('');
     } finally {
@@ -147,7 +204,9 @@ describe('hub: ClusterProfiles on the API server', () => {
   });
 
   it('a controller-style loop over every ClusterProfile reaches each member cluster with buildConfigFromClusterProfile', async () => {
-    const list = JSON.parse(await adminOk(['get', 'clusterprofiles', '--all-namespaces', '-o', 'json'])) as { items: ClusterProfile[] };
+    const list = JSON.parse(await adminOk(['get', 'clusterprofiles', '--all-namespaces', '-o', 'json'])) as {
+      items: ClusterProfile[];
+    };
     const accessConfig = await loadAccessConfig(providersFile);
     const reached: Record<string, { username: string | undefined; namespaces: string[] }> = {};
     for (const profile of list.items) {

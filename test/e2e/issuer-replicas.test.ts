@@ -15,7 +15,11 @@ import { parse, stringify } from 'yaml';
 import { isCredentialsError } from '../../src/core/errors.js';
 import { loadKubeAccess } from '../../src/kube/kubeconfig.js';
 import { issuerHandshake } from '../../src/providers/tenant-cert/consumer/handshake.js';
-import { KubernetesNonces, StateConnection, LABEL_KIND } from '../../src/providers/tenant-cert/issuer/kubernetes-state.js';
+import {
+  KubernetesNonces,
+  StateConnection,
+  LABEL_KIND,
+} from '../../src/providers/tenant-cert/issuer/kubernetes-state.js';
 import { NONCE_KEY_BYTES, NonceSeal } from '../../src/providers/tenant-cert/issuer/sealed-nonces.js';
 import { buildCsr, type BuiltCsr } from '../../src/providers/tenant-cert/wire/csr.js';
 import { generateClusterKeyPair } from '../../src/providers/tenant-cert/wire/keys.js';
@@ -23,7 +27,13 @@ import { signNonceRequest } from '../../src/providers/tenant-cert/wire/message.j
 import { e2eContext, kubectl, tempFile, tokenKubeconfig } from '../helpers/controlplane-e2e.js';
 import { tenantWithCsr } from '../helpers/issuer-fixtures.js';
 import { createTestCa } from '../helpers/tls.js';
-import { cli, issuerClient, startIssuerProcess, type IssuerClient, type IssuerProcess } from '../helpers/issuer-process.js';
+import {
+  cli,
+  issuerClient,
+  startIssuerProcess,
+  type IssuerClient,
+  type IssuerProcess,
+} from '../helpers/issuer-process.js';
 import { adminKubectl, templatedManifest } from './fixtures/tenant-cert-issuer.js';
 
 const NS = 'issuer-replicas';
@@ -47,7 +57,20 @@ async function consumer(id: string): Promise<Consumer> {
   const publicKeyFile = await tempFile(`${id}.pub`, pair.publicKeyPem);
   const { controlPlane } = e2eContext();
   // The admin writes trust records (the issuer's ServiceAccount only reads them).
-  const trusted = await cli(['issuer', 'trust', '--state', 'kubernetes', '--namespace', NS, '--kubeconfig', controlPlane.adminKubeconfig, '--cluster-id', id, '--public-key', publicKeyFile]);
+  const trusted = await cli([
+    'issuer',
+    'trust',
+    '--state',
+    'kubernetes',
+    '--namespace',
+    NS,
+    '--kubeconfig',
+    controlPlane.adminKubeconfig,
+    '--cluster-id',
+    id,
+    '--public-key',
+    publicKeyFile,
+  ]);
   expect(trusted.stderr).toBe('');
   expect(trusted.code).toBe(0);
   const made = { id, key, csr: await buildCsr(key, { commonName: id }) };
@@ -57,7 +80,19 @@ async function consumer(id: string): Promise<Consumer> {
 
 /** A replica: the real bin, with the ServiceAccount's token and nothing else. */
 async function replica(extra: readonly string[] = [], kubeconfig = saKubeconfig): Promise<IssuerProcess> {
-  const issuer = await startIssuerProcess(['--state', 'kubernetes', '--namespace', NS, '--kubeconfig', kubeconfig, '--listen', '127.0.0.1:0', '--cluster-id', PROVIDER, ...extra]);
+  const issuer = await startIssuerProcess([
+    '--state',
+    'kubernetes',
+    '--namespace',
+    NS,
+    '--kubeconfig',
+    kubeconfig,
+    '--listen',
+    '127.0.0.1:0',
+    '--cluster-id',
+    PROVIDER,
+    ...extra,
+  ]);
   started.push(issuer);
   return issuer;
 }
@@ -68,23 +103,31 @@ function client(issuer: IssuerProcess): IssuerClient {
   return made;
 }
 
-const nonceRequest = (c: Consumer, at = new Date()) => signNonceRequest(c.key, { consumerClusterID: c.id, providerClusterID: PROVIDER }, at);
+const nonceRequest = (c: Consumer, at = new Date()) =>
+  signNonceRequest(c.key, { consumerClusterID: c.id, providerClusterID: PROVIDER }, at);
 const tenant = (c: Consumer, nonce: string) => tenantWithCsr(c.key, c.id, nonce, c.csr.der, PROVIDER);
 
 async function secretCertificate(name: string): Promise<string> {
-  const secret = JSON.parse(await adminKubectl(['-n', NS, 'get', 'secret', name, '-o', 'json'])) as { data: Record<string, string> };
+  const secret = JSON.parse(await adminKubectl(['-n', NS, 'get', 'secret', name, '-o', 'json'])) as {
+    data: Record<string, string>;
+  };
   return Buffer.from(secret.data['tls.crt'] ?? '', 'base64').toString('utf8');
 }
 
 async function nonceObjects(): Promise<Array<{ metadata: { labels: Record<string, string> } }>> {
-  const list = JSON.parse(await adminKubectl(['-n', NS, 'get', 'configmaps', '-l', `${LABEL_KIND}=nonce`, '-o', 'json'])) as { items: Array<{ metadata: { labels: Record<string, string> } }> };
+  const list = JSON.parse(
+    await adminKubectl(['-n', NS, 'get', 'configmaps', '-l', `${LABEL_KIND}=nonce`, '-o', 'json']),
+  ) as { items: Array<{ metadata: { labels: Record<string, string> } }> };
   return list.items;
 }
 
 beforeAll(async () => {
   await adminKubectl(['create', 'namespace', NS]);
   // The shipped RBAC, in this test's namespace.
-  await adminKubectl(['apply', '-f', '-'], await templatedManifest('deploy/base/issuer-state-rbac.yaml', [['clusterprofile-system', NS]]));
+  await adminKubectl(
+    ['apply', '-f', '-'],
+    await templatedManifest('deploy/base/issuer-state-rbac.yaml', [['clusterprofile-system', NS]]),
+  );
   const token = (await adminKubectl(['-n', NS, 'create', 'token', 'clusterprofile-issuer', '--duration', '1h'])).trim();
   saKubeconfig = await tokenKubeconfig('issuer-replicas', token);
   // Two replicas starting together: one creates each CA Secret, the other reads the winner's.
@@ -114,7 +157,7 @@ describe('issuer replicas on --state kubernetes', () => {
     expect(await can('create', 'certificatesigningrequests')).toBe('no');
   });
 
-  it('a nonce from replica A is good at replica B, once; the Tenant replayed at A is refused; the nonce request replayed at B obtains only a nonce the consumer\'s key alone can use', async () => {
+  it("a nonce from replica A is good at replica B, once; the Tenant replayed at A is refused; the nonce request replayed at B obtains only a nonce the consumer's key alone can use", async () => {
     const [a, b] = started as [IssuerProcess, IssuerProcess];
     const c = await consumer('consumer-ab');
     const signed = nonceRequest(c);
@@ -122,7 +165,9 @@ describe('issuer replicas on --state kubernetes', () => {
     expect(nonce.status).toBe(201);
     const identity = await client(b).call('POST', '/v1/tenants', tenant(c, nonce.body.nonce));
     expect(identity.status).toBe(201);
-    const certificate = new X509Certificate(Buffer.from(identity.body.spec.authParams.signedCRT, 'base64').toString('utf8'));
+    const certificate = new X509Certificate(
+      Buffer.from(identity.body.spec.authParams.signedCRT, 'base64').toString('utf8'),
+    );
     expect(certificate.subject).toBe(`CN=${c.id}`);
     expect(certificate.verify(new X509Certificate(clientCaPem).publicKey)).toBe(true);
 
@@ -134,9 +179,21 @@ describe('issuer replicas on --state kubernetes', () => {
     expect(requestAgain.status).toBe(201);
     expect(requestAgain.body.nonce).not.toBe(nonce.body.nonce);
     const intruder = generateClusterKeyPair('ed25519');
-    const forged = tenantWithCsr(createPrivateKey(intruder.privateKeyPem), c.id, requestAgain.body.nonce, c.csr.der, PROVIDER);
-    expect(await client(a).call('POST', '/v1/tenants', forged)).toMatchObject({ status: 403, body: { code: 'ERR_TENANT_KEY_NOT_TRUSTED' } });
-    expect(await client(b).call('POST', '/v1/tenants', tenant(c, nonce.body.nonce))).toMatchObject({ status: 403, body: { code: 'ERR_TENANT_NONCE_REUSED' } });
+    const forged = tenantWithCsr(
+      createPrivateKey(intruder.privateKeyPem),
+      c.id,
+      requestAgain.body.nonce,
+      c.csr.der,
+      PROVIDER,
+    );
+    expect(await client(a).call('POST', '/v1/tenants', forged)).toMatchObject({
+      status: 403,
+      body: { code: 'ERR_TENANT_KEY_NOT_TRUSTED' },
+    });
+    expect(await client(b).call('POST', '/v1/tenants', tenant(c, nonce.body.nonce))).toMatchObject({
+      status: 403,
+      body: { code: 'ERR_TENANT_NONCE_REUSED' },
+    });
     // A nonce of another consumer spends nothing of its owner's.
     const other = await consumer('consumer-other');
     const foreign = await client(a).call('POST', '/v1/nonces', nonceRequest(other));
@@ -152,15 +209,26 @@ describe('issuer replicas on --state kubernetes', () => {
     const cb = client(b);
     const rounds = await Promise.all(
       Array.from({ length: 12 }, async (_, index) => {
-        const nonce = await (index % 2 === 0 ? ca : cb).call('POST', '/v1/nonces', nonceRequest(c, new Date(Date.now() + index)));
+        const nonce = await (index % 2 === 0 ? ca : cb).call(
+          'POST',
+          '/v1/nonces',
+          nonceRequest(c, new Date(Date.now() + index)),
+        );
         expect(nonce.status).toBe(201);
         const document = tenant(c, nonce.body.nonce);
-        return Promise.all([ca.call('POST', '/v1/tenants', document), cb.call('POST', '/v1/tenants', document), ca.call('POST', '/v1/tenants', document)]);
+        return Promise.all([
+          ca.call('POST', '/v1/tenants', document),
+          cb.call('POST', '/v1/tenants', document),
+          ca.call('POST', '/v1/tenants', document),
+        ]);
       }),
     );
     for (const answers of rounds) {
       expect(answers.filter((answer) => answer.status === 201)).toHaveLength(1);
-      expect(answers.filter((answer) => answer.status !== 201).map((answer) => answer.body.code)).toEqual(['ERR_TENANT_NONCE_REUSED', 'ERR_TENANT_NONCE_REUSED']);
+      expect(answers.filter((answer) => answer.status !== 201).map((answer) => answer.body.code)).toEqual([
+        'ERR_TENANT_NONCE_REUSED',
+        'ERR_TENANT_NONCE_REUSED',
+      ]);
     }
   });
 
@@ -208,7 +276,10 @@ describe('issuer replicas on --state kubernetes', () => {
     expect((await client(again).call('POST', '/v1/tenants', tenant(c, nonce.body.nonce))).status).toBe(201);
     expect(await again.stop()).toBe(0);
     const third = await replica();
-    expect(await client(third).call('POST', '/v1/tenants', tenant(c, nonce.body.nonce))).toMatchObject({ status: 403, body: { code: 'ERR_TENANT_NONCE_REUSED' } });
+    expect(await client(third).call('POST', '/v1/tenants', tenant(c, nonce.body.nonce))).toMatchObject({
+      status: 403,
+      body: { code: 'ERR_TENANT_NONCE_REUSED' },
+    });
     await third.stop();
   });
 
@@ -216,7 +287,9 @@ describe('issuer replicas on --state kubernetes', () => {
     const [, b] = started as [IssuerProcess, IssuerProcess];
     const victim = await replica();
     const burst = await Promise.all(Array.from({ length: 16 }, (_, index) => consumer(`burst-${index}`)));
-    const spentBefore = (await nonceObjects()).filter((item) => item.metadata.labels['credentials.clusterprofile.io/nonce-state'] === 'spent').length;
+    const spentBefore = (await nonceObjects()).filter(
+      (item) => item.metadata.labels['credentials.clusterprofile.io/nonce-state'] === 'spent',
+    ).length;
     const served: Record<string, number> = { [victim.url]: 0, [b.url]: 0 };
     const failovers: string[] = [];
     const handshake = async (c: Consumer): Promise<X509Certificate> => {
@@ -224,7 +297,15 @@ describe('issuer replicas on --state kubernetes', () => {
       for (const url of [victim.url, b.url]) {
         try {
           const result = await issuerHandshake(
-            { issuerURL: url, issuerCA: servingCaPem, timeoutMs: 20_000, requestTimeoutMs: 10_000, now: () => new Date(), maxAttempts: 2, initialBackoffMs: 50 },
+            {
+              issuerURL: url,
+              issuerCA: servingCaPem,
+              timeoutMs: 20_000,
+              requestTimeoutMs: 10_000,
+              now: () => new Date(),
+              maxAttempts: 2,
+              initialBackoffMs: 50,
+            },
             { consumerClusterID: c.id, providerClusterID: PROVIDER },
             { nonceRequest: (at) => nonceRequest(c, at), tenant: (nonce) => tenant(c, nonce.nonce) },
           );
@@ -269,8 +350,12 @@ describe('issuer replicas on --state kubernetes', () => {
     expect(victim.child.signalCode).toBe('SIGKILL');
     // Every certificate either replica issued (its log line, also the killed one's lines before the kill) spent a
     // nonce of its own: issued ≤ spent, and every certificate a consumer holds was issued.
-    const issuedLogged = (victim.log().match(/certificate issued/g) ?? []).length + (b.log().match(/tenant burst-\d+: certificate issued/g) ?? []).length;
-    const spentAfter = (await nonceObjects()).filter((item) => item.metadata.labels['credentials.clusterprofile.io/nonce-state'] === 'spent').length;
+    const issuedLogged =
+      (victim.log().match(/certificate issued/g) ?? []).length +
+      (b.log().match(/tenant burst-\d+: certificate issued/g) ?? []).length;
+    const spentAfter = (await nonceObjects()).filter(
+      (item) => item.metadata.labels['credentials.clusterprofile.io/nonce-state'] === 'spent',
+    ).length;
     const spentNow = spentAfter - spentBefore;
     expect(issuedLogged).toBeGreaterThanOrEqual(all.length);
     expect(issuedLogged).toBeLessThanOrEqual(spentNow);
@@ -282,28 +367,69 @@ describe('issuer replicas on --state kubernetes', () => {
     const keyFile = await tempFile('liqo-consumer.key', pair.privateKeyPem);
     const publicKeyFile = await tempFile('liqo-consumer.pub', pair.publicKeyPem);
     const { controlPlane } = e2eContext();
-    const trusted = await cli(['issuer', 'trust', '--state', 'kubernetes', '--namespace', NS, '--kubeconfig', controlPlane.adminKubeconfig, '--cluster-id', 'liqo-consumer', '--public-key', publicKeyFile]);
+    const trusted = await cli([
+      'issuer',
+      'trust',
+      '--state',
+      'kubernetes',
+      '--namespace',
+      NS,
+      '--kubeconfig',
+      controlPlane.adminKubeconfig,
+      '--cluster-id',
+      'liqo-consumer',
+      '--public-key',
+      publicKeyFile,
+    ]);
     expect(trusted.code).toBe(0);
     const key = createPrivateKey(pair.privateKeyPem);
-    const nonce = await client(a).call('POST', '/v1/nonces', signNonceRequest(key, { consumerClusterID: 'liqo-consumer', providerClusterID: PROVIDER }, new Date()));
+    const nonce = await client(a).call(
+      'POST',
+      '/v1/nonces',
+      signNonceRequest(key, { consumerClusterID: 'liqo-consumer', providerClusterID: PROVIDER }, new Date()),
+    );
     expect(nonce.status).toBe(201);
     // The issued nonce is recorded for the other replicas (a second write, in this mode only).
-    expect((await nonceObjects()).filter((item) => item.metadata.labels['credentials.clusterprofile.io/nonce-state'] === 'issued')).toHaveLength(1);
-    const generated = await cli(['tenant', 'generate', '--liqo', '--key-file', keyFile, '--cluster-id', 'liqo-consumer', '--provider-cluster-id', PROVIDER, '--nonce', nonce.body.nonce as string]);
+    expect(
+      (await nonceObjects()).filter(
+        (item) => item.metadata.labels['credentials.clusterprofile.io/nonce-state'] === 'issued',
+      ),
+    ).toHaveLength(1);
+    const generated = await cli([
+      'tenant',
+      'generate',
+      '--liqo',
+      '--key-file',
+      keyFile,
+      '--cluster-id',
+      'liqo-consumer',
+      '--provider-cluster-id',
+      PROVIDER,
+      '--nonce',
+      nonce.body.nonce as string,
+    ]);
     expect(generated.code).toBe(0);
     const liqoTenant = parse(generated.stdout) as { apiVersion: string; spec: Record<string, unknown> };
     expect(liqoTenant.apiVersion).toBe('authentication.liqo.io/v1beta1');
     const identity = await client(b!).call('POST', '/v1/tenants', liqoTenant);
-    expect(identity).toMatchObject({ status: 201, body: { apiVersion: 'authentication.liqo.io/v1beta1', kind: 'Identity' } });
+    expect(identity).toMatchObject({
+      status: 201,
+      body: { apiVersion: 'authentication.liqo.io/v1beta1', kind: 'Identity' },
+    });
     // The same Tenant again, at the replica that issued the nonce: spent.
-    expect(await client(a!).call('POST', '/v1/tenants', liqoTenant)).toMatchObject({ status: 403, body: { code: 'ERR_TENANT_NONCE_REUSED' } });
+    expect(await client(a!).call('POST', '/v1/tenants', liqoTenant)).toMatchObject({
+      status: 403,
+      body: { code: 'ERR_TENANT_NONCE_REUSED' },
+    });
     await Promise.all([a!.stop(), b!.stop()]);
   }, 60_000);
 
   it('spent-nonce records are collected by any replica once their nonce expired, idempotently, with the ServiceAccount alone', async () => {
     const access = await loadKubeAccess({ kubeconfig: saKubeconfig }, { env: {}, cwd: '/' });
     const connections = [new StateConnection(access, undefined), new StateConnection(access, undefined)];
-    const books = connections.map((conn) => new KubernetesNonces(conn, NS, new NonceSeal(randomBytes(NONCE_KEY_BYTES))));
+    const books = connections.map(
+      (conn) => new KubernetesNonces(conn, NS, new NonceSeal(randomBytes(NONCE_KEY_BYTES))),
+    );
     const before = (await nonceObjects()).length;
     expect(before).toBeGreaterThan(0);
     // Now, nothing has expired: a collection selects nothing (live nonces are not even listed).
@@ -338,7 +464,9 @@ describe('issuer replicas on --state kubernetes', () => {
     });
     await new Promise<void>((resolve) => forwarder.listen(0, '127.0.0.1', resolve));
     const port = (forwarder.address() as { port: number }).port;
-    const viaForwarder = parse(await (await import('node:fs/promises')).readFile(saKubeconfig, 'utf8')) as { clusters: Array<{ cluster: { server: string } }> };
+    const viaForwarder = parse(await (await import('node:fs/promises')).readFile(saKubeconfig, 'utf8')) as {
+      clusters: Array<{ cluster: { server: string } }>;
+    };
     viaForwarder.clusters[0]!.cluster.server = `https://127.0.0.1:${port}`;
     const file = path.join(path.dirname(saKubeconfig), 'via-forwarder.kubeconfig');
     await writeFile(file, stringify(viaForwarder), { mode: 0o600 });
@@ -364,7 +492,9 @@ describe('issuer replicas on --state kubernetes', () => {
       // Nothing was half written: the nonce refused while the API server was away is still good.
       const identity = await http.call('POST', '/v1/tenants', tenant(c, nonce.body.nonce));
       expect(identity.status).toBe(201);
-      expect(issuer.log()).toMatch(/tenant consumer-down: refused ERR_ISSUER_STATE_UNAVAILABLE: .*cannot reach the API server/);
+      expect(issuer.log()).toMatch(
+        /tenant consumer-down: refused ERR_ISSUER_STATE_UNAVAILABLE: .*cannot reach the API server/,
+      );
     } finally {
       await issuer.stop();
       await new Promise<void>((resolve) => forwarder.close(() => resolve()));
@@ -380,11 +510,16 @@ describe('issuer replicas on --state kubernetes', () => {
     await adminKubectl(['-n', NS, 'delete', 'secret', 'clusterprofile-issuer-nonce-key']);
     const fresh = await replica();
     try {
-      expect(await client(fresh).call('POST', '/v1/tenants', tenant(c, old.body.nonce))).toMatchObject({ status: 403, body: { code: 'ERR_TENANT_NONCE_UNKNOWN' } });
+      expect(await client(fresh).call('POST', '/v1/tenants', tenant(c, old.body.nonce))).toMatchObject({
+        status: 403,
+        body: { code: 'ERR_TENANT_NONCE_UNKNOWN' },
+      });
       const nonce = await client(fresh).call('POST', '/v1/nonces', nonceRequest(c, new Date(Date.now() + 1)));
       expect((await client(fresh).call('POST', '/v1/tenants', tenant(c, nonce.body.nonce))).status).toBe(201);
       // The Secret was made again, by the ServiceAccount, and its key is not in the replica's log.
-      const key = JSON.parse(await adminKubectl(['-n', NS, 'get', 'secret', 'clusterprofile-issuer-nonce-key', '-o', 'json'])) as { data: { key: string } };
+      const key = JSON.parse(
+        await adminKubectl(['-n', NS, 'get', 'secret', 'clusterprofile-issuer-nonce-key', '-o', 'json']),
+      ) as { data: { key: string } };
       expect(Buffer.from(key.data.key, 'base64')).toHaveLength(32);
       expect(fresh.log()).not.toContain(key.data.key);
     } finally {

@@ -15,8 +15,24 @@ import { fileURLToPath } from 'node:url';
 import { decodeJwt } from 'jose';
 import { Agent, fetch } from 'undici';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { applyAsAdmin, clusterProfileDocument, e2eContext, exec, kubectl, tempFile, tokenKubeconfig, whoami } from '../helpers/controlplane-e2e.js';
-import { DEX_AUDIENCE_SCOPE, DEX_EXCHANGE_CONNECTOR, DEX_USER, dexApproveDeviceCodeAt, dexLoginAt, startDex } from '../helpers/dex.js';
+import {
+  applyAsAdmin,
+  clusterProfileDocument,
+  e2eContext,
+  exec,
+  kubectl,
+  tempFile,
+  tokenKubeconfig,
+  whoami,
+} from '../helpers/controlplane-e2e.js';
+import {
+  DEX_AUDIENCE_SCOPE,
+  DEX_EXCHANGE_CONNECTOR,
+  DEX_USER,
+  dexApproveDeviceCodeAt,
+  dexLoginAt,
+  startDex,
+} from '../helpers/dex.js';
 import { signSubjectTokenWith } from '../helpers/oidc-op.js';
 import { OIDC_BIN, runOidcPlugin, type OidcRun } from '../helpers/oidc-plugin.js';
 
@@ -39,10 +55,20 @@ async function cached(dir: string): Promise<string[]> {
 /** The per-cluster config for Dex: audience `kubernetes`, which Dex puts in `aud` only for the cross-client scope. */
 function dexConfig(extra: Record<string, unknown> = {}): Record<string, unknown> {
   const { dex } = e2eContext();
-  return { issuerURL: dex.issuer, issuerCA: Buffer.from(dex.caPem).toString('base64'), audience: dex.audience, scopes: [DEX_AUDIENCE_SCOPE], ...extra };
+  return {
+    issuerURL: dex.issuer,
+    issuerCA: Buffer.from(dex.caPem).toString('base64'),
+    audience: dex.audience,
+    scopes: [DEX_AUDIENCE_SCOPE],
+    ...extra,
+  };
 }
 
-async function runPlugin(args: string[], config: Record<string, unknown>, o: { interactive?: boolean; cacheDir?: string; onStderr?: (stderr: string) => void } = {}): Promise<OidcRun & { cacheDir: string }> {
+async function runPlugin(
+  args: string[],
+  config: Record<string, unknown>,
+  o: { interactive?: boolean; cacheDir?: string; onStderr?: (stderr: string) => void } = {},
+): Promise<OidcRun & { cacheDir: string }> {
   const { controlPlane } = e2eContext();
   const cacheDir = o.cacheDir ?? (await tempDir('dex-cache-'));
   const execInfo = JSON.stringify({
@@ -50,7 +76,11 @@ async function runPlugin(args: string[], config: Record<string, unknown>, o: { i
     apiVersion: 'client.authentication.k8s.io/v1',
     spec: {
       interactive: o.interactive ?? false,
-      cluster: { server: controlPlane.server, 'certificate-authority-data': Buffer.from(await readFile(controlPlane.caFile, 'utf8')).toString('base64'), config },
+      cluster: {
+        server: controlPlane.server,
+        'certificate-authority-data': Buffer.from(await readFile(controlPlane.caFile, 'utf8')).toString('base64'),
+        config,
+      },
     },
   });
   return { ...(await runOidcPlugin([...args, '--cache-dir', cacheDir], execInfo, o.onStderr)), cacheDir };
@@ -91,11 +121,15 @@ async function workloadToken(): Promise<string> {
     const response = await fetch(`${oidc.issuer}/token`, {
       method: 'POST',
       dispatcher,
-      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from(`${client['clientId']}:${client['clientSecret']}`).toString('base64')}` },
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        authorization: `Basic ${Buffer.from(`${client['clientId']}:${client['clientSecret']}`).toString('base64')}`,
+      },
       body: 'grant_type=client_credentials',
     });
     const body = (await response.json()) as { access_token?: string };
-    if (response.status !== 200 || body.access_token === undefined) throw new Error(`the test OP issued no workload token: ${response.status}`);
+    if (response.status !== 200 || body.access_token === undefined)
+      throw new Error(`the test OP issued no workload token: ${response.status}`);
     return body.access_token;
   } finally {
     await dispatcher.close();
@@ -117,7 +151,12 @@ beforeAll(async () => {
     apiVersion: 'v1',
     kind: 'List',
     items: [
-      { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'team-settings', namespace: NAMESPACE }, data: { team: 'developers' } },
+      {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: 'team-settings', namespace: NAMESPACE },
+        data: { team: 'developers' },
+      },
       {
         apiVersion: 'rbac.authorization.k8s.io/v1',
         kind: 'Role',
@@ -129,7 +168,9 @@ beforeAll(async () => {
         kind: 'RoleBinding',
         metadata: { name: 'dex-configmap-reader', namespace: NAMESPACE },
         roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'dex-configmap-reader' },
-        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: `${dex.groupsPrefix}${DEX_USER.groups[0]}` }],
+        subjects: [
+          { apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: `${dex.groupsPrefix}${DEX_USER.groups[0]}` },
+        ],
       },
     ],
   });
@@ -138,7 +179,12 @@ beforeAll(async () => {
 describe('Dex: controller grants', () => {
   it('client_credentials: client_secret_basic chosen from discovery; kube-apiserver accepts the token as dex:<sub>', async () => {
     const { dex } = e2eContext();
-    const token = tokenOf(await runPlugin(['--client-secret-file', fleetSecretFile], dexConfig({ clientID: dex.clients.fleetManager.clientId })));
+    const token = tokenOf(
+      await runPlugin(
+        ['--client-secret-file', fleetSecretFile],
+        dexConfig({ clientID: dex.clients.fleetManager.clientId }),
+      ),
+    );
     const claims = decodeJwt(token);
     expect(claims.iss).toBe(dex.issuer);
     expect(claims.aud).toEqual(expect.arrayContaining([dex.audience, dex.clients.fleetManager.clientId]));
@@ -148,15 +194,24 @@ describe('Dex: controller grants', () => {
   it('client_credentials with --client-auth client_secret_post', async () => {
     const { dex } = e2eContext();
     const token = tokenOf(
-      await runPlugin(['--client-secret-file', fleetSecretFile, '--client-auth', 'client_secret_post'], dexConfig({ clientID: dex.clients.fleetManager.clientId })),
+      await runPlugin(
+        ['--client-secret-file', fleetSecretFile, '--client-auth', 'client_secret_post'],
+        dexConfig({ clientID: dex.clients.fleetManager.clientId }),
+      ),
     );
     expect((await identity(token)).username).toBe(`${dex.usernamePrefix}${decodeJwt(token).sub}`);
   });
 
   it('a private key: Dex offers no private_key_jwt, ERR_OIDC_CLIENT_AUTH_UNSUPPORTED names what it offers', async () => {
     const { dex } = e2eContext();
-    const key = await tempFile('client.key', '-----BEGIN PRIVATE KEY-----\nnot used: refused before it is read\n-----END PRIVATE KEY-----\n');
-    const run = await runPlugin(['--private-key-file', key], dexConfig({ clientID: dex.clients.fleetManager.clientId }));
+    const key = await tempFile(
+      'client.key',
+      '-----BEGIN PRIVATE KEY-----\nnot used: refused before it is read\n-----END PRIVATE KEY-----\n',
+    );
+    const run = await runPlugin(
+      ['--private-key-file', key],
+      dexConfig({ clientID: dex.clients.fleetManager.clientId }),
+    );
     await expectFailure(run, 'ERR_OIDC_CLIENT_AUTH_UNSUPPORTED');
     expect(run.stderr).toContain('client_secret_basic, client_secret_post');
     expect(run.stderr).toContain('--client-secret-file instead of --private-key-file');
@@ -164,7 +219,10 @@ describe('Dex: controller grants', () => {
 
   it('a scope audience is what Dex puts in aud: without it the token is for the client alone, and the plugin refuses it', async () => {
     const { dex } = e2eContext();
-    const run = await runPlugin(['--client-secret-file', fleetSecretFile], dexConfig({ clientID: dex.clients.fleetManager.clientId, scopes: [] }));
+    const run = await runPlugin(
+      ['--client-secret-file', fleetSecretFile],
+      dexConfig({ clientID: dex.clients.fleetManager.clientId, scopes: [] }),
+    );
     await expectFailure(run, 'ERR_OIDC_TOKEN_INVALID');
     expect(run.stderr).toContain(`the token is for "${dex.clients.fleetManager.clientId}", not "${dex.audience}"`);
     expect(run.stderr).toContain('audience:server:client_id:');
@@ -175,7 +233,11 @@ describe("Dex: docs/oidc.md's workload-identity example (token exchange, no secr
   /** The example's ClusterProfile extension for Dex, as docs/oidc.md writes it (issuer and CA are this Dex's). */
   const extension = (): Record<string, unknown> => {
     const { dex } = e2eContext();
-    expect([dex.clients.fleetExchange.clientId, dex.audience, DEX_EXCHANGE_CONNECTOR]).toEqual(['fleet-exchange', 'kubernetes', 'kubernetes']);
+    expect([dex.clients.fleetExchange.clientId, dex.audience, DEX_EXCHANGE_CONNECTOR]).toEqual([
+      'fleet-exchange',
+      'kubernetes',
+      'kubernetes',
+    ]);
     return {
       issuerURL: dex.issuer,
       clientID: 'fleet-exchange',
@@ -247,7 +309,7 @@ describe("Dex: docs/oidc.md's workload-identity example (token exchange, no secr
     expect(run.stderr).toContain('connector_id');
   });
 
-  it("the default subject_token_type (…:jwt) is refused by Dex: the hint names subjectTokenType; the flag overrides the config", async () => {
+  it('the default subject_token_type (…:jwt) is refused by Dex: the hint names subjectTokenType; the flag overrides the config', async () => {
     const config = extension();
     delete config['subjectTokenType'];
     const run = await runPlugin(['--subject-token-file', workloadTokenFile], config);
@@ -255,13 +317,28 @@ describe("Dex: docs/oidc.md's workload-identity example (token exchange, no secr
     expect(run.stderr).toContain('request_not_supported: Invalid subject_token_type.');
     expect(run.stderr).toContain('subjectTokenType');
     // --token-param and --subject-token-type supply the same per controller.
-    tokenOf(await runPlugin(['--subject-token-file', workloadTokenFile, '--subject-token-type', ID_TOKEN_TYPE, '--token-param', `connector_id=${DEX_EXCHANGE_CONNECTOR}`], { ...config, tokenParams: null }));
+    tokenOf(
+      await runPlugin(
+        [
+          '--subject-token-file',
+          workloadTokenFile,
+          '--subject-token-type',
+          ID_TOKEN_TYPE,
+          '--token-param',
+          `connector_id=${DEX_EXCHANGE_CONNECTOR}`,
+        ],
+        { ...config, tokenParams: null },
+      ),
+    );
   });
 
   it('a subject token the connector does not trust: access_denied without a description, and a hint all the same', async () => {
     const { oidc } = e2eContext();
     // Signed by a key the harness holds, for an issuer Dex's connector does not know.
-    const foreign = await tempFile('foreign.token', await signSubjectTokenWith(oidc.subjectTokenKey, { sub: 'system:serviceaccount:fleet:intruder' }));
+    const foreign = await tempFile(
+      'foreign.token',
+      await signSubjectTokenWith(oidc.subjectTokenKey, { sub: 'system:serviceaccount:fleet:intruder' }),
+    );
     const run = await runPlugin(['--subject-token-file', foreign], extension());
     await expectFailure(run, 'ERR_OIDC_GRANT');
     expect(run.stderr).toContain('access_denied (the issuer gave no error_description)');
@@ -286,7 +363,7 @@ describe('Dex: people', () => {
     };
   }
 
-  it('device code with a confidential client, no flags beyond the client\'s: it completes, kube-apiserver accepts the ID token', async () => {
+  it("device code with a confidential client, no flags beyond the client's: it completes, kube-apiserver accepts the ID token", async () => {
     const { dex } = e2eContext();
     const person = approveOnPrompt(dex.password);
     const run = await runPlugin(
@@ -298,7 +375,11 @@ describe('Dex: people', () => {
     const token = tokenOf(run);
     expect(run.stderr).toContain(`${dex.issuer}/device`);
     const claims = decodeJwt(token);
-    expect(claims).toMatchObject({ iss: dex.issuer, azp: dex.clients.kubectlDevice.clientId, groups: [...DEX_USER.groups] });
+    expect(claims).toMatchObject({
+      iss: dex.issuer,
+      azp: dex.clients.kubectlDevice.clientId,
+      groups: [...DEX_USER.groups],
+    });
     const me = await identity(token);
     expect(me.username).toBe(`${dex.usernamePrefix}${claims.sub}`);
     expect(me.groups).toContain(`${dex.groupsPrefix}developers`);
@@ -311,26 +392,42 @@ describe('Dex: people', () => {
     const first = await runPlugin(['--grant', 'device_code'], config, { interactive: true, onStderr: person.onStderr });
     await person.done();
     const login = tokenOf(first);
-    const refreshed = await runPlugin(['--grant', 'device_code', '--force-refresh'], config, { cacheDir: first.cacheDir });
+    const refreshed = await runPlugin(['--grant', 'device_code', '--force-refresh'], config, {
+      cacheDir: first.cacheDir,
+    });
     expect(refreshed.stderr).toBe('');
     const token = tokenOf(refreshed);
     expect(token).not.toBe(login);
     expect(decodeJwt(token).sub).toBe(decodeJwt(login).sub);
-    const configmaps = await kubectl(await tokenKubeconfig('dex-refreshed', token), ['get', 'configmaps', '-n', NAMESPACE, '-o', 'name']);
+    const configmaps = await kubectl(await tokenKubeconfig('dex-refreshed', token), [
+      'get',
+      'configmaps',
+      '-n',
+      NAMESPACE,
+      '-o',
+      'name',
+    ]);
     expect(configmaps.stdout.trim()).toBe('configmap/team-settings');
   });
 
   it('authorization code + PKCE with the public client: the login lands on the loopback listener', async () => {
     const { dex } = e2eContext();
     let login: Promise<unknown> | undefined;
-    const run = await runPlugin([], dexConfig({ clientID: dex.clients.kubectl.clientId, scopes: ['groups', DEX_AUDIENCE_SCOPE] }), {
-      interactive: true,
-      onStderr: (stderr) => {
-        const url = /open this URL in a browser:\n\s+(\S+)/.exec(stderr)?.[1];
-        if (url !== undefined && login === undefined) login = dexLoginAt(dex, url, { password: dex.password });
+    const run = await runPlugin(
+      [],
+      dexConfig({ clientID: dex.clients.kubectl.clientId, scopes: ['groups', DEX_AUDIENCE_SCOPE] }),
+      {
+        interactive: true,
+        onStderr: (stderr) => {
+          const url = /open this URL in a browser:\n\s+(\S+)/.exec(stderr)?.[1];
+          if (url !== undefined && login === undefined) login = dexLoginAt(dex, url, { password: dex.password });
+        },
       },
+    );
+    expect(await login).toMatchObject({
+      status: 200,
+      url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+\/callback\?/),
     });
-    expect(await login).toMatchObject({ status: 200, url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+\/callback\?/) });
     expect(run.stderr).toContain('code_challenge_method=S256');
     const token = tokenOf(run);
     expect((await identity(token)).groups).toContain(`${dex.groupsPrefix}developers`);
@@ -338,9 +435,17 @@ describe('Dex: people', () => {
 
   it("nobody logs in: the message says whose deadline ran out, the issuer's expires_in or --login-timeout", async () => {
     const { binaries, oidc } = e2eContext();
-    const shortLived = await startDex({ binary: binaries.dex, deviceRequestsValidFor: '2s', upstream: { issuer: oidc.issuer, caPem: oidc.caPem } });
+    const shortLived = await startDex({
+      binary: binaries.dex,
+      deviceRequestsValidFor: '2s',
+      upstream: { issuer: oidc.issuer, caPem: oidc.caPem },
+    });
     try {
-      const config = { issuerURL: shortLived.issuer, issuerCA: Buffer.from(shortLived.caPem).toString('base64'), clientID: shortLived.clients.kubectl.clientId };
+      const config = {
+        issuerURL: shortLived.issuer,
+        issuerCA: Buffer.from(shortLived.caPem).toString('base64'),
+        clientID: shortLived.clients.kubectl.clientId,
+      };
       const expired = await runPlugin(['--grant', 'device_code'], config, { interactive: true });
       await expectFailure(expired, 'ERR_OIDC_LOGIN_FAILED');
       expect(expired.stderr).toContain("the issuer's expires_in of 2 s ran out");
@@ -348,7 +453,11 @@ describe('Dex: people', () => {
       await shortLived.close();
     }
     const { dex } = e2eContext();
-    const ours = await runPlugin(['--grant', 'device_code', '--login-timeout', '1'], dexConfig({ clientID: dex.clients.kubectl.clientId }), { interactive: true });
+    const ours = await runPlugin(
+      ['--grant', 'device_code', '--login-timeout', '1'],
+      dexConfig({ clientID: dex.clients.kubectl.clientId }),
+      { interactive: true },
+    );
     await expectFailure(ours, 'ERR_OIDC_LOGIN_FAILED');
     expect(ours.stderr).toContain("no login within --login-timeout 1 s (the issuer's device code was valid for 300 s)");
   });

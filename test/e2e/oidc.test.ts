@@ -16,7 +16,16 @@ import { decodeJwt } from 'jose';
 import { Agent, fetch } from 'undici';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { buildConfigFromClusterProfile, loadAccessConfig, type ClusterProfile } from '../../dist/library/index.js';
-import { applyAsAdmin, clusterProfileDocument, e2eContext, exec, kubectl, tempFile, tokenKubeconfig, whoami } from '../helpers/controlplane-e2e.js';
+import {
+  applyAsAdmin,
+  clusterProfileDocument,
+  e2eContext,
+  exec,
+  kubectl,
+  tempFile,
+  tokenKubeconfig,
+  whoami,
+} from '../helpers/controlplane-e2e.js';
 import { signSubjectTokenWith } from '../helpers/oidc-op.js';
 import { OIDC_BIN, runOidcPlugin, type OidcRun } from '../helpers/oidc-plugin.js';
 
@@ -48,7 +57,11 @@ async function tempDir(prefix: string): Promise<string> {
 /** The per-cluster part of the plugin's config: the ClusterProfile's exec extension. */
 function execExtension(audience?: string): Record<string, unknown> {
   const { oidc } = e2eContext();
-  return { issuerURL: oidc.issuer, issuerCA: Buffer.from(oidc.caPem).toString('base64'), audience: audience ?? oidc.audience };
+  return {
+    issuerURL: oidc.issuer,
+    issuerCA: Buffer.from(oidc.caPem).toString('base64'),
+    audience: audience ?? oidc.audience,
+  };
 }
 
 async function runPlugin(grant: Grant, cacheDir: string, audience?: string): Promise<OidcRun> {
@@ -74,7 +87,10 @@ async function apiGet(token: string, urlPath: string): Promise<{ status: number;
   const { controlPlane } = e2eContext();
   const dispatcher = new Agent({ connect: { ca: await readFile(controlPlane.caFile, 'utf8') } });
   try {
-    const response = await fetch(`${controlPlane.server}${urlPath}`, { dispatcher, headers: { authorization: `Bearer ${token}` } });
+    const response = await fetch(`${controlPlane.server}${urlPath}`, {
+      dispatcher,
+      headers: { authorization: `Bearer ${token}` },
+    });
     return { status: response.status, body: (await response.json()) as Record<string, unknown> };
   } finally {
     await dispatcher.close();
@@ -82,7 +98,10 @@ async function apiGet(token: string, urlPath: string): Promise<{ status: number;
 }
 
 /** A ClusterProfile file and a providers file whose only provider execs our plugin for `grant`. */
-async function profileFiles(grant: Grant, cacheDir: string): Promise<{ profile: ClusterProfile; profileFile: string; providersFile: string }> {
+async function profileFiles(
+  grant: Grant,
+  cacheDir: string,
+): Promise<{ profile: ClusterProfile; profileFile: string; providersFile: string }> {
   const { controlPlane } = e2eContext();
   const caPem = await readFile(controlPlane.caFile, 'utf8');
   const provider = `oidc-${grant.name}`;
@@ -120,21 +139,33 @@ beforeAll(async () => {
   const secret = oidc.clients['basic'];
   const exchange = oidc.clients['exchange'];
   if (secret?.clientId === undefined || secret.clientSecret === undefined || exchange?.clientId === undefined) {
-    throw new Error(`the test OP does not offer the basic and exchange clients: ${Object.keys(oidc.clients).join(', ')}`);
+    throw new Error(
+      `the test OP does not offer the basic and exchange clients: ${Object.keys(oidc.clients).join(', ')}`,
+    );
   }
   grants.push(
     {
       name: 'client-credentials',
       clientID: secret.clientId,
       sub: secret.clientId,
-      args: ['--grant', 'client_credentials', '--client-secret-file', await tempFile('client.secret', `${secret.clientSecret}\n`)],
+      args: [
+        '--grant',
+        'client_credentials',
+        '--client-secret-file',
+        await tempFile('client.secret', `${secret.clientSecret}\n`),
+      ],
     },
     {
       name: 'token-exchange',
       clientID: exchange.clientId,
       sub: SUBJECT,
       // No client secret: the subject token (signed by the issuer the OP trusts for exchange) is the only proof.
-      args: ['--grant', 'token_exchange', '--subject-token-file', await tempFile('subject.token', await signSubjectTokenWith(oidc.subjectTokenKey, { sub: SUBJECT }))],
+      args: [
+        '--grant',
+        'token_exchange',
+        '--subject-token-file',
+        await tempFile('subject.token', await signSubjectTokenWith(oidc.subjectTokenKey, { sub: SUBJECT })),
+      ],
     },
   );
 
@@ -143,7 +174,12 @@ beforeAll(async () => {
     apiVersion: 'v1',
     kind: 'List',
     items: [
-      { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'fleet-settings', namespace: NAMESPACE }, data: { tier: 'e2e' } },
+      {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: 'fleet-settings', namespace: NAMESPACE },
+        data: { tier: 'e2e' },
+      },
       {
         apiVersion: 'rbac.authorization.k8s.io/v1',
         kind: 'Role',
@@ -155,87 +191,109 @@ beforeAll(async () => {
         kind: 'RoleBinding',
         metadata: { name: 'oidc-configmap-reader', namespace: NAMESPACE },
         roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'oidc-configmap-reader' },
-        subjects: grants.map((g) => ({ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: `${oidc.usernamePrefix}${g.sub}` })),
+        subjects: grants.map((g) => ({
+          apiGroup: 'rbac.authorization.k8s.io',
+          kind: 'User',
+          name: `${oidc.usernamePrefix}${g.sub}`,
+        })),
       },
     ],
   });
 });
 
 // `describe.for` cannot see `grants` (filled in beforeAll); the grant is looked up by name inside each test.
-describe.for(['client-credentials', 'token-exchange'])('oidc %s: a token from our plugin is accepted by kube-apiserver', (name) => {
-  const grant = (): Grant => grants.find((g) => g.name === name)!;
+describe.for(['client-credentials', 'token-exchange'])(
+  'oidc %s: a token from our plugin is accepted by kube-apiserver',
+  (name) => {
+    const grant = (): Grant => grants.find((g) => g.name === name)!;
 
-  it('the plugin as a child process: its token authenticates as oidc:<sub> in oidc:machines; the bound Role allows configmaps, anything else is 403', async () => {
-    const { oidc } = e2eContext();
-    const g = grant();
-    const run = await runPlugin(g, await tempDir('oidc-cache-'));
-    expect(run.stderr).toBe('');
-    expect(run.code).toBe(0);
-    const credential = JSON.parse(run.stdout) as { kind: string; status: { token: string; expirationTimestamp: string } };
-    expect(credential.kind).toBe('ExecCredential');
-    const claims = decodeJwt(credential.status.token);
-    expect(claims).toMatchObject({ iss: oidc.issuer, aud: oidc.audience, sub: g.sub });
+    it('the plugin as a child process: its token authenticates as oidc:<sub> in oidc:machines; the bound Role allows configmaps, anything else is 403', async () => {
+      const { oidc } = e2eContext();
+      const g = grant();
+      const run = await runPlugin(g, await tempDir('oidc-cache-'));
+      expect(run.stderr).toBe('');
+      expect(run.code).toBe(0);
+      const credential = JSON.parse(run.stdout) as {
+        kind: string;
+        status: { token: string; expirationTimestamp: string };
+      };
+      expect(credential.kind).toBe('ExecCredential');
+      const claims = decodeJwt(credential.status.token);
+      expect(claims).toMatchObject({ iss: oidc.issuer, aud: oidc.audience, sub: g.sub });
 
-    const me = await whoami(await tokenKubeconfig(`oidc-${name}`, credential.status.token));
-    expect(me.username).toBe(`${oidc.usernamePrefix}${g.sub}`);
-    expect(me.groups).toEqual(expect.arrayContaining([`${oidc.groupsPrefix}machines`, 'system:authenticated']));
+      const me = await whoami(await tokenKubeconfig(`oidc-${name}`, credential.status.token));
+      expect(me.username).toBe(`${oidc.usernamePrefix}${g.sub}`);
+      expect(me.groups).toEqual(expect.arrayContaining([`${oidc.groupsPrefix}machines`, 'system:authenticated']));
 
-    const allowed = await apiGet(credential.status.token, `/api/v1/namespaces/${NAMESPACE}/configmaps/fleet-settings`);
-    expect(allowed.status).toBe(200);
-    expect(allowed.body).toMatchObject({ kind: 'ConfigMap', data: { tier: 'e2e' } });
-    const secrets = await apiGet(credential.status.token, `/api/v1/namespaces/${NAMESPACE}/secrets`);
-    expect(secrets.status).toBe(403);
-    expect(String(secrets.body['message'])).toContain(`User "${oidc.usernamePrefix}${g.sub}" cannot list resource "secrets"`);
-    const elsewhere = await apiGet(credential.status.token, '/api/v1/namespaces/kube-system/configmaps');
-    expect(elsewhere.status).toBe(403);
-  });
-
-  it('kubectl with a kubeconfig from `clusterprofile kubeconfig --profile` execs the plugin: same identity, same limits', async () => {
-    const { oidc } = e2eContext();
-    const g = grant();
-    const { profileFile, providersFile } = await profileFiles(g, await tempDir('oidc-cache-'));
-    const rendered = await exec(process.execPath, [cli, 'kubeconfig', '--profile', profileFile, '--clusterprofile-provider-file', providersFile]);
-    expect(rendered.stderr).toBe('');
-    expect(rendered.code).toBe(0);
-    // The exec extension travels to the plugin as a cluster extension (spec.cluster.config).
-    expect(rendered.stdout).toContain('client.authentication.k8s.io/exec');
-    expect(rendered.stdout).toContain(oidc.issuer);
-    const kubeconfig = await tempFile(`oidc-${name}.kubeconfig`, rendered.stdout);
-
-    const me = await whoami(kubeconfig);
-    expect(me.username).toBe(`${oidc.usernamePrefix}${g.sub}`);
-    expect(me.groups).toContain(`${oidc.groupsPrefix}machines`);
-
-    const configmaps = await kubectl(kubeconfig, ['get', 'configmaps', '-n', NAMESPACE, '-o', 'name']);
-    expect(configmaps.stderr).toBe('');
-    expect(configmaps.stdout.trim().split('\n')).toContain('configmap/fleet-settings');
-    const secrets = await kubectl(kubeconfig, ['get', 'secrets', '-n', NAMESPACE]);
-    expect(secrets.code).not.toBe(0);
-    expect(secrets.stderr).toContain('(Forbidden)');
-    expect(secrets.stderr).toContain(`User "${oidc.usernamePrefix}${g.sub}" cannot list resource "secrets"`);
-  });
-
-  it('buildConfigFromClusterProfile (the built library) with the same profile: SelfSubjectReview and a 403 outside the Role', async () => {
-    const { oidc } = e2eContext();
-    const g = grant();
-    const { profile, providersFile } = await profileFiles(g, await tempDir('oidc-cache-'));
-    const kc = buildConfigFromClusterProfile(profile, await loadAccessConfig(providersFile));
-    const review = await kc.makeApiClient(AuthenticationV1Api).createSelfSubjectReview({
-      body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
+      const allowed = await apiGet(
+        credential.status.token,
+        `/api/v1/namespaces/${NAMESPACE}/configmaps/fleet-settings`,
+      );
+      expect(allowed.status).toBe(200);
+      expect(allowed.body).toMatchObject({ kind: 'ConfigMap', data: { tier: 'e2e' } });
+      const secrets = await apiGet(credential.status.token, `/api/v1/namespaces/${NAMESPACE}/secrets`);
+      expect(secrets.status).toBe(403);
+      expect(String(secrets.body['message'])).toContain(
+        `User "${oidc.usernamePrefix}${g.sub}" cannot list resource "secrets"`,
+      );
+      const elsewhere = await apiGet(credential.status.token, '/api/v1/namespaces/kube-system/configmaps');
+      expect(elsewhere.status).toBe(403);
     });
-    expect(review.status?.userInfo?.username).toBe(`${oidc.usernamePrefix}${g.sub}`);
-    expect(review.status?.userInfo?.groups).toContain(`${oidc.groupsPrefix}machines`);
 
-    const core = kc.makeApiClient(CoreV1Api);
-    const configmaps = await core.listNamespacedConfigMap({ namespace: NAMESPACE });
-    expect(configmaps.items.map((c) => c.metadata?.name)).toContain('fleet-settings');
-    const refused = await core.listNamespacedSecret({ namespace: NAMESPACE }).then(
-      () => undefined,
-      (error: unknown) => error as { code?: number },
-    );
-    expect(refused?.code).toBe(403);
-  });
-});
+    it('kubectl with a kubeconfig from `clusterprofile kubeconfig --profile` execs the plugin: same identity, same limits', async () => {
+      const { oidc } = e2eContext();
+      const g = grant();
+      const { profileFile, providersFile } = await profileFiles(g, await tempDir('oidc-cache-'));
+      const rendered = await exec(process.execPath, [
+        cli,
+        'kubeconfig',
+        '--profile',
+        profileFile,
+        '--clusterprofile-provider-file',
+        providersFile,
+      ]);
+      expect(rendered.stderr).toBe('');
+      expect(rendered.code).toBe(0);
+      // The exec extension travels to the plugin as a cluster extension (spec.cluster.config).
+      expect(rendered.stdout).toContain('client.authentication.k8s.io/exec');
+      expect(rendered.stdout).toContain(oidc.issuer);
+      const kubeconfig = await tempFile(`oidc-${name}.kubeconfig`, rendered.stdout);
+
+      const me = await whoami(kubeconfig);
+      expect(me.username).toBe(`${oidc.usernamePrefix}${g.sub}`);
+      expect(me.groups).toContain(`${oidc.groupsPrefix}machines`);
+
+      const configmaps = await kubectl(kubeconfig, ['get', 'configmaps', '-n', NAMESPACE, '-o', 'name']);
+      expect(configmaps.stderr).toBe('');
+      expect(configmaps.stdout.trim().split('\n')).toContain('configmap/fleet-settings');
+      const secrets = await kubectl(kubeconfig, ['get', 'secrets', '-n', NAMESPACE]);
+      expect(secrets.code).not.toBe(0);
+      expect(secrets.stderr).toContain('(Forbidden)');
+      expect(secrets.stderr).toContain(`User "${oidc.usernamePrefix}${g.sub}" cannot list resource "secrets"`);
+    });
+
+    it('buildConfigFromClusterProfile (the built library) with the same profile: SelfSubjectReview and a 403 outside the Role', async () => {
+      const { oidc } = e2eContext();
+      const g = grant();
+      const { profile, providersFile } = await profileFiles(g, await tempDir('oidc-cache-'));
+      const kc = buildConfigFromClusterProfile(profile, await loadAccessConfig(providersFile));
+      const review = await kc.makeApiClient(AuthenticationV1Api).createSelfSubjectReview({
+        body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
+      });
+      expect(review.status?.userInfo?.username).toBe(`${oidc.usernamePrefix}${g.sub}`);
+      expect(review.status?.userInfo?.groups).toContain(`${oidc.groupsPrefix}machines`);
+
+      const core = kc.makeApiClient(CoreV1Api);
+      const configmaps = await core.listNamespacedConfigMap({ namespace: NAMESPACE });
+      expect(configmaps.items.map((c) => c.metadata?.name)).toContain('fleet-settings');
+      const refused = await core.listNamespacedSecret({ namespace: NAMESPACE }).then(
+        () => undefined,
+        (error: unknown) => error as { code?: number },
+      );
+      expect(refused?.code).toBe(403);
+    });
+  },
+);
 
 describe('oidc: a token for another audience', () => {
   it('is refused by the plugin itself (ERR_OIDC_TOKEN_INVALID): nothing on stdout, nothing cached', async () => {

@@ -9,7 +9,13 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyAsAdmin, e2eContext, tokenKubeconfig, whoami } from '../helpers/controlplane-e2e.js';
 import { buildImages, ensureImageTools, mountDir, runInRoot, unpackImage } from '../helpers/plugin-images.js';
-import { adminKubectl, startE2eIssuer, tempDir, templatedManifest, type E2eIssuer } from './fixtures/tenant-cert-issuer.js';
+import {
+  adminKubectl,
+  startE2eIssuer,
+  tempDir,
+  templatedManifest,
+  type E2eIssuer,
+} from './fixtures/tenant-cert-issuer.js';
 
 const NAMESPACE = 'img-fleet';
 const SA = 'img-workload';
@@ -27,11 +33,22 @@ beforeAll(async () => {
   mkdirSync(join(root, 'proc'), { recursive: true });
   renameSync(rootfs, join(root, 'plugins'));
 
-  setup = await startE2eIssuer({ suffix: 'img', providerClusterID: 'member-img', consumerClusterID: CONSUMER, groups: ['fleet-hubs'] });
+  setup = await startE2eIssuer({
+    suffix: 'img',
+    providerClusterID: 'member-img',
+    consumerClusterID: CONSUMER,
+    groups: ['fleet-hubs'],
+  });
   copyFileSync(setup.keyFile, join(mountDir(root, 'etc/fleet'), 'consumer.key'));
   mountDir(root, 'var/cache/clusterprofile');
   await adminKubectl(['create', 'namespace', NAMESPACE]);
-  await applyAsAdmin(await templatedManifest('deploy/token-request-rbac.yaml', [['fleet-workload', SA], ['fleet', NAMESPACE], ['hub-cluster', CONSUMER]]));
+  await applyAsAdmin(
+    await templatedManifest('deploy/token-request-rbac.yaml', [
+      ['fleet-workload', SA],
+      ['fleet', NAMESPACE],
+      ['hub-cluster', CONSUMER],
+    ]),
+  );
 }, 300_000);
 
 afterAll(async () => {
@@ -57,7 +74,17 @@ describe('the token-request image in an empty root filesystem (real kube-apiserv
     // imported Identities the in-process tenant-cert bootstrap looks for (docs/images.md).
     const run = await runInRoot(
       root,
-      ['/plugins/bin/clusterprofile-token-request-plugin', '--bootstrap', 'tenant-cert', '--cluster-id', CONSUMER, '--key-file', '/etc/fleet/consumer.key', '--identity-dir', '/var/cache/clusterprofile/identities'],
+      [
+        '/plugins/bin/clusterprofile-token-request-plugin',
+        '--bootstrap',
+        'tenant-cert',
+        '--cluster-id',
+        CONSUMER,
+        '--key-file',
+        '/etc/fleet/consumer.key',
+        '--identity-dir',
+        '/var/cache/clusterprofile/identities',
+      ],
       { KUBERNETES_EXEC_INFO: info, KUBECACHEDIR: '/var/cache/clusterprofile' },
     );
     expect(run.stderr).toBe('');

@@ -14,8 +14,23 @@ import { AuthenticationV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { parse, stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildConfigFromClusterProfile, loadAccessConfig, type ClusterProfile } from '../../dist/library/index.js';
-import { applyAsAdmin, clusterProfileDocument, e2eContext, exec, kubectl, tempFile, whoami } from '../helpers/controlplane-e2e.js';
-import { adminKubectl, CLUSTERPROFILE_BIN, startE2eIssuer, TENANT_CERT_BIN, tempDir, type E2eIssuer } from './fixtures/tenant-cert-issuer.js';
+import {
+  applyAsAdmin,
+  clusterProfileDocument,
+  e2eContext,
+  exec,
+  kubectl,
+  tempFile,
+  whoami,
+} from '../helpers/controlplane-e2e.js';
+import {
+  adminKubectl,
+  CLUSTERPROFILE_BIN,
+  startE2eIssuer,
+  TENANT_CERT_BIN,
+  tempDir,
+  type E2eIssuer,
+} from './fixtures/tenant-cert-issuer.js';
 
 const PROVIDER = 'member-tc';
 const CONSUMER = 'hub-tc';
@@ -29,7 +44,12 @@ let providersFile: string;
 
 beforeAll(async () => {
   const { controlPlane } = e2eContext();
-  setup = await startE2eIssuer({ suffix: 'tc', providerClusterID: PROVIDER, consumerClusterID: CONSUMER, groups: [GROUP] });
+  setup = await startE2eIssuer({
+    suffix: 'tc',
+    providerClusterID: PROVIDER,
+    consumerClusterID: CONSUMER,
+    groups: [GROUP],
+  });
   cacheDir = await tempDir('kubecache');
   await adminKubectl(['create', 'namespace', NAMESPACE]);
   // The consumer may read configmaps in one namespace, nothing else.
@@ -87,7 +107,7 @@ afterAll(async () => {
 });
 
 describe('tenant-cert with the Kubernetes signer (CSR approved by the issuer, signed by kube-controller-manager)', () => {
-  it('the issuer\'s identity is the ServiceAccount of deploy/overlays/csr-signer/issuer-rbac.yaml, limited to CSRs', async () => {
+  it("the issuer's identity is the ServiceAccount of deploy/overlays/csr-signer/issuer-rbac.yaml, limited to CSRs", async () => {
     expect((await whoami(setup.issuerKubeconfig)).username).toBe(setup.issuerUser);
     const cannot = await kubectl(setup.issuerKubeconfig, ['get', 'secrets', '-n', 'kube-system']);
     expect(cannot.code).toBe(1);
@@ -98,7 +118,14 @@ describe('tenant-cert with the Kubernetes signer (CSR approved by the issuer, si
   });
 
   it('kubectl with the kubeconfig rendered by `clusterprofile kubeconfig --profile` is the consumer; RBAC holds', async () => {
-    const rendered = await exec(process.execPath, [CLUSTERPROFILE_BIN, 'kubeconfig', '--profile', profileFile, '--clusterprofile-provider-file', providersFile]);
+    const rendered = await exec(process.execPath, [
+      CLUSTERPROFILE_BIN,
+      'kubeconfig',
+      '--profile',
+      profileFile,
+      '--clusterprofile-provider-file',
+      providersFile,
+    ]);
     expect(rendered.stderr).toBe('');
     expect(rendered.code).toBe(0);
     const kubeconfig = await tempFile('member-tc.kubeconfig', rendered.stdout);
@@ -107,28 +134,48 @@ describe('tenant-cert with the Kubernetes signer (CSR approved by the issuer, si
     expect(identity.username).toBe(CONSUMER);
     expect(identity.groups.sort()).toEqual([GROUP, 'system:authenticated'].sort());
 
-    const allowed = await kubectl(kubeconfig, ['get', 'configmap', 'hello', '-n', NAMESPACE, '-o', 'jsonpath={.data.greeting}']);
+    const allowed = await kubectl(kubeconfig, [
+      'get',
+      'configmap',
+      'hello',
+      '-n',
+      NAMESPACE,
+      '-o',
+      'jsonpath={.data.greeting}',
+    ]);
     expect(allowed.stderr).toBe('');
     expect(allowed.stdout).toBe('from-the-member');
     const secrets = await kubectl(kubeconfig, ['get', 'secrets', '-n', NAMESPACE]);
     expect(secrets.code).toBe(1);
-    expect(secrets.stderr).toContain(`User "${CONSUMER}" cannot list resource "secrets" in API group "" in the namespace "${NAMESPACE}"`);
+    expect(secrets.stderr).toContain(
+      `User "${CONSUMER}" cannot list resource "secrets" in API group "" in the namespace "${NAMESPACE}"`,
+    );
     const elsewhere = await kubectl(kubeconfig, ['get', 'configmaps', '-n', 'default']);
-    expect(elsewhere.stderr).toContain(`User "${CONSUMER}" cannot list resource "configmaps" in API group "" in the namespace "default"`);
+    expect(elsewhere.stderr).toContain(
+      `User "${CONSUMER}" cannot list resource "configmaps" in API group "" in the namespace "default"`,
+    );
 
     // The certificate in the plugin's cache is the cluster's: signed by the control plane's client CA (the CSR
     // signer), CN = consumer, O = the issuer's group, at most kube-controller-manager's 10 minutes (+5 backdated).
-    const cached = readdirSync(cacheDir, { recursive: true }).map(String).filter((name) => name.endsWith('.json'));
+    const cached = readdirSync(cacheDir, { recursive: true })
+      .map(String)
+      .filter((name) => name.endsWith('.json'));
     expect(cached).toHaveLength(1);
-    const entry = JSON.parse(await readFile(path.join(cacheDir, cached[0]!), 'utf8')) as { status: { clientCertificateData: string } };
+    const entry = JSON.parse(await readFile(path.join(cacheDir, cached[0]!), 'utf8')) as {
+      status: { clientCertificateData: string };
+    };
     const certificate = new X509Certificate(entry.status.clientCertificateData);
     const clientCa = new X509Certificate(await readFile(e2eContext().controlPlane.clientCaCertFile, 'utf8'));
     expect(certificate.checkIssued(clientCa) && certificate.verify(clientCa.publicKey)).toBe(true);
     expect(certificate.subject.split('\n').sort()).toEqual([`CN=${CONSUMER}`, `O=${GROUP}`]);
     expect(Date.parse(certificate.validTo) - Date.parse(certificate.validFrom)).toBeLessThanOrEqual(15 * 60_000);
     // The issuer deleted its CSR after reading the certificate.
-    const csrs = JSON.parse(await adminKubectl(['get', 'csr', '-o', 'json'])) as { items: Array<{ metadata: { name: string } }> };
-    expect(csrs.items.map((item) => item.metadata.name).filter((name) => name.startsWith(`clusterprofile-${CONSUMER}-`))).toEqual([]);
+    const csrs = JSON.parse(await adminKubectl(['get', 'csr', '-o', 'json'])) as {
+      items: Array<{ metadata: { name: string } }>;
+    };
+    expect(
+      csrs.items.map((item) => item.metadata.name).filter((name) => name.startsWith(`clusterprofile-${CONSUMER}-`)),
+    ).toEqual([]);
   });
 
   it('client-node through buildConfigFromClusterProfile (dist/) is the consumer; a call outside its Role is 403', async () => {

@@ -31,7 +31,9 @@ const seen: string[] = [];
 type Json = Record<string, any>;
 
 async function tenant(name: string): Promise<Json> {
-  return JSON.parse(await adminKubectl(['get', 'tenants.credentials.clusterprofile.io', name, '-n', NS, '-o', 'json'])) as Json;
+  return JSON.parse(
+    await adminKubectl(['get', 'tenants.credentials.clusterprofile.io', name, '-n', NS, '-o', 'json']),
+  ) as Json;
 }
 
 /** Polls until the Tenant's Ready condition has `reason` for its current generation. */
@@ -40,26 +42,51 @@ async function until(reason: string, timeoutMs = 30_000, name = CONSUMER): Promi
   for (;;) {
     const current = await tenant(name);
     const ready = (current.status?.conditions as Json[] | undefined)?.find((item) => item.type === 'Ready');
-    if (current.status?.observedGeneration === current.metadata.generation && ready !== undefined) seen.push(ready.reason as string);
+    if (current.status?.observedGeneration === current.metadata.generation && ready !== undefined)
+      seen.push(ready.reason as string);
     if (current.status?.observedGeneration === current.metadata.generation && ready?.reason === reason) return current;
-    if (Date.now() > deadline) throw new Error(`Tenant not ${reason} in ${timeoutMs} ms: ${JSON.stringify(current.status)}\n${replicas.map((r) => r.log()).join('\n---\n')}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `Tenant not ${reason} in ${timeoutMs} ms: ${JSON.stringify(current.status)}\n${replicas.map((r) => r.log()).join('\n---\n')}`,
+      );
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
 }
 
 const applyTenant = (spec: Json, name = CONSUMER): Promise<string> =>
-  adminKubectl(['apply', '-n', NS, '-f', '-'], JSON.stringify({ apiVersion: API, kind: 'Tenant', metadata: { name }, spec }));
+  adminKubectl(
+    ['apply', '-n', NS, '-f', '-'],
+    JSON.stringify({ apiVersion: API, kind: 'Tenant', metadata: { name }, spec }),
+  );
 let step2Spec: Json;
 
 let privateKeyPem: string;
 
 beforeAll(async () => {
   const { controlPlane } = e2eContext();
-  await adminKubectl(['apply', '--server-side', '--field-manager=e2e-crd-installer', '-k', path.join(REPO, 'deploy/crds/')]);
-  await adminKubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd/tenants.credentials.clusterprofile.io', 'crd/identities.credentials.clusterprofile.io']);
+  await adminKubectl([
+    'apply',
+    '--server-side',
+    '--field-manager=e2e-crd-installer',
+    '-k',
+    path.join(REPO, 'deploy/crds/'),
+  ]);
+  await adminKubectl([
+    'wait',
+    '--for=condition=Established',
+    '--timeout=60s',
+    'crd/tenants.credentials.clusterprofile.io',
+    'crd/identities.credentials.clusterprofile.io',
+  ]);
   await adminKubectl(['create', 'namespace', NS]);
-  await adminKubectl(['apply', '-f', '-'], await templatedManifest('deploy/base/issuer-state-rbac.yaml', [['clusterprofile-system', NS]]));
-  await adminKubectl(['apply', '-f', '-'], await templatedManifest('deploy/base/tenant-flow-rbac.yaml', [['clusterprofile-system', NS]]));
+  await adminKubectl(
+    ['apply', '-f', '-'],
+    await templatedManifest('deploy/base/issuer-state-rbac.yaml', [['clusterprofile-system', NS]]),
+  );
+  await adminKubectl(
+    ['apply', '-f', '-'],
+    await templatedManifest('deploy/base/tenant-flow-rbac.yaml', [['clusterprofile-system', NS]]),
+  );
   // The admin's client CA for the state (docs/issuer.md: a CA the API server already trusts, in the Secret's shape).
   await applyAsAdmin({
     apiVersion: 'v1',
@@ -76,11 +103,47 @@ beforeAll(async () => {
   const pair = generateClusterKeyPair('ecdsa-p256');
   privateKeyPem = pair.privateKeyPem;
   const publicKeyFile = await tempFile('hub-tfr.pub', pair.publicKeyPem);
-  const trusted = await cli(['issuer', 'trust', '--state', 'kubernetes', '--namespace', NS, '--kubeconfig', controlPlane.adminKubeconfig, '--cluster-id', CONSUMER, '--public-key', publicKeyFile]);
+  const trusted = await cli([
+    'issuer',
+    'trust',
+    '--state',
+    'kubernetes',
+    '--namespace',
+    NS,
+    '--kubeconfig',
+    controlPlane.adminKubeconfig,
+    '--cluster-id',
+    CONSUMER,
+    '--public-key',
+    publicKeyFile,
+  ]);
   expect(trusted.code, trusted.stderr).toBe(0);
-  const args = ['--state', 'kubernetes', '--namespace', NS, '--kubeconfig', saKubeconfig, '--listen', '127.0.0.1:0', '--cluster-id', PROVIDER, '--reconcile-tenants'];
-  const more = ['--api-server-url', controlPlane.server, '--api-server-ca', controlPlane.caFile, '--group', GROUP, '--cert-lifetime', '10m'];
-  replicas.push(...(await Promise.all([startIssuerProcess([...args, ...more]), startIssuerProcess([...args, ...more])])));
+  const args = [
+    '--state',
+    'kubernetes',
+    '--namespace',
+    NS,
+    '--kubeconfig',
+    saKubeconfig,
+    '--listen',
+    '127.0.0.1:0',
+    '--cluster-id',
+    PROVIDER,
+    '--reconcile-tenants',
+  ];
+  const more = [
+    '--api-server-url',
+    controlPlane.server,
+    '--api-server-ca',
+    controlPlane.caFile,
+    '--group',
+    GROUP,
+    '--cert-lifetime',
+    '10m',
+  ];
+  replicas.push(
+    ...(await Promise.all([startIssuerProcess([...args, ...more]), startIssuerProcess([...args, ...more])])),
+  );
 }, 120_000);
 
 afterAll(async () => {
@@ -92,12 +155,21 @@ describe('the declarative flow on --state kubernetes, two replicas reconciling t
   it('kubectl apply of a Tenant: a nonce, then one certificate, an Identity and a kubeconfig Secret that passes SelfSubjectReview', async () => {
     const key = createPrivateKey(privateKeyPem);
     const request = signNonceRequest(key, { providerClusterID: PROVIDER, consumerClusterID: CONSUMER }, new Date());
-    await applyTenant({ clusterID: CONSUMER, providerClusterID: PROVIDER, nonceRequest: { timestamp: request.timestamp, signature: request.signature } });
+    await applyTenant({
+      clusterID: CONSUMER,
+      providerClusterID: PROVIDER,
+      nonceRequest: { timestamp: request.timestamp, signature: request.signature },
+    });
     const step1 = await until('NonceIssued');
     const nonce = step1.status.nonce.value as string;
     expect(nonce).toHaveLength(88);
 
-    const document = await buildTenant({ privateKey: key, consumerClusterID: CONSUMER, providerClusterID: PROVIDER, nonce });
+    const document = await buildTenant({
+      privateKey: key,
+      consumerClusterID: CONSUMER,
+      providerClusterID: PROVIDER,
+      nonce,
+    });
     step2Spec = document.spec;
     await applyTenant(document.spec);
     const done = await until('Issued');
@@ -105,7 +177,10 @@ describe('the declarative flow on --state kubernetes, two replicas reconciling t
     // Both replicas judged the generation; the nonce was spent once, so one certificate was issued in all.
     await new Promise((resolve) => setTimeout(resolve, 1000));
     const issued = replicas.map((replica) => (replica.log().match(/certificate issued/g) ?? []).length);
-    expect(issued.reduce((a, b) => a + b, 0), replicas.map((r) => r.log()).join('\n---\n')).toBe(1);
+    expect(
+      issued.reduce((a, b) => a + b, 0),
+      replicas.map((r) => r.log()).join('\n---\n'),
+    ).toBe(1);
     // The replica that lost the race learnt at once that the nonce was spent; its refusal is never shown (it waits
     // out a grace period, then finds the generation answered), not even for a moment.
     await new Promise((resolve) => setTimeout(resolve, 5000));
@@ -118,13 +193,17 @@ describe('the declarative flow on --state kubernetes, two replicas reconciling t
       expect(logs).toMatch(/\(generation 2\): answered by another replica; its nonce-reused refusal is dropped/);
     }
 
-    const secret = JSON.parse(await adminKubectl(['get', 'secret', `kubeconfig-${CONSUMER}`, '-n', NS, '-o', 'json'])) as Json;
+    const secret = JSON.parse(
+      await adminKubectl(['get', 'secret', `kubeconfig-${CONSUMER}`, '-n', NS, '-o', 'json']),
+    ) as Json;
     const config = parse(Buffer.from(secret.data.kubeconfig, 'base64').toString('utf8')) as Json;
     config.users[0].user['client-key-data'] = Buffer.from(privateKeyPem).toString('base64');
     const file = await tempFile('hub-tfr.kubeconfig', stringify(config));
     const certificate = new X509Certificate(Buffer.from(secret.data['tls.crt'], 'base64').toString('utf8'));
     // ca.crt: the API server's CA (--api-server-ca), the one the kubeconfig trusts.
-    expect(Buffer.from(secret.data['ca.crt'], 'base64').toString('utf8')).toBe(await readFile(e2eContext().controlPlane.caFile, 'utf8'));
+    expect(Buffer.from(secret.data['ca.crt'], 'base64').toString('utf8')).toBe(
+      await readFile(e2eContext().controlPlane.caFile, 'utf8'),
+    );
     expect(secret.data['ca.crt']).toBe(config.clusters[0].cluster['certificate-authority-data']);
     expect(certificate.subject.split('\n').sort()).toEqual([`CN=${CONSUMER}`, `O=${GROUP}`]);
     const who = await whoami(file);
@@ -133,11 +212,17 @@ describe('the declarative flow on --state kubernetes, two replicas reconciling t
     expect((await kubectl(file, ['auth', 'can-i', 'create', 'certificatesigningrequests'])).stdout.trim()).toBe('no');
   }, 90_000);
 
-  it('the answered Tenant\'s spec applied again under another name (a replayed nonce): ERR_TENANT_NONCE_REUSED after the grace period, no Identity', async () => {
+  it("the answered Tenant's spec applied again under another name (a replayed nonce): ERR_TENANT_NONCE_REUSED after the grace period, no Identity", async () => {
     await applyTenant(step2Spec, 'replayed');
     const refused = await until('ERR_TENANT_NONCE_REUSED', 30_000, 'replayed');
     expect(refused.status.identityRef).toBeUndefined();
-    const identity = await kubectl(e2eContext().controlPlane.adminKubeconfig, ['get', 'identities.credentials.clusterprofile.io', 'replayed', '-n', NS]);
+    const identity = await kubectl(e2eContext().controlPlane.adminKubeconfig, [
+      'get',
+      'identities.credentials.clusterprofile.io',
+      'replayed',
+      '-n',
+      NS,
+    ]);
     expect(identity.stderr).toContain('NotFound');
     // Both replicas found the nonce spent; neither issued.
     expect(replicas.map((r) => (r.log().match(/certificate issued/g) ?? []).length).reduce((a, b) => a + b, 0)).toBe(1);

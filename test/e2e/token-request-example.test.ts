@@ -15,7 +15,10 @@ import { codeBlocks, runLines, shellLines, writeFiles, type ShellRun } from '../
 
 const repo = fileURLToPath(new URL('../../', import.meta.url));
 const page = readFileSync(join(repo, 'docs', 'token-request.md'), 'utf8');
-const section = page.slice(page.indexOf('## A complete example'), page.indexOf('\n## ', page.indexOf('## A complete example') + 1));
+const section = page.slice(
+  page.indexOf('## A complete example'),
+  page.indexOf('\n## ', page.indexOf('## A complete example') + 1),
+);
 const blocks = codeBlocks(section);
 const lines = shellLines(blocks);
 
@@ -35,7 +38,9 @@ describe('docs/token-request.md, a complete example, on a real API server', () =
         .replaceAll('/etc/fleet/', `${dir}/`),
     );
     // The hub's bootstrap identity: a client certificate for the user the manifest binds.
-    writeFileSync(join(dir, 'bootstrap.kubeconfig'), readFileSync(await clientCertKubeconfig('hub-cluster'), 'utf8'), { mode: 0o600 });
+    writeFileSync(join(dir, 'bootstrap.kubeconfig'), readFileSync(await clientCertKubeconfig('hub-cluster'), 'utf8'), {
+      mode: 0o600,
+    });
     mkdirSync(join(dir, 'node_modules'));
     symlinkSync(repo, join(dir, 'node_modules', 'clusterprofile-credentials'));
     mkdirSync(join(dir, 'bin'));

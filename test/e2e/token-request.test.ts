@@ -26,7 +26,14 @@ import { tokenRequestProvider } from '../../src/providers/token-request/provider
 import { clientCertKubeconfig as kubeconfigDocument } from '../helpers/controlplane.js';
 import { applyAsAdmin, e2eContext, kubectl, tempFile, tokenKubeconfig, whoami } from '../helpers/controlplane-e2e.js';
 import { runNode } from '../helpers/tenant-cert-plugin-run.js';
-import { adminKubectl, startE2eIssuer, tempDir, templatedManifest, TOKEN_REQUEST_BIN, type E2eIssuer } from './fixtures/tenant-cert-issuer.js';
+import {
+  adminKubectl,
+  startE2eIssuer,
+  tempDir,
+  templatedManifest,
+  TOKEN_REQUEST_BIN,
+  type E2eIssuer,
+} from './fixtures/tenant-cert-issuer.js';
 
 const PROVIDER = 'member-tr';
 const CONSUMER = 'hub-tr';
@@ -63,13 +70,23 @@ function execInfo(config: Record<string, unknown> = {}): string {
 
 /** The binary as client-go runs it, bootstrapped from tenant-cert. */
 function runBinary(config: Record<string, unknown> = {}, extra: string[] = []) {
-  return runNode(TOKEN_REQUEST_BIN, ['--bootstrap', 'tenant-cert', '--cluster-id', CONSUMER, '--key-file', setup.keyFile, ...extra], {
-    KUBECACHEDIR: cacheRoot,
-    KUBERNETES_EXEC_INFO: execInfo(config),
-  });
+  return runNode(
+    TOKEN_REQUEST_BIN,
+    ['--bootstrap', 'tenant-cert', '--cluster-id', CONSUMER, '--key-file', setup.keyFile, ...extra],
+    {
+      KUBECACHEDIR: cacheRoot,
+      KUBERNETES_EXEC_INFO: execInfo(config),
+    },
+  );
 }
 
-function claims(token: string): { iat: number; exp: number; sub: string; jti?: string; 'kubernetes.io'?: Record<string, unknown> } {
+function claims(token: string): {
+  iat: number;
+  exp: number;
+  sub: string;
+  jti?: string;
+  'kubernetes.io'?: Record<string, unknown>;
+} {
   return JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString('utf8'));
 }
 
@@ -80,7 +97,12 @@ async function asToken(name: string, token: string): Promise<string> {
 beforeAll(async () => {
   const { controlPlane } = e2eContext();
   caBase64 = Buffer.from(await readFile(controlPlane.caFile, 'utf8')).toString('base64');
-  setup = await startE2eIssuer({ suffix: 'tr', providerClusterID: PROVIDER, consumerClusterID: CONSUMER, groups: ['fleet-hubs'] });
+  setup = await startE2eIssuer({
+    suffix: 'tr',
+    providerClusterID: PROVIDER,
+    consumerClusterID: CONSUMER,
+    groups: ['fleet-hubs'],
+  });
   cacheRoot = await tempDir('kubecache');
   await adminKubectl(['create', 'namespace', NAMESPACE]);
   await applyAsAdmin(
@@ -127,16 +149,24 @@ describe('token-request bootstrapped from tenant-cert (real kube-apiserver, kube
     const kubeconfig = await asToken('tr-token-1', first.token);
     const identity = await whoami(kubeconfig);
     expect(identity.username).toBe(SA_USER);
-    expect(identity.groups.sort()).toEqual(['system:authenticated', 'system:serviceaccounts', `system:serviceaccounts:${NAMESPACE}`]);
+    expect(identity.groups.sort()).toEqual([
+      'system:authenticated',
+      'system:serviceaccounts',
+      `system:serviceaccounts:${NAMESPACE}`,
+    ]);
     // The manifest's example binding: (stand-in) view in the namespace. Reading configmaps works; secrets (not in view) and
     // other namespaces are 403.
     const ok = await kubectl(kubeconfig, ['get', 'configmap', 'hello', '-n', NAMESPACE, '-o', 'name']);
     expect(ok.stderr).toBe('');
     expect(ok.stdout.trim()).toBe('configmap/hello');
     const secrets = await kubectl(kubeconfig, ['get', 'secrets', '-n', NAMESPACE]);
-    expect(secrets.stderr).toContain(`User "${SA_USER}" cannot list resource "secrets" in API group "" in the namespace "${NAMESPACE}"`);
+    expect(secrets.stderr).toContain(
+      `User "${SA_USER}" cannot list resource "secrets" in API group "" in the namespace "${NAMESPACE}"`,
+    );
     const elsewhere = await kubectl(kubeconfig, ['get', 'pods', '-n', 'default']);
-    expect(elsewhere.stderr).toContain(`User "${SA_USER}" cannot list resource "pods" in API group "" in the namespace "default"`);
+    expect(elsewhere.stderr).toContain(
+      `User "${SA_USER}" cannot list resource "pods" in API group "" in the namespace "default"`,
+    );
 
     // The next run is served from the cache: the same token.
     const again = await runBinary();
@@ -149,19 +179,25 @@ describe('token-request bootstrapped from tenant-cert (real kube-apiserver, kube
     const dir = path.join(cacheRoot, 'clusterprofile', 'tenant-cert');
     const entries = readdirSync(dir).filter((name) => name.endsWith('.json'));
     expect(entries).toHaveLength(1);
-    const cached = JSON.parse(await readFile(path.join(dir, entries[0]!), 'utf8')) as { status: { clientCertificateData: string; clientKeyData: string } };
+    const cached = JSON.parse(await readFile(path.join(dir, entries[0]!), 'utf8')) as {
+      status: { clientCertificateData: string; clientKeyData: string };
+    };
     const bootstrap = await tempFile(
       'bootstrap.kubeconfig',
-      stringify(kubeconfigDocument(controlPlane.server, await readFile(controlPlane.caFile, 'utf8'), CONSUMER, {
-        cert: cached.status.clientCertificateData,
-        key: cached.status.clientKeyData,
-      })),
+      stringify(
+        kubeconfigDocument(controlPlane.server, await readFile(controlPlane.caFile, 'utf8'), CONSUMER, {
+          cert: cached.status.clientCertificateData,
+          key: cached.status.clientKeyData,
+        }),
+      ),
     );
     const identity = await whoami(bootstrap);
     expect(identity.username).toBe(CONSUMER);
     expect(identity.groups.sort()).toEqual(['fleet-hubs', 'system:authenticated']);
     const pods = await kubectl(bootstrap, ['get', 'pods', '-n', NAMESPACE]);
-    expect(pods.stderr).toContain(`User "${CONSUMER}" cannot list resource "pods" in API group "" in the namespace "${NAMESPACE}"`);
+    expect(pods.stderr).toContain(
+      `User "${CONSUMER}" cannot list resource "pods" in API group "" in the namespace "${NAMESPACE}"`,
+    );
     const kubectlToken = await kubectl(bootstrap, ['create', 'token', OTHER_SA, '-n', NAMESPACE]);
     expect(kubectlToken.stderr).toContain(`User "${CONSUMER}" cannot create resource "serviceaccounts/token"`);
 
@@ -179,13 +215,17 @@ describe('token-request bootstrapped from tenant-cert (real kube-apiserver, kube
     const { controlPlane } = e2eContext();
     const dir = path.join(cacheRoot, 'clusterprofile', 'tenant-cert');
     const entry = readdirSync(dir).find((name) => name.endsWith('.json'))!;
-    const cached = JSON.parse(await readFile(path.join(dir, entry), 'utf8')) as { status: { clientCertificateData: string; clientKeyData: string } };
+    const cached = JSON.parse(await readFile(path.join(dir, entry), 'utf8')) as {
+      status: { clientCertificateData: string; clientKeyData: string };
+    };
     const bootstrap = await tempFile(
       'bootstrap.kubeconfig',
-      stringify(kubeconfigDocument(controlPlane.server, await readFile(controlPlane.caFile, 'utf8'), CONSUMER, {
-        cert: cached.status.clientCertificateData,
-        key: cached.status.clientKeyData,
-      })),
+      stringify(
+        kubeconfigDocument(controlPlane.server, await readFile(controlPlane.caFile, 'utf8'), CONSUMER, {
+          cert: cached.status.clientCertificateData,
+          key: cached.status.clientKeyData,
+        }),
+      ),
     );
     const cacheDir = await tempDir('in-process-cache');
     let shiftMs = 0;

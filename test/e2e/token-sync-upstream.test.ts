@@ -12,7 +12,16 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parse, stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyAsAdmin, e2eContext, exec, issueClientCert, clientCertKubeconfig, tempFile, tokenKubeconfig, whoami } from '../helpers/controlplane-e2e.js';
+import {
+  applyAsAdmin,
+  e2eContext,
+  exec,
+  issueClientCert,
+  clientCertKubeconfig,
+  tempFile,
+  tokenKubeconfig,
+  whoami,
+} from '../helpers/controlplane-e2e.js';
 import { adminKubectl, CLUSTERPROFILE_BIN, REPO, templatedManifest } from './fixtures/tenant-cert-issuer.js';
 
 const NAMESPACE = 'sync-fleet';
@@ -44,9 +53,24 @@ interface Run {
 
 /** `clusterprofile token sync` for the profile, as the hub job runs it. */
 function sync(extra: string[] = []): Promise<Run> {
-  return exec(process.execPath, [CLUSTERPROFILE_BIN, 'token', 'sync', '-n', NAMESPACE, '--hub-kubeconfig', syncKubeconfig, '--clusterprofile-provider-file', syncProvidersFile, ...extra], {
-    env: { PATH: process.env['PATH'] ?? '', HOME: path.dirname(syncKubeconfig) },
-  });
+  return exec(
+    process.execPath,
+    [
+      CLUSTERPROFILE_BIN,
+      'token',
+      'sync',
+      '-n',
+      NAMESPACE,
+      '--hub-kubeconfig',
+      syncKubeconfig,
+      '--clusterprofile-provider-file',
+      syncProvidersFile,
+      ...extra,
+    ],
+    {
+      env: { PATH: process.env['PATH'] ?? '', HOME: path.dirname(syncKubeconfig) },
+    },
+  );
 }
 
 /** KUBERNETES_EXEC_INFO as client-go hands it to a plugin with provideClusterInfo: the access provider's cluster. */
@@ -55,21 +79,33 @@ function execInfo(config: Record<string, unknown>): string {
   return JSON.stringify({
     apiVersion: 'client.authentication.k8s.io/v1',
     kind: 'ExecCredential',
-    spec: { interactive: false, cluster: { server: controlPlane.server, 'certificate-authority-data': caBase64, config } },
+    spec: {
+      interactive: false,
+      cluster: { server: controlPlane.server, 'certificate-authority-data': caBase64, config },
+    },
   });
 }
 
 /** One of upstream's plugin binaries, with the reader's hub kubeconfig (outside a pod, that is where it looks). */
 function upstreamPlugin(binary: string, config: Record<string, unknown>): Promise<Run> {
   return exec(binary, [], {
-    env: { PATH: process.env['PATH'] ?? '', HOME: path.dirname(readerKubeconfig), KUBECONFIG: readerKubeconfig, KUBERNETES_EXEC_INFO: execInfo(config) },
+    env: {
+      PATH: process.env['PATH'] ?? '',
+      HOME: path.dirname(readerKubeconfig),
+      KUBECONFIG: readerKubeconfig,
+      KUBERNETES_EXEC_INFO: execInfo(config),
+    },
   });
 }
 
 /** A hub Secret's data, decoded, read as admin. */
 async function secretData(name: string): Promise<Record<string, string>> {
-  const secret = JSON.parse(await adminKubectl(['get', 'secret', name, '-n', NAMESPACE, '-o', 'json'])) as { data: Record<string, string> };
-  return Object.fromEntries(Object.entries(secret.data).map(([key, value]) => [key, Buffer.from(value, 'base64').toString('utf8')]));
+  const secret = JSON.parse(await adminKubectl(['get', 'secret', name, '-n', NAMESPACE, '-o', 'json'])) as {
+    data: Record<string, string>;
+  };
+  return Object.fromEntries(
+    Object.entries(secret.data).map(([key, value]) => [key, Buffer.from(value, 'base64').toString('utf8')]),
+  );
 }
 
 describe("token sync feeds upstream's reader plugins", () => {
@@ -78,18 +114,34 @@ describe("token sync feeds upstream's reader plugins", () => {
     const caPem = await readFile(controlPlane.caFile, 'utf8');
     caBase64 = Buffer.from(caPem).toString('base64');
     await adminKubectl(['apply', '-f', crdFile]);
-    await adminKubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd/clusterprofiles.multicluster.x-k8s.io']);
+    await adminKubectl([
+      'wait',
+      '--for=condition=Established',
+      '--timeout=60s',
+      'crd/clusterprofiles.multicluster.x-k8s.io',
+    ]);
     await adminKubectl(['create', 'namespace', NAMESPACE]);
     await adminKubectl(['create', 'namespace', CONTROLLERS]);
 
     // Member side: the bootstrap identity may only mint tokens for the workload account (the documented Role).
-    await applyAsAdmin(await templatedManifest('deploy/token-request-rbac.yaml', [['fleet-workload', WORKLOAD], ['fleet', NAMESPACE], ['hub-cluster', BOOTSTRAP_USER]]));
+    await applyAsAdmin(
+      await templatedManifest('deploy/token-request-rbac.yaml', [
+        ['fleet-workload', WORKLOAD],
+        ['fleet', NAMESPACE],
+        ['hub-cluster', BOOTSTRAP_USER],
+      ]),
+    );
     // The workload may list namespaces: what the Go client does with it at the end.
     await applyAsAdmin({
       apiVersion: 'v1',
       kind: 'List',
       items: [
-        { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: 'e2e-sync-namespace-lister' }, rules: [{ apiGroups: [''], resources: ['namespaces'], verbs: ['list'] }] },
+        {
+          apiVersion: 'rbac.authorization.k8s.io/v1',
+          kind: 'ClusterRole',
+          metadata: { name: 'e2e-sync-namespace-lister' },
+          rules: [{ apiGroups: [''], resources: ['namespaces'], verbs: ['list'] }],
+        },
         {
           apiVersion: 'rbac.authorization.k8s.io/v1',
           kind: 'ClusterRoleBinding',
@@ -102,7 +154,13 @@ describe("token sync feeds upstream's reader plugins", () => {
 
     // Hub side: the documented Roles — the reader (a controller's service account) gets, the sync job writes.
     await adminKubectl(['create', 'serviceaccount', READER, '-n', CONTROLLERS]);
-    await applyAsAdmin(await templatedManifest('deploy/secret-reader-rbac.yaml', [['fleet', NAMESPACE], ['multicluster-controller', READER], ['controllers', CONTROLLERS]]));
+    await applyAsAdmin(
+      await templatedManifest('deploy/secret-reader-rbac.yaml', [
+        ['fleet', NAMESPACE],
+        ['multicluster-controller', READER],
+        ['controllers', CONTROLLERS],
+      ]),
+    );
     await applyAsAdmin({
       apiVersion: 'rbac.authorization.k8s.io/v1',
       kind: 'RoleBinding',
@@ -161,9 +219,24 @@ describe("token sync feeds upstream's reader plugins", () => {
         { name: 'secretreader', cluster: cluster(SECRET_READER_CONFIG) },
       ],
     };
-    const object = { apiVersion: 'multicluster.x-k8s.io/v1alpha1', kind: 'ClusterProfile', metadata: { name: PROFILE, namespace: NAMESPACE }, spec: { displayName: PROFILE, clusterManager: { name: 'e2e' } } };
+    const object = {
+      apiVersion: 'multicluster.x-k8s.io/v1alpha1',
+      kind: 'ClusterProfile',
+      metadata: { name: PROFILE, namespace: NAMESPACE },
+      spec: { displayName: PROFILE, clusterManager: { name: 'e2e' } },
+    };
     await adminKubectl(['create', '-f', '-'], JSON.stringify(object));
-    await adminKubectl(['patch', 'clusterprofile', PROFILE, '-n', NAMESPACE, '--subresource=status', '--type=merge', '-p', JSON.stringify({ status })]);
+    await adminKubectl([
+      'patch',
+      'clusterprofile',
+      PROFILE,
+      '-n',
+      NAMESPACE,
+      '--subresource=status',
+      '--type=merge',
+      '-p',
+      JSON.stringify({ status }),
+    ]);
     profileFile = await tempFile('profile.json', JSON.stringify({ ...object, status }));
   });
 
@@ -189,10 +262,16 @@ describe("token sync feeds upstream's reader plugins", () => {
     expect(plugin.stderr).toBe('');
     expect(plugin.code).toBe(0);
     // (v0.1.0's credentialplugin also echoes `spec: {interactive: false}`, which its README's "minimal" output omits.)
-    const credential = JSON.parse(plugin.stdout) as { apiVersion: string; kind: string; status: Record<string, unknown> };
+    const credential = JSON.parse(plugin.stdout) as {
+      apiVersion: string;
+      kind: string;
+      status: Record<string, unknown>;
+    };
     expect(credential).toMatchObject({ apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential' });
     expect(credential.status).toEqual({ token: minted });
-    expect((await whoami(await tokenKubeconfig('kubeconfig-secretreader', String(credential.status['token'])))).username).toBe(WORKLOAD_USER);
+    expect(
+      (await whoami(await tokenKubeconfig('kubeconfig-secretreader', String(credential.status['token'])))).username,
+    ).toBe(WORKLOAD_USER);
 
     // The same kubeconfig works as it is (kubectl): its cluster is the member's.
     expect((await whoami(await tempFile('from-secret.kubeconfig', data['value']!))).username).toBe(WORKLOAD_USER);
@@ -208,7 +287,11 @@ describe("token sync feeds upstream's reader plugins", () => {
     const plugin = await upstreamPlugin(binaries.secretreaderPlugin, SECRET_READER_CONFIG);
     expect(plugin.stderr).toBe('');
     expect(plugin.code).toBe(0);
-    const credential = JSON.parse(plugin.stdout) as { apiVersion: string; kind: string; status: Record<string, unknown> };
+    const credential = JSON.parse(plugin.stdout) as {
+      apiVersion: string;
+      kind: string;
+      status: Record<string, unknown>;
+    };
     expect(credential).toMatchObject({ apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential' });
     expect(credential.status).toEqual({ token: minted });
     expect((await whoami(await tokenKubeconfig('secretreader', minted))).username).toBe(WORKLOAD_USER);
@@ -232,7 +315,9 @@ describe("token sync feeds upstream's reader plugins", () => {
         ],
       }),
     );
-    const result = await exec(binaries.goclient, ['--providers-file', providers, '--clusterprofile', profileFile], { env: { PATH: process.env['PATH'] ?? '', HOME: path.dirname(providers) } });
+    const result = await exec(binaries.goclient, ['--providers-file', providers, '--clusterprofile', profileFile], {
+      env: { PATH: process.env['PATH'] ?? '', HOME: path.dirname(providers) },
+    });
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     expect(result.stdout.split('\n')).toContain(NAMESPACE);

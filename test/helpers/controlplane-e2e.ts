@@ -71,8 +71,18 @@ declare module 'vitest' {
   }
 }
 
-export function e2eContext(): { controlPlane: ControlPlaneInfo; oidc: E2eOidcInfo; dex: E2eDexInfo; binaries: E2eBinaries } {
-  return { controlPlane: inject('controlPlane'), oidc: inject('oidc'), dex: inject('dex'), binaries: inject('binaries') };
+export function e2eContext(): {
+  controlPlane: ControlPlaneInfo;
+  oidc: E2eOidcInfo;
+  dex: E2eDexInfo;
+  binaries: E2eBinaries;
+} {
+  return {
+    controlPlane: inject('controlPlane'),
+    oidc: inject('oidc'),
+    dex: inject('dex'),
+    binaries: inject('binaries'),
+  };
 }
 
 export interface ExecResult {
@@ -82,7 +92,11 @@ export interface ExecResult {
 }
 
 /** Runs a command, never rejecting on a non-zero exit: tests assert on code, stdout and stderr. */
-export function exec(command: string, args: string[], options: { env?: NodeJS.ProcessEnv; input?: string; timeoutMs?: number } = {}): Promise<ExecResult> {
+export function exec(
+  command: string,
+  args: string[],
+  options: { env?: NodeJS.ProcessEnv; input?: string; timeoutMs?: number } = {},
+): Promise<ExecResult> {
   return new Promise((resolve) => {
     const child = execFile(
       command,
@@ -111,12 +125,20 @@ export async function applyAsAdmin(manifest: unknown): Promise<void> {
 }
 
 /** The identity the API server sees (SelfSubjectReview through `kubectl auth whoami -o json`). */
-export async function whoami(kubeconfig: string): Promise<{ username: string; groups: string[]; extra?: Record<string, string[]> }> {
+export async function whoami(
+  kubeconfig: string,
+): Promise<{ username: string; groups: string[]; extra?: Record<string, string[]> }> {
   const result = await kubectl(kubeconfig, ['auth', 'whoami', '-o', 'json']);
   if (result.code !== 0) throw new Error(`kubectl auth whoami failed (${result.code}): ${result.stderr}`);
-  const review = JSON.parse(result.stdout) as { status: { userInfo: { username: string; groups?: string[]; extra?: Record<string, string[]> } } };
+  const review = JSON.parse(result.stdout) as {
+    status: { userInfo: { username: string; groups?: string[]; extra?: Record<string, string[]> } };
+  };
   const info = review.status.userInfo;
-  return { username: info.username, groups: info.groups ?? [], ...(info.extra === undefined ? {} : { extra: info.extra }) };
+  return {
+    username: info.username,
+    groups: info.groups ?? [],
+    ...(info.extra === undefined ? {} : { extra: info.extra }),
+  };
 }
 
 /** A file in a fresh directory inside the control plane's work dir, so the global teardown removes it (keys too). */
@@ -131,7 +153,11 @@ export async function tempFile(name: string, content: string): Promise<string> {
 }
 
 /** A client certificate from the control plane's client CA (CN = user, O = groups). */
-export async function issueClientCert(user: string, groups: string[] = [], options: { notAfter?: Date } = {}): Promise<{ cert: string; key: string }> {
+export async function issueClientCert(
+  user: string,
+  groups: string[] = [],
+  options: { notAfter?: Date } = {},
+): Promise<{ cert: string; key: string }> {
   const { controlPlane } = e2eContext();
   const ca = await loadCa({
     cert: await readFile(controlPlane.clientCaCertFile, 'utf8'),
@@ -189,7 +215,12 @@ export async function tokenKubeconfig(name: string, token: string): Promise<stri
     stringify({
       apiVersion: 'v1',
       kind: 'Config',
-      clusters: [{ name: 'e2e', cluster: { server: controlPlane.server, 'certificate-authority-data': Buffer.from(caPem).toString('base64') } }],
+      clusters: [
+        {
+          name: 'e2e',
+          cluster: { server: controlPlane.server, 'certificate-authority-data': Buffer.from(caPem).toString('base64') },
+        },
+      ],
       users: [{ name, user: { token } }],
       contexts: [{ name: 'e2e', context: { cluster: 'e2e', user: name } }],
       'current-context': 'e2e',

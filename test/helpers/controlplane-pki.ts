@@ -34,13 +34,18 @@ export interface IssueOptions {
 
 export interface Ca extends CertKeyPem {
   /** A serving certificate with IP SANs (default 127.0.0.1) and DNS SANs (default localhost). */
-  issueServerCert(options?: IssueOptions & { ips?: string[]; dns?: string[]; commonName?: string }): Promise<CertKeyPem>;
+  issueServerCert(
+    options?: IssueOptions & { ips?: string[]; dns?: string[]; commonName?: string },
+  ): Promise<CertKeyPem>;
   /** A client certificate as the API server reads it: CN = user name, one O per group. */
   issueClientCert(user: string, options?: IssueOptions & { groups?: string[] }): Promise<CertKeyPem>;
 }
 
 function pem(der: ArrayBuffer, label: string): string {
-  const lines = Buffer.from(der).toString('base64').match(/.{1,64}/g) ?? [];
+  const lines =
+    Buffer.from(der)
+      .toString('base64')
+      .match(/.{1,64}/g) ?? [];
   return `-----BEGIN ${label}-----\n${lines.join('\n')}\n-----END ${label}-----\n`;
 }
 
@@ -64,7 +69,9 @@ function issuerFor(caCert: x509.X509Certificate, caKeys: CryptoKeyPair, certPem:
       issuer: caCert.subject,
       publicKey: keys.publicKey,
       signingKey: caKeys.privateKey,
-      serialNumber: Buffer.from(webcrypto.getRandomValues(new Uint8Array(16))).toString('hex').replace(/^[89a-f]/, '1'),
+      serialNumber: Buffer.from(webcrypto.getRandomValues(new Uint8Array(16)))
+        .toString('hex')
+        .replace(/^[89a-f]/, '1'),
       notBefore: o.notBefore ?? new Date(Date.now() - 60_000),
       notAfter: o.notAfter ?? caCert.notAfter,
       signingAlgorithm: algorithm,

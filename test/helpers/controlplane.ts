@@ -156,7 +156,10 @@ async function stopProcess(p: Started, graceMs = 10_000): Promise<void> {
 }
 
 /** GET over HTTPS; resolves with the status and body (never rejects on HTTP errors). */
-function httpsGet(url: string, tls: { ca?: string; cert?: string; key?: string; insecure?: boolean }): Promise<{ status: number; body: string }> {
+function httpsGet(
+  url: string,
+  tls: { ca?: string; cert?: string; key?: string; insecure?: boolean },
+): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const req = request(
       url,
@@ -188,7 +191,9 @@ async function waitFor(p: Started, what: string, timeoutMs: number, probe: () =>
     }
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
-  throw new Error(`${p.name}: no ${what} within ${timeoutMs} ms (${lastError}); log ${p.logFile}:\n${logTail(p.logFile)}`);
+  throw new Error(
+    `${p.name}: no ${what} within ${timeoutMs} ms (${lastError}); log ${p.logFile}:\n${logTail(p.logFile)}`,
+  );
 }
 
 /** The AuthenticationConfiguration document (apiserver.config.k8s.io/v1, GA in Kubernetes 1.34). */
@@ -207,7 +212,12 @@ export function authenticationConfiguration(issuers: JwtIssuer[]): Record<string
 }
 
 /** A kubeconfig with one cluster, one user (client certificate), one context, all inline. */
-export function clientCertKubeconfig(server: string, caPem: string, user: string, pair: CertKeyPem): Record<string, unknown> {
+export function clientCertKubeconfig(
+  server: string,
+  caPem: string,
+  user: string,
+  pair: CertKeyPem,
+): Record<string, unknown> {
   const b64 = (s: string): string => Buffer.from(s).toString('base64');
   return {
     apiVersion: 'v1',
@@ -248,7 +258,9 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
       dns: ['localhost', 'kubernetes', 'kubernetes.default', 'kubernetes.default.svc'],
     });
     const admin = await clientCa.issueClientCert('e2e-admin', { groups: ['system:masters'] });
-    const kcmIdentity = await clientCa.issueClientCert('system:kube-controller-manager', { groups: ['system:masters'] });
+    const kcmIdentity = await clientCa.issueClientCert('system:kube-controller-manager', {
+      groups: ['system:masters'],
+    });
     const saKey = createServiceAccountKey();
 
     const caFile = await file('serving-ca.crt', servingCa.cert, 0o644);
@@ -263,7 +275,10 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
       stringify(authenticationConfiguration(options.jwtIssuers ?? [])),
       0o644,
     );
-    const adminKubeconfig = await file('admin.kubeconfig', stringify(clientCertKubeconfig(server, servingCa.cert, 'e2e-admin', admin)));
+    const adminKubeconfig = await file(
+      'admin.kubeconfig',
+      stringify(clientCertKubeconfig(server, servingCa.cert, 'e2e-admin', admin)),
+    );
     const kcmKubeconfig = await file(
       'kube-controller-manager.kubeconfig',
       stringify(clientCertKubeconfig(server, servingCa.cert, 'system:kube-controller-manager', kcmIdentity)),
@@ -273,48 +288,58 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
     const etcdUrl = `http://127.0.0.1:${etcdClientPort}`;
     const peerUrl = `http://127.0.0.1:${etcdPeerPort}`;
     await mkdir(path.join(workDir, 'etcd'), { mode: 0o700 });
-    const etcd = startProcess('etcd', options.binaries.etcd, [
-      '--name=e2e',
-      `--data-dir=${path.join(workDir, 'etcd')}`,
-      `--listen-client-urls=${etcdUrl}`,
-      `--advertise-client-urls=${etcdUrl}`,
-      `--listen-peer-urls=${peerUrl}`,
-      `--initial-advertise-peer-urls=${peerUrl}`,
-      `--initial-cluster=e2e=${peerUrl}`,
-      '--unsafe-no-fsync',
-      '--log-level=warn',
-    ], workDir);
+    const etcd = startProcess(
+      'etcd',
+      options.binaries.etcd,
+      [
+        '--name=e2e',
+        `--data-dir=${path.join(workDir, 'etcd')}`,
+        `--listen-client-urls=${etcdUrl}`,
+        `--advertise-client-urls=${etcdUrl}`,
+        `--listen-peer-urls=${peerUrl}`,
+        `--initial-advertise-peer-urls=${peerUrl}`,
+        `--initial-cluster=e2e=${peerUrl}`,
+        '--unsafe-no-fsync',
+        '--log-level=warn',
+      ],
+      workDir,
+    );
     processes.push(etcd);
     await waitFor(etcd, 'healthy /health', readyTimeoutMs, async () => {
       const res = await fetch(`${etcdUrl}/health`);
-      return res.ok && (await res.json() as { health?: string }).health === 'true';
+      return res.ok && ((await res.json()) as { health?: string }).health === 'true';
     });
     log(`controlplane: etcd ready at ${etcdUrl}`);
 
     // kube-apiserver
-    const apiserver = startProcess('kube-apiserver', options.binaries.kubeApiserver, [
-      `--etcd-servers=${etcdUrl}`,
-      '--bind-address=127.0.0.1',
-      '--advertise-address=127.0.0.1',
-      `--secure-port=${apiPort}`,
-      `--cert-dir=${workDir}`,
-      `--tls-cert-file=${servingCertFile}`,
-      `--tls-private-key-file=${servingKeyFile}`,
-      `--client-ca-file=${clientCaCertFile}`,
-      '--service-cluster-ip-range=10.0.0.0/24',
-      `--service-account-issuer=${serviceAccountIssuer}`,
-      `--service-account-key-file=${saPublicFile}`,
-      `--service-account-signing-key-file=${saPrivateFile}`,
-      '--authorization-mode=RBAC',
-      `--authentication-config=${authenticationConfigFile}`,
-      // No service-account controller runs to create `default` ServiceAccounts; tests create the ones they use.
-      '--disable-admission-plugins=ServiceAccount',
-      '--allow-privileged=true',
-      // The default lease reconciler writes the advertise address into Endpoints/kubernetes, and loopback addresses
-      // are invalid there: it logs an error every 10 s. Nothing here needs the in-cluster service endpoints.
-      '--endpoint-reconciler-type=none',
-      '--v=1',
-    ], workDir);
+    const apiserver = startProcess(
+      'kube-apiserver',
+      options.binaries.kubeApiserver,
+      [
+        `--etcd-servers=${etcdUrl}`,
+        '--bind-address=127.0.0.1',
+        '--advertise-address=127.0.0.1',
+        `--secure-port=${apiPort}`,
+        `--cert-dir=${workDir}`,
+        `--tls-cert-file=${servingCertFile}`,
+        `--tls-private-key-file=${servingKeyFile}`,
+        `--client-ca-file=${clientCaCertFile}`,
+        '--service-cluster-ip-range=10.0.0.0/24',
+        `--service-account-issuer=${serviceAccountIssuer}`,
+        `--service-account-key-file=${saPublicFile}`,
+        `--service-account-signing-key-file=${saPrivateFile}`,
+        '--authorization-mode=RBAC',
+        `--authentication-config=${authenticationConfigFile}`,
+        // No service-account controller runs to create `default` ServiceAccounts; tests create the ones they use.
+        '--disable-admission-plugins=ServiceAccount',
+        '--allow-privileged=true',
+        // The default lease reconciler writes the advertise address into Endpoints/kubernetes, and loopback addresses
+        // are invalid there: it logs an error every 10 s. Nothing here needs the in-cluster service endpoints.
+        '--endpoint-reconciler-type=none',
+        '--v=1',
+      ],
+      workDir,
+    );
     processes.push(apiserver);
     const adminTls = { ca: servingCa.cert, cert: admin.cert, key: admin.key };
     await waitFor(apiserver, 'ready /readyz', readyTimeoutMs, async () => {
@@ -324,23 +349,28 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
     log(`controlplane: kube-apiserver ready at ${server}`);
 
     // kube-controller-manager
-    const kcm = startProcess('kube-controller-manager', options.binaries.kubeControllerManager, [
-      `--kubeconfig=${kcmKubeconfig}`,
-      `--authentication-kubeconfig=${kcmKubeconfig}`,
-      `--authorization-kubeconfig=${kcmKubeconfig}`,
-      // Do not look up the request-header CA in kube-system/extension-apiserver-authentication (we run no front
-      // proxy): without this it logs "missing content for CA bundle" in a loop.
-      '--authentication-skip-lookup=true',
-      '--controllers=csrsigning,csrapproving,garbagecollector',
-      `--cluster-signing-cert-file=${clientCaCertFile}`,
-      `--cluster-signing-key-file=${clientCaKeyFile}`,
-      `--cluster-signing-duration=${options.clusterSigningDuration ?? '10m'}`,
-      '--leader-elect=false',
-      '--bind-address=127.0.0.1',
-      `--secure-port=${kcmPort}`,
-      `--cert-dir=${path.join(workDir, 'kcm-certs')}`,
-      '--v=1',
-    ], workDir);
+    const kcm = startProcess(
+      'kube-controller-manager',
+      options.binaries.kubeControllerManager,
+      [
+        `--kubeconfig=${kcmKubeconfig}`,
+        `--authentication-kubeconfig=${kcmKubeconfig}`,
+        `--authorization-kubeconfig=${kcmKubeconfig}`,
+        // Do not look up the request-header CA in kube-system/extension-apiserver-authentication (we run no front
+        // proxy): without this it logs "missing content for CA bundle" in a loop.
+        '--authentication-skip-lookup=true',
+        '--controllers=csrsigning,csrapproving,garbagecollector',
+        `--cluster-signing-cert-file=${clientCaCertFile}`,
+        `--cluster-signing-key-file=${clientCaKeyFile}`,
+        `--cluster-signing-duration=${options.clusterSigningDuration ?? '10m'}`,
+        '--leader-elect=false',
+        '--bind-address=127.0.0.1',
+        `--secure-port=${kcmPort}`,
+        `--cert-dir=${path.join(workDir, 'kcm-certs')}`,
+        '--v=1',
+      ],
+      workDir,
+    );
     processes.push(kcm);
     await waitFor(kcm, 'healthy /healthz', readyTimeoutMs, async () => {
       const res = await httpsGet(`https://127.0.0.1:${kcmPort}/healthz`, { insecure: true });

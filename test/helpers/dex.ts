@@ -38,7 +38,11 @@ export const DEX_AUDIENCE = 'kubernetes';
 export const DEX_AUDIENCE_SCOPE = `audience:server:client_id:${DEX_AUDIENCE}`;
 /** The connector that trusts the upstream issuer's tokens for token exchange (`connector_id`). */
 export const DEX_EXCHANGE_CONNECTOR = 'kubernetes';
-export const DEX_USER = { email: 'alice@example.com', userID: '08a8684b-db88-4b73-90a9-3cd1661f5466', groups: ['developers'] } as const;
+export const DEX_USER = {
+  email: 'alice@example.com',
+  userID: '08a8684b-db88-4b73-90a9-3cd1661f5466',
+  groups: ['developers'],
+} as const;
 
 export interface DexClients {
   /** Confidential: client_credentials (basic or post), token exchange. */
@@ -151,10 +155,17 @@ export async function startDex(options: DexOptions): Promise<TestDex> {
         id: DEX_AUDIENCE,
         secret: secret(),
         name: 'Kubernetes API server',
-        trustedPeers: [clients.fleetManager.clientId, clients.fleetExchange.clientId, clients.kubectlDevice.clientId, clients.kubectl.clientId],
+        trustedPeers: [
+          clients.fleetManager.clientId,
+          clients.fleetExchange.clientId,
+          clients.kubectlDevice.clientId,
+          clients.kubectl.clientId,
+        ],
       },
     ],
-    passwords: [{ email: DEX_USER.email, username: 'alice', userID: DEX_USER.userID, password, groups: [...DEX_USER.groups] }],
+    passwords: [
+      { email: DEX_USER.email, username: 'alice', userID: DEX_USER.userID, password, groups: [...DEX_USER.groups] },
+    ],
     connectors,
   };
   const configFile = path.join(dir, 'settings.json');
@@ -162,7 +173,10 @@ export async function startDex(options: DexOptions): Promise<TestDex> {
 
   const { openSync, closeSync } = await import('node:fs');
   const fd = openSync(logFile, 'a');
-  const child: ChildProcess = spawn(options.binary, ['-config', configFile], { detached: true, stdio: ['ignore', fd, fd] });
+  const child: ChildProcess = spawn(options.binary, ['-config', configFile], {
+    detached: true,
+    stdio: ['ignore', fd, fd],
+  });
   closeSync(fd);
   let exitCode: number | null | undefined;
   const exited = new Promise<void>((resolve) => {
@@ -206,7 +220,8 @@ export async function startDex(options: DexOptions): Promise<TestDex> {
       } catch (error) {
         lastError = String((error as Error).cause ?? error);
       }
-      if (Date.now() > deadline) throw new Error(`dex: no discovery document within the deadline (${lastError}):\n${await tail(logFile)}`);
+      if (Date.now() > deadline)
+        throw new Error(`dex: no discovery document within the deadline (${lastError}):\n${await tail(logFile)}`);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
   } catch (error) {
@@ -249,20 +264,32 @@ class DexBrowser {
 
   async request(url: string, form?: Record<string, string>): Promise<Page> {
     const headers: Record<string, string> = {};
-    if (new URL(url).origin === this.origin && this.cookies.size > 0) headers.cookie = [...this.cookies].map(([n, v]) => `${n}=${v}`).join('; ');
+    if (new URL(url).origin === this.origin && this.cookies.size > 0)
+      headers.cookie = [...this.cookies].map(([n, v]) => `${n}=${v}`).join('; ');
     let body: string | undefined;
     if (form !== undefined) {
       headers['content-type'] = 'application/x-www-form-urlencoded';
       body = new URLSearchParams(form).toString();
     }
-    const res = await fetch(url, { method: form === undefined ? 'GET' : 'POST', headers, body, redirect: 'manual', dispatcher: this.dispatcher });
+    const res = await fetch(url, {
+      method: form === undefined ? 'GET' : 'POST',
+      headers,
+      body,
+      redirect: 'manual',
+      dispatcher: this.dispatcher,
+    });
     for (const line of res.headers.getSetCookie()) {
       const pair = line.split(';')[0]!;
       const eq = pair.indexOf('=');
       this.cookies.set(pair.slice(0, eq).trim(), pair.slice(eq + 1).trim());
     }
     const location = res.headers.get('location') ?? undefined;
-    return { status: res.status, url, body: await res.text(), location: location === undefined ? undefined : new URL(location, url).toString() };
+    return {
+      status: res.status,
+      url,
+      body: await res.text(),
+      location: location === undefined ? undefined : new URL(location, url).toString(),
+    };
   }
 
   /**
@@ -277,10 +304,16 @@ class DexBrowser {
         continue;
       }
       if (new URL(page.url).origin !== this.origin) return page;
-      const action = /<form[^>]*method="post"[^>]*action="([^"]*)"|<form[^>]*action="([^"]*)"[^>]*method="post"/i.exec(page.body);
-      const target = action === null ? undefined : new URL(decodeEntities(action[1] ?? action[2] ?? ''), page.url).toString();
+      const action = /<form[^>]*method="post"[^>]*action="([^"]*)"|<form[^>]*action="([^"]*)"[^>]*method="post"/i.exec(
+        page.body,
+      );
+      const target =
+        action === null ? undefined : new URL(decodeEntities(action[1] ?? action[2] ?? ''), page.url).toString();
       if (target !== undefined && /name="user_code"/.test(page.body)) {
-        const userCode = /name="user_code"[^>]*value="([^"]*)"/.exec(page.body)?.[1] ?? new URL(page.url).searchParams.get('user_code') ?? '';
+        const userCode =
+          /name="user_code"[^>]*value="([^"]*)"/.exec(page.body)?.[1] ??
+          new URL(page.url).searchParams.get('user_code') ??
+          '';
         page = await this.request(target, { user_code: userCode });
         continue;
       }
@@ -289,7 +322,9 @@ class DexBrowser {
         continue;
       }
       // The consent page (Dex shows it despite skipApprovalScreen when the client asks prompt=consent): approve.
-      const req = /name="req" value="([^"]*)"\/?>\s*<input type="hidden" name="approval" value="approve"/.exec(page.body)?.[1];
+      const req = /name="req" value="([^"]*)"\/?>\s*<input type="hidden" name="approval" value="approve"/.exec(
+        page.body,
+      )?.[1];
       if (req !== undefined) {
         page = await this.request(page.url, { req: decodeEntities(req), approval: 'approve' });
         continue;
@@ -306,11 +341,21 @@ class DexBrowser {
 }
 
 function decodeEntities(text: string): string {
-  return text.replace(/&amp;/g, '&').replace(/&#43;/g, '+').replace(/&#x2F;/gi, '/').replace(/&#34;/g, '"').replace(/&#39;/g, "'");
+  return text
+    .replace(/&amp;/g, '&')
+    .replace(/&#43;/g, '+')
+    .replace(/&#x2F;/gi, '/')
+    .replace(/&#34;/g, '"')
+    .replace(/&#39;/g, "'");
 }
 
 function visibleText(html: string): string {
-  return html.replace(/<style[\s\S]*?<\/style>/g, '').replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ').trim().slice(0, 300);
+  return html
+    .replace(/<style[\s\S]*?<\/style>/g, '')
+    .replace(/<[^>]+>/g, ' ')
+    .replace(/\s+/g, ' ')
+    .trim()
+    .slice(0, 300);
 }
 
 /**
@@ -318,13 +363,21 @@ function visibleText(html: string): string {
  * the password database, land on Dex's success page. Throws with the page text when Dex refuses (e.g. the 404
  * "Invalid client_id" a device request without the client in its form body leads to).
  */
-export async function dexApproveDeviceCodeAt(dex: DexEndpoint, verificationUri: string, login: { email?: string; password: string; userCode?: string }): Promise<void> {
+export async function dexApproveDeviceCodeAt(
+  dex: DexEndpoint,
+  verificationUri: string,
+  login: { email?: string; password: string; userCode?: string },
+): Promise<void> {
   const dispatcher = new Agent({ connect: { ca: dex.caPem } });
   try {
     const url = new URL(verificationUri);
     if (login.userCode !== undefined) url.searchParams.set('user_code', login.userCode);
-    const page = await new DexBrowser(dispatcher, url.origin).follow(url.toString(), { email: login.email ?? DEX_USER.email, password: login.password });
-    if (page.status !== 200 || !/Login Successful/i.test(page.body)) throw new Error(`dex: the device login did not succeed: HTTP ${page.status} ${visibleText(page.body)}`);
+    const page = await new DexBrowser(dispatcher, url.origin).follow(url.toString(), {
+      email: login.email ?? DEX_USER.email,
+      password: login.password,
+    });
+    if (page.status !== 200 || !/Login Successful/i.test(page.body))
+      throw new Error(`dex: the device login did not succeed: HTTP ${page.status} ${visibleText(page.body)}`);
   } finally {
     await dispatcher.close();
   }
@@ -334,10 +387,17 @@ export async function dexApproveDeviceCodeAt(dex: DexEndpoint, verificationUri: 
  * The person in the browser: open `authorizationUrl`, sign in with the password database, follow the redirect to
  * the client's redirect URI (the plugin's loopback listener). Returns that last page.
  */
-export async function dexLoginAt(dex: DexEndpoint, authorizationUrl: string, login: { email?: string; password: string }): Promise<{ status: number; body: string; url: string }> {
+export async function dexLoginAt(
+  dex: DexEndpoint,
+  authorizationUrl: string,
+  login: { email?: string; password: string },
+): Promise<{ status: number; body: string; url: string }> {
   const dispatcher = new Agent({ connect: { ca: dex.caPem } });
   try {
-    const page = await new DexBrowser(dispatcher, new URL(authorizationUrl).origin).follow(authorizationUrl, { email: login.email ?? DEX_USER.email, password: login.password });
+    const page = await new DexBrowser(dispatcher, new URL(authorizationUrl).origin).follow(authorizationUrl, {
+      email: login.email ?? DEX_USER.email,
+      password: login.password,
+    });
     return { status: page.status, body: page.body, url: page.url };
   } finally {
     await dispatcher.close();

@@ -6,7 +6,8 @@ export async function rejection(promise: Promise<unknown>): Promise<CredentialsE
   try {
     await promise;
   } catch (error) {
-    if (!isCredentialsError(error)) throw new Error(`expected a CredentialsError, got ${String(error)}`, { cause: error });
+    if (!isCredentialsError(error))
+      throw new Error(`expected a CredentialsError, got ${String(error)}`, { cause: error });
     return error;
   }
   throw new Error('expected an error');

@@ -7,7 +7,13 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildTenant } from '../../src/providers/tenant-cert/wire/documents.js';
-import { encodeBase64, generateClusterKeyPair, toCryptoKeyPair, webCryptoAlgorithm, type KeyAlgorithm } from '../../src/providers/tenant-cert/wire/keys.js';
+import {
+  encodeBase64,
+  generateClusterKeyPair,
+  toCryptoKeyPair,
+  webCryptoAlgorithm,
+  type KeyAlgorithm,
+} from '../../src/providers/tenant-cert/wire/keys.js';
 import { signNonceRequest, signTenant } from '../../src/providers/tenant-cert/wire/message.js';
 import type { NonceRequest, TenantDocument } from '../../src/providers/tenant-cert/wire/protocol.js';
 import { openDataDir } from '../../src/providers/tenant-cert/issuer/data-dir.js';
@@ -45,7 +51,9 @@ export interface IssuerFixture {
   close(): Promise<void>;
 }
 
-export async function issuerFixture(options: Partial<Omit<IssuerOptions, 'trust' | 'nonces' | 'signer' | 'now'>> & { signer?: Signer } = {}): Promise<IssuerFixture> {
+export async function issuerFixture(
+  options: Partial<Omit<IssuerOptions, 'trust' | 'nonces' | 'signer' | 'now'>> & { signer?: Signer } = {},
+): Promise<IssuerFixture> {
   const dir = await mkdtemp(join(tmpdir(), 'cpc-issuer-'));
   const clock = frozenClock();
   const data = await openDataDir(join(dir, 'data'), 'p1', clock.now());
@@ -60,7 +68,11 @@ export async function issuerFixture(options: Partial<Omit<IssuerOptions, 'trust'
     }
     // The issuer's own clock (a test may have swapped it for the real one), a millisecond further each time: on a
     // frozen clock two requests would otherwise be the same request (ERR_TENANT_NONCE_REQUEST_REPLAYED).
-    return signNonceRequest(key, { providerClusterID: 'p1', consumerClusterID: id }, request.at ?? new Date(issuer.options.now().getTime() + sequence++));
+    return signNonceRequest(
+      key,
+      { providerClusterID: 'p1', consumerClusterID: id },
+      request.at ?? new Date(issuer.options.now().getTime() + sequence++),
+    );
   };
   const issuer = new Issuer({
     providerClusterID: 'p1',
@@ -118,7 +130,13 @@ export async function customCsrPem(key: KeyObject, spec: CsrSpec): Promise<Buffe
 }
 
 /** A Tenant around a given CSR, signed properly (so only the CSR is at fault). */
-export function tenantWithCsr(key: KeyObject, consumer: string, nonce: string, csrDer: Buffer, provider = 'p1'): TenantDocument {
+export function tenantWithCsr(
+  key: KeyObject,
+  consumer: string,
+  nonce: string,
+  csrDer: Buffer,
+  provider = 'p1',
+): TenantDocument {
   const pem = new x509.Pkcs10CertificateRequest(csrDer).toString('pem');
   const signature = signTenant(key, { providerClusterID: provider, consumerClusterID: consumer, nonce, csrDer });
   return {

@@ -42,7 +42,15 @@ export interface FakeCsrApi {
 }
 
 function status(res: ServerResponse, code: number, reason: string, message: string): void {
-  const body = JSON.stringify({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code });
+  const body = JSON.stringify({
+    kind: 'Status',
+    apiVersion: 'v1',
+    metadata: {},
+    status: 'Failure',
+    message,
+    reason,
+    code,
+  });
   res.writeHead(code, { 'content-type': 'application/json' });
   res.end(body);
 }
@@ -64,7 +72,10 @@ export async function startFakeCsrApi(options: FakeCsrApiOptions): Promise<FakeC
   const tls = await createTestCa('fake-apiserver-ca');
   const serving = await tls.issueServerCert();
   const algorithm = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' };
-  const clusterKeys = (await webcrypto.subtle.generateKey(algorithm, false, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
+  const clusterKeys = (await webcrypto.subtle.generateKey(algorithm, false, [
+    'sign',
+    'verify',
+  ])) as webcrypto.CryptoKeyPair;
   const clusterCa = await x509.X509CertificateGenerator.createSelfSigned({
     serialNumber: '01',
     name: 'CN=kubernetes',
@@ -72,7 +83,10 @@ export async function startFakeCsrApi(options: FakeCsrApiOptions): Promise<FakeC
     notAfter: new Date(Date.now() + 86_400_000 * 365),
     keys: clusterKeys as never,
     signingAlgorithm: algorithm,
-    extensions: [new x509.BasicConstraintsExtension(true, undefined, true), new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign, true)],
+    extensions: [
+      new x509.BasicConstraintsExtension(true, undefined, true),
+      new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign, true),
+    ],
   });
   const objects = new Map<string, Record<string, any>>();
   const deleted: string[] = [];
@@ -85,14 +99,21 @@ export async function startFakeCsrApi(options: FakeCsrApiOptions): Promise<FakeC
     const usages: string[] = object['spec'].usages ?? [];
     const allowed = new Set(['digital signature', 'key encipherment', 'client auth']);
     if (!usages.includes('client auth') || usages.some((u) => !allowed.has(u))) {
-      object['status'].conditions.push({ type: 'Failed', status: 'True', reason: 'SignerValidationFailure', message: 'invalid usage for client certificate' });
+      object['status'].conditions.push({
+        type: 'Failed',
+        status: 'True',
+        reason: 'SignerValidationFailure',
+        message: 'invalid usage for client certificate',
+      });
       return;
     }
     const seconds: number = object['spec'].expirationSeconds ?? 365 * 86_400;
     const now = Date.now();
     const san = csr.extensions.find((extension) => extension instanceof x509.SubjectAlternativeNameExtension);
     const certificate = await x509.X509CertificateGenerator.create({
-      serialNumber: Buffer.from(webcrypto.getRandomValues(new Uint8Array(8))).toString('hex').replace(/^[89a-f]/, '1'),
+      serialNumber: Buffer.from(webcrypto.getRandomValues(new Uint8Array(8)))
+        .toString('hex')
+        .replace(/^[89a-f]/, '1'),
       subject: csr.subjectName,
       issuer: clusterCa.subjectName,
       notBefore: new Date(now - 300_000),
@@ -120,7 +141,12 @@ export async function startFakeCsrApi(options: FakeCsrApiOptions): Promise<FakeC
     }
     if (req.method === 'POST' && path === BASE) {
       if (options.canCreate === false) {
-        status(res, 403, 'Forbidden', 'certificatesigningrequests.certificates.k8s.io is forbidden: User "system:serviceaccount:x:issuer" cannot create resource');
+        status(
+          res,
+          403,
+          'Forbidden',
+          'certificatesigningrequests.certificates.k8s.io is forbidden: User "system:serviceaccount:x:issuer" cannot create resource',
+        );
         return;
       }
       const body = await readBody(req);
@@ -136,7 +162,12 @@ export async function startFakeCsrApi(options: FakeCsrApiOptions): Promise<FakeC
       }
       const pem = Buffer.from(String(spec.request ?? ''), 'base64').toString('utf8');
       if (!pem.includes('-----BEGIN CERTIFICATE REQUEST-----')) {
-        status(res, 422, 'Invalid', 'spec.request: Invalid value: []byte{...}: PEM block type must be CERTIFICATE REQUEST');
+        status(
+          res,
+          422,
+          'Invalid',
+          'spec.request: Invalid value: []byte{...}: PEM block type must be CERTIFICATE REQUEST',
+        );
         return;
       }
       if (typeof spec.signerName !== 'string' || spec.signerName === '') {
@@ -144,14 +175,28 @@ export async function startFakeCsrApi(options: FakeCsrApiOptions): Promise<FakeC
         return;
       }
       if (spec.expirationSeconds !== undefined && spec.expirationSeconds < 600) {
-        status(res, 422, 'Invalid', 'spec.expirationSeconds: Invalid value: may not specify a duration less than 600 seconds (10 minutes)');
+        status(
+          res,
+          422,
+          'Invalid',
+          'spec.expirationSeconds: Invalid value: may not specify a duration less than 600 seconds (10 minutes)',
+        );
         return;
       }
       const object = {
         apiVersion: 'certificates.k8s.io/v1',
         kind: 'CertificateSigningRequest',
-        metadata: { ...body.metadata, uid: `uid-${name}`, resourceVersion: String(++resourceVersion), creationTimestamp: new Date().toISOString().replace(/\.\d+Z$/, 'Z') },
-        spec: { ...spec, username: 'system:serviceaccount:x:issuer', groups: ['system:serviceaccounts', 'system:authenticated'] },
+        metadata: {
+          ...body.metadata,
+          uid: `uid-${name}`,
+          resourceVersion: String(++resourceVersion),
+          creationTimestamp: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+        },
+        spec: {
+          ...spec,
+          username: 'system:serviceaccount:x:issuer',
+          groups: ['system:serviceaccounts', 'system:authenticated'],
+        },
         status: {} as Record<string, any>,
       };
       objects.set(name, object);
@@ -170,15 +215,28 @@ export async function startFakeCsrApi(options: FakeCsrApiOptions): Promise<FakeC
     if (match[2] === '/approval' && req.method === 'PUT') {
       const body = await readBody(req);
       if (options.canApprove === false) {
-        status(res, 403, 'Forbidden', `certificatesigningrequests.certificates.k8s.io "${object['metadata'].name}" is forbidden: user not permitted to approve requests with signerName "${CLIENT_SIGNER}"`);
+        status(
+          res,
+          403,
+          'Forbidden',
+          `certificatesigningrequests.certificates.k8s.io "${object['metadata'].name}" is forbidden: user not permitted to approve requests with signerName "${CLIENT_SIGNER}"`,
+        );
         return;
       }
       if (body?.metadata?.name !== object['metadata'].name) {
         status(res, 400, 'BadRequest', 'the name of the object does not match the name on the URL');
         return;
       }
-      if (body?.metadata?.resourceVersion !== undefined && body.metadata.resourceVersion !== object['metadata'].resourceVersion) {
-        status(res, 409, 'Conflict', 'the object has been modified; please apply your changes to the latest version and try again');
+      if (
+        body?.metadata?.resourceVersion !== undefined &&
+        body.metadata.resourceVersion !== object['metadata'].resourceVersion
+      ) {
+        status(
+          res,
+          409,
+          'Conflict',
+          'the object has been modified; please apply your changes to the latest version and try again',
+        );
         return;
       }
       const conditions: any[] = body?.status?.conditions ?? [];
@@ -186,7 +244,13 @@ export async function startFakeCsrApi(options: FakeCsrApiOptions): Promise<FakeC
         status(res, 422, 'Invalid', 'status.conditions: approval requires an Approved condition');
         return;
       }
-      object['status'] = { ...object['status'], conditions: conditions.map((c) => ({ ...c, lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z') })) };
+      object['status'] = {
+        ...object['status'],
+        conditions: conditions.map((c) => ({
+          ...c,
+          lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+        })),
+      };
       object['metadata'].resourceVersion = String(++resourceVersion);
       json(res, 200, object);
       if (options.signerRunning !== false && object['spec'].signerName === CLIENT_SIGNER) {
@@ -232,7 +296,12 @@ export function fakeKubeconfig(api: FakeCsrApi, token: string): string {
   return JSON.stringify({
     apiVersion: 'v1',
     kind: 'Config',
-    clusters: [{ name: 'fake', cluster: { server: api.url, 'certificate-authority-data': Buffer.from(api.caPem).toString('base64') } }],
+    clusters: [
+      {
+        name: 'fake',
+        cluster: { server: api.url, 'certificate-authority-data': Buffer.from(api.caPem).toString('base64') },
+      },
+    ],
     users: [{ name: 'issuer', user: { token } }],
     contexts: [{ name: 'fake', context: { cluster: 'fake', user: 'issuer' } }],
     'current-context': 'fake',

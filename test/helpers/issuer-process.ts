@@ -21,7 +21,10 @@ export interface CliResult {
 }
 
 /** Runs `clusterprofile ...args` with Node 24 (the PATH npm gives tests). */
-export function cli(args: readonly string[], options: { stdin?: string; env?: Record<string, string | undefined>; cwd?: string } = {}): Promise<CliResult> {
+export function cli(
+  args: readonly string[],
+  options: { stdin?: string; env?: Record<string, string | undefined>; cwd?: string } = {},
+): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [CLI, ...args], {
       env: { PATH: process.env['PATH'], HOME: process.env['HOME'], ...options.env },
@@ -47,12 +50,25 @@ export interface IssuerProcess {
 }
 
 /** Starts the issuer and waits for its ready line (the URL, alone on stdout). */
-export async function serveIssuer(dataDir: string, providerID: string, extra: readonly string[] = [], env: Record<string, string | undefined> = {}): Promise<IssuerProcess> {
-  return startIssuerProcess(['--data-dir', dataDir, '--listen', '127.0.0.1:0', '--cluster-id', providerID, ...extra], env, dataDir);
+export async function serveIssuer(
+  dataDir: string,
+  providerID: string,
+  extra: readonly string[] = [],
+  env: Record<string, string | undefined> = {},
+): Promise<IssuerProcess> {
+  return startIssuerProcess(
+    ['--data-dir', dataDir, '--listen', '127.0.0.1:0', '--cluster-id', providerID, ...extra],
+    env,
+    dataDir,
+  );
 }
 
 /** `clusterprofile issuer serve ...args`, waiting for its ready line; `dataDir` is only reported back. */
-export async function startIssuerProcess(args: readonly string[], env: Record<string, string | undefined> = {}, dataDir = ''): Promise<IssuerProcess> {
+export async function startIssuerProcess(
+  args: readonly string[],
+  env: Record<string, string | undefined> = {},
+  dataDir = '',
+): Promise<IssuerProcess> {
   const child = spawn(process.execPath, [CLI, 'issuer', 'serve', ...args], {
     env: { PATH: process.env['PATH'], HOME: process.env['HOME'], ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -93,13 +109,23 @@ export async function startIssuerProcess(args: readonly string[], env: Record<st
 }
 
 export interface IssuerClient {
-  call(method: 'GET' | 'POST', path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any }>;
+  call(
+    method: 'GET' | 'POST',
+    path: string,
+    body?: unknown,
+    headers?: Record<string, string>,
+  ): Promise<{ status: number; body: any }>;
   close(): Promise<void>;
 }
 
 /** HTTPS to the issuer, trusting `ca` (PEM), else DATA_DIR/serving-ca.crt, only. */
-export function issuerClient(issuer: { url: string; dataDir: string; ca?: string }, options: { cert?: string; key?: string } = {}): IssuerClient {
-  const agent = new Agent({ connect: { ca: issuer.ca ?? readFileSync(join(issuer.dataDir, 'serving-ca.crt'), 'utf8'), ...options } });
+export function issuerClient(
+  issuer: { url: string; dataDir: string; ca?: string },
+  options: { cert?: string; key?: string } = {},
+): IssuerClient {
+  const agent = new Agent({
+    connect: { ca: issuer.ca ?? readFileSync(join(issuer.dataDir, 'serving-ca.crt'), 'utf8'), ...options },
+  });
   return {
     async call(method, path, body, headers = {}) {
       const response = await request(`${issuer.url}${path}`, {
@@ -132,5 +158,9 @@ export function nonceRequest(key: string | KeyObject, consumer: string, provider
   if (at === undefined) {
     lastDefaultAt = Math.max(Date.now(), lastDefaultAt + 1);
   }
-  return signNonceRequest(privateKey, { consumerClusterID: consumer, providerClusterID: provider }, at ?? new Date(lastDefaultAt));
+  return signNonceRequest(
+    privateKey,
+    { consumerClusterID: consumer, providerClusterID: provider },
+    at ?? new Date(lastDefaultAt),
+  );
 }

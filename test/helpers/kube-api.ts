@@ -87,7 +87,8 @@ export function tokenRequestProblem(body: unknown): string | undefined {
   if (expirationSeconds > 2 ** 32) return 'spec.expirationSeconds: may not specify a duration larger than 2^32 seconds';
   if (boundObjectRef !== undefined) {
     const ref = boundObjectRef as Record<string, unknown>;
-    if (!['Pod', 'Secret', 'Node'].includes(String(ref['kind'])) || typeof ref['name'] !== 'string') return 'spec.boundObjectRef';
+    if (!['Pod', 'Secret', 'Node'].includes(String(ref['kind'])) || typeof ref['name'] !== 'string')
+      return 'spec.boundObjectRef';
   }
   return undefined;
 }
@@ -116,17 +117,32 @@ export async function startFakeKubeApi(options: FakeKubeApiOptions): Promise<Fak
         return status(res, options.failNext.status, 'InternalError', 'injected failure');
       }
       if (!(options.minters[key] ?? []).includes(who)) {
-        return status(res, 403, 'Forbidden', `serviceaccounts "${name}" is forbidden: User "${who}" cannot create resource "serviceaccounts/token" in API group "" in the namespace "${namespace}"`);
+        return status(
+          res,
+          403,
+          'Forbidden',
+          `serviceaccounts "${name}" is forbidden: User "${who}" cannot create resource "serviceaccounts/token" in API group "" in the namespace "${namespace}"`,
+        );
       }
-      if (!options.serviceAccounts.includes(key)) return status(res, 404, 'NotFound', `serviceaccounts "${name}" not found`);
+      if (!options.serviceAccounts.includes(key))
+        return status(res, 404, 'NotFound', `serviceaccounts "${name}" not found`);
       const body = await readBody(req);
       const problem = tokenRequestProblem(body);
-      if (problem !== undefined) return status(res, 422, 'Invalid', `TokenRequest.authentication.k8s.io "${name}" is invalid: ${problem}`);
-      const spec = (body as { spec: { audiences: string[]; expirationSeconds: number; boundObjectRef?: unknown } }).spec;
+      if (problem !== undefined)
+        return status(res, 422, 'Invalid', `TokenRequest.authentication.k8s.io "${name}" is invalid: ${problem}`);
+      const spec = (body as { spec: { audiences: string[]; expirationSeconds: number; boundObjectRef?: unknown } })
+        .spec;
       const seconds = Math.min(spec.expirationSeconds, options.maxExpirationSeconds ?? Infinity);
       const expiresAt = new Date(Math.floor(now().getTime() / 1000) * 1000 + seconds * 1000);
       const token = `sa.${randomBytes(18).toString('base64url')}`;
-      minted.push({ token, namespace, serviceAccount: name, audiences: spec.audiences, expiresAt, boundObjectRef: spec.boundObjectRef });
+      minted.push({
+        token,
+        namespace,
+        serviceAccount: name,
+        audiences: spec.audiences,
+        expiresAt,
+        boundObjectRef: spec.boundObjectRef,
+      });
       return json(res, 201, {
         kind: 'TokenRequest',
         apiVersion: 'authentication.k8s.io/v1',
@@ -140,41 +156,85 @@ export async function startFakeKubeApi(options: FakeKubeApiOptions): Promise<Fak
       const [, namespace, name] = match as unknown as [string, string, string | undefined];
       if (who === undefined) return status(res, 401, 'Unauthorized', 'Unauthorized');
       if (!(options.secretUsers ?? []).includes(who)) {
-        return status(res, 403, 'Forbidden', `secrets is forbidden: User "${who}" cannot ${request.method === 'GET' ? 'get' : 'create'} resource "secrets" in API group "" in the namespace "${namespace}"`);
+        return status(
+          res,
+          403,
+          'Forbidden',
+          `secrets is forbidden: User "${who}" cannot ${request.method === 'GET' ? 'get' : 'create'} resource "secrets" in API group "" in the namespace "${namespace}"`,
+        );
       }
       if (request.method === 'GET' && name !== undefined) {
         const data = secrets[`${namespace}/${name}`];
         if (data === undefined) return status(res, 404, 'NotFound', `secrets "${name}" not found`);
-        const encoded = Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString('base64')]));
-        return json(res, 200, { kind: 'Secret', apiVersion: 'v1', metadata: { name, namespace, ...secretMetadata[`${namespace}/${name}`] }, type: 'Opaque', data: encoded });
+        const encoded = Object.fromEntries(
+          Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString('base64')]),
+        );
+        return json(res, 200, {
+          kind: 'Secret',
+          apiVersion: 'v1',
+          metadata: { name, namespace, ...secretMetadata[`${namespace}/${name}`] },
+          type: 'Opaque',
+          data: encoded,
+        });
       }
       if (request.method === 'POST' || request.method === 'PUT') {
-        const body = (await readBody(req)) as { metadata?: { name?: string; labels?: unknown; annotations?: unknown }; data?: Record<string, string>; stringData?: Record<string, string> };
+        const body = (await readBody(req)) as {
+          metadata?: { name?: string; labels?: unknown; annotations?: unknown };
+          data?: Record<string, string>;
+          stringData?: Record<string, string>;
+        };
         const target = name ?? body.metadata?.name;
         if (target === undefined) return status(res, 422, 'Invalid', 'metadata.name required');
         const key = `${namespace}/${target}`;
-        if (request.method === 'POST' && secrets[key] !== undefined) return status(res, 409, 'AlreadyExists', `secrets "${target}" already exists`);
-        if (request.method === 'PUT' && secrets[key] === undefined) return status(res, 404, 'NotFound', `secrets "${target}" not found`);
-        const decoded = Object.fromEntries(Object.entries(body.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
+        if (request.method === 'POST' && secrets[key] !== undefined)
+          return status(res, 409, 'AlreadyExists', `secrets "${target}" already exists`);
+        if (request.method === 'PUT' && secrets[key] === undefined)
+          return status(res, 404, 'NotFound', `secrets "${target}" not found`);
+        const decoded = Object.fromEntries(
+          Object.entries(body.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]),
+        );
         secrets[key] = { ...decoded, ...(body.stringData ?? {}) };
         secretMetadata[key] = { labels: body.metadata?.labels, annotations: body.metadata?.annotations };
-        return json(res, request.method === 'POST' ? 201 : 200, { kind: 'Secret', apiVersion: 'v1', metadata: { name: target, namespace } });
+        return json(res, request.method === 'POST' ? 201 : 200, {
+          kind: 'Secret',
+          apiVersion: 'v1',
+          metadata: { name: target, namespace },
+        });
       }
     }
     match = profilesPath.exec(url.pathname);
     if (match !== null && request.method === 'GET') {
-      if (who === undefined || !(options.secretUsers ?? []).includes(who)) return status(res, 403, 'Forbidden', 'clusterprofiles is forbidden');
-      const items = (options.profiles ?? []).filter((profile) => (profile.metadata.namespace ?? match![1]) === match![1]);
-      return json(res, 200, { kind: 'ClusterProfileList', apiVersion: 'multicluster.x-k8s.io/v1alpha1', metadata: {}, items });
+      if (who === undefined || !(options.secretUsers ?? []).includes(who))
+        return status(res, 403, 'Forbidden', 'clusterprofiles is forbidden');
+      const items = (options.profiles ?? []).filter(
+        (profile) => (profile.metadata.namespace ?? match![1]) === match![1],
+      );
+      return json(res, 200, {
+        kind: 'ClusterProfileList',
+        apiVersion: 'multicluster.x-k8s.io/v1alpha1',
+        metadata: {},
+        items,
+      });
     }
     match = podsPath.exec(url.pathname);
     if (match !== null && request.method === 'GET') {
       const record = minted.find((entry) => entry.token === request.bearer);
-      if (record === undefined || record.expiresAt.getTime() <= now().getTime()) return status(res, 401, 'Unauthorized', 'Unauthorized');
+      if (record === undefined || record.expiresAt.getTime() <= now().getTime())
+        return status(res, 401, 'Unauthorized', 'Unauthorized');
       if (record.namespace !== match[1]) {
-        return status(res, 403, 'Forbidden', `pods is forbidden: User "system:serviceaccount:${record.namespace}:${record.serviceAccount}" cannot list resource "pods"`);
+        return status(
+          res,
+          403,
+          'Forbidden',
+          `pods is forbidden: User "system:serviceaccount:${record.namespace}:${record.serviceAccount}" cannot list resource "pods"`,
+        );
       }
-      return json(res, 200, { kind: 'PodList', apiVersion: 'v1', items: [], user: `system:serviceaccount:${record.namespace}:${record.serviceAccount}` });
+      return json(res, 200, {
+        kind: 'PodList',
+        apiVersion: 'v1',
+        items: [],
+        user: `system:serviceaccount:${record.namespace}:${record.serviceAccount}`,
+      });
     }
     return status(res, 404, 'NotFound', 'the server could not find the requested resource');
   };

@@ -36,7 +36,16 @@ export async function writeSplitKubeconfig(
       apiVersion: 'v1',
       kind: 'Config',
       'current-context': 'hub',
-      contexts: [{ name: 'hub', context: { cluster: 'hub', user: 'reader', ...(options.namespace === undefined ? {} : { namespace: options.namespace }) } }],
+      contexts: [
+        {
+          name: 'hub',
+          context: {
+            cluster: 'hub',
+            user: 'reader',
+            ...(options.namespace === undefined ? {} : { namespace: options.namespace }),
+          },
+        },
+      ],
     }),
     { mode: 0o600 },
   );

@@ -41,7 +41,10 @@ export interface BinResult {
 }
 
 /** Runs the built `clusterprofile` bin with `args`, `env` (merged over a minimal PATH/HOME) and `cwd`. */
-export function runBin(args: string[], options: { env?: Record<string, string>; cwd?: string } = {}): Promise<BinResult> {
+export function runBin(
+  args: string[],
+  options: { env?: Record<string, string>; cwd?: string } = {},
+): Promise<BinResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], {
       cwd: options.cwd ?? ROOT,

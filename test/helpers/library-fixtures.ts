@@ -64,8 +64,14 @@ export function buildProfile(): ClusterProfile {
 export function lookupProfile(): ClusterProfile {
   return profile({
     accessProviders: [
-      { name: 'test-provider-1', cluster: { server: 'https://test-server-1.com', 'certificate-authority-data': CA_DATA } },
-      { name: 'test-provider-2', cluster: { server: 'https://test-server-2.com', 'certificate-authority-data': CA_DATA } },
+      {
+        name: 'test-provider-1',
+        cluster: { server: 'https://test-server-1.com', 'certificate-authority-data': CA_DATA },
+      },
+      {
+        name: 'test-provider-2',
+        cluster: { server: 'https://test-server-2.com', 'certificate-authority-data': CA_DATA },
+      },
       { name: 'unsupported-provider', cluster: { server: 'https://unsupported-server.com' } },
     ],
   });
@@ -77,7 +83,11 @@ export function upstreamProviders(): AccessConfig {
     providers: [
       {
         name: 'test-provider-1',
-        execConfig: { apiVersion: 'client.authentication.k8s.io/v1beta1', command: 'test-command-1', args: ['arg1', 'arg2'] },
+        execConfig: {
+          apiVersion: 'client.authentication.k8s.io/v1beta1',
+          command: 'test-command-1',
+          args: ['arg1', 'arg2'],
+        },
       },
       {
         name: 'test-provider-2',

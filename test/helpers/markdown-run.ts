@@ -24,11 +24,17 @@ export function codeBlocks(markdown: string): CodeBlock[] {
 
 /** The non-empty lines of the ```sh blocks. */
 export function shellLines(blocks: readonly CodeBlock[]): string[] {
-  return blocks.filter((block) => block.language === 'sh').flatMap((block) => block.body.split('\n').filter((line) => line.trim() !== ''));
+  return blocks
+    .filter((block) => block.language === 'sh')
+    .flatMap((block) => block.body.split('\n').filter((line) => line.trim() !== ''));
 }
 
 /** Writes every titled block into `dir` (after `edit`, e.g. a test's own server in place of the example's). */
-export function writeFiles(blocks: readonly CodeBlock[], dir: string, edit: (body: string, title: string) => string = (body) => body): string[] {
+export function writeFiles(
+  blocks: readonly CodeBlock[],
+  dir: string,
+  edit: (body: string, title: string) => string = (body) => body,
+): string[] {
   const titled = blocks.filter((block) => block.title !== undefined);
   for (const block of titled) writeFileSync(join(dir, block.title!), edit(block.body, block.title!));
   return titled.map((block) => block.title!);

@@ -111,7 +111,10 @@ export interface TestOpenIdProvider {
   /** The human at the device-verification page: enter `userCode`, confirm, sign in as `login`, consent. */
   approveDeviceCode(userCode: string, options?: { login?: string }): Promise<void>;
   /** The human in the browser: open the authorization URL, sign in, consent, land on the redirect URI. */
-  login(authorizationUrl: string, options?: { login?: string; abort?: boolean }): Promise<{ status: number; body: string; redirectedTo: string }>;
+  login(
+    authorizationUrl: string,
+    options?: { login?: string; abort?: boolean },
+  ): Promise<{ status: number; body: string; redirectedTo: string }>;
   /** Revoke every refresh token issued so far (the next refresh fails with invalid_grant). */
   revokeRefreshTokens(): Promise<number>;
   close(): Promise<void>;
@@ -210,10 +213,16 @@ function memoryAdapterFactory(store: Map<string, { payload: AdapterPayload; expi
 /** Starts the OP; see the module comment. Always `close()` it (afterAll). */
 export async function startTestOpenIdProvider(options: TestOpOptions = {}): Promise<TestOpenIdProvider> {
   const material = options.certificate
-    ? { cert: options.certificate.cert, key: options.certificate.key, ca: options.certificate.ca ?? options.certificate.cert }
+    ? {
+        cert: options.certificate.cert,
+        key: options.certificate.key,
+        ca: options.certificate.ca ?? options.certificate.cert,
+      }
     : await createTestCertificate();
 
-  let handler: ((req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse) => void) | undefined;
+  let handler:
+    | ((req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse) => void)
+    | undefined;
   const server: Server = createServer({ cert: material.cert, key: material.key }, (req, res) => {
     if (handler) handler(req, res);
     else {
@@ -343,7 +352,8 @@ export async function startTestOpenIdProvider(options: TestOpOptions = {}): Prom
     },
     pkce: { required: () => true },
     rotateRefreshToken: true,
-    issueRefreshToken: async (_ctx: unknown, client: any, code: any) => client.grantTypeAllowed('refresh_token') && code.scopes.has('offline_access'),
+    issueRefreshToken: async (_ctx: unknown, client: any, code: any) =>
+      client.grantTypeAllowed('refresh_token') && code.scopes.has('offline_access'),
     ttl: {
       AccessToken: (_ctx: unknown, token: any) => token.resourceServer?.accessTokenTTL ?? accessTokenTTL,
       ClientCredentials: (_ctx: unknown, token: any) => token.resourceServer?.accessTokenTTL ?? accessTokenTTL,
@@ -366,7 +376,8 @@ export async function startTestOpenIdProvider(options: TestOpOptions = {}): Prom
         defaultResource: async (_ctx: unknown, _client: unknown, oneOf: string | undefined) => oneOf ?? audience,
         useGrantedResource: async () => true,
         getResourceServerInfo: async (_ctx: unknown, resourceIndicator: string) => {
-          if (!audiences.includes(resourceIndicator)) throw new errors.InvalidTarget(`unknown resource ${resourceIndicator}`);
+          if (!audiences.includes(resourceIndicator))
+            throw new errors.InvalidTarget(`unknown resource ${resourceIndicator}`);
           return {
             scope: 'groups',
             audience: resourceIndicator,
@@ -388,7 +399,11 @@ export async function startTestOpenIdProvider(options: TestOpOptions = {}): Prom
     async (ctx: KoaContextWithOIDC) => {
       const params = ctx.oidc.params as Record<string, string | undefined>;
       if (!params.subject_token) throw new errors.InvalidRequest('missing required parameter subject_token');
-      if (params.subject_token_type !== 'urn:ietf:params:oauth:token-type:jwt' && params.subject_token_type !== 'urn:ietf:params:oauth:token-type:id_token' && params.subject_token_type !== 'urn:ietf:params:oauth:token-type:access_token') {
+      if (
+        params.subject_token_type !== 'urn:ietf:params:oauth:token-type:jwt' &&
+        params.subject_token_type !== 'urn:ietf:params:oauth:token-type:id_token' &&
+        params.subject_token_type !== 'urn:ietf:params:oauth:token-type:access_token'
+      ) {
         throw new errors.InvalidRequest('unsupported subject_token_type');
       }
       let sub: string | undefined;
@@ -414,7 +429,11 @@ export async function startTestOpenIdProvider(options: TestOpOptions = {}): Prom
         accessTokenFormat: 'jwt',
         jwt: { sign: { alg: 'RS256' } },
       });
-      token.extra = { exchanged_sub: sub, act: { sub: client.clientId }, groups: clientGroups[client.clientId] ?? ['machines'] };
+      token.extra = {
+        exchanged_sub: sub,
+        act: { sub: client.clientId },
+        groups: clientGroups[client.clientId] ?? ['machines'],
+      };
       const value = await token.save();
       ctx.body = {
         access_token: value,
@@ -423,11 +442,24 @@ export async function startTestOpenIdProvider(options: TestOpOptions = {}): Prom
         expires_in: token.expiration,
       };
     },
-    ['subject_token', 'subject_token_type', 'requested_token_type', 'audience', 'resource', 'scope', 'actor_token', 'actor_token_type'],
+    [
+      'subject_token',
+      'subject_token_type',
+      'requested_token_type',
+      'audience',
+      'resource',
+      'scope',
+      'actor_token',
+      'actor_token_type',
+    ],
   );
 
   provider.on('grant.success', (ctx: KoaContextWithOIDC) => {
-    grants.push({ grantType: String(ctx.oidc.params?.grant_type), clientId: ctx.oidc.client?.clientId, outcome: 'success' });
+    grants.push({
+      grantType: String(ctx.oidc.params?.grant_type),
+      clientId: ctx.oidc.client?.clientId,
+      outcome: 'success',
+    });
   });
   provider.on('grant.error', (ctx: KoaContextWithOIDC, error: Error & { error?: string }) => {
     grants.push({
@@ -456,7 +488,8 @@ export async function startTestOpenIdProvider(options: TestOpOptions = {}): Prom
   const dispatcher = new Agent({ connect: { ca: material.ca } });
 
   const subjectTokenKey: JWK = { ...(await exportJWK(subjectKeys.privateKey)), alg: 'ES256' };
-  const signSubjectToken = (claims: SubjectTokenClaims = {}): Promise<string> => signSubjectTokenWith(subjectTokenKey, claims);
+  const signSubjectToken = (claims: SubjectTokenClaims = {}): Promise<string> =>
+    signSubjectTokenWith(subjectTokenKey, claims);
 
   return {
     issuer,
@@ -526,7 +559,11 @@ function endpointDispatcher(op: TestOpEndpoint): { dispatcher: Dispatcher; owned
  * The person at the device-verification page of a test OP: enter `userCode`, confirm, sign in as `login`
  * (default 'alice'), consent. Works from any process that knows the issuer and its CA.
  */
-export async function approveDeviceCodeAt(op: TestOpEndpoint, userCode: string, opts: { login?: string } = {}): Promise<void> {
+export async function approveDeviceCodeAt(
+  op: TestOpEndpoint,
+  userCode: string,
+  opts: { login?: string } = {},
+): Promise<void> {
   const { dispatcher, owned } = endpointDispatcher(op);
   try {
     const b = new Browser(dispatcher, op.issuer);
@@ -535,9 +572,14 @@ export async function approveDeviceCodeAt(op: TestOpEndpoint, userCode: string, 
     if (!xsrf) throw new Error(`no device input form at ${op.issuer}/device: ${page.status}`);
     const confirm = await b.post(`${op.issuer}/device`, { xsrf, user_code: userCode });
     const xsrf2 = /name="xsrf" value="([^"]+)"/.exec(confirm.body)?.[1];
-    if (!xsrf2 || !confirm.body.includes('name="confirm"')) throw new Error(`device code ${userCode} not accepted: ${confirm.status} ${stripTags(confirm.body)}`);
-    const done = await b.follow(await b.post(`${op.issuer}/device`, { xsrf: xsrf2, user_code: userCode, confirm: 'yes' }), opts.login ?? 'alice');
-    if (!/Sign-in Success/.test(done.body)) throw new Error(`device approval did not succeed: ${done.status} ${stripTags(done.body)}`);
+    if (!xsrf2 || !confirm.body.includes('name="confirm"'))
+      throw new Error(`device code ${userCode} not accepted: ${confirm.status} ${stripTags(confirm.body)}`);
+    const done = await b.follow(
+      await b.post(`${op.issuer}/device`, { xsrf: xsrf2, user_code: userCode, confirm: 'yes' }),
+      opts.login ?? 'alice',
+    );
+    if (!/Sign-in Success/.test(done.body))
+      throw new Error(`device approval did not succeed: ${done.status} ${stripTags(done.body)}`);
   } finally {
     if (owned) await dispatcher.close();
   }
@@ -563,7 +605,12 @@ export async function loginAt(
 }
 
 function stripTags(html: string): string {
-  return html.replace(/<style[\s\S]*?<\/style>/g, '').replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ').trim().slice(0, 300);
+  return html
+    .replace(/<style[\s\S]*?<\/style>/g, '')
+    .replace(/<[^>]+>/g, ' ')
+    .replace(/\s+/g, ' ')
+    .trim()
+    .slice(0, 300);
 }
 
 /** oidc-provider prints development NOTICE/WARNING lines through console.info/warn; keep test output readable. */
@@ -606,18 +653,31 @@ class Browser {
       headers['content-type'] = 'application/x-www-form-urlencoded';
       body = new URLSearchParams(init.form).toString();
     }
-    const res = await fetch(url, { method: init.method, headers, body, redirect: 'manual', dispatcher: this.dispatcher });
+    const res = await fetch(url, {
+      method: init.method,
+      headers,
+      body,
+      redirect: 'manual',
+      dispatcher: this.dispatcher,
+    });
     for (const line of res.headers.getSetCookie()) {
       const [pair, ...attrs] = line.split(';');
       const eq = pair!.indexOf('=');
       const name = pair!.slice(0, eq).trim();
       const value = pair!.slice(eq + 1).trim();
-      const expired = attrs.some((a) => /^\s*expires=/i.test(a) && Date.parse(a.split('=')[1]!) < Date.now()) || attrs.some((a) => /^\s*max-age=0/i.test(a));
+      const expired =
+        attrs.some((a) => /^\s*expires=/i.test(a) && Date.parse(a.split('=')[1]!) < Date.now()) ||
+        attrs.some((a) => /^\s*max-age=0/i.test(a));
       if (expired || value === '') this.cookies.delete(name);
       else this.cookies.set(name, value);
     }
     const location = res.headers.get('location') ?? undefined;
-    return { status: res.status, url, body: await res.text(), location: location ? new URL(location, url).toString() : undefined };
+    return {
+      status: res.status,
+      url,
+      body: await res.text(),
+      location: location ? new URL(location, url).toString() : undefined,
+    };
   }
 
   get(url: string): Promise<Page> {
@@ -640,7 +700,9 @@ class Browser {
       const action = /<form[^>]*action="([^"]+)"[^>]*method="post"/.exec(page.body)?.[1];
       if (action && page.body.includes('name="prompt" value="login"')) {
         const target = new URL(action.replace(/&amp;/g, '&'), page.url).toString();
-        page = abort ? await this.get(`${target}/abort`) : await this.post(target, { prompt: 'login', login, password: 'any' });
+        page = abort
+          ? await this.get(`${target}/abort`)
+          : await this.post(target, { prompt: 'login', login, password: 'any' });
         continue;
       }
       if (action && page.body.includes('name="prompt" value="consent"')) {
@@ -652,4 +714,3 @@ class Browser {
     throw new Error('too many redirects in the interaction flow');
   }
 }
-

@@ -8,7 +8,8 @@ import type { FlagValues } from '../../src/plugin/provider.js';
 import type { OidcFlags } from '../../src/providers/oidc/settings.js';
 
 /** The bin stub; OIDC_PLUGIN_BIN points elsewhere (e.g. a private build while others rebuild dist/). */
-export const OIDC_BIN = process.env['OIDC_PLUGIN_BIN'] ?? fileURLToPath(new URL('../../bin/clusterprofile-oidc.mjs', import.meta.url));
+export const OIDC_BIN =
+  process.env['OIDC_PLUGIN_BIN'] ?? fileURLToPath(new URL('../../bin/clusterprofile-oidc.mjs', import.meta.url));
 
 export interface OidcRun {
   code: number | null;
@@ -16,8 +17,16 @@ export interface OidcRun {
   stderr: string;
 }
 
-export function oidcExecInfo(config: Record<string, unknown>, interactive = false, apiVersion = 'client.authentication.k8s.io/v1'): string {
-  return JSON.stringify({ kind: 'ExecCredential', apiVersion, spec: { interactive, cluster: { server: 'https://member.example:6443', config } } });
+export function oidcExecInfo(
+  config: Record<string, unknown>,
+  interactive = false,
+  apiVersion = 'client.authentication.k8s.io/v1',
+): string {
+  return JSON.stringify({
+    kind: 'ExecCredential',
+    apiVersion,
+    spec: { interactive, cluster: { server: 'https://member.example:6443', config } },
+  });
 }
 
 /** Runs the plugin; `onStderr` sees the accumulated stderr each time more arrives. */
@@ -45,7 +54,12 @@ export function runOidcPlugin(
 }
 
 /** The cache entries (`<key>.json`) in a cache directory, parsed. */
-export function cacheEntries(dir: string): { file: string; entry: { status: { token: string; expirationTimestamp: string }; state?: { refreshToken?: string } } }[] {
+export function cacheEntries(
+  dir: string,
+): {
+  file: string;
+  entry: { status: { token: string; expirationTimestamp: string }; state?: { refreshToken?: string } };
+}[] {
   let names: string[];
   try {
     names = readdirSync(dir);

@@ -27,7 +27,10 @@ export interface RootRun {
 /** Runs `command`; its stdout, or an error carrying its stderr. */
 export function sh(command: string, args: readonly string[]): string {
   const result = spawnSync(command, args, { encoding: 'utf8', maxBuffer: 1 << 28 });
-  if (result.status !== 0) throw new Error(`${command} ${args.join(' ')} failed (${result.error?.message ?? result.status}):\n${result.stderr}`);
+  if (result.status !== 0)
+    throw new Error(
+      `${command} ${args.join(' ')} failed (${result.error?.message ?? result.status}):\n${result.stderr}`,
+    );
   return result.stdout;
 }
 
@@ -61,7 +64,10 @@ export function ensureImageTools(): void {
 }
 
 /** Builds the images of `types` (`cli`: the CLI image) into `out` (layout `out/oci`, refs by type) and returns the build's report. */
-export async function buildImages(out: string, types: readonly (PluginType | 'cli')[] = PLUGIN_TYPES): Promise<ImageReport> {
+export async function buildImages(
+  out: string,
+  types: readonly (PluginType | 'cli')[] = PLUGIN_TYPES,
+): Promise<ImageReport> {
   const build = await runNode(join(REPO, 'scripts/image.mjs'), ['--out', out, '--images', types.join(',')]);
   if (build.code !== 0) throw new Error(`scripts/image.mjs failed:\n${build.stderr}`);
   return JSON.parse(readFileSync(join(out, 'report.json'), 'utf8')) as ImageReport;
@@ -77,7 +83,12 @@ export function unpackImage(layout: string, ref: string, bundle: string): string
  * Runs `argv` chrooted into `root`, in new mount and pid namespaces with /proc mounted at `root/proc` (unless `proc`
  * is false), with exactly `env`: no PATH, no HOME unless given.
  */
-export function runInRoot(root: string, argv: readonly string[], env: Record<string, string> = {}, proc = true): Promise<RootRun> {
+export function runInRoot(
+  root: string,
+  argv: readonly string[],
+  env: Record<string, string> = {},
+  proc = true,
+): Promise<RootRun> {
   const namespaces = ['--mount', '--pid', '--fork', ...(proc ? [`--mount-proc=${join(root, 'proc')}`] : [])];
   return runCommand('/usr/bin/unshare', [...namespaces, '/usr/sbin/chroot', root, ...argv], { env });
 }

@@ -20,12 +20,21 @@ export async function buildRuntimeFixture(): Promise<string> {
 export const V1 = 'client.authentication.k8s.io/v1';
 export const V1BETA1 = 'client.authentication.k8s.io/v1beta1';
 
-export function execInfo(apiVersion: string, cluster: unknown = { server: 'https://cluster.example:6443' }, interactive = false): string {
+export function execInfo(
+  apiVersion: string,
+  cluster: unknown = { server: 'https://cluster.example:6443' },
+  interactive = false,
+): string {
   return JSON.stringify({ kind: 'ExecCredential', apiVersion, spec: { interactive, cluster } });
 }
 
 /** Runs `node <stub> ...args` with only the given environment (plus PATH and HOME), stdin closed. */
-export async function runChild(stub: string, args: readonly string[], env: Record<string, string | undefined>, nodeArgs: readonly string[] = []): Promise<ChildResult> {
+export async function runChild(
+  stub: string,
+  args: readonly string[],
+  env: Record<string, string | undefined>,
+  nodeArgs: readonly string[] = [],
+): Promise<ChildResult> {
   const { code, signal, stdout, stderr } = await runNode(stub, args, { env, nodeArgs });
   return { code, signal, stdout, stderr };
 }

@@ -57,7 +57,10 @@ export function upstreamProfileV1alpha1(): Record<string, any> {
       version: { kubernetes: '1.34.1' },
       properties: [{ name: 'location', value: 'eu-west-1', lastObservedTime: '2026-11-20T10:00:00Z' }],
       credentialProviders: [
-        { name: 'secretreader', cluster: { server: 'https://member-east.example.com:6443', 'certificate-authority': '/etc/ca.crt' } },
+        {
+          name: 'secretreader',
+          cluster: { server: 'https://member-east.example.com:6443', 'certificate-authority': '/etc/ca.crt' },
+        },
       ],
       accessProviders: [
         {
@@ -69,7 +72,10 @@ export function upstreamProfileV1alpha1(): Record<string, any> {
             'proxy-url': 'socks5://proxy.example.com:1080',
             'disable-compression': true,
             extensions: [
-              { name: 'client.authentication.k8s.io/exec', extension: { clusterName: 'member-east', audience: 'fleet' } },
+              {
+                name: 'client.authentication.k8s.io/exec',
+                extension: { clusterName: 'member-east', audience: 'fleet' },
+              },
             ],
           },
         },

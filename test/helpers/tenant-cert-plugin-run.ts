@@ -24,12 +24,21 @@ export interface Result {
 }
 
 /** Runs `node <script> ...args` with PATH/HOME plus `env`; stdin empty unless given. */
-export function runNode(script: string, args: readonly string[], env: Record<string, string | undefined> = {}, stdin?: string): Promise<Result> {
+export function runNode(
+  script: string,
+  args: readonly string[],
+  env: Record<string, string | undefined> = {},
+  stdin?: string,
+): Promise<Result> {
   return runNodeProcess(script, args, { env, ...(stdin === undefined ? {} : { stdin }) });
 }
 
 export function execInfo(apiVersion: string, config: unknown, server = 'https://member.example:6443'): string {
-  return JSON.stringify({ kind: 'ExecCredential', apiVersion, spec: { interactive: false, cluster: { server, config } } });
+  return JSON.stringify({
+    kind: 'ExecCredential',
+    apiVersion,
+    spec: { interactive: false, cluster: { server, config } },
+  });
 }
 
 export interface PluginSetup {
@@ -44,7 +53,17 @@ export interface PluginSetup {
 export function runPlugin(setup: PluginSetup, apiVersion = V1, extra: readonly string[] = []): Promise<Result> {
   return runNode(
     PLUGIN,
-    ['--cluster-id', setup.clusterID, '--key-file', setup.keyFile, '--cache-dir', setup.cacheDir, '--identity-dir', setup.identityDir, ...extra],
+    [
+      '--cluster-id',
+      setup.clusterID,
+      '--key-file',
+      setup.keyFile,
+      '--cache-dir',
+      setup.cacheDir,
+      '--identity-dir',
+      setup.identityDir,
+      ...extra,
+    ],
     { KUBERNETES_EXEC_INFO: execInfo(apiVersion, setup.config) },
   );
 }
@@ -59,10 +78,26 @@ export interface RunningIssuer {
 }
 
 /** Starts `clusterprofile issuer serve` on 127.0.0.1 (port 0 unless given) and waits until it says where it listens. */
-export async function startIssuer(dataDir: string, clusterID: string, extra: readonly string[] = [], port = 0): Promise<RunningIssuer> {
+export async function startIssuer(
+  dataDir: string,
+  clusterID: string,
+  extra: readonly string[] = [],
+  port = 0,
+): Promise<RunningIssuer> {
   const child = spawn(
     process.execPath,
-    [CLI, 'issuer', 'serve', '--data-dir', dataDir, '--listen', `127.0.0.1:${port}`, '--cluster-id', clusterID, ...extra],
+    [
+      CLI,
+      'issuer',
+      'serve',
+      '--data-dir',
+      dataDir,
+      '--listen',
+      `127.0.0.1:${port}`,
+      '--cluster-id',
+      clusterID,
+      ...extra,
+    ],
     { env: { PATH: process.env['PATH'], HOME: process.env['HOME'] }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let output = '';
@@ -102,7 +137,11 @@ export async function startIssuer(dataDir: string, clusterID: string, extra: rea
 }
 
 /** `spec.cluster.config` for an issuer started with {@link startIssuer}. */
-export function issuerConfig(issuer: { url: string }, servingCaPem: string, providerClusterID: string): Record<string, unknown> {
+export function issuerConfig(
+  issuer: { url: string },
+  servingCaPem: string,
+  providerClusterID: string,
+): Record<string, unknown> {
   return { issuerURL: issuer.url, issuerCA: Buffer.from(servingCaPem).toString('base64'), providerClusterID };
 }
 
@@ -134,7 +173,10 @@ export interface StandIn {
 }
 
 /** An HTTPS server on 127.0.0.1:0 with a serving certificate from `ca`, answering with `handler`. */
-export async function startStandIn(ca: TestCa, handler: (req: IncomingMessage, res: ServerResponse, body: string) => void): Promise<StandIn> {
+export async function startStandIn(
+  ca: TestCa,
+  handler: (req: IncomingMessage, res: ServerResponse, body: string) => void,
+): Promise<StandIn> {
   const serving = await ca.issueServerCert();
   const counts = new Map<string, number>();
   const sockets = new Set<import('node:net').Socket>();

@@ -13,7 +13,10 @@ export interface TestSigner {
   /** PEM of the CA certificate. */
   cert: string;
   /** A certificate for `publicKey` with subject CN (and O per group), signed by this CA. */
-  issue(publicKey: KeyObject, options: { cn: string; groups?: string[]; notBefore: Date; notAfter: Date }): Promise<string>;
+  issue(
+    publicKey: KeyObject,
+    options: { cn: string; groups?: string[]; notBefore: Date; notAfter: Date },
+  ): Promise<string>;
 }
 
 export async function createSigner(name = 'tenant-cert-test-ca'): Promise<TestSigner> {
@@ -25,7 +28,10 @@ export async function createSigner(name = 'tenant-cert-test-ca'): Promise<TestSi
     notAfter: new Date(Date.UTC(2099, 0, 1)),
     keys,
     signingAlgorithm: ecdsa,
-    extensions: [new x509.BasicConstraintsExtension(true, undefined, true), new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign, true)],
+    extensions: [
+      new x509.BasicConstraintsExtension(true, undefined, true),
+      new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign, true),
+    ],
   });
   let serial = 2;
   return {
@@ -76,7 +82,13 @@ export function createKeyFile(algorithm: KeyAlgorithm = 'ed25519', mode = 0o600)
 const b64 = (text: string): string => Buffer.from(text).toString('base64');
 
 /** An Identity in our flavour (JSON text). */
-export function ourIdentity(o: { provider: string; consumer: string; certPem: string; caPem?: string; apiServer?: string }): string {
+export function ourIdentity(o: {
+  provider: string;
+  consumer: string;
+  certPem: string;
+  caPem?: string;
+  apiServer?: string;
+}): string {
   return JSON.stringify({
     apiVersion: 'credentials.clusterprofile.io/v1alpha1',
     kind: 'Identity',
@@ -96,7 +108,14 @@ export function ourIdentity(o: { provider: string; consumer: string; certPem: st
 }
 
 /** An Identity as liqoctl prints it (YAML text). */
-export function liqoIdentityYaml(o: { provider: string; consumer: string; certPem: string; caPem?: string; apiServer?: string; type?: string }): string {
+export function liqoIdentityYaml(o: {
+  provider: string;
+  consumer: string;
+  certPem: string;
+  caPem?: string;
+  apiServer?: string;
+  type?: string;
+}): string {
   return [
     'apiVersion: authentication.liqo.io/v1beta1',
     'kind: Identity',

@@ -118,10 +118,14 @@ export async function createTestCa(name = 'cpc-test-ca', options: IssueOptions =
         ...(o.ips ?? ['127.0.0.1']).map((value) => ({ type: 'ip' as const, value })),
         ...(o.dns ?? ['localhost']).map((value) => ({ type: 'dns' as const, value })),
       ];
-      return issue('CN=cpc-test-server', [
-        new x509.SubjectAlternativeNameExtension(names),
-        new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth]),
-      ], o);
+      return issue(
+        'CN=cpc-test-server',
+        [
+          new x509.SubjectAlternativeNameExtension(names),
+          new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth]),
+        ],
+        o,
+      );
     },
     issueClientCert(commonName, o = {}) {
       const subject = [...(o.groups ?? []).map((g) => `O=${escapeDn(g)}`), `CN=${escapeDn(commonName)}`].join(', ');

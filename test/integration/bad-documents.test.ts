@@ -60,61 +60,147 @@ beforeAll(async () => {
     notAfter: new Date(Date.now() + 86_400_000),
   });
   identityFile = join(root, 'identity.yaml');
-  writeFileSync(identityFile, liqoIdentityYaml({ provider: 'member-1', consumer: 'consumer-1', certPem }), { mode: 0o600 });
+  writeFileSync(identityFile, liqoIdentityYaml({ provider: 'member-1', consumer: 'consumer-1', certPem }), {
+    mode: 0o600,
+  });
 });
 
 describe('an Identity with a YAML alias bomb', () => {
-  it.each(['file', 'stdin'])('identity import (%s) refuses it with a coded error, quickly, without expanding it', async (via) => {
-    const file = join(root, 'bomb.yaml');
-    writeFileSync(file, ALIAS_BOMB);
-    const args = ['identity', 'import', via === 'file' ? file : '-', '--key-file', key.file, '--identity-dir', join(root, 'ids')];
-    const result = await runNode(CLI, args, via === 'file' ? {} : { stdin: ALIAS_BOMB });
-    expectCodedFailure(result, /^ERR_TENANT_CERT_IDENTITY_INVALID: .*aliases expand to more than \d+ nodes/, via === 'file' ? file : 'stdin');
-    expect(result.stderr).not.toContain('Excessive alias count');
-    expect(result.ms).toBeLessThan(10_000);
-  });
+  it.each(['file', 'stdin'])(
+    'identity import (%s) refuses it with a coded error, quickly, without expanding it',
+    async (via) => {
+      const file = join(root, 'bomb.yaml');
+      writeFileSync(file, ALIAS_BOMB);
+      const args = [
+        'identity',
+        'import',
+        via === 'file' ? file : '-',
+        '--key-file',
+        key.file,
+        '--identity-dir',
+        join(root, 'ids'),
+      ];
+      const result = await runNode(CLI, args, via === 'file' ? {} : { stdin: ALIAS_BOMB });
+      expectCodedFailure(
+        result,
+        /^ERR_TENANT_CERT_IDENTITY_INVALID: .*aliases expand to more than \d+ nodes/,
+        via === 'file' ? file : 'stdin',
+      );
+      expect(result.stderr).not.toContain('Excessive alias count');
+      expect(result.ms).toBeLessThan(10_000);
+    },
+  );
 });
 
 describe('a directory where a file belongs', () => {
   it('clusterprofile-tenant-cert --key-file DIR: the key file error, exit 2', async () => {
     const result = await runNode(
       PLUGIN,
-      ['--cluster-id', 'consumer-1', '--key-file', directory, '--cache-dir', join(root, 'cache'), '--identity-dir', join(root, 'ids')],
+      [
+        '--cluster-id',
+        'consumer-1',
+        '--key-file',
+        directory,
+        '--cache-dir',
+        join(root, 'cache'),
+        '--identity-dir',
+        join(root, 'ids'),
+      ],
       { env: { KUBERNETES_EXEC_INFO: execInfo(V1, { providerClusterID: 'member-1' }) } },
     );
-    expectCodedFailure(result, /^clusterprofile-tenant-cert: ERR_TENANT_CERT_KEY_FILE: the key file .* is a directory/, directory);
+    expectCodedFailure(
+      result,
+      /^clusterprofile-tenant-cert: ERR_TENANT_CERT_KEY_FILE: the key file .* is a directory/,
+      directory,
+    );
     expect(result.code).toBe(2);
   });
 
   it('identity import --key-file DIR (a valid Identity): the key file error', async () => {
-    const result = await runNode(CLI, ['identity', 'import', identityFile, '--key-file', directory, '--identity-dir', join(root, 'ids')]);
+    const result = await runNode(CLI, [
+      'identity',
+      'import',
+      identityFile,
+      '--key-file',
+      directory,
+      '--identity-dir',
+      join(root, 'ids'),
+    ]);
     expectCodedFailure(result, /^ERR_TENANT_CERT_KEY_FILE: the key file .* is a directory/, directory);
   });
 
   it('identity import DIR: the Identity cannot be read', async () => {
-    const result = await runNode(CLI, ['identity', 'import', directory, '--key-file', key.file, '--identity-dir', join(root, 'ids')]);
+    const result = await runNode(CLI, [
+      'identity',
+      'import',
+      directory,
+      '--key-file',
+      key.file,
+      '--identity-dir',
+      join(root, 'ids'),
+    ]);
     expectCodedFailure(result, /^ERR_IDENTITY_READ: cannot read the Identity: EISDIR/, directory);
   });
 
   it('tenant generate --key-file DIR (the key keygen made)', async () => {
-    const result = await runNode(CLI, ['tenant', 'generate', '--key-file', directory, '--cluster-id', 'consumer-1', '--provider-cluster-id', 'member-1', '--nonce', 'n']);
+    const result = await runNode(CLI, [
+      'tenant',
+      'generate',
+      '--key-file',
+      directory,
+      '--cluster-id',
+      'consumer-1',
+      '--provider-cluster-id',
+      'member-1',
+      '--nonce',
+      'n',
+    ]);
     expectCodedFailure(result, /^ERR_TENANT_INPUT: cannot read --key-file /, directory);
   });
 
   it('issuer trust --public-key DIR (the public key keygen printed)', async () => {
-    const result = await runNode(CLI, ['issuer', 'trust', '--data-dir', join(root, 'data'), '--cluster-id', 'consumer-1', '--public-key', directory]);
+    const result = await runNode(CLI, [
+      'issuer',
+      'trust',
+      '--data-dir',
+      join(root, 'data'),
+      '--cluster-id',
+      'consumer-1',
+      '--public-key',
+      directory,
+    ]);
     expectCodedFailure(result, /^ERR_ISSUER_CONFIG: cannot read --public-key /, directory);
   });
 
   it('kubeconfig --profile DIR and --clusterprofile-provider-file DIR', async () => {
     const providers = join(root, 'providers.json');
     writeFileSync(providers, '{"providers": []}');
-    const profile = await runNode(CLI, ['kubeconfig', '--profile', directory, '--clusterprofile-provider-file', providers]);
-    expectCodedFailure(profile, /^ERR_PROFILE_READ: cannot read ClusterProfile file .*: it is a directory, not a file/, directory);
+    const profile = await runNode(CLI, [
+      'kubeconfig',
+      '--profile',
+      directory,
+      '--clusterprofile-provider-file',
+      providers,
+    ]);
+    expectCodedFailure(
+      profile,
+      /^ERR_PROFILE_READ: cannot read ClusterProfile file .*: it is a directory, not a file/,
+      directory,
+    );
     const profileFile = join(root, 'profile.yaml');
     writeFileSync(profileFile, stringify(buildProfile()));
-    const access = await runNode(CLI, ['kubeconfig', '--profile', profileFile, '--clusterprofile-provider-file', directory]);
-    expectCodedFailure(access, /^ERR_ACCESS_CONFIG_READ: failed to read access config file .*: it is a directory, not a file/, directory);
+    const access = await runNode(CLI, [
+      'kubeconfig',
+      '--profile',
+      profileFile,
+      '--clusterprofile-provider-file',
+      directory,
+    ]);
+    expectCodedFailure(
+      access,
+      /^ERR_ACCESS_CONFIG_READ: failed to read access config file .*: it is a directory, not a file/,
+      directory,
+    );
   });
 });
 
@@ -128,20 +214,30 @@ describe('a providers file with a duplicate key', () => {
     '    command: /tmp/evil',
     '',
   ].join('\n');
-  const json = '{"providers": [{"name": "test-provider-1", "execConfig": {"apiVersion": "client.authentication.k8s.io/v1", "command": "/usr/local/bin/plugin", "command": "/tmp/evil"}}]}';
+  const json =
+    '{"providers": [{"name": "test-provider-1", "execConfig": {"apiVersion": "client.authentication.k8s.io/v1", "command": "/usr/local/bin/plugin", "command": "/tmp/evil"}}]}';
 
   it.each([
     ['YAML', 'providers.yaml', yaml, 'line 6, column 5'],
     ['JSON', 'providers-dup.json', json, `line 1, column ${json.lastIndexOf('"command"') + 1}`],
-  ])('%s: ERR_ACCESS_CONFIG_PARSE at the line and column, with the file as path, quoting nothing', async (_format, name, text, where) => {
-    const file = join(root, name);
-    writeFileSync(file, text);
-    const profileFile = join(root, 'profile.yaml');
-    writeFileSync(profileFile, stringify(buildProfile()));
-    const result = await runNode(CLI, ['kubeconfig', '--profile', profileFile, '--clusterprofile-provider-file', file]);
-    expectCodedFailure(result, /^ERR_ACCESS_CONFIG_PARSE: failed to unmarshal access providers from /, file);
-    expect(result.stderr).toContain(`a duplicate key at ${where}`);
-    expect(result.stderr).toContain(`(at ${file})`);
-    expect(result.stderr).not.toContain('/tmp/evil');
-  });
+  ])(
+    '%s: ERR_ACCESS_CONFIG_PARSE at the line and column, with the file as path, quoting nothing',
+    async (_format, name, text, where) => {
+      const file = join(root, name);
+      writeFileSync(file, text);
+      const profileFile = join(root, 'profile.yaml');
+      writeFileSync(profileFile, stringify(buildProfile()));
+      const result = await runNode(CLI, [
+        'kubeconfig',
+        '--profile',
+        profileFile,
+        '--clusterprofile-provider-file',
+        file,
+      ]);
+      expectCodedFailure(result, /^ERR_ACCESS_CONFIG_PARSE: failed to unmarshal access providers from /, file);
+      expect(result.stderr).toContain(`a duplicate key at ${where}`);
+      expect(result.stderr).toContain(`(at ${file})`);
+      expect(result.stderr).not.toContain('/tmp/evil');
+    },
+  );
 });

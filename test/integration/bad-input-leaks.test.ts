@@ -41,13 +41,19 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'cpc-leaks-'));
   ca = await createTestCa('leaks-ca');
   keyFile = join(dir, 'consumer.key');
-  writeFileSync(keyFile, generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
+  writeFileSync(keyFile, generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }), {
+    mode: 0o600,
+  });
   secretFile = join(dir, 'client.secret');
   writeFileSync(secretFile, 'client-secret', { mode: 0o600 });
 });
 
 function execInfo(cluster: Record<string, unknown>): string {
-  return JSON.stringify({ apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential', spec: { interactive: false, cluster } });
+  return JSON.stringify({
+    apiVersion: 'client.authentication.k8s.io/v1',
+    kind: 'ExecCredential',
+    spec: { interactive: false, cluster },
+  });
 }
 
 function plugin(name: string, args: readonly string[], cluster: Record<string, unknown>): Promise<NodeRunResult> {
@@ -70,37 +76,69 @@ function expectClean(run: NodeRunResult, label: string): void {
 
 describe('clusterprofile-tenant-cert', () => {
   const args = () => ['--cluster-id', 'consumer-1', '--key-file', keyFile];
-  const config = (extra: Record<string, unknown>) => ({ issuerURL: 'https://127.0.0.1:1', issuerCA: ca.certBase64, providerClusterID: 'member-1', ...extra });
+  const config = (extra: Record<string, unknown>) => ({
+    issuerURL: 'https://127.0.0.1:1',
+    issuerCA: ca.certBase64,
+    providerClusterID: 'member-1',
+    ...extra,
+  });
 
   it('never prints the password of an issuerURL', async () => {
     for (const issuerURL of PASSWORD_URLS) {
-      expectClean(await plugin('tenant-cert', args(), { server: 'https://127.0.0.1:1', config: config({ issuerURL }) }), issuerURL);
+      expectClean(
+        await plugin('tenant-cert', args(), { server: 'https://127.0.0.1:1', config: config({ issuerURL }) }),
+        issuerURL,
+      );
     }
   });
 
   it('never quotes a 100 KB value back whole', async () => {
     for (const key of ['issuerURL', 'providerClusterID', 'issuerCA', 'clientCA']) {
-      expectClean(await plugin('tenant-cert', args(), { server: 'https://127.0.0.1:1', config: config({ [key]: BIG }) }), key);
+      expectClean(
+        await plugin('tenant-cert', args(), { server: 'https://127.0.0.1:1', config: config({ [key]: BIG }) }),
+        key,
+      );
     }
-    expectClean(await plugin('tenant-cert', args(), { server: 'https://127.0.0.1:1', config: config({ issuerURL: BIG_URL }) }), 'a long issuerURL');
+    expectClean(
+      await plugin('tenant-cert', args(), { server: 'https://127.0.0.1:1', config: config({ issuerURL: BIG_URL }) }),
+      'a long issuerURL',
+    );
   });
 });
 
 describe('clusterprofile-oidc', () => {
   const args = ['--grant', 'client_credentials', '--client-secret-file'];
-  const config = (extra: Record<string, unknown>) => ({ issuerURL: 'https://127.0.0.1:1', issuerCA: ca.certBase64, clientID: 'fleet', audience: 'member', ...extra });
+  const config = (extra: Record<string, unknown>) => ({
+    issuerURL: 'https://127.0.0.1:1',
+    issuerCA: ca.certBase64,
+    clientID: 'fleet',
+    audience: 'member',
+    ...extra,
+  });
 
   it('never prints the password of the issuer URL', async () => {
     for (const issuerURL of PASSWORD_URLS) {
-      expectClean(await plugin('oidc', [...args, secretFile], { server: 'https://127.0.0.1:1', config: config({ issuerURL }) }), issuerURL);
+      expectClean(
+        await plugin('oidc', [...args, secretFile], { server: 'https://127.0.0.1:1', config: config({ issuerURL }) }),
+        issuerURL,
+      );
     }
   });
 
   it('never quotes a 100 KB value back whole', async () => {
     for (const key of ['issuerURL', 'token', 'clientID', 'audience', 'issuerCA']) {
-      expectClean(await plugin('oidc', [...args, secretFile], { server: 'https://127.0.0.1:1', config: config({ [key]: BIG }) }), key);
+      expectClean(
+        await plugin('oidc', [...args, secretFile], { server: 'https://127.0.0.1:1', config: config({ [key]: BIG }) }),
+        key,
+      );
     }
-    expectClean(await plugin('oidc', [...args, secretFile], { server: 'https://127.0.0.1:1', config: config({ issuerURL: BIG_URL }) }), 'a long issuerURL');
+    expectClean(
+      await plugin('oidc', [...args, secretFile], {
+        server: 'https://127.0.0.1:1',
+        config: config({ issuerURL: BIG_URL }),
+      }),
+      'a long issuerURL',
+    );
   });
 });
 
@@ -114,25 +152,50 @@ describe('clusterprofile-token-request', () => {
         apiVersion: 'v1',
         kind: 'Config',
         'current-context': 'c',
-        clusters: [{ name: 'c', cluster: { server: 'https://127.0.0.1:1', 'certificate-authority-data': ca.certBase64 } }],
+        clusters: [
+          { name: 'c', cluster: { server: 'https://127.0.0.1:1', 'certificate-authority-data': ca.certBase64 } },
+        ],
         users: [{ name: 'u', user: { token: 'bootstrap-token' } }],
         contexts: [{ name: 'c', context: { cluster: 'c', user: 'u' } }],
       }),
     );
   });
-  const config = (extra: Record<string, unknown> = {}) => ({ namespace: 'fleet', serviceAccount: 'fleet-workload', ...extra });
+  const config = (extra: Record<string, unknown> = {}) => ({
+    namespace: 'fleet',
+    serviceAccount: 'fleet-workload',
+    ...extra,
+  });
 
   it('never prints the password of the API server URL', async () => {
     for (const server of PASSWORD_URLS) {
-      expectClean(await plugin('token-request', ['--bootstrap-kubeconfig', bootstrap], { server, 'certificate-authority-data': ca.certBase64, config: config() }), server);
+      expectClean(
+        await plugin('token-request', ['--bootstrap-kubeconfig', bootstrap], {
+          server,
+          'certificate-authority-data': ca.certBase64,
+          config: config(),
+        }),
+        server,
+      );
     }
   });
 
   it('never quotes a 100 KB value back whole', async () => {
-    expectClean(await plugin('token-request', ['--bootstrap-kubeconfig', bootstrap], { server: BIG, config: config() }), 'server');
-    expectClean(await plugin('token-request', ['--bootstrap-kubeconfig', bootstrap], { server: BIG_URL, config: config() }), 'a long server URL');
+    expectClean(
+      await plugin('token-request', ['--bootstrap-kubeconfig', bootstrap], { server: BIG, config: config() }),
+      'server',
+    );
+    expectClean(
+      await plugin('token-request', ['--bootstrap-kubeconfig', bootstrap], { server: BIG_URL, config: config() }),
+      'a long server URL',
+    );
     for (const key of ['namespace', 'serviceAccount', 'expirationSeconds']) {
-      expectClean(await plugin('token-request', ['--bootstrap-kubeconfig', bootstrap], { server: 'https://127.0.0.1:1', config: config({ [key]: BIG }) }), key);
+      expectClean(
+        await plugin('token-request', ['--bootstrap-kubeconfig', bootstrap], {
+          server: 'https://127.0.0.1:1',
+          config: config({ [key]: BIG }),
+        }),
+        key,
+      );
     }
   });
 });
@@ -156,7 +219,9 @@ describe('clusterprofile kubeconfig', () => {
     );
   });
   const cli = (args: readonly string[], env: Record<string, string> = {}) =>
-    runNode(join(BIN, 'clusterprofile.mjs'), ['kubeconfig', '--clusterprofile-provider-file', providers, ...args], { env: { HOME: dir, ...env } });
+    runNode(join(BIN, 'clusterprofile.mjs'), ['kubeconfig', '--clusterprofile-provider-file', providers, ...args], {
+      env: { HOME: dir, ...env },
+    });
 
   function profileFile(mutate: (cluster: Record<string, unknown>) => void): string {
     const profile = buildProfile();
@@ -191,8 +256,21 @@ describe('clusterprofile kubeconfig', () => {
   it('never quotes a 100 KB value back whole', async () => {
     const cases: [string, (cluster: Record<string, unknown>) => void][] = [
       ['proxy-url', (cluster) => (cluster['proxy-url'] = `${BIG} x`)],
-      ['an env name', (cluster) => (cluster.extensions = [{ name: 'clusterprofiles.multicluster.x-k8s.io/exec/additional-envs', extension: { [BIG]: 'x' } }])],
-      ['an extension name twice', (cluster) => (cluster.extensions = [{ name: BIG, extension: {} }, { name: BIG, extension: {} }])],
+      [
+        'an env name',
+        (cluster) =>
+          (cluster.extensions = [
+            { name: 'clusterprofiles.multicluster.x-k8s.io/exec/additional-envs', extension: { [BIG]: 'x' } },
+          ]),
+      ],
+      [
+        'an extension name twice',
+        (cluster) =>
+          (cluster.extensions = [
+            { name: BIG, extension: {} },
+            { name: BIG, extension: {} },
+          ]),
+      ],
       ['certificate-authority-data', (cluster) => (cluster['certificate-authority-data'] = `${BIG}!`)],
     ];
     for (const [label, mutate] of cases) {

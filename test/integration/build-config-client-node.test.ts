@@ -12,12 +12,25 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ClusterProfileKubeConfig } from '../../src/library/build-config.js';
 import { ExecCredentialCache } from '../../src/library/exec/authenticator.js';
 import type { ExecCluster, ResolvedClusterAccess } from '../../src/library/types.js';
-import { certFingerprint, createTestCa, startHttpsServer, type KeyPairPem, type RecordedRequest, type TestCa, type TestHttpsServer } from '../helpers/tls.js';
+import {
+  certFingerprint,
+  createTestCa,
+  startHttpsServer,
+  type KeyPairPem,
+  type RecordedRequest,
+  type TestCa,
+  type TestHttpsServer,
+} from '../helpers/tls.js';
 
 const PLUGIN = fileURLToPath(new URL('../fixtures/plugins/plugin.mjs', import.meta.url));
 const V1 = 'client.authentication.k8s.io/v1' as const;
 
-const namespaceList = JSON.stringify({ kind: 'NamespaceList', apiVersion: 'v1', metadata: {}, items: [{ metadata: { name: 'default' } }] });
+const namespaceList = JSON.stringify({
+  kind: 'NamespaceList',
+  apiVersion: 'v1',
+  metadata: {},
+  items: [{ metadata: { name: 'default' } }],
+});
 
 /** An API server stand-in: 200 for an accepted bearer token or any verified client certificate, else 401. */
 function apiHandler(accepted: Set<string>) {
@@ -25,7 +38,9 @@ function apiHandler(accepted: Set<string>) {
     const ok = (request.bearer !== undefined && accepted.has(request.bearer)) || request.clientCert !== undefined;
     if (!ok) {
       res.writeHead(401, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'Unauthorized', code: 401 }));
+      res.end(
+        JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'Unauthorized', code: 401 }),
+      );
       return;
     }
     if (req.url?.includes('watch=true')) {
@@ -38,12 +53,24 @@ function apiHandler(accepted: Set<string>) {
   };
 }
 
-function access(cluster: ExecCluster, args: string[], extra: Partial<ResolvedClusterAccess['exec']> = {}): ResolvedClusterAccess {
+function access(
+  cluster: ExecCluster,
+  args: string[],
+  extra: Partial<ResolvedClusterAccess['exec']> = {},
+): ResolvedClusterAccess {
   return {
     providerName: 'test',
     profile: { namespace: 'fleet', name: 'spoke-1' },
     cluster,
-    exec: { apiVersion: V1, command: PLUGIN, args, env: [], interactiveMode: 'Never', provideClusterInfo: true, ...extra },
+    exec: {
+      apiVersion: V1,
+      command: PLUGIN,
+      args,
+      env: [],
+      interactiveMode: 'Never',
+      provideClusterInfo: true,
+      ...extra,
+    },
   };
 }
 
@@ -86,12 +113,19 @@ describe('ClusterProfileKubeConfig: client-node requests authenticated by our ex
     server.requests.length = 0;
   });
 
-  const cluster = (): ExecCluster => ({ server: server.url, 'certificate-authority-data': ca.certBase64, config: { clusterName: 'spoke-1' } });
+  const cluster = (): ExecCluster => ({
+    server: server.url,
+    'certificate-authority-data': ca.certBase64,
+    config: { clusterName: 'spoke-1' },
+  });
 
   it('makeApiClient sends the plugin’s token; the plugin saw KUBERNETES_EXEC_INFO (built-in exec never ran)', async () => {
     accepted.add('token-1');
     const count = countFile();
-    const kc = new ClusterProfileKubeConfig(access(cluster(), ['token', '--count-file', count]), new ExecCredentialCache());
+    const kc = new ClusterProfileKubeConfig(
+      access(cluster(), ['token', '--count-file', count]),
+      new ExecCredentialCache(),
+    );
     expect(kc.getCurrentUser()).toEqual({ name: 'test@fleet/spoke-1' });
     const list = await kc.makeApiClient(CoreV1Api).listNamespace();
     expect(list.items.map((ns) => ns.metadata?.name)).toEqual(['default']);
@@ -106,7 +140,10 @@ describe('ClusterProfileKubeConfig: client-node requests authenticated by our ex
   it('1000 concurrent requests to one cluster → exactly 1 exec, 1000 authenticated requests', async () => {
     accepted.add('token-1');
     const count = countFile();
-    const kc = new ClusterProfileKubeConfig(access(cluster(), ['token', '--count-file', count, '--sleep', '50']), new ExecCredentialCache());
+    const kc = new ClusterProfileKubeConfig(
+      access(cluster(), ['token', '--count-file', count, '--sleep', '50']),
+      new ExecCredentialCache(),
+    );
     const api = kc.makeApiClient(CoreV1Api);
     const results = await Promise.all(Array.from({ length: 1000 }, () => api.listNamespace()));
     expect(results).toHaveLength(1000);
@@ -138,7 +175,10 @@ describe('ClusterProfileKubeConfig: client-node requests authenticated by our ex
     await api.listNamespace();
     await api.listNamespace();
     const first = server.requests.slice(-2);
-    expect(first.map((r) => r.clientCert?.fingerprint256)).toEqual([certFingerprint(certs[0]!.cert), certFingerprint(certs[0]!.cert)]);
+    expect(first.map((r) => r.clientCert?.fingerprint256)).toEqual([
+      certFingerprint(certs[0]!.cert),
+      certFingerprint(certs[0]!.cert),
+    ]);
     const before = new Set(server.requests.map((r) => r.connection));
 
     now += 3_600_000; // past expiry: the plugin runs again and returns the second certificate
@@ -166,7 +206,10 @@ describe('ClusterProfileKubeConfig: client-node requests authenticated by our ex
   it('401 → the next request re-execs, once, however many requests got the 401', async () => {
     accepted.add('token-2'); // the server already rotated: the plugin's first token is refused
     const count = countFile();
-    const kc = new ClusterProfileKubeConfig(access(cluster(), ['token', '--count-file', count]), new ExecCredentialCache());
+    const kc = new ClusterProfileKubeConfig(
+      access(cluster(), ['token', '--count-file', count]),
+      new ExecCredentialCache(),
+    );
     const api = kc.makeApiClient(CoreV1Api);
     const refused = await Promise.allSettled(Array.from({ length: 5 }, () => api.listNamespace()));
     expect(refused.map((r) => r.status)).toEqual(Array(5).fill('rejected'));
@@ -180,7 +223,10 @@ describe('ClusterProfileKubeConfig: client-node requests authenticated by our ex
   it('401 on the WebSocket path (Exec/Attach/PortForward handshakes) refreshes too', async () => {
     accepted.add('token-2');
     const count = countFile();
-    const kc = new ClusterProfileKubeConfig(access(cluster(), ['token', '--count-file', count]), new ExecCredentialCache());
+    const kc = new ClusterProfileKubeConfig(
+      access(cluster(), ['token', '--count-file', count]),
+      new ExecCredentialCache(),
+    );
     const get = async () => {
       const opts: https.RequestOptions = { method: 'GET', path: '/api/v1/namespaces' };
       await kc.applyToHTTPSOptions(opts);
@@ -201,7 +247,10 @@ describe('ClusterProfileKubeConfig: client-node requests authenticated by our ex
     // The same through client-node's real Exec (a WebSocket handshake; our test server is no WebSocket server, so
     // even an accepted handshake fails, but the request it made is what counts).
     const execCount = countFile();
-    const wkc = new ClusterProfileKubeConfig(access(cluster(), ['token', '--count-file', execCount]), new ExecCredentialCache());
+    const wkc = new ClusterProfileKubeConfig(
+      access(cluster(), ['token', '--count-file', execCount]),
+      new ExecCredentialCache(),
+    );
     const attempt = () => failure(new Exec(wkc).exec('default', 'pod', 'c', ['true'], null, null, null, false));
     await attempt();
     expect(server.requests.at(-1)?.bearer).toBe('token-1');
@@ -214,11 +263,19 @@ describe('ClusterProfileKubeConfig: client-node requests authenticated by our ex
   it('Watch authenticates through the plugin, and a 401 on a watch refreshes too', async () => {
     accepted.add('token-2');
     const count = countFile();
-    const kc = new ClusterProfileKubeConfig(access(cluster(), ['token', '--count-file', count]), new ExecCredentialCache());
+    const kc = new ClusterProfileKubeConfig(
+      access(cluster(), ['token', '--count-file', count]),
+      new ExecCredentialCache(),
+    );
     const watchOnce = () =>
       new Promise<{ events: string[]; error: unknown }>((resolve) => {
         const events: string[] = [];
-        void new Watch(kc).watch('/api/v1/namespaces', {}, (type) => events.push(type), (error) => resolve({ events, error }));
+        void new Watch(kc).watch(
+          '/api/v1/namespaces',
+          {},
+          (type) => events.push(type),
+          (error) => resolve({ events, error }),
+        );
       });
     const first = await watchOnce();
     expect((first.error as { statusCode?: number }).statusCode).toBe(401);
@@ -235,13 +292,19 @@ describe('ClusterProfileKubeConfig: client-node requests authenticated by our ex
     const e = await failure(kc.makeApiClient(CoreV1Api).listNamespace());
     expect(e.code).toBe('ERR_EXEC_TIMEOUT');
     accepted.add('token-1');
-    const ok = new ClusterProfileKubeConfig(access(cluster(), ['token', '--count-file', countFile()]), new ExecCredentialCache());
+    const ok = new ClusterProfileKubeConfig(
+      access(cluster(), ['token', '--count-file', countFile()]),
+      new ExecCredentialCache(),
+    );
     await expect(ok.makeApiClient(CoreV1Api).listNamespace()).resolves.toBeDefined();
   });
 
   it('a bad credential is never cached: each request runs the plugin again and fails clearly', async () => {
     const count = countFile();
-    const kc = new ClusterProfileKubeConfig(access(cluster(), ['only-cert', '--certs', dir, '--count-file', count]), new ExecCredentialCache());
+    const kc = new ClusterProfileKubeConfig(
+      access(cluster(), ['only-cert', '--certs', dir, '--count-file', count]),
+      new ExecCredentialCache(),
+    );
     const api = kc.makeApiClient(CoreV1Api);
     for (let i = 0; i < 2; i++) {
       const e = await failure(api.listNamespace());
@@ -254,7 +317,10 @@ describe('ClusterProfileKubeConfig: client-node requests authenticated by our ex
 
   it('disable-compression asks for identity encoding', async () => {
     accepted.add('token-1');
-    const plain = new ClusterProfileKubeConfig(access(cluster(), ['token', '--count-file', countFile()]), new ExecCredentialCache());
+    const plain = new ClusterProfileKubeConfig(
+      access(cluster(), ['token', '--count-file', countFile()]),
+      new ExecCredentialCache(),
+    );
     await plain.makeApiClient(CoreV1Api).listNamespace();
     expect(server.requests.at(-1)?.headers['accept-encoding']).toMatch(/gzip/);
     const off = new ClusterProfileKubeConfig(
@@ -268,9 +334,14 @@ describe('ClusterProfileKubeConfig: client-node requests authenticated by our ex
   it('never uses an environment proxy when proxy-url is unset (even with NODE_USE_ENV_PROXY’s global dispatcher)', async () => {
     accepted.add('token-1');
     const previous = getGlobalDispatcher();
-    setGlobalDispatcher(new EnvHttpProxyAgent({ httpProxy: 'http://127.0.0.1:9', httpsProxy: 'http://127.0.0.1:9', noProxy: '' }));
+    setGlobalDispatcher(
+      new EnvHttpProxyAgent({ httpProxy: 'http://127.0.0.1:9', httpsProxy: 'http://127.0.0.1:9', noProxy: '' }),
+    );
     try {
-      const kc = new ClusterProfileKubeConfig(access(cluster(), ['token', '--count-file', countFile()]), new ExecCredentialCache());
+      const kc = new ClusterProfileKubeConfig(
+        access(cluster(), ['token', '--count-file', countFile()]),
+        new ExecCredentialCache(),
+      );
       await expect(kc.makeApiClient(CoreV1Api).listNamespace()).resolves.toBeDefined();
     } finally {
       setGlobalDispatcher(previous);
@@ -296,7 +367,10 @@ describe('ClusterProfileKubeConfig: client-node requests authenticated by our ex
     await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
     try {
       const proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
-      const kc = new ClusterProfileKubeConfig(access({ ...cluster(), 'proxy-url': proxyUrl }, ['token', '--count-file', countFile()]), new ExecCredentialCache());
+      const kc = new ClusterProfileKubeConfig(
+        access({ ...cluster(), 'proxy-url': proxyUrl }, ['token', '--count-file', countFile()]),
+        new ExecCredentialCache(),
+      );
       await kc.makeApiClient(CoreV1Api).listNamespace();
       expect(tunnels).toEqual([`127.0.0.1:${server.port}`]);
     } finally {
@@ -306,18 +380,36 @@ describe('ClusterProfileKubeConfig: client-node requests authenticated by our ex
   });
 
   it('honours tls-server-name and insecure-skip-tls-verify', async () => {
-    const named = await startHttpsServer({ ca, serverCert: await ca.issueServerCert({ ips: [], dns: ['kube.internal'] }), handler: apiHandler(new Set(['token-1'])) });
+    const named = await startHttpsServer({
+      ca,
+      serverCert: await ca.issueServerCert({ ips: [], dns: ['kube.internal'] }),
+      handler: apiHandler(new Set(['token-1'])),
+    });
     try {
       const base = { server: named.url, 'certificate-authority-data': ca.certBase64 };
-      const wrong = new ClusterProfileKubeConfig(access(base, ['token', '--count-file', countFile()]), new ExecCredentialCache());
+      const wrong = new ClusterProfileKubeConfig(
+        access(base, ['token', '--count-file', countFile()]),
+        new ExecCredentialCache(),
+      );
       const refused = (await failure(wrong.makeApiClient(CoreV1Api).listNamespace())) as { cause?: { code?: string } };
       expect(refused.cause?.code).toBe('ERR_TLS_CERT_ALTNAME_INVALID');
-      const right = new ClusterProfileKubeConfig(access({ ...base, 'tls-server-name': 'kube.internal' }, ['token', '--count-file', countFile()]), new ExecCredentialCache());
+      const right = new ClusterProfileKubeConfig(
+        access({ ...base, 'tls-server-name': 'kube.internal' }, ['token', '--count-file', countFile()]),
+        new ExecCredentialCache(),
+      );
       await expect(right.makeApiClient(CoreV1Api).listNamespace()).resolves.toBeDefined();
-      const untrusted = new ClusterProfileKubeConfig(access({ server: named.url }, ['token', '--count-file', countFile()]), new ExecCredentialCache());
-      const untrustedError = (await failure(untrusted.makeApiClient(CoreV1Api).listNamespace())) as { cause?: { code?: string } };
+      const untrusted = new ClusterProfileKubeConfig(
+        access({ server: named.url }, ['token', '--count-file', countFile()]),
+        new ExecCredentialCache(),
+      );
+      const untrustedError = (await failure(untrusted.makeApiClient(CoreV1Api).listNamespace())) as {
+        cause?: { code?: string };
+      };
       expect(untrustedError.cause?.code).toMatch(/UNABLE_TO_VERIFY|SELF_SIGNED|UNABLE_TO_GET_ISSUER/);
-      const skip = new ClusterProfileKubeConfig(access({ server: named.url, 'insecure-skip-tls-verify': true }, ['token', '--count-file', countFile()]), new ExecCredentialCache());
+      const skip = new ClusterProfileKubeConfig(
+        access({ server: named.url, 'insecure-skip-tls-verify': true }, ['token', '--count-file', countFile()]),
+        new ExecCredentialCache(),
+      );
       await expect(skip.makeApiClient(CoreV1Api).listNamespace()).resolves.toBeDefined();
     } finally {
       await named.close();

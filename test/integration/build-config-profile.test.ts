@@ -7,13 +7,29 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildConfigFromClusterProfile } from '../../src/library/build-config.js';
 import { ExecCredentialCache } from '../../src/library/exec/authenticator.js';
 import type { AccessConfig, ClusterProfile } from '../../src/library/types.js';
-import { certFingerprint, createTestCa, startHttpsServer, type KeyPairPem, type TestCa, type TestHttpsServer } from '../helpers/tls.js';
+import {
+  certFingerprint,
+  createTestCa,
+  startHttpsServer,
+  type KeyPairPem,
+  type TestCa,
+  type TestHttpsServer,
+} from '../helpers/tls.js';
 
 const PLUGIN = fileURLToPath(new URL('../fixtures/plugins/plugin.mjs', import.meta.url));
 const V1 = 'client.authentication.k8s.io/v1' as const;
-const indent = (pem: string) => pem.trimEnd().split('\n').map((line) => `    ${line}`).join('\n');
+const indent = (pem: string) =>
+  pem
+    .trimEnd()
+    .split('\n')
+    .map((line) => `    ${line}`)
+    .join('\n');
 
-function profile(server: string, caData: string, providers: { name: string; extensions?: { name: string; extension: unknown }[] }[]): ClusterProfile {
+function profile(
+  server: string,
+  caData: string,
+  providers: { name: string; extensions?: { name: string; extension: unknown }[] }[],
+): ClusterProfile {
   return {
     apiVersion: 'multicluster.x-k8s.io/v1alpha1',
     kind: 'ClusterProfile',
@@ -22,7 +38,11 @@ function profile(server: string, caData: string, providers: { name: string; exte
     status: {
       accessProviders: providers.map((p) => ({
         name: p.name,
-        cluster: { server, 'certificate-authority-data': caData, ...(p.extensions ? { extensions: p.extensions } : {}) },
+        cluster: {
+          server,
+          'certificate-authority-data': caData,
+          ...(p.extensions ? { extensions: p.extensions } : {}),
+        },
       })),
     },
   };
@@ -40,7 +60,14 @@ describe('buildConfigFromClusterProfile: ClusterProfile + providers file → wor
       clientCert: 'require',
       handler: (_r, _req, res) => {
         res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ kind: 'NamespaceList', apiVersion: 'v1', metadata: {}, items: [{ metadata: { name: 'kube-system' } }] }));
+        res.end(
+          JSON.stringify({
+            kind: 'NamespaceList',
+            apiVersion: 'v1',
+            metadata: {},
+            items: [{ metadata: { name: 'kube-system' } }],
+          }),
+        );
       },
     });
     dir = mkdtempSync(join(tmpdir(), 'cpc-profile-'));
@@ -58,11 +85,20 @@ describe('buildConfigFromClusterProfile: ClusterProfile + providers file → wor
       `apiVersion: ${V1}\nkind: ExecCredential\nstatus:\n  clientCertificateData: |\n${indent(client.cert)}\n  clientKeyData: |\n${indent(client.key)}\n`,
     );
     const accessConfig: AccessConfig = {
-      providers: [{ name: 'cat-provider', execConfig: { apiVersion: V1, command: 'cat', args: [file], interactiveMode: 'Never' } }],
+      providers: [
+        {
+          name: 'cat-provider',
+          execConfig: { apiVersion: V1, command: 'cat', args: [file], interactiveMode: 'Never' },
+        },
+      ],
     };
-    const kc = buildConfigFromClusterProfile(profile(server.url, ca.certBase64, [{ name: 'cat-provider' }]), accessConfig, {
-      cache: new ExecCredentialCache(),
-    });
+    const kc = buildConfigFromClusterProfile(
+      profile(server.url, ca.certBase64, [{ name: 'cat-provider' }]),
+      accessConfig,
+      {
+        cache: new ExecCredentialCache(),
+      },
+    );
     const list = await kc.makeApiClient(CoreV1Api).listNamespace();
     expect(list.items[0]?.metadata?.name).toBe('kube-system');
     expect(server.requests.at(-1)?.clientCert?.fingerprint256).toBe(certFingerprint(client.cert));
@@ -79,7 +115,10 @@ describe('buildConfigFromClusterProfile: ClusterProfile + providers file → wor
             apiVersion: V1,
             command: PLUGIN,
             args: ['echo-info'],
-            env: [{ name: 'ECHO_VARS', value: 'CLIENT_ID,TENANT' }, { name: 'CLIENT_ID', value: 'from-file' }],
+            env: [
+              { name: 'ECHO_VARS', value: 'CLIENT_ID,TENANT' },
+              { name: 'CLIENT_ID', value: 'from-file' },
+            ],
             provideClusterInfo: true,
             interactiveMode: 'Never',
           },
@@ -94,7 +133,10 @@ describe('buildConfigFromClusterProfile: ClusterProfile + providers file → wor
         extensions: [
           { name: 'client.authentication.k8s.io/exec', extension: { clusterName: 'spoke-1' } },
           { name: 'clusterprofiles.multicluster.x-k8s.io/exec/additional-args', extension: ['--sleep', '1'] },
-          { name: 'clusterprofiles.multicluster.x-k8s.io/exec/additional-envs', extension: { CLIENT_ID: 'from-profile', TENANT: 't-1' } },
+          {
+            name: 'clusterprofiles.multicluster.x-k8s.io/exec/additional-envs',
+            extension: { CLIENT_ID: 'from-profile', TENANT: 't-1' },
+          },
         ],
       },
     ]);
@@ -106,17 +148,30 @@ describe('buildConfigFromClusterProfile: ClusterProfile + providers file → wor
     expect(kc.access.exec.args).toEqual(['echo-info', '--sleep', '1']);
     const credential = await kc.authenticator.getCredential();
     const seen = JSON.parse(Buffer.from(credential.token!, 'base64').toString());
-    expect(seen.info.spec.cluster).toEqual({ server: server.url, 'certificate-authority-data': ca.certBase64, config: { clusterName: 'spoke-1' } });
+    expect(seen.info.spec.cluster).toEqual({
+      server: server.url,
+      'certificate-authority-data': ca.certBase64,
+      config: { clusterName: 'spoke-1' },
+    });
     expect(seen.env).toEqual({ CLIENT_ID: 'from-profile', TENANT: 't-1' });
   });
 
   it('bad input fails at build time with a stable code and runs nothing', () => {
-    const accessConfig: AccessConfig = { providers: [{ name: 'other', execConfig: { apiVersion: V1, command: '/nope', interactiveMode: 'Never' } }] };
-    expect(() => buildConfigFromClusterProfile(profile(server.url, ca.certBase64, [{ name: 'echo' }]), accessConfig)).toThrow(
-      expect.objectContaining({ code: 'ERR_NO_MATCHING_PROVIDER', message: 'no matching cluster accessor found for cluster profile "spoke-1"' }),
+    const accessConfig: AccessConfig = {
+      providers: [{ name: 'other', execConfig: { apiVersion: V1, command: '/nope', interactiveMode: 'Never' } }],
+    };
+    expect(() =>
+      buildConfigFromClusterProfile(profile(server.url, ca.certBase64, [{ name: 'echo' }]), accessConfig),
+    ).toThrow(
+      expect.objectContaining({
+        code: 'ERR_NO_MATCHING_PROVIDER',
+        message: 'no matching cluster accessor found for cluster profile "spoke-1"',
+      }),
     );
-    expect(() => buildConfigFromClusterProfile(profile(server.url, ca.certBase64, [{ name: 'other' }]), { providers: [{ name: 'other' }] })).toThrow(
-      expect.objectContaining({ code: 'ERR_NO_EXEC_CONFIG' }),
-    );
+    expect(() =>
+      buildConfigFromClusterProfile(profile(server.url, ca.certBase64, [{ name: 'other' }]), {
+        providers: [{ name: 'other' }],
+      }),
+    ).toThrow(expect.objectContaining({ code: 'ERR_NO_EXEC_CONFIG' }));
   });
 });

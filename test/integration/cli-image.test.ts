@@ -10,7 +10,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { buildImages, ensureImageTools, filesUnder, hasInterpreter, sh, unpackImage } from '../helpers/plugin-images.js';
+import {
+  buildImages,
+  ensureImageTools,
+  filesUnder,
+  hasInterpreter,
+  sh,
+  unpackImage,
+} from '../helpers/plugin-images.js';
 import { ROOT } from '../helpers/issuer-process.js';
 import { createTestCa } from '../helpers/tls.js';
 import { runCommand } from '../helpers/process.js';
@@ -25,7 +32,11 @@ interface Container {
   volumeMounts: { name: string; mountPath: string }[];
 }
 const deployment = parse(readFileSync(join(ROOT, 'deploy/base/deployment.yaml'), 'utf8')) as {
-  spec: { template: { spec: { securityContext: { runAsUser: number; runAsGroup: number; fsGroup: number }; containers: Container[] } } };
+  spec: {
+    template: {
+      spec: { securityContext: { runAsUser: number; runAsGroup: number; fsGroup: number }; containers: Container[] };
+    };
+  };
 };
 const pod = deployment.spec.template.spec;
 const container = pod.containers[0]!;
@@ -43,12 +54,20 @@ afterAll(() => {
 });
 
 function imageConfig(ref: string): { Entrypoint: string[]; Env?: string[]; User?: string } {
-  return (JSON.parse(sh('skopeo', ['inspect', '--config', `oci:${layout}:${ref}`])) as { config: { Entrypoint: string[]; Env?: string[] } }).config;
+  return (
+    JSON.parse(sh('skopeo', ['inspect', '--config', `oci:${layout}:${ref}`])) as {
+      config: { Entrypoint: string[]; Env?: string[] };
+    }
+  ).config;
 }
 
 describe('the CLI image', () => {
-  it('entrypoint /bin/clusterprofile (static launcher), PATH=/bin, the runtime layer one blob with the plugin image\'s; the Deployment\'s command resolves to it', () => {
-    const cli = JSON.parse(sh('skopeo', ['inspect', `oci:${layout}:cli`])) as { Layers: string[]; Architecture: string; Os: string };
+  it("entrypoint /bin/clusterprofile (static launcher), PATH=/bin, the runtime layer one blob with the plugin image's; the Deployment's command resolves to it", () => {
+    const cli = JSON.parse(sh('skopeo', ['inspect', `oci:${layout}:cli`])) as {
+      Layers: string[];
+      Architecture: string;
+      Os: string;
+    };
     const plugin = JSON.parse(sh('skopeo', ['inspect', `oci:${layout}:tenant-cert`])) as { Layers: string[] };
     expect(cli).toMatchObject({ Architecture: 'amd64', Os: 'linux' });
     expect(cli.Layers).toHaveLength(2);
@@ -64,28 +83,53 @@ describe('the CLI image', () => {
     expect(all.filter((f) => f.startsWith('bin/'))).toEqual(['bin/clusterprofile', 'bin/clusterprofile-image-install']);
     expect(all).toContain('lib/clusterprofile/main.mjs');
     expect(all).toContain('share/doc/clusterprofile/LICENSE');
-    expect(all.some((f) => f.includes('node_modules/') && !f.startsWith('share/doc/clusterprofile/node_modules/'))).toBe(false);
+    expect(
+      all.some((f) => f.includes('node_modules/') && !f.startsWith('share/doc/clusterprofile/node_modules/')),
+    ).toBe(false);
     expect(hasInterpreter(join(rootfs, 'bin/clusterprofile'))).toBe(false);
     // The bundled packages (yargs, client-node, prom-client...) are listed with a licence file each.
-    const bundled = JSON.parse(readFileSync(join(rootfs, 'share/doc/clusterprofile/bundled.json'), 'utf8')) as { name: string }[];
-    expect(bundled.map((p) => p.name)).toEqual(expect.arrayContaining(['yargs', 'prom-client', '@kubernetes/client-node']));
+    const bundled = JSON.parse(readFileSync(join(rootfs, 'share/doc/clusterprofile/bundled.json'), 'utf8')) as {
+      name: string;
+    }[];
+    expect(bundled.map((p) => p.name)).toEqual(
+      expect.arrayContaining(['yargs', 'prom-client', '@kubernetes/client-node']),
+    );
 
     // `command: [clusterprofile]` (no path) is looked up on the image's PATH; the args start with `issuer serve`.
     expect(container.command).toEqual(['clusterprofile']);
     expect(container.args.slice(0, 2)).toEqual(['issuer', 'serve']);
-    const path = config.Env!.find((e) => e.startsWith('PATH='))!.slice('PATH='.length).split(':');
+    const path = config
+      .Env!.find((e) => e.startsWith('PATH='))!
+      .slice('PATH='.length)
+      .split(':');
     expect(path.some((dir) => all.includes(`${dir.replace(/^\//, '')}/${container.command[0]}`))).toBe(true);
   });
 
   it('as the Deployment runs it (its user, its command, a read-only root with /tmp, the serving Secret 0440 root:fsGroup, no HOME): --help, then issuer serve answers /healthz over the mounted certificate and stops on SIGTERM', async () => {
-    const env = Object.fromEntries(imageConfig('cli').Env!.map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]));
+    const env = Object.fromEntries(
+      imageConfig('cli').Env!.map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]),
+    );
     const user = `${pod.securityContext.runAsUser}:${pod.securityContext.runAsGroup}`;
     mkdirSync(join(rootfs, 'proc'));
     mkdirSync(join(rootfs, 'tmp'));
     chmodSync(join(rootfs, 'tmp'), 0o1777);
 
     const run = (argv: readonly string[]) =>
-      runCommand('/usr/bin/unshare', ['--mount', '--pid', '--fork', `--mount-proc=${join(rootfs, 'proc')}`, '/usr/sbin/chroot', '--userspec', user, rootfs, ...argv], { env });
+      runCommand(
+        '/usr/bin/unshare',
+        [
+          '--mount',
+          '--pid',
+          '--fork',
+          `--mount-proc=${join(rootfs, 'proc')}`,
+          '/usr/sbin/chroot',
+          '--userspec',
+          user,
+          rootfs,
+          ...argv,
+        ],
+        { env },
+      );
     const usage = await run([...container.command, 'issuer', 'serve', '--help']);
     expect(usage.stderr).toBe('');
     expect(usage.code).toBe(0);
@@ -97,15 +141,52 @@ describe('the CLI image', () => {
     const pair = await ca.issueServerCert();
     const tls = join(rootfs, mount);
     mkdirSync(tls, { recursive: true });
-    for (const [name, text] of [['tls.crt', pair.cert], ['tls.key', pair.key]] as const) {
+    for (const [name, text] of [
+      ['tls.crt', pair.cert],
+      ['tls.key', pair.key],
+    ] as const) {
       writeFileSync(join(tls, name), text);
       chownSync(join(tls, name), 0, pod.securityContext.fsGroup);
       chmodSync(join(tls, name), 0o440);
     }
-    const flags = ['--data-dir', '/tmp/data', '--cluster-id', 'p1', '--listen', '127.0.0.1:0', '--tls-cert-file', `${mount}/tls.crt`, '--tls-key-file', `${mount}/tls.key`, '--log-format', 'json'];
+    const flags = [
+      '--data-dir',
+      '/tmp/data',
+      '--cluster-id',
+      'p1',
+      '--listen',
+      '127.0.0.1:0',
+      '--tls-cert-file',
+      `${mount}/tls.crt`,
+      '--tls-key-file',
+      `${mount}/tls.key`,
+      '--log-format',
+      'json',
+    ];
     // readOnlyRootFilesystem: the root read-only, a tmpfs on /tmp (the Deployment's emptyDir), in the pod's mount namespace.
-    const podMounts = 'set -e; r="$1"; shift; mount --rbind "$r" "$r"; mount -o remount,bind,ro "$r"; mount -t tmpfs -o mode=1777 tmpfs "$r/tmp"; exec /usr/sbin/chroot "$@"';
-    const child = spawn('/usr/bin/unshare', ['--mount', '--pid', '--fork', `--mount-proc=${join(rootfs, 'proc')}`, '/bin/sh', '-c', podMounts, 'sh', rootfs, `--userspec=${user}`, `--groups=${pod.securityContext.fsGroup}`, rootfs, ...container.command, ...container.args.slice(0, 2), ...flags], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const podMounts =
+      'set -e; r="$1"; shift; mount --rbind "$r" "$r"; mount -o remount,bind,ro "$r"; mount -t tmpfs -o mode=1777 tmpfs "$r/tmp"; exec /usr/sbin/chroot "$@"';
+    const child = spawn(
+      '/usr/bin/unshare',
+      [
+        '--mount',
+        '--pid',
+        '--fork',
+        `--mount-proc=${join(rootfs, 'proc')}`,
+        '/bin/sh',
+        '-c',
+        podMounts,
+        'sh',
+        rootfs,
+        `--userspec=${user}`,
+        `--groups=${pod.securityContext.fsGroup}`,
+        rootfs,
+        ...container.command,
+        ...container.args.slice(0, 2),
+        ...flags,
+      ],
+      { env, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
@@ -129,7 +210,10 @@ describe('the CLI image', () => {
       expect(inner).toMatch(/^\d+$/);
       process.kill(Number(inner), 'SIGTERM');
       expect(await exited).toBe(0);
-      const lines = stderr.trimEnd().split('\n').map((line) => JSON.parse(line) as { msg: string });
+      const lines = stderr
+        .trimEnd()
+        .split('\n')
+        .map((line) => JSON.parse(line) as { msg: string });
       expect(lines.some((line) => line.msg.startsWith('serving certificate: serial '))).toBe(true);
       expect(lines.at(-1)?.msg).toContain('stopped:');
     } finally {

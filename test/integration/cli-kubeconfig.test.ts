@@ -24,7 +24,13 @@ let hubKubeconfig: string;
 
 function hubProfile() {
   const profile = buildProfile();
-  profile.metadata = { name: 'spoke-1', namespace: 'fleet', uid: '7f2c', resourceVersion: '42', labels: { 'x-k8s.io/cluster-manager': 'demo' } };
+  profile.metadata = {
+    name: 'spoke-1',
+    namespace: 'fleet',
+    uid: '7f2c',
+    resourceVersion: '42',
+    labels: { 'x-k8s.io/cluster-manager': 'demo' },
+  };
   return profile;
 }
 
@@ -62,7 +68,15 @@ beforeAll(async () => {
         res.end(JSON.stringify(body));
       };
       if (request.bearer !== HUB_TOKEN) {
-        send(401, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'Unauthorized', reason: 'Unauthorized', code: 401 });
+        send(401, {
+          kind: 'Status',
+          apiVersion: 'v1',
+          metadata: {},
+          status: 'Failure',
+          message: 'Unauthorized',
+          reason: 'Unauthorized',
+          code: 401,
+        });
         return;
       }
       if (request.method === 'GET' && request.url === `${PATH_PREFIX}fleet/clusterprofiles/spoke-1`) {
@@ -103,7 +117,10 @@ afterAll(async () => {
 
 describe('clusterprofile kubeconfig (built bin)', () => {
   it('renders a kubeconfig from a profile file, choosing by providers-file order and applying the policies', async () => {
-    const result = await runBin(['kubeconfig', '--profile', 'profile.yaml', '--clusterprofile-provider-file', providers], { cwd: dir });
+    const result = await runBin(
+      ['kubeconfig', '--profile', 'profile.yaml', '--clusterprofile-provider-file', providers],
+      { cwd: dir },
+    );
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     const doc = parse(result.stdout);
@@ -112,9 +129,12 @@ describe('clusterprofile kubeconfig (built bin)', () => {
         name: 'test-cluster',
         cluster: {
           server: 'https://test-server.com',
-          'certificate-authority-data': buildProfile().status!.accessProviders![0]!.cluster!['certificate-authority-data'],
+          'certificate-authority-data':
+            buildProfile().status!.accessProviders![0]!.cluster!['certificate-authority-data'],
           'proxy-url': 'http://proxy.example.com',
-          extensions: [{ name: 'client.authentication.k8s.io/exec', extension: { clusterName: 'spoke-1', audience: 'spoke' } }],
+          extensions: [
+            { name: 'client.authentication.k8s.io/exec', extension: { clusterName: 'spoke-1', audience: 'spoke' } },
+          ],
         },
       },
     ]);
@@ -131,14 +151,27 @@ describe('clusterprofile kubeconfig (built bin)', () => {
     });
     expect(doc['current-context']).toBe('test-cluster');
     // Deterministic: the same bytes on a second run.
-    const again = await runBin(['kubeconfig', '--profile', 'profile.yaml', '--clusterprofile-provider-file', providers], { cwd: dir });
+    const again = await runBin(
+      ['kubeconfig', '--profile', 'profile.yaml', '--clusterprofile-provider-file', providers],
+      { cwd: dir },
+    );
     expect(again.stdout).toBe(result.stdout);
   });
 
   it('reads the providers file from the default name in the working directory', async () => {
     const work = await mkdtemp(join(tmpdir(), 'cpc-cli-default-'));
     try {
-      await writeFile(join(work, 'clusterprofile-provider-file.json'), JSON.stringify({ providers: [{ name: 'test-provider-1', execConfig: { apiVersion: 'client.authentication.k8s.io/v1beta1', command: 'p' } }] }));
+      await writeFile(
+        join(work, 'clusterprofile-provider-file.json'),
+        JSON.stringify({
+          providers: [
+            {
+              name: 'test-provider-1',
+              execConfig: { apiVersion: 'client.authentication.k8s.io/v1beta1', command: 'p' },
+            },
+          ],
+        }),
+      );
       const result = await runBin(['kubeconfig', '--profile', join(dir, 'profile.yaml')], { cwd: work });
       expect(result.code).toBe(0);
       expect(parse(result.stdout).users[0].user.exec.command).toBe('p');
@@ -149,9 +182,12 @@ describe('clusterprofile kubeconfig (built bin)', () => {
 
   it('fetches the profile from the hub with the KUBECONFIG credentials', async () => {
     const before = hub.requests.length;
-    const result = await runBin(['kubeconfig', '--namespace', 'fleet', '--name', 'spoke-1', '--clusterprofile-provider-file', providers], {
-      env: { KUBECONFIG: hubKubeconfig },
-    });
+    const result = await runBin(
+      ['kubeconfig', '--namespace', 'fleet', '--name', 'spoke-1', '--clusterprofile-provider-file', providers],
+      {
+        env: { KUBECONFIG: hubKubeconfig },
+      },
+    );
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     const served = hub.requests.slice(before);
@@ -159,16 +195,25 @@ describe('clusterprofile kubeconfig (built bin)', () => {
     expect(served[0]!.bearer).toBe(HUB_TOKEN);
     const doc = parse(result.stdout);
     expect(doc['current-context']).toBe('fleet/spoke-1');
-    expect(doc.contexts).toEqual([{ name: 'fleet/spoke-1', context: { cluster: 'fleet/spoke-1', user: 'fleet/spoke-1' } }]);
+    expect(doc.contexts).toEqual([
+      { name: 'fleet/spoke-1', context: { cluster: 'fleet/spoke-1', user: 'fleet/spoke-1' } },
+    ]);
     expect(doc.clusters[0].cluster.server).toBe('https://test-server.com');
   });
 
   it('KUBECONFIG=a:b is merged as kubectl merges it: the context from a, the cluster and the user (a tokenFile relative to b) from b', async () => {
-    const split = await writeSplitKubeconfig(join(dir, 'split'), { server: hub.url, caBase64: ca.certBase64, token: HUB_TOKEN });
-    const before = hub.requests.length;
-    const result = await runBin(['kubeconfig', '-n', 'fleet', '--name', 'spoke-1', '--clusterprofile-provider-file', providers], {
-      env: { KUBECONFIG: split.KUBECONFIG },
+    const split = await writeSplitKubeconfig(join(dir, 'split'), {
+      server: hub.url,
+      caBase64: ca.certBase64,
+      token: HUB_TOKEN,
     });
+    const before = hub.requests.length;
+    const result = await runBin(
+      ['kubeconfig', '-n', 'fleet', '--name', 'spoke-1', '--clusterprofile-provider-file', providers],
+      {
+        env: { KUBECONFIG: split.KUBECONFIG },
+      },
+    );
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     const served = hub.requests.slice(before);
@@ -181,13 +226,19 @@ describe('clusterprofile kubeconfig (built bin)', () => {
     const home = join(dir, 'home');
     await mkdir(join(home, '.kube'), { recursive: true });
     await writeFile(join(home, '.kube', 'config'), await readFile(hubKubeconfig, 'utf8'));
-    const result = await runBin(['kubeconfig', '-n', 'fleet', '--name', 'spoke-1', '--clusterprofile-provider-file', providers], { env: { HOME: home } });
+    const result = await runBin(
+      ['kubeconfig', '-n', 'fleet', '--name', 'spoke-1', '--clusterprofile-provider-file', providers],
+      { env: { HOME: home } },
+    );
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
 
     const empty = join(dir, 'empty-home');
     await mkdir(empty, { recursive: true });
-    const none = await runBin(['kubeconfig', '-n', 'fleet', '--name', 'spoke-1', '--clusterprofile-provider-file', providers], { env: { HOME: empty } });
+    const none = await runBin(
+      ['kubeconfig', '-n', 'fleet', '--name', 'spoke-1', '--clusterprofile-provider-file', providers],
+      { env: { HOME: empty } },
+    );
     expect(none.code).toBe(1);
     expect(none.stdout).toBe('');
     expect(none.stderr).toContain(
@@ -201,7 +252,7 @@ describe('clusterprofile kubeconfig (built bin)', () => {
     await writeFile(
       plugin,
       [
-        "const info = JSON.parse(process.env.KUBERNETES_EXEC_INFO);",
+        'const info = JSON.parse(process.env.KUBERNETES_EXEC_INFO);',
         "if (process.argv[2] === 'fail') { process.stderr.write('login expired\\n'); process.exit(3); }",
         "process.stderr.write('hub-login: cluster ' + (info.spec.cluster?.server ?? 'none') + '\\n');",
         `process.stdout.write(JSON.stringify({ apiVersion: info.apiVersion, kind: 'ExecCredential', status: { token: ${JSON.stringify(HUB_TOKEN)} } }));`,
@@ -215,7 +266,20 @@ describe('clusterprofile kubeconfig (built bin)', () => {
           apiVersion: 'v1',
           kind: 'Config',
           clusters: [{ name: 'hub', cluster: { server: hub.url, 'certificate-authority-data': ca.certBase64 } }],
-          users: [{ name: 'person', user: { exec: { apiVersion: 'client.authentication.k8s.io/v1', command: process.execPath, args: [plugin, ...args], interactiveMode: 'Never', provideClusterInfo: true } } }],
+          users: [
+            {
+              name: 'person',
+              user: {
+                exec: {
+                  apiVersion: 'client.authentication.k8s.io/v1',
+                  command: process.execPath,
+                  args: [plugin, ...args],
+                  interactiveMode: 'Never',
+                  provideClusterInfo: true,
+                },
+              },
+            },
+          ],
           contexts: [{ name: 'hub', context: { cluster: 'hub', user: 'person' } }],
           'current-context': 'hub',
         }),
@@ -223,17 +287,23 @@ describe('clusterprofile kubeconfig (built bin)', () => {
       return file;
     };
     const before = hub.requests.length;
-    const result = await runBin(['kubeconfig', '-n', 'fleet', '--name', 'spoke-1', '--clusterprofile-provider-file', providers], {
-      env: { KUBECONFIG: await kubeconfigWithExec([]) },
-    });
+    const result = await runBin(
+      ['kubeconfig', '-n', 'fleet', '--name', 'spoke-1', '--clusterprofile-provider-file', providers],
+      {
+        env: { KUBECONFIG: await kubeconfigWithExec([]) },
+      },
+    );
     // The plugin's stderr reaches the user (prompts, notes) and shows it got the hub's cluster (provideClusterInfo).
     expect(result.stderr).toBe(`hub-login: cluster ${hub.url}\n`);
     expect(result.code).toBe(0);
     expect(parse(result.stdout)['current-context']).toBe('fleet/spoke-1');
     expect(hub.requests.slice(before).map((r) => r.bearer)).toEqual([HUB_TOKEN]);
-    const failing = await runBin(['kubeconfig', '-n', 'fleet', '--name', 'spoke-1', '--clusterprofile-provider-file', providers], {
-      env: { KUBECONFIG: await kubeconfigWithExec(['fail']) },
-    });
+    const failing = await runBin(
+      ['kubeconfig', '-n', 'fleet', '--name', 'spoke-1', '--clusterprofile-provider-file', providers],
+      {
+        env: { KUBECONFIG: await kubeconfigWithExec(['fail']) },
+      },
+    );
     expect(failing.code).toBe(1);
     expect(failing.stdout).toBe('');
     expect(failing.stderr).toContain('ERR_EXEC_FAILED');
@@ -246,51 +316,77 @@ describe('clusterprofile kubeconfig (built bin)', () => {
         if (specifier === '@kubernetes/client-node') throw new Error('client-node was loaded');
         return next(specifier, context);
       } });`;
-    const result = await runNode(BIN, ['kubeconfig', '-n', 'fleet', '--name', 'spoke-1', '--clusterprofile-provider-file', providers], {
-      env: { KUBECONFIG: hubKubeconfig },
-      nodeArgs: ['--import', `data:text/javascript,${encodeURIComponent(hook)}`],
-    });
+    const result = await runNode(
+      BIN,
+      ['kubeconfig', '-n', 'fleet', '--name', 'spoke-1', '--clusterprofile-provider-file', providers],
+      {
+        env: { KUBECONFIG: hubKubeconfig },
+        nodeArgs: ['--import', `data:text/javascript,${encodeURIComponent(hook)}`],
+      },
+    );
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     expect(parse(result.stdout)['current-context']).toBe('fleet/spoke-1');
   });
 
   it('reports a profile the hub does not have (404 Status) clearly, exit 1, nothing on stdout', async () => {
-    const result = await runBin(['kubeconfig', '-n', 'fleet', '--name', 'nope', '--clusterprofile-provider-file', providers], {
-      env: { KUBECONFIG: hubKubeconfig },
-    });
+    const result = await runBin(
+      ['kubeconfig', '-n', 'fleet', '--name', 'nope', '--clusterprofile-provider-file', providers],
+      {
+        env: { KUBECONFIG: hubKubeconfig },
+      },
+    );
     expect(result.code).toBe(1);
     expect(result.stdout).toBe('');
-    expect(result.stderr).toContain('ERR_PROFILE_NOT_FOUND: ClusterProfile fleet/nope not found on the hub: clusterprofiles.multicluster.x-k8s.io "nope" not found');
+    expect(result.stderr).toContain(
+      'ERR_PROFILE_NOT_FOUND: ClusterProfile fleet/nope not found on the hub: clusterprofiles.multicluster.x-k8s.io "nope" not found',
+    );
     expect(result.stderr).toContain(`(at ${hub.url}${PATH_PREFIX}fleet/clusterprofiles/nope)`);
     expect(result.stderr).not.toMatch(/\n\s+at /);
   });
 
   it('reports a hub that refuses the credentials, and a missing hub kubeconfig', async () => {
     const badToken = join(dir, 'bad-hub.kubeconfig');
-    await writeFile(badToken, stringify({
-      apiVersion: 'v1', kind: 'Config',
-      clusters: [{ name: 'hub', cluster: { server: hub.url, 'certificate-authority-data': ca.certBase64 } }],
-      users: [{ name: 'u', user: { token: 'wrong' } }],
-      contexts: [{ name: 'hub', context: { cluster: 'hub', user: 'u' } }],
-      'current-context': 'hub',
-    }));
-    const refused = await runBin(['kubeconfig', '-n', 'fleet', '--name', 'spoke-1', '--clusterprofile-provider-file', providers], { env: { KUBECONFIG: badToken } });
+    await writeFile(
+      badToken,
+      stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        clusters: [{ name: 'hub', cluster: { server: hub.url, 'certificate-authority-data': ca.certBase64 } }],
+        users: [{ name: 'u', user: { token: 'wrong' } }],
+        contexts: [{ name: 'hub', context: { cluster: 'hub', user: 'u' } }],
+        'current-context': 'hub',
+      }),
+    );
+    const refused = await runBin(
+      ['kubeconfig', '-n', 'fleet', '--name', 'spoke-1', '--clusterprofile-provider-file', providers],
+      { env: { KUBECONFIG: badToken } },
+    );
     expect(refused.code).toBe(1);
     expect(refused.stdout).toBe('');
-    expect(refused.stderr).toMatch(/^ERR_HUB_REQUEST: cannot read ClusterProfile fleet\/spoke-1 from the hub \(HTTP 401\): Unauthorized/);
+    expect(refused.stderr).toMatch(
+      /^ERR_HUB_REQUEST: cannot read ClusterProfile fleet\/spoke-1 from the hub \(HTTP 401\): Unauthorized/,
+    );
 
-    const missing = await runBin(['kubeconfig', '-n', 'fleet', '--name', 'spoke-1', '--clusterprofile-provider-file', providers], { env: { KUBECONFIG: join(dir, 'nope.kubeconfig') } });
+    const missing = await runBin(
+      ['kubeconfig', '-n', 'fleet', '--name', 'spoke-1', '--clusterprofile-provider-file', providers],
+      { env: { KUBECONFIG: join(dir, 'nope.kubeconfig') } },
+    );
     expect(missing.code).toBe(1);
     expect(missing.stdout).toBe('');
-    expect(missing.stderr).toContain(`ERR_HUB_CONFIG: cannot read the hub's kubeconfig ${join(dir, 'nope.kubeconfig')}`);
+    expect(missing.stderr).toContain(
+      `ERR_HUB_CONFIG: cannot read the hub's kubeconfig ${join(dir, 'nope.kubeconfig')}`,
+    );
   });
 
   it('a hub kubeconfig with a YAML error is reported by line, without quoting its token', async () => {
     const secret = 'sha256~hubREADERs3cret';
     const broken = join(dir, 'broken-hub.kubeconfig');
     await writeFile(broken, `apiVersion: v1\nkind: Config\nusers:\n- name: u\n  user:\n    token: ${secret}: oops\n`);
-    const result = await runBin(['kubeconfig', '-n', 'fleet', '--name', 'spoke-1', '--clusterprofile-provider-file', providers], { env: { KUBECONFIG: broken } });
+    const result = await runBin(
+      ['kubeconfig', '-n', 'fleet', '--name', 'spoke-1', '--clusterprofile-provider-file', providers],
+      { env: { KUBECONFIG: broken } },
+    );
     expect(result.code).toBe(1);
     expect(result.stdout).toBe('');
     expect(result.stderr).toMatch(/^ERR_HUB_CONFIG: cannot load the hub's kubeconfig: .*line 6/);
@@ -310,22 +406,43 @@ describe('clusterprofile kubeconfig: bad input (built bin)', () => {
   }
 
   it('a missing profile file', async () => {
-    await fails(['kubeconfig', '--profile', 'absent.yaml', '--clusterprofile-provider-file', providers], 1, `ERR_PROFILE_READ: cannot read ClusterProfile file ${join(dir, 'absent.yaml')}: no such file`);
+    await fails(
+      ['kubeconfig', '--profile', 'absent.yaml', '--clusterprofile-provider-file', providers],
+      1,
+      `ERR_PROFILE_READ: cannot read ClusterProfile file ${join(dir, 'absent.yaml')}: no such file`,
+    );
   });
 
   it('a missing providers file (the default name)', async () => {
-    await fails(['kubeconfig', '--profile', 'profile.yaml'], 1, `ERR_ACCESS_CONFIG_READ: failed to read access config file ${join(dir, 'clusterprofile-provider-file.json')}`);
+    await fails(
+      ['kubeconfig', '--profile', 'profile.yaml'],
+      1,
+      `ERR_ACCESS_CONFIG_READ: failed to read access config file ${join(dir, 'clusterprofile-provider-file.json')}`,
+    );
   });
 
   it('a providers file that is not JSON or YAML, or of the wrong shape', async () => {
     await writeFile(join(dir, 'garbage.json'), '{"providers": [');
-    await fails(['kubeconfig', '--profile', 'profile.yaml', '--clusterprofile-provider-file', 'garbage.json'], 1, /^ERR_ACCESS_CONFIG_PARSE: failed to unmarshal access providers/);
+    await fails(
+      ['kubeconfig', '--profile', 'profile.yaml', '--clusterprofile-provider-file', 'garbage.json'],
+      1,
+      /^ERR_ACCESS_CONFIG_PARSE: failed to unmarshal access providers/,
+    );
     await writeFile(join(dir, 'shape.json'), '{"providers": [{"name": 3}]}');
-    await fails(['kubeconfig', '--profile', 'profile.yaml', '--clusterprofile-provider-file', 'shape.json'], 1, /^ERR_ACCESS_CONFIG_INVALID: .*\(at \$\.providers\[0\]\.name\)/);
+    await fails(
+      ['kubeconfig', '--profile', 'profile.yaml', '--clusterprofile-provider-file', 'shape.json'],
+      1,
+      /^ERR_ACCESS_CONFIG_INVALID: .*\(at \$\.providers\[0\]\.name\)/,
+    );
   });
 
   it('no matching provider', async () => {
-    await writeFile(join(dir, 'unrelated.json'), JSON.stringify({ providers: [{ name: 'unrelated', execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command: 'x' } }] }));
+    await writeFile(
+      join(dir, 'unrelated.json'),
+      JSON.stringify({
+        providers: [{ name: 'unrelated', execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command: 'x' } }],
+      }),
+    );
     await fails(
       ['kubeconfig', '--profile', 'profile.yaml', '--clusterprofile-provider-file', 'unrelated.json'],
       1,
@@ -335,9 +452,17 @@ describe('clusterprofile kubeconfig: bad input (built bin)', () => {
 
   it('a profile that is not a ClusterProfile', async () => {
     await writeFile(join(dir, 'pod.yaml'), 'apiVersion: v1\nkind: Pod\nmetadata: {name: x}\n');
-    await fails(['kubeconfig', '--profile', 'pod.yaml', '--clusterprofile-provider-file', providers], 1, /^ERR_PROFILE_INVALID: .*\(at \$\.apiVersion\)/);
+    await fails(
+      ['kubeconfig', '--profile', 'pod.yaml', '--clusterprofile-provider-file', providers],
+      1,
+      /^ERR_PROFILE_INVALID: .*\(at \$\.apiVersion\)/,
+    );
     await writeFile(join(dir, 'broken.yaml'), 'a: [\n');
-    await fails(['kubeconfig', '--profile', 'broken.yaml', '--clusterprofile-provider-file', providers], 1, /^ERR_PROFILE_PARSE: /);
+    await fails(
+      ['kubeconfig', '--profile', 'broken.yaml', '--clusterprofile-provider-file', providers],
+      1,
+      /^ERR_PROFILE_PARSE: /,
+    );
   });
 
   it('usage errors exit 2', async () => {

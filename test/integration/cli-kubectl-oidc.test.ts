@@ -43,7 +43,17 @@ beforeAll(async () => {
       }
       if (claims.iss !== op.issuer || claims.aud !== op.clients.cli.clientId || claims.sub === undefined) {
         res.writeHead(401);
-        res.end(JSON.stringify({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'Unauthorized', reason: 'Unauthorized', code: 401 }));
+        res.end(
+          JSON.stringify({
+            kind: 'Status',
+            apiVersion: 'v1',
+            metadata: {},
+            status: 'Failure',
+            message: 'Unauthorized',
+            reason: 'Unauthorized',
+            code: 401,
+          }),
+        );
         return;
       }
       seenSubjects.push(claims.sub);
@@ -78,7 +88,10 @@ beforeAll(async () => {
             server: member.url,
             'certificate-authority-data': ca.certBase64,
             extensions: [
-              { name: 'client.authentication.k8s.io/exec', extension: { issuerURL: op.issuer, issuerCA: op.caBase64, clientID: op.clients.cli.clientId } },
+              {
+                name: 'client.authentication.k8s.io/exec',
+                extension: { issuerURL: op.issuer, issuerCA: op.caBase64, clientID: op.clients.cli.clientId },
+              },
             ],
           },
         },
@@ -95,7 +108,10 @@ afterAll(async () => {
 });
 
 async function renderKubeconfig(file: string, extra: string[]): Promise<Record<string, any>> {
-  const result = await runBin(['kubeconfig', '--profile', 'member-1.json', '--clusterprofile-provider-file', 'providers.json', ...extra], { cwd: dir });
+  const result = await runBin(
+    ['kubeconfig', '--profile', 'member-1.json', '--clusterprofile-provider-file', 'providers.json', ...extra],
+    { cwd: dir },
+  );
   expect(result.stderr).toBe('');
   expect(result.code).toBe(0);
   await writeFile(join(dir, file), result.stdout, { mode: 0o600 });
@@ -106,7 +122,10 @@ async function renderKubeconfig(file: string, extra: string[]): Promise<Record<s
  * kubectl in a pseudo-terminal (`script`): what it writes to the terminal, and its exit code. `onScreen` sees the
  * screen so far each time more arrives.
  */
-function kubectlInTerminal(kubeconfig: string, onScreen: (screen: string) => void): Promise<{ code: number | null; screen: string }> {
+function kubectlInTerminal(
+  kubeconfig: string,
+  onScreen: (screen: string) => void,
+): Promise<{ code: number | null; screen: string }> {
   const command = `kubectl --kubeconfig ${join(dir, kubeconfig)} get --raw /api/v1/namespaces/default`;
   return new Promise((resolve, reject) => {
     const child = spawn('script', ['-qefc', command, '/dev/null'], {
@@ -160,13 +179,42 @@ describe('kubectl with a kubeconfig for a person (oidc device code)', () => {
   });
 
   it('a providers file that asks for a mode gets it by default; the flag wins', async () => {
-    const providers = JSON.parse(JSON.stringify({ providers: [{ name: 'oidc', execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command: 'clusterprofile-oidc', interactiveMode: 'Always' } }] }));
+    const providers = JSON.parse(
+      JSON.stringify({
+        providers: [
+          {
+            name: 'oidc',
+            execConfig: {
+              apiVersion: 'client.authentication.k8s.io/v1',
+              command: 'clusterprofile-oidc',
+              interactiveMode: 'Always',
+            },
+          },
+        ],
+      }),
+    );
     await writeFile(join(dir, 'always.json'), JSON.stringify(providers));
-    const fromFile = await runBin(['kubeconfig', '--profile', 'member-1.json', '--clusterprofile-provider-file', 'always.json'], { cwd: dir });
+    const fromFile = await runBin(
+      ['kubeconfig', '--profile', 'member-1.json', '--clusterprofile-provider-file', 'always.json'],
+      { cwd: dir },
+    );
     expect(parse(fromFile.stdout).users[0].user.exec.interactiveMode).toBe('Always');
-    const flag = await runBin(['kubeconfig', '--profile', 'member-1.json', '--clusterprofile-provider-file', 'always.json', '--interactive-mode', 'Never'], { cwd: dir });
+    const flag = await runBin(
+      [
+        'kubeconfig',
+        '--profile',
+        'member-1.json',
+        '--clusterprofile-provider-file',
+        'always.json',
+        '--interactive-mode',
+        'Never',
+      ],
+      { cwd: dir },
+    );
     expect(parse(flag.stdout).users[0].user.exec.interactiveMode).toBe('Never');
-    const bad = await runBin(['kubeconfig', '--profile', 'member-1.json', '--interactive-mode', 'Sometimes'], { cwd: dir });
+    const bad = await runBin(['kubeconfig', '--profile', 'member-1.json', '--interactive-mode', 'Sometimes'], {
+      cwd: dir,
+    });
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/^ERR_USAGE: Invalid values:/);
   });

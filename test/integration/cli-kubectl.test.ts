@@ -23,9 +23,14 @@ let server: TestHttpsServer;
 
 function kubectl(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile('kubectl', args, { env: { PATH: process.env.PATH ?? '', HOME: dir }, timeout: 30_000 }, (error, stdout, stderr) => {
-      resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
-    });
+    execFile(
+      'kubectl',
+      args,
+      { env: { PATH: process.env.PATH ?? '', HOME: dir }, timeout: 30_000 },
+      (error, stdout, stderr) => {
+        resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
+      },
+    );
   });
 }
 
@@ -39,7 +44,13 @@ async function kubeconfigFor(clusterName: string): Promise<string> {
   cluster.extensions![0]!.extension = { clusterName, audience: 'spoke' };
   const profileFile = join(dir, `${clusterName}.json`);
   await writeFile(profileFile, JSON.stringify(profile));
-  const result = await runBin(['kubeconfig', '--profile', profileFile, '--clusterprofile-provider-file', join(dir, 'providers.json')]);
+  const result = await runBin([
+    'kubeconfig',
+    '--profile',
+    profileFile,
+    '--clusterprofile-provider-file',
+    join(dir, 'providers.json'),
+  ]);
   expect(result.stderr).toBe('');
   expect(result.code).toBe(0);
   const file = join(dir, `${clusterName}.kubeconfig`);
@@ -55,7 +66,12 @@ beforeAll(async () => {
       providers: [
         {
           name: 'test-provider-1',
-          execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command: process.execPath, args: [PLUGIN], provideClusterInfo: true },
+          execConfig: {
+            apiVersion: 'client.authentication.k8s.io/v1',
+            command: process.execPath,
+            args: [PLUGIN],
+            provideClusterInfo: true,
+          },
           profileSourcedCLIArgsPolicy: 'Append',
           profileSourcedEnvVarsPolicy: 'AppendIfNotExists',
         },
@@ -69,11 +85,27 @@ beforeAll(async () => {
       res.setHeader('content-type', 'application/json');
       if (request.bearer !== EXPECTED_TOKEN) {
         res.writeHead(401);
-        res.end(JSON.stringify({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'Unauthorized', reason: 'Unauthorized', code: 401 }));
+        res.end(
+          JSON.stringify({
+            kind: 'Status',
+            apiVersion: 'v1',
+            metadata: {},
+            status: 'Failure',
+            message: 'Unauthorized',
+            reason: 'Unauthorized',
+            code: 401,
+          }),
+        );
         return;
       }
       res.writeHead(200);
-      res.end(JSON.stringify({ kind: 'APIVersions', versions: ['v1'], serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress: '127.0.0.1:6443' }] }));
+      res.end(
+        JSON.stringify({
+          kind: 'APIVersions',
+          versions: ['v1'],
+          serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress: '127.0.0.1:6443' }],
+        }),
+      );
     },
   });
 });

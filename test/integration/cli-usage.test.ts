@@ -17,12 +17,16 @@ import { runNode } from '../helpers/process.js';
 import { createTestCa, startHttpsServer, type TestHttpsServer } from '../helpers/tls.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
-const { version, bin } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string; bin: Record<string, string> };
+const { version, bin } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+  version: string;
+  bin: Record<string, string>;
+};
 const dir = mkdtempSync(join(tmpdir(), 'cpc-cli-usage-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** `clusterprofile <args>` in the test directory, HOME there too (no ~/.kube/config). */
-const cli = (args: readonly string[], env: Record<string, string> = {}): Promise<BinResult> => runBin([...args], { cwd: dir, env: { HOME: dir, ...env } });
+const cli = (args: readonly string[], env: Record<string, string> = {}): Promise<BinResult> =>
+  runBin([...args], { cwd: dir, env: { HOME: dir, ...env } });
 
 /** The `hint:` line of an error. */
 function hintOf(result: BinResult): string {
@@ -62,7 +66,14 @@ describe('finding one’s way', () => {
     const result = await cli([]);
     expect(result.code).toBe(2);
     expect(result.stdout).toBe('');
-    for (const command of ['kubeconfig', 'keygen', 'identity <action>', 'token <action>', 'issuer <action>', 'tenant <action>']) {
+    for (const command of [
+      'kubeconfig',
+      'keygen',
+      'identity <action>',
+      'token <action>',
+      'issuer <action>',
+      'tenant <action>',
+    ]) {
       expect(result.stderr).toContain(`clusterprofile ${command}`);
     }
     expect(result.stderr.trimEnd().split('\n').at(-1)).toBe('ERR_USAGE: a command is required');
@@ -91,7 +102,9 @@ describe('finding one’s way', () => {
     expect(typo.stdout).toBe('');
     expect(typo.stderr.split('\n')[0]).toBe('ERR_USAGE: unknown command "kegen"');
     const hint = hintOf(typo);
-    expect(hint).toBe(`did you mean "clusterprofile keygen --out ${keyFile}"? "clusterprofile --help" lists the commands`);
+    expect(hint).toBe(
+      `did you mean "clusterprofile keygen --out ${keyFile}"? "clusterprofile --help" lists the commands`,
+    );
     const suggested = /did you mean "([^"]+)"/.exec(hint)![1]!;
     expect(ok(await cli(words(suggested)))).toContain('-----BEGIN PUBLIC KEY-----');
     const list = /"(clusterprofile --help)" lists/.exec(hint)![1]!;
@@ -104,15 +117,21 @@ describe('finding one’s way', () => {
     expect(typo.code).toBe(2);
     expect(typo.stderr.split('\n')[0]).toBe('ERR_USAGE: unknown action "lsit" of clusterprofile issuer');
     const hint = hintOf(typo);
-    expect(hint).toBe(`did you mean "clusterprofile issuer list --data-dir ${dataDir}"? "clusterprofile issuer --help" lists the actions`);
+    expect(hint).toBe(
+      `did you mean "clusterprofile issuer list --data-dir ${dataDir}"? "clusterprofile issuer --help" lists the actions`,
+    );
     // The suggestion is the right action; this data dir does not exist yet, which `list` now says (next test).
-    expect((await cli(words(/did you mean "([^"]+)"/.exec(hint)![1]!))).stderr).toMatch(/^ERR_ISSUER_CONFIG: there is no issuer data dir/);
-    expect(ok(await cli(words(/"(clusterprofile issuer --help)" lists/.exec(hint)![1]!)))).toContain('clusterprofile issuer untrust');
+    expect((await cli(words(/did you mean "([^"]+)"/.exec(hint)![1]!))).stderr).toMatch(
+      /^ERR_ISSUER_CONFIG: there is no issuer data dir/,
+    );
+    expect(ok(await cli(words(/"(clusterprofile issuer --help)" lists/.exec(hint)![1]!)))).toContain(
+      'clusterprofile issuer untrust',
+    );
     const far = await cli(['issuer', 'frobnicate', '--data-dir', dataDir]);
     expect(hintOf(far)).toBe('"clusterprofile issuer --help" lists the actions');
   });
 
-  it('a yargs usage error points at the command\'s --help, which explains the flag', async () => {
+  it("a yargs usage error points at the command's --help, which explains the flag", async () => {
     const result = await cli(['kubeconfig', '--profile', 'p.yaml', '--bogus']);
     expect(result.code).toBe(2);
     const see = /\(see "([^"]+)"\)/.exec(result.stderr)?.[1];
@@ -134,7 +153,9 @@ describe('every hint, followed', () => {
     const dataDir = join(dir, 'new-issuer');
     const missing = await cli(['issuer', 'list', '--data-dir', dataDir]);
     expect(missing).toMatchObject({ code: 1, stdout: '' });
-    expect(missing.stderr.split('\n')[0]).toBe(`ERR_ISSUER_CONFIG: there is no issuer data dir ${dataDir} (at --data-dir)`);
+    expect(missing.stderr.split('\n')[0]).toBe(
+      `ERR_ISSUER_CONFIG: there is no issuer data dir ${dataDir} (at --data-dir)`,
+    );
     const hint = hintOf(missing);
     const command = /; (clusterprofile issuer trust .*) creates it$/.exec(hint)![1]!;
     ok(await cli(words(command.replace('CONSUMER_ID', 'c1').replace('FILE', pub))));
@@ -153,7 +174,17 @@ describe('every hint, followed', () => {
   describe('kubeconfig', () => {
     let hub: TestHttpsServer;
     beforeAll(async () => {
-      writeFileSync(join(dir, 'providers.json'), JSON.stringify({ providers: [{ name: 'test-provider-1', execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command: 'plugin' } }] }));
+      writeFileSync(
+        join(dir, 'providers.json'),
+        JSON.stringify({
+          providers: [
+            {
+              name: 'test-provider-1',
+              execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command: 'plugin' },
+            },
+          ],
+        }),
+      );
       writeFileSync(join(dir, 'one.yaml'), stringify(buildProfile()));
       writeFileSync(join(dir, 'none.yaml'), stringify({ apiVersion: 'v1', kind: 'List', items: [] }));
       const ca = await createTestCa();
@@ -161,9 +192,17 @@ describe('every hint, followed', () => {
         ca,
         handler(request, _req, res) {
           res.setHeader('content-type', 'application/json');
-          const ok = request.bearer === 'hub-token' && request.url === '/apis/multicluster.x-k8s.io/v1alpha1/namespaces/fleet/clusterprofiles/spoke-1';
+          const ok =
+            request.bearer === 'hub-token' &&
+            request.url === '/apis/multicluster.x-k8s.io/v1alpha1/namespaces/fleet/clusterprofiles/spoke-1';
           res.writeHead(ok ? 200 : 404);
-          res.end(JSON.stringify(ok ? { ...buildProfile(), metadata: { name: 'spoke-1', namespace: 'fleet' } } : { kind: 'Status', apiVersion: 'v1', status: 'Failure', code: 404 }));
+          res.end(
+            JSON.stringify(
+              ok
+                ? { ...buildProfile(), metadata: { name: 'spoke-1', namespace: 'fleet' } }
+                : { kind: 'Status', apiVersion: 'v1', status: 'Failure', code: 404 },
+            ),
+          );
         },
       });
       writeFileSync(
@@ -186,22 +225,44 @@ describe('every hint, followed', () => {
       const missing = await cli(['kubeconfig', '--profile', 'one.yaml']);
       expect(missing.stderr).toMatch(/^ERR_ACCESS_CONFIG_READ: /);
       expect(hintOf(missing)).toBe('pass the providers file with --clusterprofile-provider-file');
-      expect(parse(ok(await cli(['kubeconfig', '--profile', 'one.yaml', '--clusterprofile-provider-file', 'providers.json'])))).toHaveProperty('current-context');
+      expect(
+        parse(
+          ok(await cli(['kubeconfig', '--profile', 'one.yaml', '--clusterprofile-provider-file', 'providers.json'])),
+        ),
+      ).toHaveProperty('current-context');
     });
 
     it('a file without exactly one profile: the hinted file with one', async () => {
-      const none = await cli(['kubeconfig', '--profile', 'none.yaml', '--clusterprofile-provider-file', 'providers.json']);
+      const none = await cli([
+        'kubeconfig',
+        '--profile',
+        'none.yaml',
+        '--clusterprofile-provider-file',
+        'providers.json',
+      ]);
       expect(none.stderr).toMatch(/^ERR_PROFILE_PARSE: /);
-      expect(hintOf(none)).toBe('give a file with one ClusterProfile, or read it from the hub with --namespace and --name');
+      expect(hintOf(none)).toBe(
+        'give a file with one ClusterProfile, or read it from the hub with --namespace and --name',
+      );
       ok(await cli(['kubeconfig', '--profile', 'one.yaml', '--clusterprofile-provider-file', 'providers.json']));
     });
 
     it('no hub kubeconfig: the hinted KUBECONFIG (pointing at the hub) works', async () => {
-      const args = ['kubeconfig', '-n', 'fleet', '--name', 'spoke-1', '--clusterprofile-provider-file', 'providers.json'];
+      const args = [
+        'kubeconfig',
+        '-n',
+        'fleet',
+        '--name',
+        'spoke-1',
+        '--clusterprofile-provider-file',
+        'providers.json',
+      ];
       const nohub = await cli(args);
       expect(nohub.stderr).toMatch(/^ERR_HUB_CONFIG: /);
       expect(hintOf(nohub)).toMatch(/^set KUBECONFIG, or create ~\/\.kube\/config/);
-      expect(parse(ok(await cli(args, { KUBECONFIG: join(dir, 'hub.kubeconfig') })))['current-context']).toBe('fleet/spoke-1');
+      expect(parse(ok(await cli(args, { KUBECONFIG: join(dir, 'hub.kubeconfig') })))['current-context']).toBe(
+        'fleet/spoke-1',
+      );
       mkdirSync(join(dir, '.kube'), { recursive: true });
       writeFileSync(join(dir, '.kube', 'config'), readFileSync(join(dir, 'hub.kubeconfig')));
       ok(await cli(args));
@@ -215,8 +276,19 @@ describe('every hint, followed', () => {
       ok(await cli(['issuer', 'trust', '--data-dir', dataDir, '--cluster-id', 'c1', '--public-key', pub]));
       const first = await cli(['tenant', 'nonce', '--data-dir', dataDir, '--cluster-id', 'c1']);
       expect(first.stderr).toMatch(/^ERR_ISSUER_CONFIG: the data dir .* has no issuer yet/);
-      expect(hintOf(first)).toBe('run clusterprofile issuer serve --cluster-id PROVIDER_ID first, or pass --provider-cluster-id');
-      const nonce = await cli(['tenant', 'nonce', '--data-dir', dataDir, '--cluster-id', 'c1', '--provider-cluster-id', 'p1']);
+      expect(hintOf(first)).toBe(
+        'run clusterprofile issuer serve --cluster-id PROVIDER_ID first, or pass --provider-cluster-id',
+      );
+      const nonce = await cli([
+        'tenant',
+        'nonce',
+        '--data-dir',
+        dataDir,
+        '--cluster-id',
+        'c1',
+        '--provider-cluster-id',
+        'p1',
+      ]);
       expect(nonce.code).toBe(0);
       expect(nonce.stdout).toMatch(/^\S{40,}\n$/);
       // Recorded: later runs need no --provider-cluster-id.
@@ -238,23 +310,52 @@ describe('every hint, followed', () => {
       const dataDir = join(dir, 'open');
       mkdirSync(dataDir, { mode: 0o755 });
       chmodSync(dataDir, 0o755);
-      const open = await cli(['tenant', 'nonce', '--data-dir', dataDir, '--cluster-id', 'c1', '--provider-cluster-id', 'p1']);
+      const open = await cli([
+        'tenant',
+        'nonce',
+        '--data-dir',
+        dataDir,
+        '--cluster-id',
+        'c1',
+        '--provider-cluster-id',
+        'p1',
+      ]);
       expect(open.stderr).toMatch(/^ERR_ISSUER_DATA_DIR: /);
       const hint = hintOf(open);
       expect(hint).toBe(`chmod 700 ${dataDir}`);
       execFileSync('sh', ['-c', hint]);
       ok(await cli(['issuer', 'trust', '--data-dir', dataDir, '--cluster-id', 'c1', '--public-key', pub]));
-      expect((await cli(['tenant', 'nonce', '--data-dir', dataDir, '--cluster-id', 'c1', '--provider-cluster-id', 'p1'])).code).toBe(0);
+      expect(
+        (await cli(['tenant', 'nonce', '--data-dir', dataDir, '--cluster-id', 'c1', '--provider-cluster-id', 'p1']))
+          .code,
+      ).toBe(0);
     });
 
     it('identity import with an unusable key file: each hint (keygen, chmod 600, openssl pkcs8) fixes the key file', async () => {
       const dataDir = join(dir, 'manual');
       const nonce = done(await cli(['tenant', 'nonce', '--data-dir', dataDir, '--cluster-id', 'c1'])).trim();
-      writeFileSync(join(dir, 'tenant.yaml'), done(await cli(['tenant', 'generate', '--key-file', key, '--cluster-id', 'c1', '--provider-cluster-id', 'p1', '--nonce', nonce])));
+      writeFileSync(
+        join(dir, 'tenant.yaml'),
+        done(
+          await cli([
+            'tenant',
+            'generate',
+            '--key-file',
+            key,
+            '--cluster-id',
+            'c1',
+            '--provider-cluster-id',
+            'p1',
+            '--nonce',
+            nonce,
+          ]),
+        ),
+      );
       const accepted = await cli(['tenant', 'accept', '--data-dir', dataDir, 'tenant.yaml']);
       expect(accepted.code).toBe(0);
       writeFileSync(join(dir, 'identity.yaml'), accepted.stdout);
-      const importWith = (file: string) => cli(['identity', 'import', 'identity.yaml', '--key-file', file, '--identity-dir', join(dir, 'identities')]);
+      const importWith = (file: string) =>
+        cli(['identity', 'import', 'identity.yaml', '--key-file', file, '--identity-dir', join(dir, 'identities')]);
 
       // No key file: keygen makes one (a new key, so the certificate is not for it: a different error).
       const made = join(dir, 'made.key');
@@ -295,8 +396,9 @@ describe('token-request --help', () => {
     const help = await runNode(join(root, 'bin', 'clusterprofile-token-request.mjs'), ['--help']);
     expect(help.code).toBe(0);
     const line = help.stdout.split('\n').find((text) => text.trimStart().startsWith('--bootstrap KIND'));
-    expect(line).toContain('kubeconfig (the default: --bootstrap-kubeconfig, else KUBECONFIG, else ~/.kube/config, else in-cluster)');
+    expect(line).toContain(
+      'kubeconfig (the default: --bootstrap-kubeconfig, else KUBECONFIG, else ~/.kube/config, else in-cluster)',
+    );
     expect(line).toContain('tenant-cert (the default when --key-file is given without --bootstrap-kubeconfig)');
   });
 });
-

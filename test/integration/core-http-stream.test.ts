@@ -63,7 +63,9 @@ test('an error status is read whole as usual (and the body limit applies to it)'
   expect(chunks).toEqual([]);
   expect((response.json as { code: number }).code).toBe(410);
   const small = createHttpClient({ maxResponseBytes: 16 });
-  await expect(small.send({ method: 'GET', base, url: '/gone', onChunk: () => undefined })).rejects.toMatchObject({ kind: 'too-large' });
+  await expect(small.send({ method: 'GET', base, url: '/gone', onChunk: () => undefined })).rejects.toMatchObject({
+    kind: 'too-large',
+  });
   await client.close();
   await small.close();
 });

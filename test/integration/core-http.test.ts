@@ -6,7 +6,14 @@ import { createServer as createHttpServer, type Server as HttpServer } from 'nod
 import { connect as tcpConnect, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatError } from '../../src/core/errors.js';
-import { createHttpClient, isHttpFailure, type HttpClientOptions, type HttpFailure, type HttpRequest, type HttpSendOptions } from '../../src/core/http.js';
+import {
+  createHttpClient,
+  isHttpFailure,
+  type HttpClientOptions,
+  type HttpFailure,
+  type HttpRequest,
+  type HttpSendOptions,
+} from '../../src/core/http.js';
 import { createKubeTransport } from '../../src/kube/transport.js';
 import { createIssuerSend } from '../../src/providers/oidc/http.js';
 import { issuerClient, sendIssuerRequest } from '../../src/providers/tenant-cert/consumer/transport.js';
@@ -47,7 +54,14 @@ beforeAll(async () => {
           return;
         }
         res.writeHead(status, { 'content-type': 'application/json', 'x-multi': ['a', 'b'] });
-        res.end(JSON.stringify({ method: request.method, url: request.url, contentType: req.headers['content-type'] ?? null, body }));
+        res.end(
+          JSON.stringify({
+            method: request.method,
+            url: request.url,
+            contentType: req.headers['content-type'] ?? null,
+            body,
+          }),
+        );
       });
     },
   });
@@ -71,7 +85,11 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const socket of silentSockets) socket.destroy();
-  await Promise.all([echo.close(), new Promise((resolve) => silent.close(resolve)), new Promise((resolve) => resetting.close(resolve))]);
+  await Promise.all([
+    echo.close(),
+    new Promise((resolve) => silent.close(resolve)),
+    new Promise((resolve) => resetting.close(resolve)),
+  ]);
 });
 
 /** Resolves when the server side of `socket` has seen the connection end; fails after `ms`. */
@@ -115,18 +133,31 @@ function printed(error: unknown): string {
 
 describe('requests and answers', () => {
   it('sends JSON to base + path (query kept), reads status, lower-case headers, bytes, text and parsed JSON', async () => {
-    const { response } = await sendOnce({ tls: { caPem: ca.cert } }, { method: 'POST', base: `${echo.url}/prefix/`, url: '/apis/x?dryRun=All', json: { a: 1 } });
+    const { response } = await sendOnce(
+      { tls: { caPem: ca.cert } },
+      { method: 'POST', base: `${echo.url}/prefix/`, url: '/apis/x?dryRun=All', json: { a: 1 } },
+    );
     expect(response?.status).toBe(200);
     expect(response?.headers['content-type']).toBe('application/json');
     expect(response?.headers['x-multi']).toBe('a, b');
-    expect(response?.json).toEqual({ method: 'POST', url: '/prefix/apis/x?dryRun=All', contentType: 'application/json', body: '{"a":1}' });
+    expect(response?.json).toEqual({
+      method: 'POST',
+      url: '/prefix/apis/x?dryRun=All',
+      contentType: 'application/json',
+      body: '{"a":1}',
+    });
     expect(response?.body.toString('utf8')).toBe(response?.text);
   });
 
   it('a string body goes with the given content type; a non-2xx answer is an answer, not a failure', async () => {
     const { response } = await sendOnce(
       { tls: { caPem: ca.cert } },
-      { method: 'POST', url: `${echo.url}/token?status=400`, body: 'grant_type=x', contentType: 'application/x-www-form-urlencoded' },
+      {
+        method: 'POST',
+        url: `${echo.url}/token?status=400`,
+        body: 'grant_type=x',
+        contentType: 'application/x-www-form-urlencoded',
+      },
     );
     expect(response?.status).toBe(400);
     expect(response?.json).toMatchObject({ contentType: 'application/x-www-form-urlencoded', body: 'grant_type=x' });
@@ -134,12 +165,21 @@ describe('requests and answers', () => {
 
   it('an error answer that repeats the bearer token we sent has it redacted; a 2xx answer is left as it is', async () => {
     const headers = { authorization: 'Bearer sent-token-0123456789' };
-    const refused = await sendOnce({ tls: { caPem: ca.cert } }, { method: 'GET', url: `${echo.url}/echo-bearer?status=401`, headers });
+    const refused = await sendOnce(
+      { tls: { caPem: ca.cert } },
+      { method: 'GET', url: `${echo.url}/echo-bearer?status=401`, headers },
+    );
     expect(refused.response?.text).toBe('invalid bearer token "[REDACTED]"');
     expect(refused.response?.body.toString('utf8')).not.toContain('sent-token-0123456789');
-    const extra = await sendOnce({ tls: { caPem: ca.cert } }, { method: 'GET', url: `${echo.url}/echo-bearer?status=403`, headers, secrets: ['invalid bearer'] });
+    const extra = await sendOnce(
+      { tls: { caPem: ca.cert } },
+      { method: 'GET', url: `${echo.url}/echo-bearer?status=403`, headers, secrets: ['invalid bearer'] },
+    );
     expect(extra.response?.text).toBe('[REDACTED] token "[REDACTED]"');
-    const ok = await sendOnce({ tls: { caPem: ca.cert } }, { method: 'GET', url: `${echo.url}/echo-bearer?status=200`, headers });
+    const ok = await sendOnce(
+      { tls: { caPem: ca.cert } },
+      { method: 'GET', url: `${echo.url}/echo-bearer?status=200`, headers },
+    );
     expect(ok.response?.text).toBe('invalid bearer token "sent-token-0123456789"');
   });
 });
@@ -168,18 +208,30 @@ describe('the body limit', () => {
   afterAll(() => endless.close());
 
   it('stops reading past the limit with a too-large failure instead of buffering the answer', async () => {
-    const { failure } = await sendOnce({ tls: { caPem: ca.cert }, maxResponseBytes: 100_000 }, { method: 'GET', url: endless.url });
+    const { failure } = await sendOnce(
+      { tls: { caPem: ca.cert }, maxResponseBytes: 100_000 },
+      { method: 'GET', url: endless.url },
+    );
     expect(failure).toMatchObject({ kind: 'too-large', limit: 100_000, retryable: false });
     expect(failure?.message).toBe('the answer is larger than 100000 bytes');
     expect(written).toBeLessThan(32 * 1024 * 1024);
   });
 
   it('an answer of exactly the limit is read', async () => {
-    const { response } = await sendOnce({ tls: { caPem: ca.cert }, maxResponseBytes: 10_000 }, { method: 'GET', url: `${echo.url}/` });
+    const { response } = await sendOnce(
+      { tls: { caPem: ca.cert }, maxResponseBytes: 10_000 },
+      { method: 'GET', url: `${echo.url}/` },
+    );
     const size = response!.body.length;
-    const again = await sendOnce({ tls: { caPem: ca.cert }, maxResponseBytes: size }, { method: 'GET', url: `${echo.url}/` });
+    const again = await sendOnce(
+      { tls: { caPem: ca.cert }, maxResponseBytes: size },
+      { method: 'GET', url: `${echo.url}/` },
+    );
     expect(again.response?.body.length).toBe(size);
-    const under = await sendOnce({ tls: { caPem: ca.cert }, maxResponseBytes: size - 1 }, { method: 'GET', url: `${echo.url}/` });
+    const under = await sendOnce(
+      { tls: { caPem: ca.cert }, maxResponseBytes: size - 1 },
+      { method: 'GET', url: `${echo.url}/` },
+    );
     expect(under.failure?.kind).toBe('too-large');
   });
 });
@@ -187,21 +239,37 @@ describe('the body limit', () => {
 describe('one deadline for connect, TLS, request and answer', () => {
   it('covers a TLS handshake the server never answers, and the half-made connection is torn down', async () => {
     const before = silentSockets.size;
-    const { failure, ms } = await sendOnce({ tls: { caPem: ca.cert }, timeoutMs: 400 }, { method: 'GET', url: `${silentUrl}/` });
-    expect(failure).toMatchObject({ kind: 'timeout', timeoutMs: 400, retryable: true, message: 'no answer within 400 ms' });
+    const { failure, ms } = await sendOnce(
+      { tls: { caPem: ca.cert }, timeoutMs: 400 },
+      { method: 'GET', url: `${silentUrl}/` },
+    );
+    expect(failure).toMatchObject({
+      kind: 'timeout',
+      timeoutMs: 400,
+      retryable: true,
+      message: 'no answer within 400 ms',
+    });
     expect(ms).toBeGreaterThan(390);
     expect(ms).toBeLessThan(900);
     expect(silentSockets.size).toBe(before + 1);
     await closedWithin([...silentSockets].at(-1)!, 300);
   });
 
-  it('covers an answer that never comes after the handshake, and a per-send deadline overrides the client\'s', async () => {
+  it("covers an answer that never comes after the handshake, and a per-send deadline overrides the client's", async () => {
     const hanging = await startHttpsServer({ ca, handler: () => undefined });
     try {
-      const { failure, ms } = await sendOnce({ tls: { caPem: ca.cert }, timeoutMs: 30_000 }, { method: 'GET', url: hanging.url }, { timeoutMs: 300 });
+      const { failure, ms } = await sendOnce(
+        { tls: { caPem: ca.cert }, timeoutMs: 30_000 },
+        { method: 'GET', url: hanging.url },
+        { timeoutMs: 300 },
+      );
       expect(failure?.kind).toBe('timeout');
       expect(ms).toBeLessThan(800);
-      const absolute = await sendOnce({ tls: { caPem: ca.cert } }, { method: 'GET', url: hanging.url }, { deadline: Date.now() + 300 });
+      const absolute = await sendOnce(
+        { tls: { caPem: ca.cert } },
+        { method: 'GET', url: hanging.url },
+        { deadline: Date.now() + 300 },
+      );
       expect(absolute.failure?.kind).toBe('timeout');
       expect(absolute.ms).toBeLessThan(800);
     } finally {
@@ -209,11 +277,15 @@ describe('one deadline for connect, TLS, request and answer', () => {
     }
   });
 
-  it('the caller\'s signal aborts a send (kind aborted, the reason\'s message); the half-made connection goes with it', async () => {
+  it("the caller's signal aborts a send (kind aborted, the reason's message); the half-made connection goes with it", async () => {
     const controller = new AbortController();
     setTimeout(() => controller.abort(new Error('interrupted by SIGTERM')), 100);
     const before = silentSockets.size;
-    const { failure, ms } = await sendOnce({ tls: { caPem: ca.cert }, timeoutMs: 30_000 }, { method: 'GET', url: `${silentUrl}/` }, { signal: controller.signal });
+    const { failure, ms } = await sendOnce(
+      { tls: { caPem: ca.cert }, timeoutMs: 30_000 },
+      { method: 'GET', url: `${silentUrl}/` },
+      { signal: controller.signal },
+    );
     expect(failure).toMatchObject({ kind: 'aborted', message: 'interrupted by SIGTERM', retryable: false });
     expect(ms).toBeLessThan(600);
     expect(silentSockets.size).toBe(before + 1);
@@ -226,7 +298,10 @@ describe('retries', () => {
   it('retries retryable statuses with doubling backoff and returns the last answer when attempts run out', async () => {
     const flaky = await startHttpsServer({ ca, handler: (_r, _req, res) => void res.writeHead(503).end('busy') });
     try {
-      const { response, ms } = await sendOnce({ tls: { caPem: ca.cert }, retry: { attempts: 3, baseDelayMs: 100 } }, { method: 'GET', url: flaky.url });
+      const { response, ms } = await sendOnce(
+        { tls: { caPem: ca.cert }, retry: { attempts: 3, baseDelayMs: 100 } },
+        { method: 'GET', url: flaky.url },
+      );
       expect(response?.status).toBe(503);
       expect(flaky.requests).toHaveLength(3);
       expect(ms).toBeGreaterThan(290); // 100 + 200 ms of backoff
@@ -237,9 +312,15 @@ describe('retries', () => {
 
   it('succeeds on a later attempt; a status the policy does not name is not retried', async () => {
     let calls = 0;
-    const flaky = await startHttpsServer({ ca, handler: (_r, _req, res) => void res.writeHead(++calls < 3 ? 429 : 200).end('x') });
+    const flaky = await startHttpsServer({
+      ca,
+      handler: (_r, _req, res) => void res.writeHead(++calls < 3 ? 429 : 200).end('x'),
+    });
     try {
-      const { response } = await sendOnce({ tls: { caPem: ca.cert }, retry: { attempts: 5, baseDelayMs: 20 } }, { method: 'GET', url: flaky.url });
+      const { response } = await sendOnce(
+        { tls: { caPem: ca.cert }, retry: { attempts: 5, baseDelayMs: 20 } },
+        { method: 'GET', url: flaky.url },
+      );
       expect(response?.status).toBe(200);
       expect(calls).toBe(3);
       const onlyFiveHundreds = await sendOnce(
@@ -254,7 +335,10 @@ describe('retries', () => {
 
   it('retries a connection reset, counting attempts, and keeps the last failure', async () => {
     resets = 0;
-    const { failure } = await sendOnce({ tls: { caPem: ca.cert }, retry: { attempts: 4, baseDelayMs: 10 } }, { method: 'GET', url: `${resetUrl}/` });
+    const { failure } = await sendOnce(
+      { tls: { caPem: ca.cert }, retry: { attempts: 4, baseDelayMs: 10 } },
+      { method: 'GET', url: `${resetUrl}/` },
+    );
     expect(failure?.kind).toBe('reset');
     expect(failure?.code).toBe('ECONNRESET');
     expect(resets).toBe(4);
@@ -263,7 +347,10 @@ describe('retries', () => {
   it('never sleeps or tries past the deadline', async () => {
     const busy = await startHttpsServer({ ca, handler: (_r, _req, res) => void res.writeHead(503).end('busy') });
     try {
-      const { response, ms } = await sendOnce({ tls: { caPem: ca.cert }, timeoutMs: 1_000, retry: { attempts: 50, baseDelayMs: 200 } }, { method: 'GET', url: busy.url });
+      const { response, ms } = await sendOnce(
+        { tls: { caPem: ca.cert }, timeoutMs: 1_000, retry: { attempts: 50, baseDelayMs: 200 } },
+        { method: 'GET', url: busy.url },
+      );
       expect(response?.status).toBe(503);
       expect(ms).toBeLessThan(1_100);
       // 200 + 400 ms fit in the second; 800 more would not: three attempts, then the last answer.
@@ -271,7 +358,10 @@ describe('retries', () => {
     } finally {
       await busy.close();
     }
-    const stalled = await sendOnce({ tls: { caPem: ca.cert }, timeoutMs: 500, retry: { attempts: 5, baseDelayMs: 10 } }, { method: 'GET', url: `${silentUrl}/` });
+    const stalled = await sendOnce(
+      { tls: { caPem: ca.cert }, timeoutMs: 500, retry: { attempts: 5, baseDelayMs: 10 } },
+      { method: 'GET', url: `${silentUrl}/` },
+    );
     expect(stalled.failure?.kind).toBe('timeout');
     expect(stalled.ms).toBeLessThan(900);
   });
@@ -281,7 +371,10 @@ describe('retries', () => {
     let connections = 0;
     foreign.server.on('connection', () => (connections += 1));
     try {
-      const { failure } = await sendOnce({ tls: { caPem: ca.cert }, retry: { attempts: 4, baseDelayMs: 10 } }, { method: 'GET', url: foreign.url });
+      const { failure } = await sendOnce(
+        { tls: { caPem: ca.cert }, retry: { attempts: 4, baseDelayMs: 10 } },
+        { method: 'GET', url: foreign.url },
+      );
       expect(failure).toMatchObject({ kind: 'certificate', retryable: false });
       expect(connections).toBe(1);
     } finally {
@@ -292,17 +385,37 @@ describe('retries', () => {
 
 describe('the trust store and the client certificate', () => {
   it('trusts only the given CA; without one the system roots (which do not know a test CA); skip-verify only when set', async () => {
-    expect((await sendOnce({ tls: { caPem: otherCa.cert } }, { method: 'GET', url: echo.url })).failure).toMatchObject({ kind: 'certificate', code: 'SELF_SIGNED_CERT_IN_CHAIN' });
+    expect((await sendOnce({ tls: { caPem: otherCa.cert } }, { method: 'GET', url: echo.url })).failure).toMatchObject({
+      kind: 'certificate',
+      code: 'SELF_SIGNED_CERT_IN_CHAIN',
+    });
     expect((await sendOnce({}, { method: 'GET', url: echo.url })).failure?.kind).toBe('certificate');
-    expect((await sendOnce({ tls: { insecureSkipVerify: false } }, { method: 'GET', url: echo.url })).failure?.kind).toBe('certificate');
-    expect((await sendOnce({ tls: { insecureSkipVerify: true } }, { method: 'GET', url: echo.url })).response?.status).toBe(200);
+    expect(
+      (await sendOnce({ tls: { insecureSkipVerify: false } }, { method: 'GET', url: echo.url })).failure?.kind,
+    ).toBe('certificate');
+    expect(
+      (await sendOnce({ tls: { insecureSkipVerify: true } }, { method: 'GET', url: echo.url })).response?.status,
+    ).toBe(200);
   });
 
   it('verifies the server name given as servername instead of the URL host', async () => {
-    const named = await startHttpsServer({ ca, serverCert: await ca.issueServerCert({ ips: [], dns: ['api.cluster.internal'] }) });
+    const named = await startHttpsServer({
+      ca,
+      serverCert: await ca.issueServerCert({ ips: [], dns: ['api.cluster.internal'] }),
+    });
     try {
-      expect((await sendOnce({ tls: { caPem: ca.cert } }, { method: 'GET', url: named.url })).failure).toMatchObject({ kind: 'certificate', code: 'ERR_TLS_CERT_ALTNAME_INVALID' });
-      expect((await sendOnce({ tls: { caPem: ca.cert, servername: 'api.cluster.internal' } }, { method: 'GET', url: named.url })).response?.status).toBe(200);
+      expect((await sendOnce({ tls: { caPem: ca.cert } }, { method: 'GET', url: named.url })).failure).toMatchObject({
+        kind: 'certificate',
+        code: 'ERR_TLS_CERT_ALTNAME_INVALID',
+      });
+      expect(
+        (
+          await sendOnce(
+            { tls: { caPem: ca.cert, servername: 'api.cluster.internal' } },
+            { method: 'GET', url: named.url },
+          )
+        ).response?.status,
+      ).toBe(200);
     } finally {
       await named.close();
     }
@@ -312,10 +425,15 @@ describe('the trust store and the client certificate', () => {
     const mtls = await startHttpsServer({ ca, clientCert: 'require' });
     const pair = await ca.issueClientCert('consumer-1');
     try {
-      const { response } = await sendOnce({ tls: { caPem: ca.cert, certPem: pair.cert, keyPem: pair.key } }, { method: 'GET', url: mtls.url });
+      const { response } = await sendOnce(
+        { tls: { caPem: ca.cert, certPem: pair.cert, keyPem: pair.key } },
+        { method: 'GET', url: mtls.url },
+      );
       expect(response?.status).toBe(200);
       expect(mtls.requests[0]?.clientCert?.subjectCN).toBe('consumer-1');
-      expect((await sendOnce({ tls: { caPem: ca.cert } }, { method: 'GET', url: mtls.url })).failure?.kind).toMatch(/^(tls|reset)$/);
+      expect((await sendOnce({ tls: { caPem: ca.cert } }, { method: 'GET', url: mtls.url })).failure?.kind).toMatch(
+        /^(tls|reset)$/,
+      );
     } finally {
       await mtls.close();
     }
@@ -345,18 +463,27 @@ describe('proxies', () => {
 
   it('tunnels through an explicit proxy (TLS still verified end to end); NO_PROXY-style exemptions go direct', async () => {
     tunnels.length = 0;
-    const through = await sendOnce({ tls: { caPem: ca.cert }, proxy: { url: proxyUrl } }, { method: 'GET', url: `${echo.url}/` });
+    const through = await sendOnce(
+      { tls: { caPem: ca.cert }, proxy: { url: proxyUrl } },
+      { method: 'GET', url: `${echo.url}/` },
+    );
     expect(through.response?.status).toBe(200);
     expect(tunnels).toEqual([new URL(echo.url).host]);
-    const untrusted = await sendOnce({ tls: { caPem: otherCa.cert }, proxy: { url: proxyUrl } }, { method: 'GET', url: `${echo.url}/` });
+    const untrusted = await sendOnce(
+      { tls: { caPem: otherCa.cert }, proxy: { url: proxyUrl } },
+      { method: 'GET', url: `${echo.url}/` },
+    );
     expect(untrusted.failure?.kind).toBe('certificate');
     tunnels.length = 0;
-    const exempt = await sendOnce({ tls: { caPem: ca.cert }, proxy: { url: proxyUrl, noProxy: '127.0.0.1' } }, { method: 'GET', url: `${echo.url}/` });
+    const exempt = await sendOnce(
+      { tls: { caPem: ca.cert }, proxy: { url: proxyUrl, noProxy: '127.0.0.1' } },
+      { method: 'GET', url: `${echo.url}/` },
+    );
     expect(exempt.response?.status).toBe(200);
     expect(tunnels).toEqual([]);
   });
 
-  it('sends the proxy URL\'s userinfo as Proxy-Authorization; a refused tunnel is kind proxy, without the userinfo', async () => {
+  it("sends the proxy URL's userinfo as Proxy-Authorization; a refused tunnel is kind proxy, without the userinfo", async () => {
     const refusing = createHttpServer();
     const seen: (string | undefined)[] = [];
     refusing.on('connect', (req, client: Socket) => {
@@ -365,7 +492,10 @@ describe('proxies', () => {
     });
     const url = `http://${encodeURIComponent('us er')}:${encodeURIComponent('p@ss')}@127.0.0.1:${await listen(refusing)}`;
     try {
-      const { failure } = await sendOnce({ tls: { caPem: ca.cert }, proxy: { url } }, { method: 'GET', url: `${echo.url}/` });
+      const { failure } = await sendOnce(
+        { tls: { caPem: ca.cert }, proxy: { url } },
+        { method: 'GET', url: `${echo.url}/` },
+      );
       expect(failure).toMatchObject({ kind: 'proxy', retryable: false });
       expect(failure?.message).toContain('Proxy response (407)');
       expect(failure?.message).not.toContain('p@ss');
@@ -375,25 +505,35 @@ describe('proxies', () => {
     }
   });
 
-  it('sends an http:// origin\'s request to an http:// proxy as an absolute URL', async () => {
-    const plain = createHttpServer((req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ url: req.url })));
+  it("sends an http:// origin's request to an http:// proxy as an absolute URL", async () => {
+    const plain = createHttpServer((req, res) =>
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ url: req.url })),
+    );
     const plainUrl = `http://127.0.0.1:${await listen(plain)}`;
     const forwarded: string[] = [];
     const forwarding = createHttpServer((req, res) => {
       forwarded.push(req.url ?? '');
       const target = new URL(req.url ?? '');
       const upstream = tcpConnect(Number(target.port), target.hostname, () => {
-        upstream.write(`GET ${target.pathname}${target.search} HTTP/1.1\r\nhost: ${target.host}\r\nconnection: close\r\n\r\n`);
+        upstream.write(
+          `GET ${target.pathname}${target.search} HTTP/1.1\r\nhost: ${target.host}\r\nconnection: close\r\n\r\n`,
+        );
       });
       upstream.pipe(res.socket!);
     });
     try {
-      const { response } = await sendOnce({ proxy: { url: `http://127.0.0.1:${await listen(forwarding)}` } }, { method: 'GET', url: `${plainUrl}/p?q=1` });
+      const { response } = await sendOnce(
+        { proxy: { url: `http://127.0.0.1:${await listen(forwarding)}` } },
+        { method: 'GET', url: `${plainUrl}/p?q=1` },
+      );
       expect(response?.json).toEqual({ url: '/p?q=1' });
       expect(forwarded).toEqual([`${plainUrl}/p?q=1`]);
     } finally {
       forwarding.closeAllConnections();
-      await Promise.all([new Promise((resolve) => forwarding.close(resolve)), new Promise((resolve) => plain.close(resolve))]);
+      await Promise.all([
+        new Promise((resolve) => forwarding.close(resolve)),
+        new Promise((resolve) => plain.close(resolve)),
+      ]);
     }
   });
 
@@ -444,11 +584,20 @@ describe('proxies', () => {
     const named = await startHttpsServer({ ca, serverCert: await ca.issueServerCert({ ips: [], dns: ['localhost'] }) });
     try {
       const target = `https://localhost:${new URL(named.url).port}/`;
-      const plain = await sendOnce({ tls: { caPem: ca.cert }, proxy: { url: `socks5://127.0.0.1:${socksPort}` } }, { method: 'GET', url: target });
+      const plain = await sendOnce(
+        { tls: { caPem: ca.cert }, proxy: { url: `socks5://127.0.0.1:${socksPort}` } },
+        { method: 'GET', url: target },
+      );
       expect(plain.response?.status).toBe(200);
-      const withUser = await sendOnce({ tls: { caPem: ca.cert }, proxy: { url: `socks5h://me:secret@127.0.0.1:${socksPort}` } }, { method: 'GET', url: target });
+      const withUser = await sendOnce(
+        { tls: { caPem: ca.cert }, proxy: { url: `socks5h://me:secret@127.0.0.1:${socksPort}` } },
+        { method: 'GET', url: target },
+      );
       expect(withUser.response?.status).toBe(200);
-      const untrusted = await sendOnce({ tls: { caPem: otherCa.cert }, proxy: { url: `socks5://127.0.0.1:${socksPort}` } }, { method: 'GET', url: target });
+      const untrusted = await sendOnce(
+        { tls: { caPem: otherCa.cert }, proxy: { url: `socks5://127.0.0.1:${socksPort}` } },
+        { method: 'GET', url: target },
+      );
       expect(untrusted.failure?.kind).toBe('certificate');
       expect(requests.map(({ host, user }) => ({ host, user }))).toEqual([
         { host: 'localhost', user: undefined },
@@ -465,7 +614,9 @@ describe('proxies', () => {
     const saved = { HTTPS_PROXY: process.env['HTTPS_PROXY'], https_proxy: process.env['https_proxy'] };
     process.env['HTTPS_PROXY'] = process.env['https_proxy'] = `http://127.0.0.1:${new URL(closedUrl).port}`;
     try {
-      expect((await sendOnce({ tls: { caPem: ca.cert } }, { method: 'GET', url: `${echo.url}/` })).response?.status).toBe(200);
+      expect(
+        (await sendOnce({ tls: { caPem: ca.cert } }, { method: 'GET', url: `${echo.url}/` })).response?.status,
+      ).toBe(200);
     } finally {
       for (const [name, value] of Object.entries(saved)) {
         if (value === undefined) delete process.env[name];
@@ -479,7 +630,6 @@ describe('userinfo is never printed', () => {
   const secret = 'pa55w0rd-in-url';
   const withUserinfo = (url: string): string => url.replace('https://', `https://admin:${secret}@`);
 
-
   it.each([
     ['refused', () => ({ url: closedUrl, caPem: ca.cert, limit: undefined })],
     ['timeout', () => ({ url: silentUrl, caPem: ca.cert, limit: undefined })],
@@ -489,21 +639,45 @@ describe('userinfo is never printed', () => {
   ] as const)('%s', async (kind, make) => {
     const { url, caPem, limit } = make();
     const base = withUserinfo(url);
-    const { failure } = await sendOnce({ tls: { caPem }, timeoutMs: 300, ...(limit === undefined ? {} : { maxResponseBytes: limit }) }, { method: 'GET', url: `${base}/path` });
+    const { failure } = await sendOnce(
+      { tls: { caPem }, timeoutMs: 300, ...(limit === undefined ? {} : { maxResponseBytes: limit }) },
+      { method: 'GET', url: `${base}/path` },
+    );
     expect(failure?.kind).toBe(kind);
     expect(failure?.url).toContain('***@');
     expect(printed(failure)).not.toContain(secret);
     // The three adapters' coded errors too (their own limits are larger than a small answer: too-large is the seam's).
-    const kube = createKubeTransport({ server: base, caPem }, { kind: 'none' }, { timeoutMs: 300, ...(limit === undefined ? {} : { maxResponseBytes: limit }) });
-    const kubeError = await kube.send({ method: 'GET', path: '/version' }).then(() => undefined, (error: unknown) => error);
+    const kube = createKubeTransport(
+      { server: base, caPem },
+      { kind: 'none' },
+      { timeoutMs: 300, ...(limit === undefined ? {} : { maxResponseBytes: limit }) },
+    );
+    const kubeError = await kube.send({ method: 'GET', path: '/version' }).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
     await kube.close();
-    expect(kubeError).toMatchObject({ code: kind === 'too-large' ? 'ERR_KUBE_RESPONSE_TOO_LARGE' : 'ERR_KUBE_UNREACHABLE' });
+    expect(kubeError).toMatchObject({
+      code: kind === 'too-large' ? 'ERR_KUBE_RESPONSE_TOO_LARGE' : 'ERR_KUBE_UNREACHABLE',
+    });
     if (kind === 'too-large') return;
-    const oidc = createIssuerSend({ issuerCA: caPem, proxy: { httpsProxy: undefined, noProxy: undefined }, timeoutMs: 300 });
-    const oidcError = await oidc.send({ method: 'GET', url: `${base}/.well-known/openid-configuration`, headers: {} }).then(() => undefined, (error: unknown) => error);
+    const oidc = createIssuerSend({
+      issuerCA: caPem,
+      proxy: { httpsProxy: undefined, noProxy: undefined },
+      timeoutMs: 300,
+    });
+    const oidcError = await oidc
+      .send({ method: 'GET', url: `${base}/.well-known/openid-configuration`, headers: {} })
+      .then(
+        () => undefined,
+        (error: unknown) => error,
+      );
     await oidc.close();
     const client = issuerClient(caPem, 300);
-    const tenantError = await sendIssuerRequest({ method: 'POST', url: new URL(`${base}/v1/nonces`), headers: {}, body: '{}' }, { client, timeoutMs: 300 }).then(
+    const tenantError = await sendIssuerRequest(
+      { method: 'POST', url: new URL(`${base}/v1/nonces`), headers: {}, body: '{}' },
+      { client, timeoutMs: 300 },
+    ).then(
       () => undefined,
       (error: unknown) => error,
     );
@@ -532,7 +706,10 @@ describe('userinfo is never printed', () => {
   });
 
   it('in a proxy URL', async () => {
-    const { failure } = await sendOnce({ tls: { caPem: ca.cert }, proxy: { url: `http://admin:${secret}@127.0.0.1:${new URL(closedUrl).port}` } }, { method: 'GET', url: echo.url });
+    const { failure } = await sendOnce(
+      { tls: { caPem: ca.cert }, proxy: { url: `http://admin:${secret}@127.0.0.1:${new URL(closedUrl).port}` } },
+      { method: 'GET', url: echo.url },
+    );
     expect(failure?.kind).toBe('refused');
     expect(printed(failure)).not.toContain(secret);
   });
@@ -540,7 +717,9 @@ describe('userinfo is never printed', () => {
 
 describe('HTTP/1.1 connections (src/core/http1.ts on real sockets)', () => {
   /** A plain TCP server answering each request with `answer(n)` (n counts requests); it counts connections. */
-  async function rawServer(answer: (request: number, socket: Socket) => void): Promise<{ url: string; connections: () => number; requests: () => number; close: () => Promise<void> }> {
+  async function rawServer(
+    answer: (request: number, socket: Socket) => void,
+  ): Promise<{ url: string; connections: () => number; requests: () => number; close: () => Promise<void> }> {
     let connections = 0;
     let requests = 0;
     const sockets = new Set<Socket>();
@@ -586,7 +765,9 @@ describe('HTTP/1.1 connections (src/core/http1.ts on real sockets)', () => {
   }
 
   it('keeps a connection alive for the next send, and opens a new one after Connection: close', async () => {
-    const server = await rawServer((n, socket) => socket.write(`HTTP/1.1 200 OK\r\nContent-Length: 1\r\n${n >= 3 ? 'Connection: close\r\n' : ''}\r\n${n}`));
+    const server = await rawServer((n, socket) =>
+      socket.write(`HTTP/1.1 200 OK\r\nContent-Length: 1\r\n${n >= 3 ? 'Connection: close\r\n' : ''}\r\n${n}`),
+    );
     const client = createHttpClient();
     try {
       const bodies: string[] = [];
@@ -627,7 +808,8 @@ describe('HTTP/1.1 connections (src/core/http1.ts on real sockets)', () => {
         socket.end('HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort');
         return;
       }
-      const bytes = 'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n4\r\n{"a"\r\n6;x=y\r\n:[1,2]\r\n1\r\n}\r\n0\r\n\r\n';
+      const bytes =
+        'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n4\r\n{"a"\r\n6;x=y\r\n:[1,2]\r\n1\r\n}\r\n0\r\n\r\n';
       let offset = 0;
       const next = (): void => {
         socket.write(bytes.slice(offset, offset + 3));
@@ -650,7 +832,10 @@ describe('HTTP/1.1 connections (src/core/http1.ts on real sockets)', () => {
   it('refuses a header value with a line break before anything is sent, without quoting the value', async () => {
     const server = await rawServer((n, socket) => socket.write('HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n'));
     try {
-      const { failure } = await sendOnce({}, { method: 'GET', url: server.url, headers: { authorization: 'Bearer tok3n\r\nX-Evil: 1' } });
+      const { failure } = await sendOnce(
+        {},
+        { method: 'GET', url: server.url, headers: { authorization: 'Bearer tok3n\r\nX-Evil: 1' } },
+      );
       expect(failure).toMatchObject({ kind: 'network', code: 'ERR_INVALID_CHAR' });
       expect(failure?.message).toContain('authorization');
       expect(printed(failure)).not.toContain('tok3n');
@@ -672,7 +857,11 @@ await new Promise((resolve) => setTimeout(resolve, 50));
 await client.close();`,
         `https://127.0.0.1:${port}/`,
       );
-      expect(result).toMatchObject({ code: 0, stderr: '', stdout: 'reset ECONNRESET\nreset ECONNRESET\nreset ECONNRESET\n' });
+      expect(result).toMatchObject({
+        code: 0,
+        stderr: '',
+        stdout: 'reset ECONNRESET\nreset ECONNRESET\nreset ECONNRESET\n',
+      });
     } finally {
       await new Promise((resolve) => dropping.close(resolve));
     }

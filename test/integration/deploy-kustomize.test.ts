@@ -66,7 +66,8 @@ describe.each([
     }
     // Every $(VAR) in the args is an env var of the container.
     const env = new Set((container['env'] as Json[]).map((entry) => entry['name']));
-    for (const reference of args.join(' ').matchAll(/\$\((\w+)\)/g)) expect(env.has(reference[1]), reference[1]).toBe(true);
+    for (const reference of args.join(' ').matchAll(/\$\((\w+)\)/g))
+      expect(env.has(reference[1]), reference[1]).toBe(true);
     const configMap = one(objects, 'ConfigMap');
     for (const entry of container['env'] as Json[]) {
       const ref = entry['valueFrom']?.['configMapKeyRef'];
@@ -85,11 +86,20 @@ describe.each([
     expect(container['resources']['requests']).toMatchObject({ cpu: expect.any(String), memory: expect.any(String) });
     expect(container['resources']['limits']).toHaveProperty('memory');
     const grace = Number(/^(\d+)s$/.exec(flags.get('--shutdown-grace') ?? '')?.[1]);
-    expect(pod['spec']['terminationGracePeriodSeconds']).toBeGreaterThan(grace + (container['lifecycle']?.['preStop']?.['sleep']?.['seconds'] ?? 0));
+    expect(pod['spec']['terminationGracePeriodSeconds']).toBeGreaterThan(
+      grace + (container['lifecycle']?.['preStop']?.['sleep']?.['seconds'] ?? 0),
+    );
 
     // Hardened: non-root, read-only root, no capabilities, no privilege escalation.
-    expect(pod['spec']['securityContext']).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } });
-    expect(container['securityContext']).toEqual({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } });
+    expect(pod['spec']['securityContext']).toMatchObject({
+      runAsNonRoot: true,
+      seccompProfile: { type: 'RuntimeDefault' },
+    });
+    expect(container['securityContext']).toEqual({
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      capabilities: { drop: ['ALL'] },
+    });
 
     // The serving pair comes from a kubernetes.io/tls Secret mounted where --tls-cert-file/--tls-key-file point.
     const volumes = new Map((pod['spec']['volumes'] as Json[]).map((volume) => [volume['name'], volume]));
@@ -100,28 +110,38 @@ describe.each([
     expect(flags.get('--tls-key-file')).toBe(`${tlsMount['mountPath']}/tls.key`);
     expect(volumes.get(tlsMount['name'])?.['secret']['secretName']).toBe('clusterprofile-issuer-serving');
     // Every writable path is an emptyDir (the root file system is read-only).
-    for (const mount of mounts.filter((m) => m['readOnly'] !== true)) expect(volumes.get(mount['name'])).toHaveProperty('emptyDir');
+    for (const mount of mounts.filter((m) => m['readOnly'] !== true))
+      expect(volumes.get(mount['name'])).toHaveProperty('emptyDir');
     // The state is in the API server: no data dir (the CLI refuses one with --state kubernetes); the Tenants are answered.
     expect(flags.has('--data-dir')).toBe(false);
     expect(flags.has('--reconcile-tenants')).toBe(true);
     for (const crd of ['tenants.credentials.clusterprofile.io', 'identities.credentials.clusterprofile.io']) {
-      expect(objects.some((object) => object['kind'] === 'CustomResourceDefinition' && object['metadata']['name'] === crd), crd).toBe(true);
+      expect(
+        objects.some((object) => object['kind'] === 'CustomResourceDefinition' && object['metadata']['name'] === crd),
+        crd,
+      ).toBe(true);
     }
 
     // Service, PDB and NetworkPolicy select exactly these pods, on the container's ports.
     const service = one(objects, 'Service');
     expect(selects(service['spec']['selector'], podLabels)).toBe(true);
-    expect((service['spec']['ports'] as Json[]).map((port) => port['targetPort']).sort()).toEqual([...ports.keys()].sort());
+    expect((service['spec']['ports'] as Json[]).map((port) => port['targetPort']).sort()).toEqual(
+      [...ports.keys()].sort(),
+    );
     const pdb = one(objects, 'PodDisruptionBudget');
     expect(selects(pdb['spec']['selector']['matchLabels'], podLabels)).toBe(true);
     expect(pdb['spec']['minAvailable']).toBe(1);
     const policy = one(objects, 'NetworkPolicy');
     expect(selects(policy['spec']['podSelector']['matchLabels'], podLabels)).toBe(true);
     expect(policy['spec']['policyTypes']).toEqual(['Ingress', 'Egress']);
-    const allowedPorts = (policy['spec']['ingress'] as Json[]).flatMap((rule) => (rule['ports'] as Json[]).map((port) => port['port']));
+    const allowedPorts = (policy['spec']['ingress'] as Json[]).flatMap((rule) =>
+      (rule['ports'] as Json[]).map((port) => port['port']),
+    );
     expect(allowedPorts.sort()).toEqual([...ports.values()].sort());
     // Metrics only from a selected namespace, not from everywhere.
-    const metricsRule = (policy['spec']['ingress'] as Json[]).find((rule) => rule['ports'].some((port: Json) => port['port'] === ports.get('metrics')))!;
+    const metricsRule = (policy['spec']['ingress'] as Json[]).find((rule) =>
+      rule['ports'].some((port: Json) => port['port'] === ports.get('metrics')),
+    )!;
     expect(metricsRule['from']).toBeDefined();
   });
 
@@ -129,11 +149,16 @@ describe.each([
     const objects = await render(`deploy/overlays/${overlay}`);
     const account = one(objects, 'Deployment')['spec']['template']['spec']['serviceAccountName'];
     expect(one(objects, 'ServiceAccount')['metadata']['name']).toBe(account);
-    const bindings = objects.filter((object) => object['kind'] === 'RoleBinding' || object['kind'] === 'ClusterRoleBinding');
+    const bindings = objects.filter(
+      (object) => object['kind'] === 'RoleBinding' || object['kind'] === 'ClusterRoleBinding',
+    );
     expect(bindings.length).toBeGreaterThanOrEqual(2);
     for (const binding of bindings) {
       expect(binding['subjects']).toEqual([{ kind: 'ServiceAccount', name: account, namespace: NAMESPACE }]);
-      const role = objects.find((object) => object['kind'] === binding['roleRef']['kind'] && object['metadata']['name'] === binding['roleRef']['name']);
+      const role = objects.find(
+        (object) =>
+          object['kind'] === binding['roleRef']['kind'] && object['metadata']['name'] === binding['roleRef']['name'],
+      );
       expect(role, `${binding['metadata']['name']} → ${binding['roleRef']['name']}`).toBeDefined();
     }
     const clusterRoles = objects.filter((object) => object['kind'] === 'ClusterRole');
@@ -142,7 +167,8 @@ describe.each([
       expect(objects.filter((object) => object['kind'] === 'ClusterRoleBinding')).toEqual([]);
     } else {
       expect(clusterRoles).toHaveLength(1);
-      for (const rule of clusterRoles[0]!['rules'] as Json[]) expect(rule['apiGroups']).toEqual(['certificates.k8s.io']);
+      for (const rule of clusterRoles[0]!['rules'] as Json[])
+        expect(rule['apiGroups']).toEqual(['certificates.k8s.io']);
     }
     for (const object of objects) {
       for (const rule of (object['rules'] ?? []) as Json[]) {
@@ -157,6 +183,9 @@ describe.each([
 it('the RBAC manifests other docs point at stay where they were (secret reader, token request)', async () => {
   for (const file of ['deploy/secret-reader-rbac.yaml', 'deploy/token-request-rbac.yaml']) {
     const objects = parseAllDocuments(await readFile(join(ROOT, file), 'utf8')).map((doc) => doc.toJSON() as Json);
-    expect(objects.map((object) => object['kind']), file).toContain('RoleBinding');
+    expect(
+      objects.map((object) => object['kind']),
+      file,
+    ).toContain('RoleBinding');
   }
 });

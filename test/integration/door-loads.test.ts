@@ -61,10 +61,14 @@ it('the markers are real: each is in the built code', () => {
     .map((name) => readFileSync(join(x509, name), 'utf8'))
     .join('\n');
   expect(text).toMatch(/from "@peculiar\/x509"|import\("@peculiar\/x509"\)/);
-  expect(Object.entries(MARKERS).filter(([library, marker]) => !(library === '@peculiar/x509' ? x509Text : text).includes(marker))).toEqual([]);
+  expect(
+    Object.entries(MARKERS).filter(
+      ([library, marker]) => !(library === '@peculiar/x509' ? x509Text : text).includes(marker),
+    ),
+  ).toEqual([]);
 });
 
-it('`clusterprofile keygen` loads neither X.509 nor the issuer (they are behind the door\'s loaders)', async () => {
+it("`clusterprofile keygen` loads neither X.509 nor the issuer (they are behind the door's loaders)", async () => {
   const keygen = await recorded(CLI, ['keygen', '--out', join(root, 'consumer.key'), '--algorithm', 'ecdsa-p256']);
   expect(keygen.result.code, keygen.result.stderr).toBe(0);
   expect(keygen.heavy).toEqual([]);
@@ -73,7 +77,16 @@ it('`clusterprofile keygen` loads neither X.509 nor the issuer (they are behind 
 
   // `tenant generate` builds a CSR, by hand: no X.509 library either.
   const generate = await recorded(CLI, [
-    'tenant', 'generate', '--key-file', join(root, 'consumer.key'), '--cluster-id', CONSUMER, '--provider-cluster-id', 'member-1', '--nonce', 'n0nce',
+    'tenant',
+    'generate',
+    '--key-file',
+    join(root, 'consumer.key'),
+    '--cluster-id',
+    CONSUMER,
+    '--provider-cluster-id',
+    'member-1',
+    '--nonce',
+    'n0nce',
   ]);
   expect(generate.result.code, generate.result.stderr).toBe(0);
   expect(generate.heavy).toEqual([]);
@@ -92,7 +105,16 @@ it('token-request with `--bootstrap tenant-cert` loads the handshake only to obt
   const publicKey = await runNode(CLI, ['keygen', '--out', `${keyFile}.2`, '--algorithm', 'ecdsa-p256']);
   expect(publicKey.code, publicKey.stderr).toBe(0);
   writeFileSync(join(root, 'consumer.pub'), publicKey.stdout);
-  const trust = await runNode(CLI, ['issuer', 'trust', '--data-dir', dataDir, '--cluster-id', CONSUMER, '--public-key', join(root, 'consumer.pub')]);
+  const trust = await runNode(CLI, [
+    'issuer',
+    'trust',
+    '--data-dir',
+    dataDir,
+    '--cluster-id',
+    CONSUMER,
+    '--public-key',
+    join(root, 'consumer.pub'),
+  ]);
   expect(trust.code, trust.stderr).toBe(0);
   const ca = await createTestCa('member-api');
   api = await startFakeKubeApi({
@@ -101,7 +123,11 @@ it('token-request with `--bootstrap tenant-cert` loads the handshake only to obt
     minters: { 'fleet/workload': [CONSUMER] },
     serviceAccounts: ['fleet/workload'],
   });
-  const config = { ...issuerConfig(issuer, readFileSync(join(dataDir, 'serving-ca.crt'), 'utf8'), 'member-1'), namespace: 'fleet', serviceAccount: 'workload' };
+  const config = {
+    ...issuerConfig(issuer, readFileSync(join(dataDir, 'serving-ca.crt'), 'utf8'), 'member-1'),
+    namespace: 'fleet',
+    serviceAccount: 'workload',
+  };
   const env = {
     KUBECACHEDIR: join(root, 'kubecache'),
     KUBERNETES_EXEC_INFO: JSON.stringify({
@@ -110,7 +136,16 @@ it('token-request with `--bootstrap tenant-cert` loads the handshake only to obt
       spec: { interactive: false, cluster: { server: api.url, 'certificate-authority-data': ca.certBase64, config } },
     }),
   };
-  const args = (cacheDir: string) => ['--bootstrap', 'tenant-cert', '--cluster-id', CONSUMER, '--key-file', `${keyFile}.2`, '--cache-dir', join(root, cacheDir)];
+  const args = (cacheDir: string) => [
+    '--bootstrap',
+    'tenant-cert',
+    '--cluster-id',
+    CONSUMER,
+    '--key-file',
+    `${keyFile}.2`,
+    '--cache-dir',
+    join(root, cacheDir),
+  ];
   // The first run makes the handshake and caches the certificate under $KUBECACHEDIR.
   const first = await recorded(TOKEN_REQUEST, args('tokens-1'), env);
   expect(first.result.code, first.result.stderr).toBe(0);

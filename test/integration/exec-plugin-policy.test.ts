@@ -35,8 +35,14 @@ beforeAll(() => {
   writePlugin(evil, 'evil');
 });
 
-const ran = (): string[] => (existsSync(join(root, 'ran')) ? readFileSync(join(root, 'ran'), 'utf8').trim().split('\n') : []);
-const exec = (extra: Partial<ExecConfig> = {}): ExecConfig => ({ apiVersion: V1, command: 'fleet-plugin', interactiveMode: 'Never', ...extra });
+const ran = (): string[] =>
+  existsSync(join(root, 'ran')) ? readFileSync(join(root, 'ran'), 'utf8').trim().split('\n') : [];
+const exec = (extra: Partial<ExecConfig> = {}): ExecConfig => ({
+  apiVersion: V1,
+  command: 'fleet-plugin',
+  interactiveMode: 'Never',
+  ...extra,
+});
 const parentEnv = () => ({ PATH: `${good}:/usr/bin:/bin` });
 
 describe('credential plugin policy with real plugins', () => {
@@ -47,7 +53,10 @@ describe('credential plugin policy with real plugins', () => {
     const results = await Promise.allSettled([authenticator.getCredential(), authenticator.getCredential()]);
     for (const result of results) {
       expect(result.status).toBe('rejected');
-      expect((result as PromiseRejectedResult).reason).toMatchObject({ code: 'ERR_EXEC_PLUGIN_DENIED', message: 'plugin "fleet-plugin" not allowed: policy set to "DenyAll"' });
+      expect((result as PromiseRejectedResult).reason).toMatchObject({
+        code: 'ERR_EXEC_PLUGIN_DENIED',
+        message: 'plugin "fleet-plugin" not allowed: policy set to "DenyAll"',
+      });
     }
     expect(ran().length).toBe(before);
   });
@@ -57,7 +66,12 @@ describe('credential plugin policy with real plugins', () => {
     const credential = await runExecPlugin(exec(), undefined, { env: parentEnv(), pluginPolicy: policy });
     expect(credential.token).toBe('good');
     const before = ran().length;
-    await expect(runExecPlugin(exec({ command: join(evil, 'fleet-plugin') }), undefined, { env: parentEnv(), pluginPolicy: policy })).rejects.toMatchObject({
+    await expect(
+      runExecPlugin(exec({ command: join(evil, 'fleet-plugin') }), undefined, {
+        env: parentEnv(),
+        pluginPolicy: policy,
+      }),
+    ).rejects.toMatchObject({
       code: 'ERR_EXEC_PLUGIN_DENIED',
       message: `plugin path ${JSON.stringify(join(evil, 'fleet-plugin'))} is not permitted by the credential plugin allowlist`,
     });
@@ -66,7 +80,11 @@ describe('credential plugin policy with real plugins', () => {
 
   it('Allowlist: the file checked is the file run, even when exec.env sets another PATH', async () => {
     const policy = { policyType: 'Allowlist' as const, allowlist: [{ name: join(good, 'fleet-plugin') }] };
-    const credential = await runExecPlugin(exec({ env: [{ name: 'PATH', value: `${evil}:/usr/bin:/bin` }] }), undefined, { env: parentEnv(), pluginPolicy: policy });
+    const credential = await runExecPlugin(
+      exec({ env: [{ name: 'PATH', value: `${evil}:/usr/bin:/bin` }] }),
+      undefined,
+      { env: parentEnv(), pluginPolicy: policy },
+    );
     expect(credential.token).toBe('good');
     expect(ran().at(-1)).toBe('good');
   });

@@ -13,7 +13,9 @@ const PLUGIN = fileURLToPath(new URL('../fixtures/plugins/plugin.mjs', import.me
 const V1 = 'client.authentication.k8s.io/v1' as const;
 const cluster: ExecCluster = {
   server: 'https://127.0.0.1:6443',
-  'certificate-authority-data': Buffer.from('-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----\n').toString('base64'),
+  'certificate-authority-data': Buffer.from('-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----\n').toString(
+    'base64',
+  ),
   'tls-server-name': 'kube.internal',
   config: { clusterName: 'spoke-1' },
 };
@@ -54,10 +56,18 @@ describe('runExecPlugin: real plugin processes', () => {
     const exec: ExecConfig = {
       ...plugin('echo-info'),
       provideClusterInfo: true,
-      env: [{ name: 'FROM_EXEC', value: 'e' }, { name: 'SHARED', value: 'exec-wins' }],
+      env: [
+        { name: 'FROM_EXEC', value: 'e' },
+        { name: 'SHARED', value: 'exec-wins' },
+      ],
     };
     const credential = await runExecPlugin(exec, cluster, {
-      env: { ...process.env, SHARED: 'parent', FROM_PARENT: 'p', ECHO_VARS: 'FROM_EXEC,SHARED,FROM_PARENT,' + EXEC_DEPTH_ENV },
+      env: {
+        ...process.env,
+        SHARED: 'parent',
+        FROM_PARENT: 'p',
+        ECHO_VARS: 'FROM_EXEC,SHARED,FROM_PARENT,' + EXEC_DEPTH_ENV,
+      },
     });
     const seen = JSON.parse(Buffer.from(credential.token!, 'base64').toString('utf8'));
     expect(seen.info).toEqual({ kind: 'ExecCredential', apiVersion: V1, spec: { interactive: false, cluster } });
@@ -78,7 +88,11 @@ describe('runExecPlugin: real plugin processes', () => {
 
   it.each([
     ['garbage', 'ERR_EXEC_OUTPUT_INVALID', /^decoding stdout: /],
-    ['wrong-api', 'ERR_EXEC_API_VERSION_MISMATCH', /^exec plugin is configured to use API version client\.authentication\.k8s\.io\/v1, plugin returned version client\.authentication\.k8s\.io\/v1alpha1$/],
+    [
+      'wrong-api',
+      'ERR_EXEC_API_VERSION_MISMATCH',
+      /^exec plugin is configured to use API version client\.authentication\.k8s\.io\/v1, plugin returned version client\.authentication\.k8s\.io\/v1alpha1$/,
+    ],
     ['no-status', 'ERR_EXEC_OUTPUT_INVALID', /^exec plugin didn't return a status field$/],
     ['empty-status', 'ERR_EXEC_OUTPUT_INVALID', /^exec plugin didn't return a token or cert\/key pair$/],
     ['only-cert', 'ERR_EXEC_OUTPUT_INVALID', /^exec plugin returned only certificate or key, not both$/],
@@ -92,15 +106,22 @@ describe('runExecPlugin: real plugin processes', () => {
   it('a non-zero exit carries the exit code and the plugin’s stderr', async () => {
     const e = await failure(runExecPlugin(plugin('exit3'), cluster));
     expect(e.code).toBe('ERR_EXEC_FAILED');
-    expect(e.message).toBe(`exec: executable ${PLUGIN} failed with exit code 3\nplugin stderr:\nboom: no credentials for you`);
+    expect(e.message).toBe(
+      `exec: executable ${PLUGIN} failed with exit code 3\nplugin stderr:\nboom: no credentials for you`,
+    );
   });
 
   it('a missing command says so and shows the installHint', async () => {
     const e = await failure(
-      runExecPlugin({ ...plugin(), command: '/nonexistent/kubectl-login', installHint: 'install it with: brew install kubelogin' }, cluster),
+      runExecPlugin(
+        { ...plugin(), command: '/nonexistent/kubectl-login', installHint: 'install it with: brew install kubelogin' },
+        cluster,
+      ),
     );
     expect(e.code).toBe('ERR_EXEC_NOT_FOUND');
-    expect(e.message).toBe('exec: executable /nonexistent/kubectl-login not found\n\ninstall it with: brew install kubelogin');
+    expect(e.message).toBe(
+      'exec: executable /nonexistent/kubectl-login not found\n\ninstall it with: brew install kubelogin',
+    );
     const bare = await failure(runExecPlugin({ ...plugin(), command: 'cpc-no-such-plugin-xyz' }, cluster));
     expect(bare.message).toBe('exec: executable cpc-no-such-plugin-xyz not found');
   });
@@ -109,7 +130,9 @@ describe('runExecPlugin: real plugin processes', () => {
     const pidsFile = join(dir, 'pids');
     const started = Date.now();
     // 3 s: enough for a node process to start on a loaded 2-core machine and write its pids.
-    const e = await failure(runExecPlugin(plugin('hang'), cluster, { timeoutMs: 3000, env: { ...process.env, PIDS_FILE: pidsFile } }));
+    const e = await failure(
+      runExecPlugin(plugin('hang'), cluster, { timeoutMs: 3000, env: { ...process.env, PIDS_FILE: pidsFile } }),
+    );
     expect(e.code).toBe('ERR_EXEC_TIMEOUT');
     expect(e.message).toMatch(/did not finish within 3000 ms; it was killed\nplugin stderr:\nwaiting forever/);
     expect(Date.now() - started).toBeLessThan(8000);
@@ -132,7 +155,11 @@ describe('runExecPlugin: real plugin processes', () => {
 
   it('refuses to run when already nested at the limit, without starting the plugin', async () => {
     const count = join(dir, 'recursion-count');
-    const e = await failure(runExecPlugin(plugin('token', '--count-file', count), cluster, { env: { ...process.env, [EXEC_DEPTH_ENV]: '3' } }));
+    const e = await failure(
+      runExecPlugin(plugin('token', '--count-file', count), cluster, {
+        env: { ...process.env, [EXEC_DEPTH_ENV]: '3' },
+      }),
+    );
     expect(e.code).toBe('ERR_EXEC_RECURSION');
     expect(existsSync(count)).toBe(false);
   });

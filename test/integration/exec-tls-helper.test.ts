@@ -25,7 +25,12 @@ describe('test TLS helper (reused by other suites)', () => {
 
   it('serves 127.0.0.1 with a certificate the CA verifies and records the client certificate and bearer', async () => {
     const client = await ca.issueClientCert('alice', { groups: ['system:masters'] });
-    const res = await get(`${server.url}/api`, { ca: ca.cert, cert: client.cert, key: client.key, headers: { authorization: 'Bearer t0' } });
+    const res = await get(`${server.url}/api`, {
+      ca: ca.cert,
+      cert: client.cert,
+      key: client.key,
+      headers: { authorization: 'Bearer t0' },
+    });
     expect(res.status).toBe(200);
     const last = server.requests.at(-1);
     expect(last?.bearer).toBe('t0');

@@ -11,7 +11,12 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { loadKubeAccess } from '../../src/kube/kubeconfig.js';
-import { KubernetesNonces, LABEL_EXPIRES, LABEL_NONCE_STATE, StateConnection } from '../../src/providers/tenant-cert/issuer/kubernetes-state.js';
+import {
+  KubernetesNonces,
+  LABEL_EXPIRES,
+  LABEL_NONCE_STATE,
+  StateConnection,
+} from '../../src/providers/tenant-cert/issuer/kubernetes-state.js';
 import { NONCE_KEY_BYTES, NonceSeal } from '../../src/providers/tenant-cert/issuer/sealed-nonces.js';
 import { rejection } from '../helpers/errors.js';
 import { frozenClock } from '../helpers/issuer-fixtures.js';
@@ -39,10 +44,25 @@ beforeAll(async () => {
           res.writeHead(status, { 'content-type': 'application/json' });
           res.end(JSON.stringify(body));
         };
-        if (request.method !== 'POST' || request.url !== '/api/v1/namespaces/ns/configmaps') return answer(405, { kind: 'Status', code: 405 });
-        if (quota) return answer(403, { kind: 'Status', code: 403, reason: 'Forbidden', message: 'configmaps "x" is forbidden: exceeded quota: q, requested: count/configmaps=1' });
-        const object = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { metadata: { name: string; labels: Record<string, string> } };
-        if (created.has(object.metadata.name)) return answer(409, { kind: 'Status', code: 409, reason: 'AlreadyExists', message: 'configmaps already exists' });
+        if (request.method !== 'POST' || request.url !== '/api/v1/namespaces/ns/configmaps')
+          return answer(405, { kind: 'Status', code: 405 });
+        if (quota)
+          return answer(403, {
+            kind: 'Status',
+            code: 403,
+            reason: 'Forbidden',
+            message: 'configmaps "x" is forbidden: exceeded quota: q, requested: count/configmaps=1',
+          });
+        const object = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+          metadata: { name: string; labels: Record<string, string> };
+        };
+        if (created.has(object.metadata.name))
+          return answer(409, {
+            kind: 'Status',
+            code: 409,
+            reason: 'AlreadyExists',
+            message: 'configmaps already exists',
+          });
         created.set(object.metadata.name, { labels: object.metadata.labels });
         answer(201, object);
       });
@@ -54,7 +74,12 @@ beforeAll(async () => {
     stringify({
       apiVersion: 'v1',
       kind: 'Config',
-      clusters: [{ name: 'p', cluster: { server: api.url, 'certificate-authority-data': Buffer.from(ca.cert).toString('base64') } }],
+      clusters: [
+        {
+          name: 'p',
+          cluster: { server: api.url, 'certificate-authority-data': Buffer.from(ca.cert).toString('base64') },
+        },
+      ],
       users: [{ name: 'issuer', user: { token: 'kube-nonces-test-token' } }],
       contexts: [{ name: 'p', context: { cluster: 'p', user: 'issuer' } }],
       'current-context': 'p',
@@ -76,13 +101,19 @@ beforeEach(() => {
 describe('Kubernetes state nonces: one write per handshake', () => {
   it('issuing calls nothing; spending is one create of issuer-spent-<id>, labelled for the collector', async () => {
     const book = new KubernetesNonces(conn, 'ns', seal);
-    const issued = await book.issue('c1', 60_000, clock.now(), { durable: true, request: { key: 'c1 t', untilMs: clock.now().getTime() + 300_000 } });
+    const issued = await book.issue('c1', 60_000, clock.now(), {
+      durable: true,
+      request: { key: 'c1 t', untilMs: clock.now().getTime() + 300_000 },
+    });
     expect(api.requests).toHaveLength(0);
     await book.take(issued.nonce, 'c1', clock.now());
     expect(api.requests.map((r) => `${r.method} ${r.url}`)).toEqual(['POST /api/v1/namespaces/ns/configmaps']);
     const [name, object] = [...created.entries()].at(-1)!;
     expect(name).toMatch(/^issuer-spent-[0-9a-f]{40}$/);
-    expect(object.labels).toMatchObject({ 'credentials.clusterprofile.io/issuer-state': 'nonce', [LABEL_NONCE_STATE]: 'spent' });
+    expect(object.labels).toMatchObject({
+      'credentials.clusterprofile.io/issuer-state': 'nonce',
+      [LABEL_NONCE_STATE]: 'spent',
+    });
     // Collectable a minute after the nonce expires (clocks of replicas may disagree that much).
     expect(Number(object.labels[LABEL_EXPIRES])).toBe(Math.ceil((issued.expiresAt.getTime() + 60_000) / 1000));
   });
@@ -97,7 +128,7 @@ describe('Kubernetes state nonces: one write per handshake', () => {
     expect(api.requests).toHaveLength(3);
   });
 
-  it('forged, altered, another key\'s, another consumer\'s, expired or malformed: refused with its code before any call', async () => {
+  it("forged, altered, another key's, another consumer's, expired or malformed: refused with its code before any call", async () => {
     const book = new KubernetesNonces(conn, 'ns', seal);
     const { nonce } = await book.issue('c1', 60_000, clock.now(), { durable: false });
     const altered = Buffer.from(nonce, 'base64');
@@ -131,7 +162,7 @@ describe('Kubernetes state nonces: one write per handshake', () => {
     await book.take(nonce, 'c1', clock.now());
   });
 
-  it('outstanding nonces are this replica\'s: issued by it, unexpired, not spent at it (oldest first)', async () => {
+  it("outstanding nonces are this replica's: issued by it, unexpired, not spent at it (oldest first)", async () => {
     const a = new KubernetesNonces(conn, 'ns', seal);
     const b = new KubernetesNonces(conn, 'ns', seal);
     const first = await a.issue('c1', 60_000, clock.now(), { durable: false });

@@ -8,7 +8,12 @@ import { buildTenant } from '../../src/providers/tenant-cert/wire/documents.js';
 import type { IdentityDocument } from '../../src/providers/tenant-cert/wire/protocol.js';
 import { kubernetesSigner } from '../../src/providers/tenant-cert/issuer/kubernetes-signer.js';
 import { issuerFixture, type IssuerFixture } from '../helpers/issuer-fixtures.js';
-import { fakeKubeconfig, startFakeCsrApi, type FakeCsrApi, type FakeCsrApiOptions } from '../helpers/issuer-kube-csr-api.js';
+import {
+  fakeKubeconfig,
+  startFakeCsrApi,
+  type FakeCsrApi,
+  type FakeCsrApiOptions,
+} from '../helpers/issuer-kube-csr-api.js';
 import { cli, issuerClient, serveIssuer, nonceRequest } from '../helpers/issuer-process.js';
 import { writeSplitKubeconfig } from '../helpers/kubeconfig-split.js';
 
@@ -40,14 +45,22 @@ async function setup(apiOptions: Partial<FakeCsrApiOptions> = {}, timeoutMs = 10
 async function tenantFor(f: IssuerFixture, exact = true) {
   const key = await f.consumer('c1');
   const nonce = await f.issuer.issueNonce(f.nonceRequest('c1'));
-  return buildTenant({ privateKey: key, consumerClusterID: 'c1', providerClusterID: 'p1', nonce: nonce.nonce, ...(exact ? { organizations: nonce.subject.organizations } : {}) });
+  return buildTenant({
+    privateKey: key,
+    consumerClusterID: 'c1',
+    providerClusterID: 'p1',
+    nonce: nonce.nonce,
+    ...(exact ? { organizations: nonce.subject.organizations } : {}),
+  });
 }
 
 describe('the Kubernetes CSR signer (certificates.k8s.io/v1 against a faithful local API server)', () => {
-  it('creates, approves, awaits and deletes a CertificateSigningRequest; the certificate is the cluster CA\'s', async () => {
+  it("creates, approves, awaits and deletes a CertificateSigningRequest; the certificate is the cluster CA's", async () => {
     const { api, fixture } = await setup();
     const accepted = await fixture.issuer.acceptTenant(await tenantFor(fixture));
-    const certificate = new X509Certificate(Buffer.from((accepted.identity as IdentityDocument).spec.authParams.signedCRT, 'base64'));
+    const certificate = new X509Certificate(
+      Buffer.from((accepted.identity as IdentityDocument).spec.authParams.signedCRT, 'base64'),
+    );
     expect(certificate.checkIssued(new X509Certificate(api.clusterCaPem))).toBe(true);
     expect(certificate.subject.split('\n').sort()).toEqual(['CN=c1', 'O=tenants']);
     const lifetime = new Date(certificate.validTo).getTime() - Date.now();
@@ -71,8 +84,16 @@ describe('the Kubernetes CSR signer (certificates.k8s.io/v1 against a faithful l
       return original(name, object);
     };
     await fixture.issuer.acceptTenant(await tenantFor(fixture));
-    expect(seen[0]!['spec']).toMatchObject({ signerName: 'kubernetes.io/kube-apiserver-client', expirationSeconds: 3600, usages: ['digital signature', 'client auth'] });
-    expect(seen[0]!['status'].conditions[0]).toMatchObject({ type: 'Approved', status: 'True', reason: 'ClusterProfileIssuerApproved' });
+    expect(seen[0]!['spec']).toMatchObject({
+      signerName: 'kubernetes.io/kube-apiserver-client',
+      expirationSeconds: 3600,
+      usages: ['digital signature', 'client auth'],
+    });
+    expect(seen[0]!['status'].conditions[0]).toMatchObject({
+      type: 'Approved',
+      status: 'True',
+      reason: 'ClusterProfileIssuerApproved',
+    });
   });
 
   it('an approval that conflicts (object updated meanwhile) is retried on the current version', async () => {
@@ -83,32 +104,43 @@ describe('the Kubernetes CSR signer (certificates.k8s.io/v1 against a faithful l
 
   it('refuses a CSR that does not ask for exactly the granted subject (the API server would copy it)', async () => {
     const { api, fixture } = await setup();
-    await expect(fixture.issuer.acceptTenant(await tenantFor(fixture, false))).rejects.toMatchObject({ code: 'ERR_TENANT_CSR_GROUPS' });
+    await expect(fixture.issuer.acceptTenant(await tenantFor(fixture, false))).rejects.toMatchObject({
+      code: 'ERR_TENANT_CSR_GROUPS',
+    });
     expect(api.requests).toEqual([]);
   });
 
   it('missing RBAC to approve: ERR_ISSUER_SIGNER_DENIED, and the request is cleaned up', async () => {
     const { api, fixture } = await setup({ canApprove: false });
-    await expect(fixture.issuer.acceptTenant(await tenantFor(fixture))).rejects.toMatchObject({ code: 'ERR_ISSUER_SIGNER_DENIED', hint: expect.stringContaining('issuer-rbac.yaml') });
+    await expect(fixture.issuer.acceptTenant(await tenantFor(fixture))).rejects.toMatchObject({
+      code: 'ERR_ISSUER_SIGNER_DENIED',
+      hint: expect.stringContaining('issuer-rbac.yaml'),
+    });
     expect(api.objects.size).toBe(0);
   });
 
   it('missing RBAC to create: ERR_ISSUER_SIGNER_DENIED', async () => {
     const { fixture } = await setup({ canCreate: false });
-    await expect(fixture.issuer.acceptTenant(await tenantFor(fixture))).rejects.toMatchObject({ code: 'ERR_ISSUER_SIGNER_DENIED' });
+    await expect(fixture.issuer.acceptTenant(await tenantFor(fixture))).rejects.toMatchObject({
+      code: 'ERR_ISSUER_SIGNER_DENIED',
+    });
   });
 
   it('no signer running: ERR_ISSUER_SIGNER_TIMEOUT after the deadline', async () => {
     const { fixture } = await setup({ signerRunning: false }, 1_000);
     const started = Date.now();
-    await expect(fixture.issuer.acceptTenant(await tenantFor(fixture))).rejects.toMatchObject({ code: 'ERR_ISSUER_SIGNER_TIMEOUT' });
+    await expect(fixture.issuer.acceptTenant(await tenantFor(fixture))).rejects.toMatchObject({
+      code: 'ERR_ISSUER_SIGNER_TIMEOUT',
+    });
     expect(Date.now() - started).toBeLessThan(5_000);
   });
 
   it('an API server that is down: ERR_ISSUER_SIGNER_FAILED', async () => {
     const { api, fixture } = await setup();
     await api.close();
-    await expect(fixture.issuer.acceptTenant(await tenantFor(fixture))).rejects.toMatchObject({ code: 'ERR_ISSUER_SIGNER_FAILED' });
+    await expect(fixture.issuer.acceptTenant(await tenantFor(fixture))).rejects.toMatchObject({
+      code: 'ERR_ISSUER_SIGNER_FAILED',
+    });
   });
 
   it('`issuer serve --signer kubernetes --kubeconfig` end to end as a process', async () => {
@@ -121,8 +153,20 @@ describe('the Kubernetes CSR signer (certificates.k8s.io/v1 against a faithful l
       const made = await cli(['keygen', '--out', keyFile, '--algorithm', 'ecdsa-p256']);
       writeFileSync(`${keyFile}.pub`, made.stdout);
       const dataDir = join(work, 'data');
-      expect((await cli(['issuer', 'trust', '--data-dir', dataDir, '--cluster-id', 'c1', '--public-key', `${keyFile}.pub`])).code).toBe(0);
-      const issuer = await serveIssuer(dataDir, 'p1', ['--signer', 'kubernetes', '--kubeconfig', kubeconfig, '--cert-lifetime', '1h', '--group', 'tenants']);
+      expect(
+        (await cli(['issuer', 'trust', '--data-dir', dataDir, '--cluster-id', 'c1', '--public-key', `${keyFile}.pub`]))
+          .code,
+      ).toBe(0);
+      const issuer = await serveIssuer(dataDir, 'p1', [
+        '--signer',
+        'kubernetes',
+        '--kubeconfig',
+        kubeconfig,
+        '--cert-lifetime',
+        '1h',
+        '--group',
+        'tenants',
+      ]);
       const client = issuerClient(issuer);
       try {
         const nonce = await client.call('POST', '/v1/nonces', nonceRequest(keyFile, 'c1'));
@@ -142,7 +186,20 @@ describe('the Kubernetes CSR signer (certificates.k8s.io/v1 against a faithful l
         await issuer.stop();
       }
       // A kubeconfig that cannot be read fails at start, not at the first Tenant.
-      const broken = await cli(['issuer', 'serve', '--data-dir', dataDir, '--listen', '127.0.0.1:0', '--cluster-id', 'p1', '--signer', 'kubernetes', '--kubeconfig', join(work, 'missing')]);
+      const broken = await cli([
+        'issuer',
+        'serve',
+        '--data-dir',
+        dataDir,
+        '--listen',
+        '127.0.0.1:0',
+        '--cluster-id',
+        'p1',
+        '--signer',
+        'kubernetes',
+        '--kubeconfig',
+        join(work, 'missing'),
+      ]);
       expect(broken.code).toBe(1);
       expect(broken.stderr).toMatch(/^ERR_KUBECONFIG_READ/);
     } finally {
@@ -153,13 +210,25 @@ describe('the Kubernetes CSR signer (certificates.k8s.io/v1 against a faithful l
     api = await startFakeCsrApi({ token: TOKEN });
     const work = mkdtempSync(join(tmpdir(), 'cpc-issuer-kube-split-'));
     try {
-      const split = await writeSplitKubeconfig(join(work, 'split'), { server: api.url, caBase64: Buffer.from(api.caPem).toString('base64'), token: TOKEN });
+      const split = await writeSplitKubeconfig(join(work, 'split'), {
+        server: api.url,
+        caBase64: Buffer.from(api.caPem).toString('base64'),
+        token: TOKEN,
+      });
       const keyFile = join(work, 'c1.key');
       const made = await cli(['keygen', '--out', keyFile, '--algorithm', 'ecdsa-p256']);
       writeFileSync(`${keyFile}.pub`, made.stdout);
       const dataDir = join(work, 'data');
-      expect((await cli(['issuer', 'trust', '--data-dir', dataDir, '--cluster-id', 'c1', '--public-key', `${keyFile}.pub`])).code).toBe(0);
-      const issuer = await serveIssuer(dataDir, 'p1', ['--signer', 'kubernetes', '--cert-lifetime', '1h', '--group', 'tenants'], { KUBECONFIG: split.KUBECONFIG });
+      expect(
+        (await cli(['issuer', 'trust', '--data-dir', dataDir, '--cluster-id', 'c1', '--public-key', `${keyFile}.pub`]))
+          .code,
+      ).toBe(0);
+      const issuer = await serveIssuer(
+        dataDir,
+        'p1',
+        ['--signer', 'kubernetes', '--cert-lifetime', '1h', '--group', 'tenants'],
+        { KUBECONFIG: split.KUBECONFIG },
+      );
       const client = issuerClient(issuer);
       try {
         const nonce = await client.call('POST', '/v1/nonces', nonceRequest(keyFile, 'c1'));
@@ -174,7 +243,10 @@ describe('the Kubernetes CSR signer (certificates.k8s.io/v1 against a faithful l
         expect(identity.status).toBe(201);
         const certificate = new X509Certificate(Buffer.from(identity.body.spec.authParams.signedCRT, 'base64'));
         expect(certificate.checkIssued(new X509Certificate(api.clusterCaPem))).toBe(true);
-        expect(api.requests[0]).toMatchObject({ method: 'POST', path: '/apis/certificates.k8s.io/v1/certificatesigningrequests' });
+        expect(api.requests[0]).toMatchObject({
+          method: 'POST',
+          path: '/apis/certificates.k8s.io/v1/certificatesigningrequests',
+        });
       } finally {
         await client.close();
         await issuer.stop();

@@ -11,7 +11,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { issuerHandshake } from '../../src/providers/tenant-cert/consumer/handshake.js';
 import { buildTenant } from '../../src/providers/tenant-cert/wire/documents.js';
 import { signNonceRequest } from '../../src/providers/tenant-cert/wire/message.js';
-import { cli, issuerClient, nonceRequest, serveIssuer, type IssuerClient, type IssuerProcess } from '../helpers/issuer-process.js';
+import {
+  cli,
+  issuerClient,
+  nonceRequest,
+  serveIssuer,
+  type IssuerClient,
+  type IssuerProcess,
+} from '../helpers/issuer-process.js';
 
 const work = mkdtempSync(join(tmpdir(), 'cpc-issuer-nreq-'));
 const dataDir = join(work, 'data');
@@ -24,12 +31,20 @@ async function consumer(name: string): Promise<void> {
   const made = await cli(['keygen', '--out', keyFile]);
   expect(made.code).toBe(0);
   writeFileSync(`${keyFile}.pub`, made.stdout);
-  expect((await cli(['issuer', 'trust', '--data-dir', dataDir, '--cluster-id', name, '--public-key', `${keyFile}.pub`])).code).toBe(0);
+  expect(
+    (await cli(['issuer', 'trust', '--data-dir', dataDir, '--cluster-id', name, '--public-key', `${keyFile}.pub`]))
+      .code,
+  ).toBe(0);
   keys[name] = keyFile;
 }
 
 async function tenantWith(name: string, nonce: string) {
-  return buildTenant({ privateKey: createPrivateKey(readFileSync(keys[name]!, 'utf8')), consumerClusterID: name, providerClusterID: 'p1', nonce });
+  return buildTenant({
+    privateKey: createPrivateKey(readFileSync(keys[name]!, 'utf8')),
+    consumerClusterID: name,
+    providerClusterID: 'p1',
+    nonce,
+  });
 }
 
 beforeAll(async () => {
@@ -44,8 +59,8 @@ afterAll(async () => {
   rmSync(work, { recursive: true, force: true });
 });
 
-describe('nonce starvation: POST /v1/nonces needs the consumer\'s signature', () => {
-  it('unsigned, forged, stolen-identity, stale and replayed requests (20 of each, over the limit of 16) are refused; the victim\'s nonce still works', async () => {
+describe("nonce starvation: POST /v1/nonces needs the consumer's signature", () => {
+  it("unsigned, forged, stolen-identity, stale and replayed requests (20 of each, over the limit of 16) are refused; the victim's nonce still works", async () => {
     // The victim's genuine request, which an attacker captured (and replays below).
     const captured = nonceRequest(keys['victim']!, 'victim');
     const issued = await client.call('POST', '/v1/nonces', captured);
@@ -82,8 +97,9 @@ describe('nonce starvation: POST /v1/nonces needs the consumer\'s signature', ()
     expect(issuer.log()).toMatch(/ issuer: nonce request victim: refused ERR_TENANT_NONCE_REQUEST_STALE: /);
   });
 
-  it('the attacker\'s own signed requests only rotate the attacker\'s nonces', async () => {
-    const victimNonce = (await client.call('POST', '/v1/nonces', nonceRequest(keys['victim']!, 'victim'))).body.nonce as string;
+  it("the attacker's own signed requests only rotate the attacker's nonces", async () => {
+    const victimNonce = (await client.call('POST', '/v1/nonces', nonceRequest(keys['victim']!, 'victim'))).body
+      .nonce as string;
     for (let index = 0; index < 20; index++) {
       expect((await client.call('POST', '/v1/nonces', nonceRequest(keys['attacker']!, 'attacker'))).status).toBe(201);
     }
@@ -91,14 +107,21 @@ describe('nonce starvation: POST /v1/nonces needs the consumer\'s signature', ()
   });
 });
 
-describe('the plugin\'s client and a clock 10 minutes behind', () => {
-  it('its first nonce request is refused as stale; it re-signs at the issuer\'s time (Date header) and gets its certificate', async () => {
+describe("the plugin's client and a clock 10 minutes behind", () => {
+  it("its first nonce request is refused as stale; it re-signs at the issuer's time (Date header) and gets its certificate", async () => {
     const privateKey = createPrivateKey(readFileSync(keys['victim']!, 'utf8'));
     const behind = () => new Date(Date.now() - 10 * 60_000);
     const lines: string[] = [];
     const ids = { consumerClusterID: 'victim', providerClusterID: 'p1' };
     const result = await issuerHandshake(
-      { issuerURL: issuer.url, issuerCA: readFileSync(join(dataDir, 'serving-ca.crt'), 'utf8'), timeoutMs: 20_000, now: behind, initialBackoffMs: 10, log: (line) => lines.push(line) },
+      {
+        issuerURL: issuer.url,
+        issuerCA: readFileSync(join(dataDir, 'serving-ca.crt'), 'utf8'),
+        timeoutMs: 20_000,
+        now: behind,
+        initialBackoffMs: 10,
+        log: (line) => lines.push(line),
+      },
       ids,
       {
         nonceRequest: (at) => signNonceRequest(privateKey, ids, at),
@@ -119,13 +142,28 @@ describe('information disclosure: error answers', () => {
     const record = join(dataDir, 'trusted', 'broken.json');
     writeFileSync(record, '{ not json');
     const answer = await client.call('POST', '/v1/nonces', request);
-    expect(answer).toEqual({ status: 500, body: { code: 'ERR_ISSUER_TRUST_RECORD', message: 'internal error (details in the issuer log)' } });
+    expect(answer).toEqual({
+      status: 500,
+      body: { code: 'ERR_ISSUER_TRUST_RECORD', message: 'internal error (details in the issuer log)' },
+    });
     expect(JSON.stringify(answer.body)).not.toContain(work);
-    expect(issuer.log()).toContain(`nonce request broken: refused ERR_ISSUER_TRUST_RECORD: the trust record ${record} is not JSON`);
+    expect(issuer.log()).toContain(
+      `nonce request broken: refused ERR_ISSUER_TRUST_RECORD: the trust record ${record} is not JSON`,
+    );
     // The same for a Tenant naming that consumer.
-    const tenant = await buildTenant({ privateKey: createPrivateKey(readFileSync(keys['broken']!, 'utf8')), consumerClusterID: 'broken', providerClusterID: 'p1', nonce: Buffer.alloc(64).toString('base64') });
+    const tenant = await buildTenant({
+      privateKey: createPrivateKey(readFileSync(keys['broken']!, 'utf8')),
+      consumerClusterID: 'broken',
+      providerClusterID: 'p1',
+      nonce: Buffer.alloc(64).toString('base64'),
+    });
     const refused = await client.call('POST', '/v1/tenants', tenant);
-    expect(refused).toEqual({ status: 500, body: { code: 'ERR_ISSUER_TRUST_RECORD', message: 'internal error (details in the issuer log)' } });
-    expect(issuer.log()).toContain(`tenant broken: refused ERR_ISSUER_TRUST_RECORD: the trust record ${record} is not JSON`);
+    expect(refused).toEqual({
+      status: 500,
+      body: { code: 'ERR_ISSUER_TRUST_RECORD', message: 'internal error (details in the issuer log)' },
+    });
+    expect(issuer.log()).toContain(
+      `tenant broken: refused ERR_ISSUER_TRUST_RECORD: the trust record ${record} is not JSON`,
+    );
   });
 });

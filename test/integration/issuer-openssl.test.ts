@@ -58,7 +58,12 @@ function opensslNonceRequest(name: string, consumer: string): Record<string, str
   } else {
     openssl('dgst', '-sha256', '-sign', `${name}.key`, '-out', `${name}.nsig`, `${name}.nreq`);
   }
-  return { consumerClusterID: consumer, providerClusterID: 'p1', timestamp, signature: readFileSync(join(work, `${name}.nsig`)).toString('base64') };
+  return {
+    consumerClusterID: consumer,
+    providerClusterID: 'p1',
+    timestamp,
+    signature: readFileSync(join(work, `${name}.nsig`)).toString('base64'),
+  };
 }
 
 beforeAll(async () => {
@@ -74,58 +79,100 @@ describe('openssl interop', () => {
     ['ed25519', ['-algorithm', 'ed25519']],
     ['ecdsa-p256', ['-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256']],
     ['rsa-2048', ['-algorithm', 'RSA', '-pkeyopt', 'rsa_keygen_bits:2048']],
-  ])('%s: an openssl key, CSR and signature are accepted; openssl verifies the issued certificate', async (name, genpkey) => {
-    const consumer = `openssl-${name}`;
-    openssl('genpkey', ...genpkey, '-out', `${name}.key`);
-    openssl('pkey', '-in', `${name}.key`, '-pubout', '-out', `${name}.pub`);
-    openssl('req', '-new', '-key', `${name}.key`, '-subj', `/CN=${consumer}`, '-out', `${name}.csr`);
-    const trusted = await cli(['issuer', 'trust', '--data-dir', dataDir, '--cluster-id', consumer, '--public-key', join(work, `${name}.pub`)]);
-    expect(trusted.code).toBe(0);
+  ])(
+    '%s: an openssl key, CSR and signature are accepted; openssl verifies the issued certificate',
+    async (name, genpkey) => {
+      const consumer = `openssl-${name}`;
+      openssl('genpkey', ...genpkey, '-out', `${name}.key`);
+      openssl('pkey', '-in', `${name}.key`, '-pubout', '-out', `${name}.pub`);
+      openssl('req', '-new', '-key', `${name}.key`, '-subj', `/CN=${consumer}`, '-out', `${name}.csr`);
+      const trusted = await cli([
+        'issuer',
+        'trust',
+        '--data-dir',
+        dataDir,
+        '--cluster-id',
+        consumer,
+        '--public-key',
+        join(work, `${name}.pub`),
+      ]);
+      expect(trusted.code).toBe(0);
 
-    const client = issuerClient(issuer);
-    try {
-      const nonce = (await client.call('POST', '/v1/nonces', opensslNonceRequest(name, consumer))).body.nonce as string;
-      const csrPem = readFileSync(join(work, `${name}.csr`), 'utf8');
-      writeFileSync(join(work, `${name}.msg`), contextMessage('p1', consumer, nonce, csrPem));
-      if (name === 'ed25519') {
-        openssl('pkeyutl', '-sign', '-inkey', `${name}.key`, '-rawin', '-in', `${name}.msg`, '-out', `${name}.sig`);
-      } else {
-        openssl('dgst', '-sha256', '-sign', `${name}.key`, '-out', `${name}.sig`, `${name}.msg`);
+      const client = issuerClient(issuer);
+      try {
+        const nonce = (await client.call('POST', '/v1/nonces', opensslNonceRequest(name, consumer))).body
+          .nonce as string;
+        const csrPem = readFileSync(join(work, `${name}.csr`), 'utf8');
+        writeFileSync(join(work, `${name}.msg`), contextMessage('p1', consumer, nonce, csrPem));
+        if (name === 'ed25519') {
+          openssl('pkeyutl', '-sign', '-inkey', `${name}.key`, '-rawin', '-in', `${name}.msg`, '-out', `${name}.sig`);
+        } else {
+          openssl('dgst', '-sha256', '-sign', `${name}.key`, '-out', `${name}.sig`, `${name}.msg`);
+        }
+        const tenant = {
+          apiVersion: 'credentials.clusterprofile.io/v1alpha1',
+          kind: 'Tenant',
+          metadata: { name: consumer },
+          spec: {
+            clusterID: consumer,
+            providerClusterID: 'p1',
+            nonce,
+            publicKey: readFileSync(join(work, `${name}.pub`)).toString('base64'),
+            csr: Buffer.from(csrPem).toString('base64'),
+            signature: readFileSync(join(work, `${name}.sig`)).toString('base64'),
+          },
+        };
+        const identity = await client.call('POST', '/v1/tenants', tenant);
+        expect(identity.body.code).toBeUndefined();
+        expect(identity.status).toBe(201);
+        writeFileSync(join(work, `${name}.crt`), Buffer.from(identity.body.spec.authParams.signedCRT, 'base64'));
+      } finally {
+        await client.close();
       }
-      const tenant = {
-        apiVersion: 'credentials.clusterprofile.io/v1alpha1',
-        kind: 'Tenant',
-        metadata: { name: consumer },
-        spec: {
-          clusterID: consumer,
-          providerClusterID: 'p1',
-          nonce,
-          publicKey: readFileSync(join(work, `${name}.pub`)).toString('base64'),
-          csr: Buffer.from(csrPem).toString('base64'),
-          signature: readFileSync(join(work, `${name}.sig`)).toString('base64'),
-        },
-      };
-      const identity = await client.call('POST', '/v1/tenants', tenant);
-      expect(identity.body.code).toBeUndefined();
-      expect(identity.status).toBe(201);
-      writeFileSync(join(work, `${name}.crt`), Buffer.from(identity.body.spec.authParams.signedCRT, 'base64'));
-    } finally {
-      await client.close();
-    }
-    expect(openssl('verify', '-CAfile', join(dataDir, 'client-ca.crt'), '-purpose', 'sslclient', `${name}.crt`).trim()).toBe(`${name}.crt: OK`);
-    expect(openssl('x509', '-in', `${name}.crt`, '-noout', '-subject').trim()).toBe(`subject=CN = ${consumer}`);
-    // The certificate is for the openssl key.
-    expect(openssl('x509', '-in', `${name}.crt`, '-noout', '-pubkey')).toBe(readFileSync(join(work, `${name}.pub`), 'utf8'));
-  });
+      expect(
+        openssl('verify', '-CAfile', join(dataDir, 'client-ca.crt'), '-purpose', 'sslclient', `${name}.crt`).trim(),
+      ).toBe(`${name}.crt: OK`);
+      expect(openssl('x509', '-in', `${name}.crt`, '-noout', '-subject').trim()).toBe(`subject=CN = ${consumer}`);
+      // The certificate is for the openssl key.
+      expect(openssl('x509', '-in', `${name}.crt`, '-noout', '-pubkey')).toBe(
+        readFileSync(join(work, `${name}.pub`), 'utf8'),
+      );
+    },
+  );
 
   it('an openssl CSR asking for SANs is refused', async () => {
     openssl('genpkey', '-algorithm', 'ed25519', '-out', 'san.key');
     openssl('pkey', '-in', 'san.key', '-pubout', '-out', 'san.pub');
-    openssl('req', '-new', '-key', 'san.key', '-subj', '/CN=openssl-san', '-addext', 'subjectAltName=DNS:kubernetes.default', '-out', 'san.csr');
-    expect((await cli(['issuer', 'trust', '--data-dir', dataDir, '--cluster-id', 'openssl-san', '--public-key', join(work, 'san.pub')])).code).toBe(0);
+    openssl(
+      'req',
+      '-new',
+      '-key',
+      'san.key',
+      '-subj',
+      '/CN=openssl-san',
+      '-addext',
+      'subjectAltName=DNS:kubernetes.default',
+      '-out',
+      'san.csr',
+    );
+    expect(
+      (
+        await cli([
+          'issuer',
+          'trust',
+          '--data-dir',
+          dataDir,
+          '--cluster-id',
+          'openssl-san',
+          '--public-key',
+          join(work, 'san.pub'),
+        ])
+      ).code,
+    ).toBe(0);
     const client = issuerClient(issuer);
     try {
-      const nonce = (await client.call('POST', '/v1/nonces', opensslNonceRequest('san', 'openssl-san'))).body.nonce as string;
+      const nonce = (await client.call('POST', '/v1/nonces', opensslNonceRequest('san', 'openssl-san'))).body
+        .nonce as string;
       const csrPem = readFileSync(join(work, 'san.csr'), 'utf8');
       writeFileSync(join(work, 'san.msg'), contextMessage('p1', 'openssl-san', nonce, csrPem));
       openssl('pkeyutl', '-sign', '-inkey', 'san.key', '-rawin', '-in', 'san.msg', '-out', 'san.sig');
@@ -148,21 +195,40 @@ describe('openssl interop', () => {
     }
   });
 
-  it.each(['ed25519', 'ecdsa-p256'] as const)('%s: openssl verifies a signature our core made over the documented message', async (algorithm) => {
-    const keyFile = join(work, `ours-${algorithm}.key`);
-    const made = await cli(['keygen', '--out', keyFile, '--algorithm', algorithm]);
-    writeFileSync(`${keyFile}.pub`, made.stdout);
-    const csrPem = openssl('req', '-new', '-key', keyFile, '-subj', '/CN=c1');
-    const nonce = Buffer.alloc(64, 3).toString('base64');
-    const message = contextMessage('p1', 'c1', nonce, csrPem);
-    const der = Buffer.from(csrPem.replace(/-----[^-]+-----/g, '').replace(/\s+/g, ''), 'base64');
-    const signature = signTenant(createPrivateKey(readFileSync(keyFile, 'utf8')), { providerClusterID: 'p1', consumerClusterID: 'c1', nonce, csrDer: der });
-    writeFileSync(join(work, 'ours.msg'), message);
-    writeFileSync(join(work, 'ours.sig'), signature);
-    const output =
-      algorithm === 'ed25519'
-        ? openssl('pkeyutl', '-verify', '-pubin', '-inkey', `${keyFile}.pub`, '-rawin', '-in', 'ours.msg', '-sigfile', 'ours.sig')
-        : openssl('dgst', '-sha256', '-verify', `${keyFile}.pub`, '-signature', 'ours.sig', 'ours.msg');
-    expect(output).toMatch(/Verified OK|Signature Verified Successfully/);
-  });
+  it.each(['ed25519', 'ecdsa-p256'] as const)(
+    '%s: openssl verifies a signature our core made over the documented message',
+    async (algorithm) => {
+      const keyFile = join(work, `ours-${algorithm}.key`);
+      const made = await cli(['keygen', '--out', keyFile, '--algorithm', algorithm]);
+      writeFileSync(`${keyFile}.pub`, made.stdout);
+      const csrPem = openssl('req', '-new', '-key', keyFile, '-subj', '/CN=c1');
+      const nonce = Buffer.alloc(64, 3).toString('base64');
+      const message = contextMessage('p1', 'c1', nonce, csrPem);
+      const der = Buffer.from(csrPem.replace(/-----[^-]+-----/g, '').replace(/\s+/g, ''), 'base64');
+      const signature = signTenant(createPrivateKey(readFileSync(keyFile, 'utf8')), {
+        providerClusterID: 'p1',
+        consumerClusterID: 'c1',
+        nonce,
+        csrDer: der,
+      });
+      writeFileSync(join(work, 'ours.msg'), message);
+      writeFileSync(join(work, 'ours.sig'), signature);
+      const output =
+        algorithm === 'ed25519'
+          ? openssl(
+              'pkeyutl',
+              '-verify',
+              '-pubin',
+              '-inkey',
+              `${keyFile}.pub`,
+              '-rawin',
+              '-in',
+              'ours.msg',
+              '-sigfile',
+              'ours.sig',
+            )
+          : openssl('dgst', '-sha256', '-verify', `${keyFile}.pub`, '-signature', 'ours.sig', 'ours.msg');
+      expect(output).toMatch(/Verified OK|Signature Verified Successfully/);
+    },
+  );
 });

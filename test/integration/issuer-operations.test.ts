@@ -18,7 +18,10 @@ const work = mkdtempSync(join(tmpdir(), 'cpc-issuer-ops-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 let counter = 0;
-async function freshIssuer(extra: string[] = [], consumers = ['c1']): Promise<{ issuer: IssuerProcess; keys: Record<string, string> }> {
+async function freshIssuer(
+  extra: string[] = [],
+  consumers = ['c1'],
+): Promise<{ issuer: IssuerProcess; keys: Record<string, string> }> {
   const dataDir = join(work, `data-${++counter}`);
   const keys: Record<string, string> = {};
   for (const consumer of consumers) {
@@ -26,7 +29,16 @@ async function freshIssuer(extra: string[] = [], consumers = ['c1']): Promise<{ 
     const made = await cli(['keygen', '--out', keyFile]);
     expect(made.code, made.stderr).toBe(0);
     writeFileSync(`${keyFile}.pub`, made.stdout);
-    const trusted = await cli(['issuer', 'trust', '--data-dir', dataDir, '--cluster-id', consumer, '--public-key', `${keyFile}.pub`]);
+    const trusted = await cli([
+      'issuer',
+      'trust',
+      '--data-dir',
+      dataDir,
+      '--cluster-id',
+      consumer,
+      '--public-key',
+      `${keyFile}.pub`,
+    ]);
     expect(trusted.code, trusted.stderr).toBe(0);
     keys[consumer] = keyFile;
   }
@@ -42,7 +54,12 @@ afterEach(async () => {
 });
 
 async function tenantFor(keyFile: string, consumer: string, nonce: string) {
-  return buildTenant({ privateKey: createPrivateKey(readFileSync(keyFile, 'utf8')), consumerClusterID: consumer, providerClusterID: 'p1', nonce });
+  return buildTenant({
+    privateKey: createPrivateKey(readFileSync(keyFile, 'utf8')),
+    consumerClusterID: consumer,
+    providerClusterID: 'p1',
+    nonce,
+  });
 }
 
 /** Prometheus text → `name{labels}` → value (labels as printed, in prom-client's order). */
@@ -62,7 +79,9 @@ function get(url: string): Promise<{ status: number; body: string; type: string 
     httpRequest(url, (response) => {
       let body = '';
       response.setEncoding('utf8').on('data', (chunk: string) => (body += chunk));
-      response.on('end', () => resolve({ status: response.statusCode ?? 0, body, type: response.headers['content-type'] }));
+      response.on('end', () =>
+        resolve({ status: response.statusCode ?? 0, body, type: response.headers['content-type'] }),
+      );
     })
       .on('error', reject)
       .end();
@@ -74,18 +93,31 @@ describe('readiness and liveness', () => {
     const { issuer } = await freshIssuer();
     const client = issuerClient(issuer);
     try {
-      expect(await client.call('GET', '/readyz')).toEqual({ status: 200, body: { status: 'ready', checks: { serving: 'ok', 'data-dir': 'ok' } } });
+      expect(await client.call('GET', '/readyz')).toEqual({
+        status: 200,
+        body: { status: 'ready', checks: { serving: 'ok', 'data-dir': 'ok' } },
+      });
       rmSync(join(issuer.dataDir, 'issuer.lock'));
       const notReady = await client.call('GET', '/readyz');
       expect(notReady.status).toBe(503);
-      expect(notReady.body).toMatchObject({ code: 'ERR_ISSUER_NOT_READY', checks: { serving: 'ok', 'data-dir': 'ERR_ISSUER_DATA_DIR' } });
+      expect(notReady.body).toMatchObject({
+        code: 'ERR_ISSUER_NOT_READY',
+        checks: { serving: 'ok', 'data-dir': 'ERR_ISSUER_DATA_DIR' },
+      });
       expect(notReady.body.message).toContain('data-dir');
       expect(await client.call('GET', '/healthz')).toEqual({ status: 200, body: { status: 'ok' } });
-      expect(await client.call('POST', '/readyz', {})).toMatchObject({ status: 405, body: { code: 'ERR_ISSUER_METHOD_NOT_ALLOWED' } });
+      expect(await client.call('POST', '/readyz', {})).toMatchObject({
+        status: 405,
+        body: { code: 'ERR_ISSUER_METHOD_NOT_ALLOWED' },
+      });
     } finally {
       await client.close();
     }
-    await expect.poll(() => issuer.log()).toMatch(/readiness check data-dir failed: ERR_ISSUER_DATA_DIR: the lock .*issuer\.lock was removed: this process no longer holds the data dir/);
+    await expect
+      .poll(() => issuer.log())
+      .toMatch(
+        /readiness check data-dir failed: ERR_ISSUER_DATA_DIR: the lock .*issuer\.lock was removed: this process no longer holds the data dir/,
+      );
   });
 });
 
@@ -98,7 +130,12 @@ describe('--tls-cert-file / --tls-key-file (the serving certificate from a kuber
     writeFileSync(join(tlsDir, 'tls.crt'), pair.cert);
     writeFileSync(join(tlsDir, 'tls.key'), pair.key);
     writeFileSync(join(tlsDir, 'other.key'), other.key);
-    const { issuer } = await freshIssuer(['--tls-cert-file', join(tlsDir, 'tls.crt'), '--tls-key-file', join(tlsDir, 'tls.key')]);
+    const { issuer } = await freshIssuer([
+      '--tls-cert-file',
+      join(tlsDir, 'tls.crt'),
+      '--tls-key-file',
+      join(tlsDir, 'tls.key'),
+    ]);
     const viaSecretCa = await new Promise<number | undefined>((resolve, reject) => {
       httpsRequest(`${issuer.url}/readyz`, { ca: ca.cert, agent: new Agent({ keepAlive: false }) }, (response) => {
         response.resume();
@@ -109,10 +146,25 @@ describe('--tls-cert-file / --tls-key-file (the serving certificate from a kuber
     });
     expect(viaSecretCa).toBe(200);
     // The data dir's own serving CA does not validate it.
-    expect(await connect(issuer.url, readFileSync(join(issuer.dataDir, 'serving-ca.crt'), 'utf8'))).not.toMatch(/^HTTP/);
+    expect(await connect(issuer.url, readFileSync(join(issuer.dataDir, 'serving-ca.crt'), 'utf8'))).not.toMatch(
+      /^HTTP/,
+    );
 
     const mismatchDir = join(work, `data-${++counter}`);
-    const mismatch = await cli(['issuer', 'serve', '--data-dir', mismatchDir, '--cluster-id', 'p1', '--listen', '127.0.0.1:0', '--tls-cert-file', join(tlsDir, 'tls.crt'), '--tls-key-file', join(tlsDir, 'other.key')]);
+    const mismatch = await cli([
+      'issuer',
+      'serve',
+      '--data-dir',
+      mismatchDir,
+      '--cluster-id',
+      'p1',
+      '--listen',
+      '127.0.0.1:0',
+      '--tls-cert-file',
+      join(tlsDir, 'tls.crt'),
+      '--tls-key-file',
+      join(tlsDir, 'other.key'),
+    ]);
     expect(mismatch.code).toBe(1);
     expect(mismatch.stdout).toBe('');
     // Refused before anything is made: no data dir, no CA.
@@ -120,7 +172,18 @@ describe('--tls-cert-file / --tls-key-file (the serving certificate from a kuber
     expect(mismatch.stderr).toContain('ERR_ISSUER_CONFIG');
     expect(mismatch.stderr).toContain('is not the key of the certificate');
     expect(mismatch.stderr).not.toContain(other.key.split('\n')[1]!);
-    const alone = await cli(['issuer', 'serve', '--data-dir', join(work, `data-${++counter}`), '--cluster-id', 'p1', '--listen', '127.0.0.1:0', '--tls-cert-file', join(tlsDir, 'tls.crt')]);
+    const alone = await cli([
+      'issuer',
+      'serve',
+      '--data-dir',
+      join(work, `data-${++counter}`),
+      '--cluster-id',
+      'p1',
+      '--listen',
+      '127.0.0.1:0',
+      '--tls-cert-file',
+      join(tlsDir, 'tls.crt'),
+    ]);
     expect(alone.code).toBe(2); // a flag combination: ERR_USAGE
     expect(alone.stderr).toContain('--tls-cert-file and --tls-key-file go together');
   });
@@ -150,17 +213,28 @@ describe('metrics', () => {
       const tenant = await tenantFor(keys['c1']!, 'c1', nonce.body.nonce);
       expect((await client.call('POST', '/v1/tenants', tenant)).status).toBe(201);
       // The same Tenant again: refused (the nonce is spent).
-      expect(await client.call('POST', '/v1/tenants', tenant)).toMatchObject({ status: 403, body: { code: 'ERR_TENANT_NONCE_REUSED' } });
+      expect(await client.call('POST', '/v1/tenants', tenant)).toMatchObject({
+        status: 403,
+        body: { code: 'ERR_TENANT_NONCE_REUSED' },
+      });
 
       const after = await scrape();
       expect(after.get('clusterprofile_issuer_handshakes_total{step="nonce",result="ok",code=""}')).toBe(1);
       expect(after.get('clusterprofile_issuer_handshakes_total{step="tenant",result="ok",code=""}')).toBe(1);
-      expect(after.get('clusterprofile_issuer_handshakes_total{step="tenant",result="refused",code="ERR_TENANT_NONCE_REUSED"}')).toBe(1);
+      expect(
+        after.get(
+          'clusterprofile_issuer_handshakes_total{step="tenant",result="refused",code="ERR_TENANT_NONCE_REUSED"}',
+        ),
+      ).toBe(1);
       expect(after.get('clusterprofile_issuer_certificates_issued_total{signer="embedded"}')).toBe(1);
       expect(after.get('clusterprofile_issuer_nonces_outstanding')).toBe(0);
       expect(after.get('clusterprofile_issuer_handshake_duration_seconds_count{step="tenant",result="ok"}')).toBe(1);
-      expect(after.get('clusterprofile_issuer_handshake_duration_seconds_count{step="tenant",result="refused"}')).toBe(1);
-      expect(after.get('clusterprofile_issuer_handshake_duration_seconds_bucket{le="+Inf",step="tenant",result="ok"}')).toBe(1);
+      expect(after.get('clusterprofile_issuer_handshake_duration_seconds_count{step="tenant",result="refused"}')).toBe(
+        1,
+      );
+      expect(
+        after.get('clusterprofile_issuer_handshake_duration_seconds_bucket{le="+Inf",step="tenant",result="ok"}'),
+      ).toBe(1);
       expect(after.get('clusterprofile_issuer_ready')).toBe(0); // nobody asked /readyz yet
 
       // The HTTPS listener serves the same registry.
@@ -182,13 +256,35 @@ describe('metrics', () => {
 
   it('--metrics-listen that is not HOST:PORT, or a port in use, is a coded flag error', async () => {
     const dataDir = join(work, `data-${++counter}`);
-    const bad = await cli(['issuer', 'serve', '--data-dir', dataDir, '--cluster-id', 'p1', '--listen', '127.0.0.1:0', '--metrics-listen', 'nope']);
+    const bad = await cli([
+      'issuer',
+      'serve',
+      '--data-dir',
+      dataDir,
+      '--cluster-id',
+      'p1',
+      '--listen',
+      '127.0.0.1:0',
+      '--metrics-listen',
+      'nope',
+    ]);
     expect(bad.code).toBe(1);
     expect(bad.stderr).toContain('ERR_ISSUER_CONFIG');
     expect(bad.stderr).toContain('--metrics-listen');
     const { issuer } = await freshIssuer();
     const port = new URL(issuer.url).port;
-    const busy = await cli(['issuer', 'serve', '--data-dir', join(work, `data-${++counter}`), '--cluster-id', 'p1', '--listen', '127.0.0.1:0', '--metrics-listen', `127.0.0.1:${port}`]);
+    const busy = await cli([
+      'issuer',
+      'serve',
+      '--data-dir',
+      join(work, `data-${++counter}`),
+      '--cluster-id',
+      'p1',
+      '--listen',
+      '127.0.0.1:0',
+      '--metrics-listen',
+      `127.0.0.1:${port}`,
+    ]);
     expect(busy.code).toBe(1);
     expect(busy.stderr).toContain('ERR_ISSUER_CONFIG');
     expect(busy.stderr).toContain(`cannot listen on 127.0.0.1:${port}`);
@@ -279,7 +375,9 @@ describe('graceful stop', () => {
       expect(new X509Certificate(pem).subject).toContain(`CN=${consumers[index]}`);
     });
     expect(await exited).toBe(0);
-    expect(issuer.log()).toContain(`stopped: ${consumers.length} of ${consumers.length} requests in flight answered; data dir released`);
+    expect(issuer.log()).toContain(
+      `stopped: ${consumers.length} of ${consumers.length} requests in flight answered; data dir released`,
+    );
     expect(existsSync(join(issuer.dataDir, 'issuer.lock'))).toBe(false);
   });
 
@@ -295,7 +393,9 @@ describe('graceful stop', () => {
     const started = Date.now();
     expect(await issuer.stop('SIGTERM')).toBe(0);
     expect(Date.now() - started).toBeGreaterThanOrEqual(900);
-    expect(issuer.log()).toContain('stopped: 0 of 1 requests in flight answered, 1 cut at the end of --shutdown-grace; data dir released');
+    expect(issuer.log()).toContain(
+      'stopped: 0 of 1 requests in flight answered, 1 cut at the end of --shutdown-grace; data dir released',
+    );
     await expect(post.finish()).rejects.toThrow();
   });
 });
@@ -310,7 +410,9 @@ describe('a second signal', () => {
     const post = halfSentPost(issuer.url, ca, '/v1/tenants', await tenantFor(keys['c1']!, 'c1', nonce.body.nonce));
     await post.connected;
     await new Promise((resolve) => setTimeout(resolve, 500));
-    const exited = new Promise<NodeJS.Signals | null>((resolve) => issuer.child.once('exit', (_code, signal) => resolve(signal)));
+    const exited = new Promise<NodeJS.Signals | null>((resolve) =>
+      issuer.child.once('exit', (_code, signal) => resolve(signal)),
+    );
     issuer.child.kill('SIGTERM');
     await expect.poll(() => issuer.log(), { timeout: 10_000 }).toContain('stopping (SIGTERM)');
     const started = Date.now();
@@ -350,16 +452,53 @@ describe('--log-format json', () => {
     }
     const handshakes = entries.filter((entry) => 'step' in entry);
     expect(handshakes).toEqual([
-      expect.objectContaining({ level: 'info', msg: 'nonce issued', step: 'nonce', status: 201, code: null, consumer: 'c1', durationMs: expect.any(Number) }),
-      expect.objectContaining({ level: 'info', msg: 'certificate issued', step: 'tenant', status: 201, code: null, consumer: 'c1', validUntil: expect.any(String) }),
-      expect.objectContaining({ level: 'warn', step: 'tenant', status: 403, code: 'ERR_TENANT_NONCE_REUSED', consumer: 'c1', msg: expect.stringContaining('tenant refused: ERR_TENANT_NONCE_REUSED') }),
-      expect.objectContaining({ level: 'warn', step: 'tenant', status: 400, code: 'ERR_TENANT_INVALID_DOCUMENT', consumer: null }),
+      expect.objectContaining({
+        level: 'info',
+        msg: 'nonce issued',
+        step: 'nonce',
+        status: 201,
+        code: null,
+        consumer: 'c1',
+        durationMs: expect.any(Number),
+      }),
+      expect.objectContaining({
+        level: 'info',
+        msg: 'certificate issued',
+        step: 'tenant',
+        status: 201,
+        code: null,
+        consumer: 'c1',
+        validUntil: expect.any(String),
+      }),
+      expect.objectContaining({
+        level: 'warn',
+        step: 'tenant',
+        status: 403,
+        code: 'ERR_TENANT_NONCE_REUSED',
+        consumer: 'c1',
+        msg: expect.stringContaining('tenant refused: ERR_TENANT_NONCE_REUSED'),
+      }),
+      expect.objectContaining({
+        level: 'warn',
+        step: 'tenant',
+        status: 400,
+        code: 'ERR_TENANT_INVALID_DOCUMENT',
+        consumer: null,
+      }),
     ]);
     expect(entries.some((entry) => String(entry['msg']).startsWith('provider p1 listening on'))).toBe(true);
     expect(entries.at(-1)?.['msg']).toContain('stopped:');
     const text = issuer.log();
     const pem = Buffer.from(certificate, 'base64').toString('utf8');
-    for (const secret of [nonceValue, tenant.spec.signature, tenant.spec.csr, tenant.spec.publicKey, certificate, pem.split('\n')[1]!, readFileSync(keys['c1']!, 'utf8').split('\n')[1]!]) {
+    for (const secret of [
+      nonceValue,
+      tenant.spec.signature,
+      tenant.spec.csr,
+      tenant.spec.publicKey,
+      certificate,
+      pem.split('\n')[1]!,
+      readFileSync(keys['c1']!, 'utf8').split('\n')[1]!,
+    ]) {
       expect(text).not.toContain(secret);
     }
     expect(text).not.toContain('BEGIN');
@@ -369,7 +508,9 @@ describe('--log-format json', () => {
     const { issuer, keys } = await freshIssuer();
     const client = issuerClient(issuer);
     const nonce = await client.call('POST', '/v1/nonces', nonceRequest(keys['c1']!, 'c1'));
-    expect((await client.call('POST', '/v1/tenants', await tenantFor(keys['c1']!, 'c1', nonce.body.nonce))).status).toBe(201);
+    expect(
+      (await client.call('POST', '/v1/tenants', await tenantFor(keys['c1']!, 'c1', nonce.body.nonce))).status,
+    ).toBe(201);
     await client.close();
     await issuer.stop();
     for (const line of issuer.log().trimEnd().split('\n')) {

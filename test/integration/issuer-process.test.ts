@@ -29,7 +29,17 @@ async function consumerKey(name: string): Promise<{ keyFile: string; pubFile: st
 }
 
 async function trust(dataDir: string, consumer: string, pubFile: string, extra: string[] = []): Promise<void> {
-  const result = await cli(['issuer', 'trust', '--data-dir', dataDir, '--cluster-id', consumer, '--public-key', pubFile, ...extra]);
+  const result = await cli([
+    'issuer',
+    'trust',
+    '--data-dir',
+    dataDir,
+    '--cluster-id',
+    consumer,
+    '--public-key',
+    pubFile,
+    ...extra,
+  ]);
   expect(result.stderr).toBe('');
   expect(result.code).toBe(0);
 }
@@ -39,7 +49,12 @@ async function handshake(issuer: IssuerProcess, consumer: string, keyFile: strin
   try {
     const nonce = await client.call('POST', '/v1/nonces', nonceRequest(keyFile, consumer, provider));
     expect(nonce.status).toBe(201);
-    const tenant = await buildTenant({ privateKey: createPrivateKey(readFileSync(keyFile, 'utf8')), consumerClusterID: consumer, providerClusterID: provider, nonce: nonce.body.nonce });
+    const tenant = await buildTenant({
+      privateKey: createPrivateKey(readFileSync(keyFile, 'utf8')),
+      consumerClusterID: consumer,
+      providerClusterID: provider,
+      nonce: nonce.body.nonce,
+    });
     const identity = await client.call('POST', '/v1/tenants', tenant);
     return { nonce: nonce.body, tenant, identity };
   } finally {
@@ -65,7 +80,12 @@ describe('clusterprofile issuer serve (a real process over real TLS)', () => {
     const dataDir = freshDir();
     const { keyFile, pubFile } = await consumerKey('c1');
     await trust(dataDir, 'c1', pubFile);
-    const issuer = await serveIssuer(dataDir, 'p1', ['--group', 'tenants', '--api-server-url', 'https://api.p1.example:6443']);
+    const issuer = await serveIssuer(dataDir, 'p1', [
+      '--group',
+      'tenants',
+      '--api-server-url',
+      'https://api.p1.example:6443',
+    ]);
     shared = { dataDir, issuer, keyFile };
   });
   afterAll(async () => {
@@ -102,7 +122,13 @@ describe('clusterprofile issuer serve (a real process over real TLS)', () => {
     const serving = await serverCa.issueServerCert();
     const seen: string[] = [];
     const server = createServer(
-      { cert: serving.cert, key: serving.key, ca: readFileSync(join(shared.dataDir, 'client-ca.crt')), requestCert: true, rejectUnauthorized: true },
+      {
+        cert: serving.cert,
+        key: serving.key,
+        ca: readFileSync(join(shared.dataDir, 'client-ca.crt')),
+        requestCert: true,
+        rejectUnauthorized: true,
+      },
       (req, res) => {
         const peer = (req.socket as import('node:tls').TLSSocket).getPeerCertificate();
         seen.push(`${peer.subject.CN} ${[peer.subject.O].flat().join(',')}`);
@@ -112,7 +138,9 @@ describe('clusterprofile issuer serve (a real process over real TLS)', () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}/`;
     try {
-      const withCert = new Agent({ connect: { ca: serverCa.cert, cert: certPem, key: readFileSync(shared.keyFile, 'utf8') } });
+      const withCert = new Agent({
+        connect: { ca: serverCa.cert, cert: certPem, key: readFileSync(shared.keyFile, 'utf8') },
+      });
       const ok = await request(url, { dispatcher: withCert });
       expect(ok.statusCode).toBe(200);
       expect(await ok.body.text()).toBe('ok');
@@ -131,19 +159,41 @@ describe('clusterprofile issuer serve (a real process over real TLS)', () => {
   it('bad input gets a coded error and leaves the issuer working', async () => {
     const client = issuerClient(shared.issuer);
     try {
-      expect(await client.call('POST', '/v1/nonces', nonceRequest(shared.keyFile, 'stranger'))).toMatchObject({ status: 403, body: { code: 'ERR_TENANT_UNKNOWN_CONSUMER' } });
-      expect(await client.call('POST', '/v1/nonces', '{not json')).toMatchObject({ status: 400, body: { code: 'ERR_TENANT_INVALID_DOCUMENT' } });
-      expect(await client.call('POST', '/v1/nonces', { ...nonceRequest(shared.keyFile, 'c1'), extra: 1 })).toMatchObject({ status: 400, body: { code: 'ERR_TENANT_INVALID_DOCUMENT' } });
-      expect(await client.call('POST', '/v1/tenants', 'x', { 'content-type': 'text/plain' })).toMatchObject({ status: 415, body: { code: 'ERR_ISSUER_UNSUPPORTED_MEDIA_TYPE' } });
-      expect(await client.call('POST', '/v1/tenants', JSON.stringify({ pad: 'x'.repeat(70_000) }))).toMatchObject({ status: 413, body: { code: 'ERR_ISSUER_BODY_TOO_LARGE' } });
-      expect(await client.call('GET', '/v1/tenants')).toMatchObject({ status: 405, body: { code: 'ERR_ISSUER_METHOD_NOT_ALLOWED' } });
+      expect(await client.call('POST', '/v1/nonces', nonceRequest(shared.keyFile, 'stranger'))).toMatchObject({
+        status: 403,
+        body: { code: 'ERR_TENANT_UNKNOWN_CONSUMER' },
+      });
+      expect(await client.call('POST', '/v1/nonces', '{not json')).toMatchObject({
+        status: 400,
+        body: { code: 'ERR_TENANT_INVALID_DOCUMENT' },
+      });
+      expect(
+        await client.call('POST', '/v1/nonces', { ...nonceRequest(shared.keyFile, 'c1'), extra: 1 }),
+      ).toMatchObject({ status: 400, body: { code: 'ERR_TENANT_INVALID_DOCUMENT' } });
+      expect(await client.call('POST', '/v1/tenants', 'x', { 'content-type': 'text/plain' })).toMatchObject({
+        status: 415,
+        body: { code: 'ERR_ISSUER_UNSUPPORTED_MEDIA_TYPE' },
+      });
+      expect(await client.call('POST', '/v1/tenants', JSON.stringify({ pad: 'x'.repeat(70_000) }))).toMatchObject({
+        status: 413,
+        body: { code: 'ERR_ISSUER_BODY_TOO_LARGE' },
+      });
+      expect(await client.call('GET', '/v1/tenants')).toMatchObject({
+        status: 405,
+        body: { code: 'ERR_ISSUER_METHOD_NOT_ALLOWED' },
+      });
       expect(await client.call('GET', '/nope')).toMatchObject({ status: 404, body: { code: 'ERR_ISSUER_NOT_FOUND' } });
       const { tenant } = await handshake(shared.issuer, 'c1', shared.keyFile);
-      expect(await client.call('POST', '/v1/tenants', { ...tenant, spec: { ...tenant.spec, signature: '!!!' } })).toMatchObject({
+      expect(
+        await client.call('POST', '/v1/tenants', { ...tenant, spec: { ...tenant.spec, signature: '!!!' } }),
+      ).toMatchObject({
         status: 400,
         body: { code: 'ERR_TENANT_BAD_BASE64', path: '$.spec.signature' },
       });
-      expect(await client.call('POST', '/v1/tenants', tenant)).toMatchObject({ status: 403, body: { code: 'ERR_TENANT_NONCE_REUSED' } });
+      expect(await client.call('POST', '/v1/tenants', tenant)).toMatchObject({
+        status: 403,
+        body: { code: 'ERR_TENANT_NONCE_REUSED' },
+      });
     } finally {
       await client.close();
     }
@@ -162,12 +212,24 @@ describe('clusterprofile issuer serve (a real process over real TLS)', () => {
     expect(listed.stdout).toMatch(/^c9\ted25519\tSHA256:/m);
     expect((await cli(['issuer', 'untrust', '--data-dir', shared.dataDir, '--cluster-id', 'c9'])).code).toBe(0);
     const client = issuerClient(shared.issuer);
-    expect(await client.call('POST', '/v1/nonces', nonceRequest(keyFile, 'c9'))).toMatchObject({ status: 403, body: { code: 'ERR_TENANT_UNKNOWN_CONSUMER' } });
+    expect(await client.call('POST', '/v1/nonces', nonceRequest(keyFile, 'c9'))).toMatchObject({
+      status: 403,
+      body: { code: 'ERR_TENANT_UNKNOWN_CONSUMER' },
+    });
     await client.close();
   });
 
   it('a second issuer on the same data dir is refused', async () => {
-    const second = await cli(['issuer', 'serve', '--data-dir', shared.dataDir, '--listen', '127.0.0.1:0', '--cluster-id', 'p1']);
+    const second = await cli([
+      'issuer',
+      'serve',
+      '--data-dir',
+      shared.dataDir,
+      '--listen',
+      '127.0.0.1:0',
+      '--cluster-id',
+      'p1',
+    ]);
     expect(second.code).toBe(1);
     expect(second.stdout).toBe('');
     expect(second.stderr).toMatch(/^ERR_ISSUER_DATA_DIR_LOCKED: /);
@@ -193,8 +255,16 @@ describe('restarts and crashes', () => {
     issuer = await start(dataDir);
     const again = issuerClient(issuer);
     try {
-      expect(await again.call('POST', '/v1/tenants', spent.tenant)).toMatchObject({ status: 403, body: { code: 'ERR_TENANT_NONCE_REUSED' } });
-      const tenant = await buildTenant({ privateKey: createPrivateKey(readFileSync(keyFile, 'utf8')), consumerClusterID: 'c1', providerClusterID: 'p1', nonce: outstanding });
+      expect(await again.call('POST', '/v1/tenants', spent.tenant)).toMatchObject({
+        status: 403,
+        body: { code: 'ERR_TENANT_NONCE_REUSED' },
+      });
+      const tenant = await buildTenant({
+        privateKey: createPrivateKey(readFileSync(keyFile, 'utf8')),
+        consumerClusterID: 'c1',
+        providerClusterID: 'p1',
+        nonce: outstanding,
+      });
       expect((await again.call('POST', '/v1/tenants', tenant)).status).toBe(201);
     } finally {
       await again.close();
@@ -207,7 +277,16 @@ describe('restarts and crashes', () => {
     await start(dataDir);
     await running[0]!.stop();
     running = [];
-    const other = await cli(['issuer', 'serve', '--data-dir', dataDir, '--listen', '127.0.0.1:0', '--cluster-id', 'p2']);
+    const other = await cli([
+      'issuer',
+      'serve',
+      '--data-dir',
+      dataDir,
+      '--listen',
+      '127.0.0.1:0',
+      '--cluster-id',
+      'p2',
+    ]);
     expect(other.code).toBe(1);
     expect(other.stderr).toMatch(/^ERR_ISSUER_CONFIG: the data dir .* belongs to provider p1, not p2/);
   });
@@ -226,17 +305,43 @@ describe('the manual flow (tenant nonce | generate | accept)', () => {
     expect(nonce.code).toBe(0);
     expect(nonce.stdout).toMatch(/^[A-Za-z0-9+/]{86}==\n$/);
 
-    const tenant = await cli(['tenant', 'generate', '--key-file', keyFile, '--cluster-id', 'c1', '--provider-cluster-id', 'p1', '--nonce', nonce.stdout.trim()]);
+    const tenant = await cli([
+      'tenant',
+      'generate',
+      '--key-file',
+      keyFile,
+      '--cluster-id',
+      'c1',
+      '--provider-cluster-id',
+      'p1',
+      '--nonce',
+      nonce.stdout.trim(),
+    ]);
     expect(tenant.code).toBe(0);
-    expect(parse(tenant.stdout)).toMatchObject({ apiVersion: 'credentials.clusterprofile.io/v1alpha1', kind: 'Tenant', spec: { clusterID: 'c1', providerClusterID: 'p1' } });
+    expect(parse(tenant.stdout)).toMatchObject({
+      apiVersion: 'credentials.clusterprofile.io/v1alpha1',
+      kind: 'Tenant',
+      spec: { clusterID: 'c1', providerClusterID: 'p1' },
+    });
     const tenantFile = join(work, 'tenant.yaml');
     writeFileSync(tenantFile, tenant.stdout);
 
-    const identity = await cli(['tenant', 'accept', '--data-dir', dataDir, tenantFile, '--api-server-url', 'https://api.example:6443']);
+    const identity = await cli([
+      'tenant',
+      'accept',
+      '--data-dir',
+      dataDir,
+      tenantFile,
+      '--api-server-url',
+      'https://api.example:6443',
+    ]);
     expect(identity.stderr).toMatch(/certificate issued/);
     expect(identity.code).toBe(0);
     const document = parse(identity.stdout);
-    expect(document).toMatchObject({ kind: 'Identity', spec: { clusterID: 'p1', consumerClusterID: 'c1', authParams: { apiServer: 'https://api.example:6443' } } });
+    expect(document).toMatchObject({
+      kind: 'Identity',
+      spec: { clusterID: 'p1', consumerClusterID: 'c1', authParams: { apiServer: 'https://api.example:6443' } },
+    });
     const cert = new X509Certificate(Buffer.from(document.spec.authParams.signedCRT, 'base64'));
     expect(cert.checkIssued(new X509Certificate(readFileSync(join(dataDir, 'client-ca.crt'))))).toBe(true);
 
@@ -254,13 +359,31 @@ describe('the manual flow (tenant nonce | generate | accept)', () => {
     const { keyFile, pubFile } = await consumerKey('cl-consumer');
     await trust(dataDir, 'cl-consumer', pubFile);
     const nonce = (await cli(['tenant', 'nonce', '--data-dir', dataDir, '--cluster-id', 'cl-consumer'])).stdout.trim();
-    const tenant = await cli(['tenant', 'generate', '--liqo', '--key-file', keyFile, '--cluster-id', 'cl-consumer', '--provider-cluster-id', 'p1', '--nonce', nonce]);
+    const tenant = await cli([
+      'tenant',
+      'generate',
+      '--liqo',
+      '--key-file',
+      keyFile,
+      '--cluster-id',
+      'cl-consumer',
+      '--provider-cluster-id',
+      'p1',
+      '--nonce',
+      nonce,
+    ]);
     expect(parse(tenant.stdout)).toMatchObject({ apiVersion: 'authentication.liqo.io/v1beta1', kind: 'Tenant' });
     const refused = await cli(['tenant', 'accept', '--data-dir', dataDir, '-'], { stdin: tenant.stdout });
     expect(refused.stderr).toMatch(/^ERR_TENANT_LIQO_COMPAT_DISABLED: /m);
-    const accepted = await cli(['tenant', 'accept', '--data-dir', dataDir, '--liqo-compat', '-'], { stdin: tenant.stdout });
+    const accepted = await cli(['tenant', 'accept', '--data-dir', dataDir, '--liqo-compat', '-'], {
+      stdin: tenant.stdout,
+    });
     expect(accepted.code).toBe(0);
-    expect(parse(accepted.stdout)).toMatchObject({ apiVersion: 'authentication.liqo.io/v1beta1', kind: 'Identity', spec: { type: 'ControlPlane', namespace: 'liqo-tenant-cl-consumer' } });
+    expect(parse(accepted.stdout)).toMatchObject({
+      apiVersion: 'authentication.liqo.io/v1beta1',
+      kind: 'Identity',
+      spec: { type: 'ControlPlane', namespace: 'liqo-tenant-cl-consumer' },
+    });
   });
 });
 

@@ -7,7 +7,11 @@
 import { Agent, request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CredentialsError } from '../../src/core/errors.js';
-import { startIssuerServer, type ReadinessCheck, type RunningIssuer } from '../../src/providers/tenant-cert/issuer/server.js';
+import {
+  startIssuerServer,
+  type ReadinessCheck,
+  type RunningIssuer,
+} from '../../src/providers/tenant-cert/issuer/server.js';
 import { issuerFixture, type IssuerFixture } from '../helpers/issuer-fixtures.js';
 import { createTestCa } from '../helpers/tls.js';
 
@@ -20,7 +24,10 @@ afterEach(async () => {
   fixture = undefined;
 });
 
-async function serve(checks: ReadinessCheck[], log: string[]): Promise<(path: string) => Promise<{ status: number; body: any; ms: number }>> {
+async function serve(
+  checks: ReadinessCheck[],
+  log: string[],
+): Promise<(path: string) => Promise<{ status: number; body: any; ms: number }>> {
   fixture = await issuerFixture();
   const ca = await createTestCa('readiness-test-ca');
   const pair = await ca.issueServerCert({ ips: ['127.0.0.1'] });
@@ -49,9 +56,23 @@ describe('readiness checks', () => {
     const get = await serve(
       [
         { name: 'ok', check: async () => undefined },
-        { name: 'polite', check: (signal) => new Promise((_resolve, reject) => signal.addEventListener('abort', () => { aborted = signal.reason; reject(signal.reason); })) },
+        {
+          name: 'polite',
+          check: (signal) =>
+            new Promise((_resolve, reject) =>
+              signal.addEventListener('abort', () => {
+                aborted = signal.reason;
+                reject(signal.reason);
+              }),
+            ),
+        },
         { name: 'deaf', check: () => new Promise(() => undefined) },
-        { name: 'state', check: async () => { throw new CredentialsError('ERR_ISSUER_DATA_DIR', 'the secret /very/private/path is unreadable'); } },
+        {
+          name: 'state',
+          check: async () => {
+            throw new CredentialsError('ERR_ISSUER_DATA_DIR', 'the secret /very/private/path is unreadable');
+          },
+        },
       ],
       log,
     );
@@ -61,11 +82,19 @@ describe('readiness checks', () => {
     expect(answer.body).toEqual({
       code: 'ERR_ISSUER_NOT_READY',
       message: 'not ready: polite, deaf, state (details in the issuer log)',
-      checks: { serving: 'ok', ok: 'ok', polite: 'ERR_ISSUER_NOT_READY', deaf: 'ERR_ISSUER_NOT_READY', state: 'ERR_ISSUER_DATA_DIR' },
+      checks: {
+        serving: 'ok',
+        ok: 'ok',
+        polite: 'ERR_ISSUER_NOT_READY',
+        deaf: 'ERR_ISSUER_NOT_READY',
+        state: 'ERR_ISSUER_DATA_DIR',
+      },
     });
     expect(JSON.stringify(answer.body)).not.toContain('/very/private/path');
     expect((aborted as { code?: string }).code).toBe('ERR_ISSUER_NOT_READY');
-    expect(log).toContain('readiness check deaf failed: ERR_ISSUER_NOT_READY: readiness check deaf took longer than 300 ms');
+    expect(log).toContain(
+      'readiness check deaf failed: ERR_ISSUER_NOT_READY: readiness check deaf took longer than 300 ms',
+    );
     expect(log.some((line) => line.includes('/very/private/path'))).toBe(true);
     // Liveness does not depend on the checks.
     expect((await get('/healthz')).status).toBe(200);
@@ -73,7 +102,10 @@ describe('readiness checks', () => {
 
   it('checks that pass make /readyz 200; while the server stops, /readyz is 503 whatever the checks say', async () => {
     const get = await serve([{ name: 'state', check: async () => undefined }], []);
-    expect(await get('/readyz')).toMatchObject({ status: 200, body: { status: 'ready', checks: { serving: 'ok', state: 'ok' } } });
+    expect(await get('/readyz')).toMatchObject({
+      status: 200,
+      body: { status: 'ready', checks: { serving: 'ok', state: 'ok' } },
+    });
     const closing = running!.close(2000);
     expect(await running!.readiness()).toEqual({ ready: false, checks: { serving: 'ERR_ISSUER_NOT_READY' } });
     await closing;

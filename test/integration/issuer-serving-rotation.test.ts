@@ -76,42 +76,72 @@ describe('--tls-cert-file/--tls-key-file rotation', () => {
     const first = await ca.issueServerCert();
     const second = await ca.issueServerCert();
     const third = await ca.issueServerCert();
-    const expired = await ca.issueServerCert({ notBefore: new Date(Date.now() - 2 * 86_400_000), notAfter: new Date(Date.now() - 86_400_000) });
+    const expired = await ca.issueServerCert({
+      notBefore: new Date(Date.now() - 2 * 86_400_000),
+      notAfter: new Date(Date.now() - 86_400_000),
+    });
     const volume = secretVolume(join(work, 'tls'), { 'tls.crt': first.cert, 'tls.key': first.key });
     const dataDir = join(work, 'data');
-    const issuer = await serveIssuer(dataDir, 'p1', ['--tls-cert-file', join(work, 'tls', 'tls.crt'), '--tls-key-file', join(work, 'tls', 'tls.key'), '--tls-reload-interval', '1s']);
+    const issuer = await serveIssuer(dataDir, 'p1', [
+      '--tls-cert-file',
+      join(work, 'tls', 'tls.crt'),
+      '--tls-key-file',
+      join(work, 'tls', 'tls.key'),
+      '--tls-reload-interval',
+      '1s',
+    ]);
     running.push(issuer);
     expect(await servedSerial(issuer.url, ca.cert)).toBe(serialOf(first));
     expect(issuer.log()).toContain(`serving certificate: serial ${serialOf(first)}, notAfter `);
 
     // cert-manager renewed the Secret: the kubelet swaps ..data.
     volume.update({ 'tls.crt': second.cert, 'tls.key': second.key });
-    await expect.poll(() => servedSerial(issuer.url, ca.cert), { timeout: 10_000, interval: 250 }).toBe(serialOf(second));
-    expect(issuer.log()).toContain(`serving certificate reloaded: serial ${serialOf(second)}, notAfter ${new Date(new X509Certificate(second.cert).validTo).toISOString()} from ${join(work, 'tls', 'tls.crt')}`);
+    await expect
+      .poll(() => servedSerial(issuer.url, ca.cert), { timeout: 10_000, interval: 250 })
+      .toBe(serialOf(second));
+    expect(issuer.log()).toContain(
+      `serving certificate reloaded: serial ${serialOf(second)}, notAfter ${new Date(new X509Certificate(second.cert).validTo).toISOString()} from ${join(work, 'tls', 'tls.crt')}`,
+    );
 
     // A Secret whose key is not the certificate's: refused, the served pair stays.
     volume.update({ 'tls.crt': third.cert, 'tls.key': first.key });
-    await expect.poll(() => issuer.log(), { timeout: 10_000, interval: 250 }).toMatch(/serving certificate refused, still serving the previous one: ERR_ISSUER_CONFIG: --tls-key-file \S+ is not the key of the certificate/);
+    await expect
+      .poll(() => issuer.log(), { timeout: 10_000, interval: 250 })
+      .toMatch(
+        /serving certificate refused, still serving the previous one: ERR_ISSUER_CONFIG: --tls-key-file \S+ is not the key of the certificate/,
+      );
     expect(await servedSerial(issuer.url, ca.cert)).toBe(serialOf(second));
 
     // An expired pair: refused the same way.
     volume.update({ 'tls.crt': expired.cert, 'tls.key': expired.key });
-    await expect.poll(() => issuer.log(), { timeout: 10_000, interval: 250 }).toMatch(/serving certificate refused, still serving the previous one: ERR_ISSUER_CONFIG: the certificate in \S+ is not valid now/);
+    await expect
+      .poll(() => issuer.log(), { timeout: 10_000, interval: 250 })
+      .toMatch(
+        /serving certificate refused, still serving the previous one: ERR_ISSUER_CONFIG: the certificate in \S+ is not valid now/,
+      );
     expect(await servedSerial(issuer.url, ca.cert)).toBe(serialOf(second));
 
     // Written in place by hand, the certificate half done: refused; once whole, served.
     volume.update({ 'tls.crt': second.cert, 'tls.key': second.key });
     writeFileSync(volume.dataFile('tls.key'), third.key);
     writeFileSync(volume.dataFile('tls.crt'), third.cert.slice(0, 200));
-    await expect.poll(() => issuer.log(), { timeout: 10_000, interval: 250 }).toMatch(/serving certificate refused, still serving the previous one: ERR_ISSUER_CONFIG: --tls-cert-file \S+ holds no PEM certificate/);
+    await expect
+      .poll(() => issuer.log(), { timeout: 10_000, interval: 250 })
+      .toMatch(
+        /serving certificate refused, still serving the previous one: ERR_ISSUER_CONFIG: --tls-cert-file \S+ holds no PEM certificate/,
+      );
     expect(await servedSerial(issuer.url, ca.cert)).toBe(serialOf(second));
     writeFileSync(volume.dataFile('tls.crt'), third.cert);
-    await expect.poll(() => servedSerial(issuer.url, ca.cert), { timeout: 10_000, interval: 250 }).toBe(serialOf(third));
+    await expect
+      .poll(() => servedSerial(issuer.url, ca.cert), { timeout: 10_000, interval: 250 })
+      .toBe(serialOf(third));
 
     // The metrics tell which certificate is served and how many pairs were refused; the log quotes no key.
     const metrics = await get(`${issuer.url}/metrics`, ca.cert);
     expect(metrics.status).toBe(200);
-    expect(metrics.body).toContain(`clusterprofile_issuer_serving_certificate_not_after_seconds ${Math.floor(Date.parse(new X509Certificate(third.cert).validTo) / 1000)}`);
+    expect(metrics.body).toContain(
+      `clusterprofile_issuer_serving_certificate_not_after_seconds ${Math.floor(Date.parse(new X509Certificate(third.cert).validTo) / 1000)}`,
+    );
     expect(metrics.body).toContain('clusterprofile_issuer_serving_certificate_reloads_total{result="reloaded"} 2');
     // Once per bad pair, not once per poll (a poll may land between the two hand-made writes: one more).
     const refused = Number(/serving_certificate_reloads_total\{result="refused"\} (\d+)/.exec(metrics.body)?.[1]);
@@ -122,7 +152,18 @@ describe('--tls-cert-file/--tls-key-file rotation', () => {
   });
 
   it('--tls-reload-interval is a duration of 1s..10m, refused coded otherwise', async () => {
-    const result = await cli(['issuer', 'serve', '--data-dir', join(work, 'data-bad'), '--cluster-id', 'p1', '--listen', '127.0.0.1:0', '--tls-reload-interval', '10ms']);
+    const result = await cli([
+      'issuer',
+      'serve',
+      '--data-dir',
+      join(work, 'data-bad'),
+      '--cluster-id',
+      'p1',
+      '--listen',
+      '127.0.0.1:0',
+      '--tls-reload-interval',
+      '10ms',
+    ]);
     expect(result.code).toBe(1);
     expect(result.stderr).toContain('ERR_ISSUER_CONFIG');
     expect(result.stderr).toContain('--tls-reload-interval');

@@ -35,7 +35,9 @@ async function kubeconfigFor(server: string, name: string): Promise<string> {
     stringify({
       apiVersion: 'v1',
       kind: 'Config',
-      clusters: [{ name: 'p', cluster: { server, 'certificate-authority-data': Buffer.from(apiCa.cert).toString('base64') } }],
+      clusters: [
+        { name: 'p', cluster: { server, 'certificate-authority-data': Buffer.from(apiCa.cert).toString('base64') } },
+      ],
       users: [{ name: 'issuer', user: { token: TOKEN } }],
       contexts: [{ name: 'p', context: { cluster: 'p', user: 'issuer', namespace: 'issuer-ns' } }],
       'current-context': 'p',
@@ -45,7 +47,18 @@ async function kubeconfigFor(server: string, name: string): Promise<string> {
   return file;
 }
 
-const serveArgs = (kubeconfig: string) => ['issuer', 'serve', '--state', 'kubernetes', '--kubeconfig', kubeconfig, '--listen', '127.0.0.1:0', '--cluster-id', 'p1'];
+const serveArgs = (kubeconfig: string) => [
+  'issuer',
+  'serve',
+  '--state',
+  'kubernetes',
+  '--kubeconfig',
+  kubeconfig,
+  '--listen',
+  '127.0.0.1:0',
+  '--cluster-id',
+  'p1',
+];
 
 function lastLine(text: string): string {
   return text.trimEnd().split('\n').at(-1) ?? '';
@@ -54,8 +67,16 @@ function lastLine(text: string): string {
 describe('issuer serve: state flags', () => {
   it.each([
     [['--cluster-id', 'p1'], '--data-dir', /needs --data-dir/],
-    [['--state', 'kubernetes', '--data-dir', 'x', '--cluster-id', 'p1'], '--data-dir', /--data-dir goes with --state data-dir/],
-    [['--data-dir', 'x', '--namespace', 'ns', '--cluster-id', 'p1'], '--namespace', /--namespace goes with --state kubernetes/],
+    [
+      ['--state', 'kubernetes', '--data-dir', 'x', '--cluster-id', 'p1'],
+      '--data-dir',
+      /--data-dir goes with --state data-dir/,
+    ],
+    [
+      ['--data-dir', 'x', '--namespace', 'ns', '--cluster-id', 'p1'],
+      '--namespace',
+      /--namespace goes with --state kubernetes/,
+    ],
     [['--state', 'kubernetes', '--tls-cert-file', 'a.crt', '--cluster-id', 'p1'], '--tls-key-file', /go together/],
   ])('%j is a usage error (exit 2) naming %s', async (args, _flag, message) => {
     const result = await cli(['issuer', 'serve', ...args], { cwd: dir });
@@ -85,7 +106,9 @@ describe('issuer serve --state data-dir: the replay memory', () => {
     const pair = generateClusterKeyPair('ed25519');
     const keyFile = join(dir, 'replay.pub');
     await writeFile(keyFile, pair.publicKeyPem);
-    expect((await cli(['issuer', 'trust', '--data-dir', dataDir, '--cluster-id', 'c1', '--public-key', keyFile])).code).toBe(0);
+    expect(
+      (await cli(['issuer', 'trust', '--data-dir', dataDir, '--cluster-id', 'c1', '--public-key', keyFile])).code,
+    ).toBe(0);
     const captured = nonceRequest(createPrivateKey(pair.privateKeyPem), 'c1', 'p1');
     const first = await serveIssuer(dataDir, 'p1');
     const http = issuerClient(first);
@@ -96,9 +119,14 @@ describe('issuer serve --state data-dir: the replay memory', () => {
     const second = await serveIssuer(dataDir, 'p1');
     const again = issuerClient(second);
     try {
-      expect(await again.call('POST', '/v1/nonces', captured)).toMatchObject({ status: 403, body: { code: 'ERR_TENANT_NONCE_REQUEST_REPLAYED' } });
+      expect(await again.call('POST', '/v1/nonces', captured)).toMatchObject({
+        status: 403,
+        body: { code: 'ERR_TENANT_NONCE_REQUEST_REPLAYED' },
+      });
       // A fresh request of the same consumer is answered.
-      expect((await again.call('POST', '/v1/nonces', nonceRequest(createPrivateKey(pair.privateKeyPem), 'c1', 'p1'))).status).toBe(201);
+      expect(
+        (await again.call('POST', '/v1/nonces', nonceRequest(createPrivateKey(pair.privateKeyPem), 'c1', 'p1'))).status,
+      ).toBe(201);
     } finally {
       await again.close();
       await second.stop();
@@ -114,7 +142,9 @@ describe('issuer serve --state kubernetes: an API server that is down, refuses, 
     const kubeconfig = await kubeconfigFor(`https://127.0.0.1:${await freePort()}`, 'down');
     const result = await cli(serveArgs(kubeconfig));
     expect(result.code).toBe(1);
-    expect(lastLine(result.stderr)).toMatch(/^ERR_ISSUER_STATE_UNAVAILABLE: reading the secret issuer-ns\/clusterprofile-issuer-client-ca: cannot reach the API server/);
+    expect(lastLine(result.stderr)).toMatch(
+      /^ERR_ISSUER_STATE_UNAVAILABLE: reading the secret issuer-ns\/clusterprofile-issuer-client-ca: cannot reach the API server/,
+    );
     expect(result.stderr).not.toContain(TOKEN);
     expect(result.stderr).not.toMatch(/\n\s+at /);
   });
@@ -124,19 +154,30 @@ describe('issuer serve --state kubernetes: an API server that is down, refuses, 
       ca: apiCa,
       handler: (_request, _req, res) => {
         res.writeHead(403, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'Forbidden', code: 403, message: 'secrets "clusterprofile-issuer-client-ca" is forbidden' }));
+        res.end(
+          JSON.stringify({
+            kind: 'Status',
+            apiVersion: 'v1',
+            status: 'Failure',
+            reason: 'Forbidden',
+            code: 403,
+            message: 'secrets "clusterprofile-issuer-client-ca" is forbidden',
+          }),
+        );
       },
     });
     const result = await cli(serveArgs(await kubeconfigFor(api.url, 'forbidden')));
     expect(result.code).toBe(1);
-    expect(result.stderr).toMatch(/ERR_ISSUER_STATE_FORBIDDEN: reading the secret issuer-ns\/clusterprofile-issuer-client-ca: the API server answered 403 \(secrets "clusterprofile-issuer-client-ca" is forbidden\)/);
+    expect(result.stderr).toMatch(
+      /ERR_ISSUER_STATE_FORBIDDEN: reading the secret issuer-ns\/clusterprofile-issuer-client-ca: the API server answered 403 \(secrets "clusterprofile-issuer-client-ca" is forbidden\)/,
+    );
     expect(result.stderr).toContain('deploy/base/issuer-state-rbac.yaml');
     expect(api.requests[0]?.bearer).toBe(TOKEN);
     await api.close();
     api = undefined;
   });
 
-  it('losing the race to create a CA or nonce key Secret (409 AlreadyExists): the winner\'s is used, nothing is overwritten', async () => {
+  it("losing the race to create a CA or nonce key Secret (409 AlreadyExists): the winner's is used, nothing is overwritten", async () => {
     const now = new Date();
     const winners: Record<string, { certificatePem: string; keyPem: string }> = {
       'clusterprofile-issuer-client-ca': createCertificateAuthority('winner client CA', now, 86_400_000),
@@ -158,7 +199,12 @@ describe('issuer serve --state kubernetes: an API server that is down, refuses, 
           // The first read finds nothing; by the time this replica creates, another one has.
           if (!created.has(name)) {
             created.add(name);
-            return answer(404, { kind: 'Status', code: 404, reason: 'NotFound', message: `secrets "${name}" not found` });
+            return answer(404, {
+              kind: 'Status',
+              code: 404,
+              reason: 'NotFound',
+              message: `secrets "${name}" not found`,
+            });
           }
           if (name === 'clusterprofile-issuer-nonce-key') {
             return answer(200, {
@@ -173,7 +219,10 @@ describe('issuer serve --state kubernetes: an API server that is down, refuses, 
             kind: 'Secret',
             metadata: { name, annotations: { 'credentials.clusterprofile.io/provider-cluster-id': 'p1' } },
             type: 'kubernetes.io/tls',
-            data: { 'tls.crt': Buffer.from(winner.certificatePem).toString('base64'), 'tls.key': Buffer.from(winner.keyPem).toString('base64') },
+            data: {
+              'tls.crt': Buffer.from(winner.certificatePem).toString('base64'),
+              'tls.key': Buffer.from(winner.keyPem).toString('base64'),
+            },
           });
         }
         if (request.method === 'POST' && request.url.endsWith('/secrets')) {
@@ -185,7 +234,11 @@ describe('issuer serve --state kubernetes: an API server that is down, refuses, 
     const issuer = await startIssuerProcess(serveArgs(await kubeconfigFor(api.url, 'race')).slice(2));
     try {
       // The HTTPS certificate chains to the winner's serving CA.
-      const http = issuerClient({ url: issuer.url, dataDir: '', ca: winners['clusterprofile-issuer-serving-ca']!.certificatePem });
+      const http = issuerClient({
+        url: issuer.url,
+        dataDir: '',
+        ca: winners['clusterprofile-issuer-serving-ca']!.certificatePem,
+      });
       expect((await http.call('GET', '/healthz')).status).toBe(200);
       await http.close();
       expect(api.requests.map((r) => `${r.method} ${r.url.split('/').slice(-2).join('/')}`)).toEqual([
@@ -199,7 +252,9 @@ describe('issuer serve --state kubernetes: an API server that is down, refuses, 
         'POST issuer-ns/secrets',
         'GET secrets/clusterprofile-issuer-nonce-key',
       ]);
-      expect(new X509Certificate(winners['clusterprofile-issuer-client-ca']!.certificatePem).subject).toBe('CN=winner client CA');
+      expect(new X509Certificate(winners['clusterprofile-issuer-client-ca']!.certificatePem).subject).toBe(
+        'CN=winner client CA',
+      );
     } finally {
       await issuer.stop();
       await api.close();
@@ -212,12 +267,20 @@ describe('issuer serve --state kubernetes: an API server that is down, refuses, 
       ca: apiCa,
       handler: (request, _req, res) => {
         res.writeHead(request.method === 'GET' ? 200 : 405, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ kind: 'Secret', metadata: { name: 'x', annotations: { 'credentials.clusterprofile.io/provider-cluster-id': 'p1' } }, data: { 'tls.crt': 'AAAA' } }));
+        res.end(
+          JSON.stringify({
+            kind: 'Secret',
+            metadata: { name: 'x', annotations: { 'credentials.clusterprofile.io/provider-cluster-id': 'p1' } },
+            data: { 'tls.crt': 'AAAA' },
+          }),
+        );
       },
     });
     const result = await cli(serveArgs(await kubeconfigFor(api.url, 'corrupt')));
     expect(result.code).toBe(1);
-    expect(result.stderr).toMatch(/^ERR_ISSUER_STATE_CORRUPT: the secret issuer-ns\/clusterprofile-issuer-client-ca lacks tls.crt or tls.key/);
+    expect(result.stderr).toMatch(
+      /^ERR_ISSUER_STATE_CORRUPT: the secret issuer-ns\/clusterprofile-issuer-client-ca lacks tls.crt or tls.key/,
+    );
     expect(api.requests.map((r) => r.method)).toEqual(['GET']);
   });
 
@@ -238,14 +301,23 @@ describe('issuer serve --state kubernetes: an API server that is down, refuses, 
           JSON.stringify(
             ca === undefined
               ? { kind: 'Secret', metadata, data: { key: Buffer.alloc(16).toString('base64') } }
-              : { kind: 'Secret', metadata, data: { 'tls.crt': Buffer.from(ca.certificatePem).toString('base64'), 'tls.key': Buffer.from(ca.keyPem).toString('base64') } },
+              : {
+                  kind: 'Secret',
+                  metadata,
+                  data: {
+                    'tls.crt': Buffer.from(ca.certificatePem).toString('base64'),
+                    'tls.key': Buffer.from(ca.keyPem).toString('base64'),
+                  },
+                },
           ),
         );
       },
     });
     const result = await cli(serveArgs(await kubeconfigFor(api.url, 'key')));
     expect(result.code).toBe(1);
-    expect(result.stderr).toMatch(/^ERR_ISSUER_STATE_CORRUPT: the secret issuer-ns\/clusterprofile-issuer-nonce-key holds no 32-byte key/m);
+    expect(result.stderr).toMatch(
+      /^ERR_ISSUER_STATE_CORRUPT: the secret issuer-ns\/clusterprofile-issuer-nonce-key holds no 32-byte key/m,
+    );
     expect(result.stderr).not.toContain(Buffer.alloc(16).toString('base64'));
     expect(api.requests.map((r) => r.method)).toEqual(['GET', 'GET', 'GET']);
     await api.close();
@@ -258,11 +330,19 @@ describe('issuer serve --state kubernetes: an API server that is down, refuses, 
       ca: apiCa,
       handler: (_request, _req, res) => {
         res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ kind: 'Secret', metadata: { name: 'x', annotations: { 'credentials.clusterprofile.io/provider-cluster-id': 'other' } }, data: {} }));
+        res.end(
+          JSON.stringify({
+            kind: 'Secret',
+            metadata: { name: 'x', annotations: { 'credentials.clusterprofile.io/provider-cluster-id': 'other' } },
+            data: {},
+          }),
+        );
       },
     });
     const result = await cli(serveArgs(await kubeconfigFor(api.url, 'other')));
     expect(result.code).toBe(1);
-    expect(result.stderr).toMatch(/ERR_ISSUER_CONFIG: the secret issuer-ns\/clusterprofile-issuer-client-ca belongs to provider other, not p1/);
+    expect(result.stderr).toMatch(
+      /ERR_ISSUER_CONFIG: the secret issuer-ns\/clusterprofile-issuer-client-ca belongs to provider other, not p1/,
+    );
   });
 });

@@ -30,7 +30,11 @@ function v1alpha1(name: string) {
 }
 
 /** A hub serving `served` (or no version at all), with these profiles in namespace fleet. */
-async function startHub(ca: TestCa, served: 'v1alpha1' | 'v1alpha2' | undefined, profiles: Record<string, unknown>): Promise<TestHttpsServer> {
+async function startHub(
+  ca: TestCa,
+  served: 'v1alpha1' | 'v1alpha2' | undefined,
+  profiles: Record<string, unknown>,
+): Promise<TestHttpsServer> {
   return startHttpsServer({
     ca,
     handler(request, _req, res) {
@@ -39,17 +43,43 @@ async function startHub(ca: TestCa, served: 'v1alpha1' | 'v1alpha2' | undefined,
         res.end(JSON.stringify(body));
       };
       const failure = (code: number, reason: string, message: string, details: object = {}) =>
-        send(code, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, details, code });
-      if (request.bearer !== TOKEN) return failure(403, 'Forbidden', 'clusterprofiles.multicluster.x-k8s.io is forbidden: User "x" cannot get resource "clusterprofiles"');
-      const match = /^\/apis\/multicluster\.x-k8s\.io\/([^/]+)\/namespaces\/fleet\/clusterprofiles(?:\/([^/]+))?$/.exec(request.url);
-      if (match === null || match[1] !== served) return failure(404, 'NotFound', 'the server could not find the requested resource');
+        send(code, {
+          kind: 'Status',
+          apiVersion: 'v1',
+          metadata: {},
+          status: 'Failure',
+          message,
+          reason,
+          details,
+          code,
+        });
+      if (request.bearer !== TOKEN)
+        return failure(
+          403,
+          'Forbidden',
+          'clusterprofiles.multicluster.x-k8s.io is forbidden: User "x" cannot get resource "clusterprofiles"',
+        );
+      const match = /^\/apis\/multicluster\.x-k8s\.io\/([^/]+)\/namespaces\/fleet\/clusterprofiles(?:\/([^/]+))?$/.exec(
+        request.url,
+      );
+      if (match === null || match[1] !== served)
+        return failure(404, 'NotFound', 'the server could not find the requested resource');
       const name = match[2];
       if (name === undefined) {
-        return send(200, { apiVersion: `multicluster.x-k8s.io/${served}`, kind: 'ClusterProfileList', metadata: {}, items: Object.values(profiles) });
+        return send(200, {
+          apiVersion: `multicluster.x-k8s.io/${served}`,
+          kind: 'ClusterProfileList',
+          metadata: {},
+          items: Object.values(profiles),
+        });
       }
       const profile = profiles[name];
       if (profile === undefined) {
-        return failure(404, 'NotFound', `clusterprofiles.multicluster.x-k8s.io "${name}" not found`, { name, group: 'multicluster.x-k8s.io', kind: 'clusterprofiles' });
+        return failure(404, 'NotFound', `clusterprofiles.multicluster.x-k8s.io "${name}" not found`, {
+          name,
+          group: 'multicluster.x-k8s.io',
+          kind: 'clusterprofiles',
+        });
       }
       return send(200, profile);
     },
@@ -72,7 +102,11 @@ async function hubOf(served: 'v1alpha1' | 'v1alpha2' | undefined, profiles: Reco
   servers.push(server);
   const transport = createKubeTransport({ server: server.url, caPem: ca.cert }, { kind: 'token', token });
   transports.push(transport);
-  return { server, hub: { send: transport.send, server: server.url }, requests: () => server.requests.map((r) => r.url) };
+  return {
+    server,
+    hub: { send: transport.send, server: server.url },
+    requests: () => server.requests.map((r) => r.url),
+  };
 }
 
 describe('getClusterProfile', () => {
@@ -85,14 +119,19 @@ describe('getClusterProfile', () => {
   it('a hub that serves only v1alpha2: v1alpha1 is not served (404 naming nothing), so v1alpha2 is asked', async () => {
     const { hub, requests } = await hubOf('v1alpha2', { 'spoke-2': v1alpha2('spoke-2') });
     expect(await getClusterProfile(hub, 'fleet', 'spoke-2')).toEqual(v1alpha2('spoke-2'));
-    expect(requests()).toEqual([`${GROUP}v1alpha1/namespaces/fleet/clusterprofiles/spoke-2`, `${GROUP}v1alpha2/namespaces/fleet/clusterprofiles/spoke-2`]);
+    expect(requests()).toEqual([
+      `${GROUP}v1alpha1/namespaces/fleet/clusterprofiles/spoke-2`,
+      `${GROUP}v1alpha2/namespaces/fleet/clusterprofiles/spoke-2`,
+    ]);
   });
 
   it('a profile that does not exist: ERR_PROFILE_NOT_FOUND at once, the URL as path', async () => {
     const { server, hub, requests } = await hubOf('v1alpha1', {});
     const error = await rejection(getClusterProfile(hub, 'fleet', 'nope'));
     expect(error.code).toBe('ERR_PROFILE_NOT_FOUND');
-    expect(error.message).toBe('ClusterProfile fleet/nope not found on the hub: clusterprofiles.multicluster.x-k8s.io "nope" not found');
+    expect(error.message).toBe(
+      'ClusterProfile fleet/nope not found on the hub: clusterprofiles.multicluster.x-k8s.io "nope" not found',
+    );
     expect(error.path).toBe(`${server.url}${GROUP}v1alpha1/namespaces/fleet/clusterprofiles/nope`);
     expect(requests()).toHaveLength(1);
   });
@@ -109,7 +148,9 @@ describe('getClusterProfile', () => {
     const refused = await hubOf('v1alpha1', { 'spoke-1': v1alpha1('spoke-1') }, 'wrong');
     const error = await rejection(getClusterProfile(refused.hub, 'fleet', 'spoke-1'));
     expect(error.code).toBe('ERR_HUB_REQUEST');
-    expect(error.message).toMatch(/^cannot read ClusterProfile fleet\/spoke-1 from the hub \(HTTP 403\): clusterprofiles.multicluster.x-k8s.io is forbidden/);
+    expect(error.message).toMatch(
+      /^cannot read ClusterProfile fleet\/spoke-1 from the hub \(HTTP 403\): clusterprofiles.multicluster.x-k8s.io is forbidden/,
+    );
 
     const { hub } = await hubOf('v1alpha2', { bad: { ...v1alpha2('bad'), spec: {} } });
     const invalid = await rejection(getClusterProfile(hub, 'fleet', 'bad'));
@@ -126,7 +167,10 @@ describe('listClusterProfiles', () => {
       ['spoke-2', 'multicluster.x-k8s.io/v1alpha2'],
       ['broken', 'ERR_PROFILE_INVALID'],
     ]);
-    expect(requests()).toEqual([`${GROUP}v1alpha1/namespaces/fleet/clusterprofiles`, `${GROUP}v1alpha2/namespaces/fleet/clusterprofiles`]);
+    expect(requests()).toEqual([
+      `${GROUP}v1alpha1/namespaces/fleet/clusterprofiles`,
+      `${GROUP}v1alpha2/namespaces/fleet/clusterprofiles`,
+    ]);
   });
 
   it('a refused list is ERR_HUB_REQUEST', async () => {

@@ -32,9 +32,16 @@ describe('kube transport against a misbehaving API server', () => {
   });
 
   it('stops reading a response body past its limit with a coded error instead of buffering it all', async () => {
-    const kube = createKubeTransport({ server: endless.url, caPem: ca.cert }, { kind: 'token', token: 'sekret' }, { timeoutMs: 20_000 });
+    const kube = createKubeTransport(
+      { server: endless.url, caPem: ca.cert },
+      { kind: 'token', token: 'sekret' },
+      { timeoutMs: 20_000 },
+    );
     try {
-      const error = await kube.send({ method: 'GET', path: '/version' }).then(() => undefined, (e: unknown) => e as { code: string; message: string });
+      const error = await kube.send({ method: 'GET', path: '/version' }).then(
+        () => undefined,
+        (e: unknown) => e as { code: string; message: string },
+      );
       expect(error?.code).toBe('ERR_KUBE_RESPONSE_TOO_LARGE');
       expect(error?.message).toContain(endless.url);
       expect(written).toBeLessThan(128 * 1024 * 1024);
@@ -56,7 +63,14 @@ describe('kube transport: our credential never comes back in an error answer', (
       handler: (request, _req, res) => {
         if (request.url.endsWith('/json')) {
           res.writeHead(401, { 'content-type': 'application/json' });
-          res.end(JSON.stringify({ kind: 'Status', status: 'Failure', message: `token ${request.bearer} is not valid`, code: 401 }));
+          res.end(
+            JSON.stringify({
+              kind: 'Status',
+              status: 'Failure',
+              message: `token ${request.bearer} is not valid`,
+              code: 401,
+            }),
+          );
           return;
         }
         res.writeHead(401, { 'content-type': 'text/plain' });
@@ -70,7 +84,10 @@ describe('kube transport: our credential never comes back in an error answer', (
 
   it.each(['/text', '/json'])('a 401 that repeats the bearer token (%s) is reported without it', async (suffix) => {
     const settings = { namespace: 'ns', serviceAccount: 'sa', audiences: [], expirationSeconds: 3600 };
-    const kube = createKubeTransport({ server: `${echoing.url}${suffix}`, caPem: ca.cert }, { kind: 'token', token: bootstrapToken });
+    const kube = createKubeTransport(
+      { server: `${echoing.url}${suffix}`, caPem: ca.cert },
+      { kind: 'token', token: bootstrapToken },
+    );
     try {
       const response = await kube.send(buildTokenRequest(settings));
       expect(response.status).toBe(401);

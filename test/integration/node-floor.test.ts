@@ -17,11 +17,17 @@ import { startTestOpenIdProvider, type TestOpenIdProvider } from '../helpers/oid
 import { oidcExecInfo } from '../helpers/oidc-plugin.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
-const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string; bin: Record<string, string> };
+const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+  version: string;
+  bin: Record<string, string>;
+};
 const BINARIES = Object.keys(manifest.bin);
 const work = mkdtempSync(join(tmpdir(), 'cpc-node-floor-'));
 // npm's registry and CA settings from the environment, without what `npm run` adds for its children.
-const npmEnv = { ...Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^npm_/i.test(name))), PATH: `${dirname(process.execPath)}${delimiter}${process.env['PATH'] ?? ''}` };
+const npmEnv = {
+  ...Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^npm_/i.test(name))),
+  PATH: `${dirname(process.execPath)}${delimiter}${process.env['PATH'] ?? ''}`,
+};
 
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
@@ -38,14 +44,23 @@ function npmNode(major: number): string {
   const dir = join(work, `node${major}`);
   mkdirSync(dir);
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ private: true }));
-  const result = spawnSync('npm', ['install', `node@${major}`, '--no-audit', '--no-fund'], { cwd: dir, env: npmEnv, encoding: 'utf8', timeout: 240_000 });
+  const result = spawnSync('npm', ['install', `node@${major}`, '--no-audit', '--no-fund'], {
+    cwd: dir,
+    env: npmEnv,
+    encoding: 'utf8',
+    timeout: 240_000,
+  });
   expect(result.status, result.stderr).toBe(0);
   return join(dir, 'node_modules', '.bin', 'node');
 }
 
 /** The machine's Node 20 (a node on PATH, or /usr/local/bin, /usr/bin), else npm's node@20. */
 function node20(): string {
-  const candidates = [...(process.env['PATH'] ?? '').split(delimiter).map((dir) => join(dir, 'node')), '/usr/local/bin/node', '/usr/bin/node'];
+  const candidates = [
+    ...(process.env['PATH'] ?? '').split(delimiter).map((dir) => join(dir, 'node')),
+    '/usr/local/bin/node',
+    '/usr/bin/node',
+  ];
   return candidates.find((node) => existsSync(node) && versionOf(node)?.startsWith('v20.')) ?? npmNode(20);
 }
 
@@ -60,7 +75,11 @@ interface Run {
 function run(command: string, args: readonly string[], env: Record<string, string> = {}, cwd = work): Promise<Run> {
   const started = performance.now();
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd, env: { PATH: process.env['PATH'], HOME: work, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(command, args, {
+      cwd,
+      env: { PATH: process.env['PATH'], HOME: work, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
@@ -95,28 +114,44 @@ describe('on Node 20', () => {
     version = versionOf(node)!.slice(1);
   }, 300_000);
 
-  const refusal = (binary: string) => `${binary}: ERR_NODE_VERSION: Node.js ${version} (${node}) is too old: clusterprofile-credentials needs Node.js ${NODE_FLOOR} or newer\n`;
+  const refusal = (binary: string) =>
+    `${binary}: ERR_NODE_VERSION: Node.js ${version} (${node}) is too old: clusterprofile-credentials needs Node.js ${NODE_FLOOR} or newer\n`;
 
-  it.each(BINARIES)('%s stops at once with one coded line naming both versions (exit 1, nothing on stdout)', async (binary) => {
-    for (const args of [['--version'], ['--help'], []]) {
-      const result = await run(node, [stub(binary), ...args]);
-      expect(result).toMatchObject({ code: 1, stdout: '', stderr: refusal(binary) });
-    }
-  });
+  it.each(BINARIES)(
+    '%s stops at once with one coded line naming both versions (exit 1, nothing on stdout)',
+    async (binary) => {
+      for (const args of [['--version'], ['--help'], []]) {
+        const result = await run(node, [stub(binary), ...args]);
+        expect(result).toMatchObject({ code: 1, stdout: '', stderr: refusal(binary) });
+      }
+    },
+  );
 
   it('a plugin started by its shebang with Node 20 first on PATH is refused before its first cache miss', async () => {
     const bin = join(work, 'path-bin');
     mkdirSync(bin, { recursive: true });
     execFileSync('ln', ['-sf', node, join(bin, 'node')]);
-    const execInfo = oidcExecInfo({ issuerURL: 'https://127.0.0.1:1', clientID: 'x', audience: 'https://kubernetes.test' });
-    const result = await run(stub('clusterprofile-oidc'), ['--client-secret-file', '/nonexistent', '--cache-dir', join(work, 'cache')], {
-      PATH: `${bin}${delimiter}${process.env['PATH'] ?? ''}`,
-      KUBERNETES_EXEC_INFO: execInfo,
+    const execInfo = oidcExecInfo({
+      issuerURL: 'https://127.0.0.1:1',
+      clientID: 'x',
+      audience: 'https://kubernetes.test',
     });
+    const result = await run(
+      stub('clusterprofile-oidc'),
+      ['--client-secret-file', '/nonexistent', '--cache-dir', join(work, 'cache')],
+      {
+        PATH: `${bin}${delimiter}${process.env['PATH'] ?? ''}`,
+        KUBERNETES_EXEC_INFO: execInfo,
+      },
+    );
     // `#!/usr/bin/env node` found the symlink to Node 20: the line names it as it was run.
     expect(result.code).toBe(1);
     expect(result.stdout).toBe('');
-    expect(result.stderr).toMatch(new RegExp(`^clusterprofile-oidc: ERR_NODE_VERSION: Node.js ${version.replaceAll('.', '\\.')} \\(.+\\) is too old: clusterprofile-credentials needs Node.js ${NODE_FLOOR.replaceAll('.', '\\.')} or newer\\n$`));
+    expect(result.stderr).toMatch(
+      new RegExp(
+        `^clusterprofile-oidc: ERR_NODE_VERSION: Node.js ${version.replaceAll('.', '\\.')} \\(.+\\) is too old: clusterprofile-credentials needs Node.js ${NODE_FLOOR.replaceAll('.', '\\.')} or newer\\n$`,
+      ),
+    );
   });
 
   it('importing any entry point of the library throws ERR_NODE_VERSION (ESM and require)', async () => {
@@ -126,7 +161,10 @@ describe('on Node 20', () => {
     for (const result of JSON.parse(imported.stdout) as Record<string, unknown>[]) {
       expect(result).toMatchObject({ name: 'CredentialsError', code: 'ERR_NODE_VERSION', message });
     }
-    const required = await run(node, ['-e', `try { require('${join(root, 'dist', 'library', 'core.js')}'); } catch (error) { console.log(error.code); }`]);
+    const required = await run(node, [
+      '-e',
+      `try { require('${join(root, 'dist', 'library', 'core.js')}'); } catch (error) { console.log(error.code); }`,
+    ]);
     expect(required.stdout).toBe('ERR_NODE_VERSION\n');
   });
 });
@@ -144,7 +182,11 @@ describe(`on the floor, Node ${NODE_FLOOR} (npm's node@${NODE_FLOOR})`, () => {
   });
 
   it.each(BINARIES)('%s --version and --help work', async (binary) => {
-    expect(await run(node, [stub(binary), '--version'])).toMatchObject({ code: 0, stdout: `${manifest.version}\n`, stderr: '' });
+    expect(await run(node, [stub(binary), '--version'])).toMatchObject({
+      code: 0,
+      stdout: `${manifest.version}\n`,
+      stderr: '',
+    });
     const help = await run(node, [stub(binary), '--help']);
     expect(help.code).toBe(0);
     expect(help.stdout).toContain(binary);
@@ -153,8 +195,17 @@ describe(`on the floor, Node ${NODE_FLOOR} (npm's node@${NODE_FLOOR})`, () => {
   it('a plugin obtains a credential on a cache miss (the path that failed inside undici on Node 20)', async () => {
     const secret = join(work, 'basic.secret');
     writeFileSync(secret, op.clients.basic.clientSecret, { mode: 0o600 });
-    const execInfo = oidcExecInfo({ issuerURL: op.issuer, issuerCA: op.caBase64, audience: op.audience, clientID: op.clients.basic.clientId });
-    const result = await run(node, [stub('clusterprofile-oidc'), '--client-secret-file', secret, '--cache-dir', join(work, 'cache22')], { KUBERNETES_EXEC_INFO: execInfo });
+    const execInfo = oidcExecInfo({
+      issuerURL: op.issuer,
+      issuerCA: op.caBase64,
+      audience: op.audience,
+      clientID: op.clients.basic.clientId,
+    });
+    const result = await run(
+      node,
+      [stub('clusterprofile-oidc'), '--client-secret-file', secret, '--cache-dir', join(work, 'cache22')],
+      { KUBERNETES_EXEC_INFO: execInfo },
+    );
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     expect(JSON.parse(result.stdout)).toMatchObject({ kind: 'ExecCredential', status: { token: expect.any(String) } });

@@ -36,21 +36,33 @@ afterAll(async () => {
 });
 
 describe('clusterprofile-oidc: a confidential client in the device flow, method from discovery', () => {
-  it.each(Object.keys(secrets))('%s completes with only --grant device_code and --client-secret-file', async (clientID) => {
-    let approval: Promise<void> | undefined;
-    const run = await runOidcPlugin(
-      ['--grant', 'device_code', '--client-secret-file', join(files, clientID), '--cache-dir', mkdtempSync(join(tmpdir(), 'cpc-oidc-cache-'))],
-      oidcExecInfo({ issuerURL: op.issuer, issuerCA: op.caBase64, clientID }, true),
-      (stderr) => {
-        const code = /enter the code (\S+)/.exec(stderr)?.[1];
-        if (code !== undefined && approval === undefined) approval = op.approveDeviceCode(code, { login: 'alice' });
-      },
-    );
-    await approval;
-    expect(run.stderr).not.toContain('ERR_');
-    expect(run.code).toBe(0);
-    const token = (JSON.parse(run.stdout) as { status: { token: string } }).status.token;
-    expect(decodeJwt(token)).toMatchObject({ iss: op.issuer, sub: 'alice', aud: clientID });
-    expect(op.grants.filter((g) => g.grantType === DEVICE && g.clientId === clientID && g.outcome === 'success')).toHaveLength(1);
-  });
+  it.each(Object.keys(secrets))(
+    '%s completes with only --grant device_code and --client-secret-file',
+    async (clientID) => {
+      let approval: Promise<void> | undefined;
+      const run = await runOidcPlugin(
+        [
+          '--grant',
+          'device_code',
+          '--client-secret-file',
+          join(files, clientID),
+          '--cache-dir',
+          mkdtempSync(join(tmpdir(), 'cpc-oidc-cache-')),
+        ],
+        oidcExecInfo({ issuerURL: op.issuer, issuerCA: op.caBase64, clientID }, true),
+        (stderr) => {
+          const code = /enter the code (\S+)/.exec(stderr)?.[1];
+          if (code !== undefined && approval === undefined) approval = op.approveDeviceCode(code, { login: 'alice' });
+        },
+      );
+      await approval;
+      expect(run.stderr).not.toContain('ERR_');
+      expect(run.code).toBe(0);
+      const token = (JSON.parse(run.stdout) as { status: { token: string } }).status.token;
+      expect(decodeJwt(token)).toMatchObject({ iss: op.issuer, sub: 'alice', aud: clientID });
+      expect(
+        op.grants.filter((g) => g.grantType === DEVICE && g.clientId === clientID && g.outcome === 'success'),
+      ).toHaveLength(1);
+    },
+  );
 });

@@ -6,7 +6,12 @@ import type { AddressInfo } from 'node:net';
 import { createLocalJWKSet, decodeJwt, importPKCS8, jwtVerify, SignJWT } from 'jose';
 import { fetch } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { approveDeviceCodeAt, startTestOpenIdProvider, TOKEN_EXCHANGE_GRANT, type TestOpenIdProvider } from '../helpers/oidc-op.js';
+import {
+  approveDeviceCodeAt,
+  startTestOpenIdProvider,
+  TOKEN_EXCHANGE_GRANT,
+  type TestOpenIdProvider,
+} from '../helpers/oidc-op.js';
 
 let op: TestOpenIdProvider;
 beforeAll(async () => {
@@ -42,15 +47,22 @@ describe('test OpenID Provider', () => {
   });
 
   it('issues JWT access tokens with aud and groups for client_credentials (basic, post, private_key_jwt)', async () => {
-    const basic = await token({ grant_type: 'client_credentials' }, {
-      authorization: `Basic ${Buffer.from(`${op.clients.basic.clientId}:${op.clients.basic.clientSecret}`).toString('base64')}`,
-    });
+    const basic = await token(
+      { grant_type: 'client_credentials' },
+      {
+        authorization: `Basic ${Buffer.from(`${op.clients.basic.clientId}:${op.clients.basic.clientSecret}`).toString('base64')}`,
+      },
+    );
     expect(basic.status).toBe(200);
     const { payload } = await verify(basic.body.access_token!);
     expect(payload.aud).toBe(op.audience);
     expect(payload.groups).toEqual(['machines']);
 
-    const post = await token({ grant_type: 'client_credentials', client_id: op.clients.post.clientId, client_secret: op.clients.post.clientSecret });
+    const post = await token({
+      grant_type: 'client_credentials',
+      client_id: op.clients.post.clientId,
+      client_secret: op.clients.post.clientSecret,
+    });
     expect(post.status).toBe(200);
 
     const key = await importPKCS8(op.clients.privateKeyJwt.privateKeyPem, 'RS256');
@@ -99,25 +111,44 @@ describe('test OpenID Provider', () => {
     const res = await fetch(`${op.issuer}/device/auth`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ client_id: op.clients.cli.clientId, scope: 'openid groups offline_access' }).toString(),
+      body: new URLSearchParams({
+        client_id: op.clients.cli.clientId,
+        scope: 'openid groups offline_access',
+      }).toString(),
       dispatcher: op.dispatcher,
     });
     const device = (await res.json()) as Record<string, string>;
     expect(device.user_code).toBeTruthy();
-    const pending = await token({ grant_type: 'urn:ietf:params:oauth:grant-type:device_code', client_id: op.clients.cli.clientId, device_code: device.device_code! });
+    const pending = await token({
+      grant_type: 'urn:ietf:params:oauth:grant-type:device_code',
+      client_id: op.clients.cli.clientId,
+      device_code: device.device_code!,
+    });
     expect(pending.body.error).toBe('authorization_pending');
     await op.approveDeviceCode(device.user_code!, { login: 'bob' });
-    const done = await token({ grant_type: 'urn:ietf:params:oauth:grant-type:device_code', client_id: op.clients.cli.clientId, device_code: device.device_code! });
+    const done = await token({
+      grant_type: 'urn:ietf:params:oauth:grant-type:device_code',
+      client_id: op.clients.cli.clientId,
+      device_code: device.device_code!,
+    });
     expect(done.status).toBe(200);
     const id = await verify(done.body.id_token!);
     expect(id.payload.sub).toBe('bob');
     expect(id.payload.groups).toEqual(['developers']);
     expect(done.body.refresh_token).toBeTruthy();
 
-    const refreshed = await token({ grant_type: 'refresh_token', client_id: op.clients.cli.clientId, refresh_token: done.body.refresh_token! });
+    const refreshed = await token({
+      grant_type: 'refresh_token',
+      client_id: op.clients.cli.clientId,
+      refresh_token: done.body.refresh_token!,
+    });
     expect(refreshed.status).toBe(200);
     expect(refreshed.body.refresh_token).not.toBe(done.body.refresh_token);
-    const reused = await token({ grant_type: 'refresh_token', client_id: op.clients.cli.clientId, refresh_token: done.body.refresh_token! });
+    const reused = await token({
+      grant_type: 'refresh_token',
+      client_id: op.clients.cli.clientId,
+      refresh_token: done.body.refresh_token!,
+    });
     expect(reused.body.error).toBe('invalid_grant');
   });
 
@@ -147,14 +178,24 @@ describe('test OpenID Provider', () => {
     expect(result.body).toBe('you may close this window');
     expect(received?.searchParams.get('state')).toBe('s1');
     const code = received!.searchParams.get('code')!;
-    const done = await token({ grant_type: 'authorization_code', client_id: op.clients.cli.clientId, code, redirect_uri: redirectUri, code_verifier: verifier });
+    const done = await token({
+      grant_type: 'authorization_code',
+      client_id: op.clients.cli.clientId,
+      code,
+      redirect_uri: redirectUri,
+      code_verifier: verifier,
+    });
     expect(done.status).toBe(200);
     const id = await verify(done.body.id_token!);
     expect(id.payload).toMatchObject({ sub: 'carol', nonce: 'n1', aud: op.clients.cli.clientId });
     expect((await verify(done.body.access_token!)).payload.aud).toBe(op.audience);
     expect(done.body.refresh_token).toBeTruthy();
     expect(await op.revokeRefreshTokens()).toBeGreaterThan(0);
-    const revoked = await token({ grant_type: 'refresh_token', client_id: op.clients.cli.clientId, refresh_token: done.body.refresh_token! });
+    const revoked = await token({
+      grant_type: 'refresh_token',
+      client_id: op.clients.cli.clientId,
+      refresh_token: done.body.refresh_token!,
+    });
     expect(revoked.body.error).toBe('invalid_grant');
   });
 });
@@ -169,7 +210,11 @@ describe('test OpenID Provider from another process', () => {
     });
     const device = (await res.json()) as Record<string, string>;
     await approveDeviceCodeAt({ issuer: op.issuer, caPem: op.caPem }, device.user_code!, { login: 'dave' });
-    const done = await token({ grant_type: 'urn:ietf:params:oauth:grant-type:device_code', client_id: op.clients.cli.clientId, device_code: device.device_code! });
+    const done = await token({
+      grant_type: 'urn:ietf:params:oauth:grant-type:device_code',
+      client_id: op.clients.cli.clientId,
+      device_code: device.device_code!,
+    });
     expect(done.status).toBe(200);
     expect((await verify(done.body.id_token!)).payload.sub).toBe('dave');
   });

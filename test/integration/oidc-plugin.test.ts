@@ -26,8 +26,14 @@ afterAll(async () => {
 });
 
 const cacheDir = (): string => mkdtempSync(join(tmpdir(), 'cpc-oidc-cache-'));
-const config = (extra: Record<string, unknown> = {}) => ({ issuerURL: op.issuer, issuerCA: op.caBase64, audience: op.audience, ...extra });
-const credential = (stdout: string) => JSON.parse(stdout) as { apiVersion: string; kind: string; status: { token: string; expirationTimestamp: string } };
+const config = (extra: Record<string, unknown> = {}) => ({
+  issuerURL: op.issuer,
+  issuerCA: op.caBase64,
+  audience: op.audience,
+  ...extra,
+});
+const credential = (stdout: string) =>
+  JSON.parse(stdout) as { apiVersion: string; kind: string; status: { token: string; expirationTimestamp: string } };
 const grantsOf = (type: string) => op.grants.filter((g) => g.grantType === type);
 
 function expectFailure(run: { code: number | null; stdout: string; stderr: string }, code: string, exit = 1): void {
@@ -49,7 +55,12 @@ describe('clusterprofile-oidc: controller grants', () => {
     const out = credential(first.stdout);
     expect(out).toMatchObject({ apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential' });
     const claims = decodeJwt(out.status.token);
-    expect(claims).toMatchObject({ iss: op.issuer, aud: op.audience, sub: op.clients.basic.clientId, groups: ['machines'] });
+    expect(claims).toMatchObject({
+      iss: op.issuer,
+      aud: op.audience,
+      sub: op.clients.basic.clientId,
+      groups: ['machines'],
+    });
     // Reported expiry: before the token's exp (margin), after now.
     const expiry = Date.parse(out.status.expirationTimestamp);
     expect(expiry).toBeLessThan(claims.exp! * 1000);
@@ -64,7 +75,14 @@ describe('clusterprofile-oidc: controller grants', () => {
 
   it('client_credentials with client_secret_post', async () => {
     const run = await runOidcPlugin(
-      ['--client-secret-file', join(files, 'post.secret'), '--client-auth', 'client_secret_post', '--cache-dir', cacheDir()],
+      [
+        '--client-secret-file',
+        join(files, 'post.secret'),
+        '--client-auth',
+        'client_secret_post',
+        '--cache-dir',
+        cacheDir(),
+      ],
       oidcExecInfo(config({ clientID: op.clients.post.clientId })),
     );
     expect(run.code).toBe(0);
@@ -73,7 +91,14 @@ describe('clusterprofile-oidc: controller grants', () => {
 
   it('client_credentials with private_key_jwt signed by the controller key (no shared secret)', async () => {
     const run = await runOidcPlugin(
-      ['--private-key-file', join(files, 'client.key'), '--private-key-id', op.clients.privateKeyJwt.kid, '--cache-dir', cacheDir()],
+      [
+        '--private-key-file',
+        join(files, 'client.key'),
+        '--private-key-id',
+        op.clients.privateKeyJwt.kid,
+        '--cache-dir',
+        cacheDir(),
+      ],
       oidcExecInfo(config({ clientID: op.clients.privateKeyJwt.clientId })),
     );
     expect(run.stderr).toBe('');
@@ -84,17 +109,26 @@ describe('clusterprofile-oidc: controller grants', () => {
   it('RFC 8693 token exchange of a subject token file without any client secret', async () => {
     const subject = join(files, 'sa.token');
     writeFileSync(subject, await op.signSubjectToken({ sub: 'system:serviceaccount:fleet:manager' }), { mode: 0o600 });
-    const run = await runOidcPlugin(['--subject-token-file', subject, '--cache-dir', cacheDir()], oidcExecInfo(config({ clientID: op.clients.exchange.clientId })));
+    const run = await runOidcPlugin(
+      ['--subject-token-file', subject, '--cache-dir', cacheDir()],
+      oidcExecInfo(config({ clientID: op.clients.exchange.clientId })),
+    );
     expect(run.stderr).toBe('');
     expect(run.code).toBe(0);
-    expect(decodeJwt(credential(run.stdout).status.token)).toMatchObject({ sub: 'system:serviceaccount:fleet:manager', aud: op.audience });
+    expect(decodeJwt(credential(run.stdout).status.token)).toMatchObject({
+      sub: 'system:serviceaccount:fleet:manager',
+      aud: op.audience,
+    });
   });
 
   it('a subject token the issuer does not trust: ERR_OIDC_GRANT, nothing printed or cached', async () => {
     const dir = cacheDir();
     const subject = join(files, 'forged.token');
     writeFileSync(subject, await op.signSubjectToken({ iss: 'https://attacker.test' }), { mode: 0o600 });
-    const run = await runOidcPlugin(['--subject-token-file', subject, '--cache-dir', dir], oidcExecInfo(config({ clientID: op.clients.exchange.clientId })));
+    const run = await runOidcPlugin(
+      ['--subject-token-file', subject, '--cache-dir', dir],
+      oidcExecInfo(config({ clientID: op.clients.exchange.clientId })),
+    );
     expectFailure(run, 'ERR_OIDC_GRANT');
     expect(run.stderr).toContain('invalid_grant');
     expect(cacheEntries(dir)).toEqual([]);
@@ -102,7 +136,10 @@ describe('clusterprofile-oidc: controller grants', () => {
 
   it('a wrong client secret: ERR_OIDC_GRANT invalid_client with a hint', async () => {
     const dir = cacheDir();
-    const run = await runOidcPlugin(['--client-secret-file', join(files, 'wrong.secret'), '--cache-dir', dir], oidcExecInfo(config({ clientID: op.clients.basic.clientId })));
+    const run = await runOidcPlugin(
+      ['--client-secret-file', join(files, 'wrong.secret'), '--cache-dir', dir],
+      oidcExecInfo(config({ clientID: op.clients.basic.clientId })),
+    );
     expectFailure(run, 'ERR_OIDC_GRANT');
     expect(run.stderr).toContain('invalid_client');
     expect(run.stderr).toContain('hint:');
@@ -182,7 +219,12 @@ describe('clusterprofile-oidc: issuer problems', () => {
       expect(new Set(tunnels)).toEqual(new Set([new URL(op.issuer).host]));
 
       tunnels.length = 0;
-      const bypass = await runOidcPlugin(['--client-secret-file', join(files, 'basic.secret'), '--cache-dir', cacheDir()], info, undefined, { HTTPS_PROXY: proxyUrl, NO_PROXY: '127.0.0.1' });
+      const bypass = await runOidcPlugin(
+        ['--client-secret-file', join(files, 'basic.secret'), '--cache-dir', cacheDir()],
+        info,
+        undefined,
+        { HTTPS_PROXY: proxyUrl, NO_PROXY: '127.0.0.1' },
+      );
       expect(bypass.code).toBe(0);
       expect(tunnels).toEqual([]);
 
@@ -203,7 +245,12 @@ describe('clusterprofile-oidc: issuer problems', () => {
 });
 
 describe('clusterprofile-oidc: people (interactive grants)', () => {
-  const cli = () => ({ clientID: op.clients.cli.clientId, issuerURL: op.issuer, issuerCA: op.caBase64, scopes: ['groups'] });
+  const cli = () => ({
+    clientID: op.clients.cli.clientId,
+    issuerURL: op.issuer,
+    issuerCA: op.caBase64,
+    scopes: ['groups'],
+  });
 
   it('refuses to prompt when spec.interactive is false: ERR_OIDC_INTERACTIVE_REQUIRED, nothing printed or cached', async () => {
     const dir = cacheDir();
@@ -218,14 +265,23 @@ describe('clusterprofile-oidc: people (interactive grants)', () => {
   it('device authorization grant: prompt on stderr, approved in the OP pages, ID token with groups', async () => {
     const dir = cacheDir();
     let approval: Promise<void> | undefined;
-    const run = await runOidcPlugin(['--grant', 'device_code', '--cache-dir', dir], oidcExecInfo(cli(), true), (stderr) => {
-      const code = /enter the code (\S+)/.exec(stderr)?.[1];
-      if (code !== undefined && approval === undefined) approval = op.approveDeviceCode(code, { login: 'alice' });
-    });
+    const run = await runOidcPlugin(
+      ['--grant', 'device_code', '--cache-dir', dir],
+      oidcExecInfo(cli(), true),
+      (stderr) => {
+        const code = /enter the code (\S+)/.exec(stderr)?.[1];
+        if (code !== undefined && approval === undefined) approval = op.approveDeviceCode(code, { login: 'alice' });
+      },
+    );
     await approval;
     expect(run.code).toBe(0);
     const token = credential(run.stdout).status.token;
-    expect(decodeJwt(token)).toMatchObject({ iss: op.issuer, sub: 'alice', aud: op.clients.cli.clientId, groups: ['fleet-admins'] });
+    expect(decodeJwt(token)).toMatchObject({
+      iss: op.issuer,
+      sub: 'alice',
+      aud: op.clients.cli.clientId,
+      groups: ['fleet-admins'],
+    });
     const [entry] = cacheEntries(dir);
     expect(entry?.entry.state?.refreshToken).toBeTruthy();
   });
@@ -242,7 +298,12 @@ describe('clusterprofile-oidc: people (interactive grants)', () => {
     );
     await approval;
     expect(run.code, run.stderr).toBe(0);
-    expect(decodeJwt(credential(run.stdout).status.token)).toMatchObject({ iss: op.issuer, sub: 'alice', aud: op.audience, groups: ['fleet-admins'] });
+    expect(decodeJwt(credential(run.stdout).status.token)).toMatchObject({
+      iss: op.issuer,
+      sub: 'alice',
+      aud: op.audience,
+      groups: ['fleet-admins'],
+    });
   });
 
   it('authorization code + PKCE: the login URL on stderr, followed through the interaction pages to the loopback redirect', async () => {
@@ -275,10 +336,14 @@ describe('clusterprofile-oidc: people (interactive grants)', () => {
 
   async function deviceLogin(dir: string, login = 'alice'): Promise<string> {
     let approval: Promise<void> | undefined;
-    const run = await runOidcPlugin(['--grant', 'device_code', '--cache-dir', dir], oidcExecInfo(cli(), true), (stderr) => {
-      const code = /enter the code (\S+)/.exec(stderr)?.[1];
-      if (code !== undefined && approval === undefined) approval = op.approveDeviceCode(code, { login });
-    });
+    const run = await runOidcPlugin(
+      ['--grant', 'device_code', '--cache-dir', dir],
+      oidcExecInfo(cli(), true),
+      (stderr) => {
+        const code = /enter the code (\S+)/.exec(stderr)?.[1];
+        if (code !== undefined && approval === undefined) approval = op.approveDeviceCode(code, { login });
+      },
+    );
     await approval;
     expect(run.code).toBe(0);
     return credential(run.stdout).status.token;
@@ -298,7 +363,8 @@ describe('clusterprofile-oidc: people (interactive grants)', () => {
     const oldRefresh = cacheEntries(dir)[0]!.entry.state!.refreshToken!;
     // An ID token has no jti: one refreshed within the same second as the login is byte-identical to it. Let the
     // clock pass the first token's iat so that "a new token was printed" can be told apart from "the old one was".
-    const issuedAt = (token: string): number => JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()).iat;
+    const issuedAt = (token: string): number =>
+      JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()).iat;
     while (Math.floor(Date.now() / 1000) <= issuedAt(first)) await new Promise((resolve) => setTimeout(resolve, 50));
     expireCachedToken(dir);
     const before = grantsOf('refresh_token').length;
@@ -340,7 +406,9 @@ describe('clusterprofile-oidc: people (interactive grants)', () => {
     const dir = cacheDir();
     let prompts = 0;
     const approvals: Promise<void>[] = [];
-    const before = grantsOf('urn:ietf:params:oauth:grant-type:device_code').filter((g) => g.outcome === 'success').length;
+    const before = grantsOf('urn:ietf:params:oauth:grant-type:device_code').filter(
+      (g) => g.outcome === 'success',
+    ).length;
     const runs = await Promise.all(
       [1, 2, 3].map(() => {
         let seen = false;
@@ -358,6 +426,8 @@ describe('clusterprofile-oidc: people (interactive grants)', () => {
     for (const run of runs) expect(run.code, run.stderr).toBe(0);
     expect(prompts).toBe(1);
     expect(new Set(runs.map((r) => credential(r.stdout).status.token)).size).toBe(1);
-    expect(grantsOf('urn:ietf:params:oauth:grant-type:device_code').filter((g) => g.outcome === 'success').length).toBe(before + 1);
+    expect(grantsOf('urn:ietf:params:oauth:grant-type:device_code').filter((g) => g.outcome === 'success').length).toBe(
+      before + 1,
+    );
   });
 });

@@ -29,7 +29,15 @@ test('clusterprofile-credentials/core loads without @kubernetes/client-node and 
   expect(result.stderr).toBe('');
   expect(result.status).toBe(0);
   const names = result.stdout.trim().split(',');
-  expect(names).toEqual(expect.arrayContaining(['loadAccessConfig', 'resolveClusterAccess', 'renderKubeconfig', 'runExecPlugin', 'ExecAuthenticator']));
+  expect(names).toEqual(
+    expect.arrayContaining([
+      'loadAccessConfig',
+      'resolveClusterAccess',
+      'renderKubeconfig',
+      'runExecPlugin',
+      'ExecAuthenticator',
+    ]),
+  );
   expect(names).not.toContain('buildConfigFromClusterProfile');
 });
 

@@ -7,7 +7,17 @@
  * skipLibCheck false) and run from both, and every binary answers --version and --help. Slow (npm, tsc, two builds).
  */
 import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { builtinModules } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -45,7 +55,9 @@ function ok(result: SpawnSyncReturns<string>): string {
 
 /** This working tree as a clone would have it (tracked and new files, nothing git ignores: no dist/, no node_modules/). */
 function copyTree(to: string): void {
-  const files = ok(sh('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], root)).split('\0').filter(Boolean);
+  const files = ok(sh('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], root))
+    .split('\0')
+    .filter(Boolean);
   for (const file of files) {
     if (!existsSync(join(root, file))) continue; // deleted, not yet committed
     mkdirSync(dirname(join(to, file)), { recursive: true });
@@ -99,7 +111,11 @@ function consumer(dir: string, spec: string): string {
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'consumer', private: true }));
   // @types/ws: client-node's own .d.ts import 'ws', whose types it does not depend on (a consumer checking libraries
   // needs them whatever it imports from us).
-  const result = sh('npm', ['install', spec, '@kubernetes/client-node@2.0.x', '@types/ws', '--no-audit', '--no-fund'], dir);
+  const result = sh(
+    'npm',
+    ['install', spec, '@kubernetes/client-node@2.0.x', '@types/ws', '--no-audit', '--no-fund'],
+    dir,
+  );
   ok(result);
   return `${result.stdout}${result.stderr}`;
 }
@@ -113,11 +129,14 @@ function expectBinariesWork(dir: string): void {
 }
 
 function expectEntryPointsRun(dir: string): void {
-  writeFileSync(join(dir, 'esm.mjs'), `import('clusterprofile-credentials').then(async (root) => {
+  writeFileSync(
+    join(dir, 'esm.mjs'),
+    `import('clusterprofile-credentials').then(async (root) => {
     const core = await import('clusterprofile-credentials/core');
     const plugin = await import('clusterprofile-credentials/plugin');
     console.log([typeof root.buildConfigFromClusterProfile, typeof core.resolveClusterAccess, typeof plugin.runPlugin].join());
-  });`);
+  });`,
+  );
   expect(ok(sh(process.execPath, ['esm.mjs'], dir))).toBe('function,function,function\n');
 }
 
@@ -132,7 +151,10 @@ describe('npm pack of a never-built clone, installed into a fresh project', () =
     copyTree(source);
     expect(existsSync(join(source, 'dist'))).toBe(false);
     symlinkSync(join(root, 'node_modules'), join(source, 'node_modules'));
-    const packed = ok(sh('npm', ['pack', '--pack-destination', work], source)).trim().split('\n').at(-1)!;
+    const packed = ok(sh('npm', ['pack', '--pack-destination', work], source))
+      .trim()
+      .split('\n')
+      .at(-1)!;
     tarball = join(work, packed);
     unpacked = join(work, 'unpacked');
     mkdirSync(unpacked);
@@ -142,7 +164,14 @@ describe('npm pack of a never-built clone, installed into a fresh project', () =
 
   it('ships the build, the bins, the schemas and CHANGELOG.md, no scripts, and says where the project lives', () => {
     const pkg = join(unpacked, 'package');
-    for (const file of ['dist/library/index.js', 'dist/library/index.d.ts', 'dist/library/core.js', 'dist/plugin/index.js', 'CHANGELOG.md', 'schemas']) {
+    for (const file of [
+      'dist/library/index.js',
+      'dist/library/index.d.ts',
+      'dist/library/core.js',
+      'dist/plugin/index.js',
+      'CHANGELOG.md',
+      'schemas',
+    ]) {
       expect(existsSync(join(pkg, file)), file).toBe(true);
     }
     for (const binary of BINARIES) {
@@ -164,9 +193,16 @@ describe('npm pack of a never-built clone, installed into a fresh project', () =
     const maps = files.filter((file) => file.endsWith('.map'));
     expect(maps.length).toBeGreaterThan(0);
     const unresolved = maps.flatMap((file) => {
-      const map = JSON.parse(readFileSync(join(unpacked, 'package', file), 'utf8')) as { sources: string[]; sourcesContent?: (string | null)[] };
+      const map = JSON.parse(readFileSync(join(unpacked, 'package', file), 'utf8')) as {
+        sources: string[];
+        sourcesContent?: (string | null)[];
+      };
       return map.sources
-        .filter((source, index) => typeof map.sourcesContent?.[index] !== 'string' && !existsSync(join(unpacked, 'package', dirname(file), source)))
+        .filter(
+          (source, index) =>
+            typeof map.sourcesContent?.[index] !== 'string' &&
+            !existsSync(join(unpacked, 'package', dirname(file), source)),
+        )
         .map((source) => `${file}: ${source}`);
     });
     expect(unresolved).toEqual([]);
@@ -175,7 +211,12 @@ describe('npm pack of a never-built clone, installed into a fresh project', () =
   it('runs only its own code, Node built-ins and declared dependencies, and bundles none of those into the binaries', async () => {
     const pkg = join(unpacked, 'package');
     // The whole graph (static and dynamic imports) of the three entry points and of the bins, as esbuild resolves it.
-    const entryPoints = ['dist/library/index.js', 'dist/library/core.js', 'dist/plugin/index.js', ...BINARIES.map((binary) => `bin/${binary}.mjs`)];
+    const entryPoints = [
+      'dist/library/index.js',
+      'dist/library/core.js',
+      'dist/plugin/index.js',
+      ...BINARIES.map((binary) => `bin/${binary}.mjs`),
+    ];
     const { metafile } = await build({
       entryPoints: entryPoints.map((file) => join(pkg, file)),
       bundle: true,
@@ -191,21 +232,32 @@ describe('npm pack of a never-built clone, installed into a fresh project', () =
     const imported = new Set(
       Object.values(metafile.inputs).flatMap((input) =>
         // `<runtime>` is esbuild's own helper module (for require() in the CJS hit files), not a package.
-        input.imports.filter((entry) => entry.external && !entry.path.startsWith('node:') && entry.path !== '<runtime>').map((entry) => entry.path),
+        input.imports
+          .filter((entry) => entry.external && !entry.path.startsWith('node:') && entry.path !== '<runtime>')
+          .map((entry) => entry.path),
       ),
     );
     const declared = new Set([...Object.keys(manifest.dependencies), ...Object.keys(manifest.peerDependencies)]);
-    const packageOf = (specifier: string) => (specifier.startsWith('@') ? specifier.split('/').slice(0, 2).join('/') : specifier.split('/')[0]!);
-    expect([...imported].filter((specifier) => !builtinModules.includes(specifier) && !declared.has(packageOf(specifier)))).toEqual([]);
+    const packageOf = (specifier: string) =>
+      specifier.startsWith('@') ? specifier.split('/').slice(0, 2).join('/') : specifier.split('/')[0]!;
+    expect(
+      [...imported].filter((specifier) => !builtinModules.includes(specifier) && !declared.has(packageOf(specifier))),
+    ).toEqual([]);
     // Each runtime dependency is used (@types/* are for the .d.ts files).
     const used = new Set([...imported].map(packageOf));
     expect([...declared].filter((name) => !name.startsWith('@types/') && !used.has(name))).toEqual([]);
 
     // esbuild names every module it bundles in a comment, `// [path/]node_modules/<package>/...`: none is a dependency.
-    const bins = readdirSync(join(pkg, 'dist', 'bin'), { recursive: true, encoding: 'utf8' }).filter((file) => file.endsWith('.mjs'));
+    const bins = readdirSync(join(pkg, 'dist', 'bin'), { recursive: true, encoding: 'utf8' }).filter((file) =>
+      file.endsWith('.mjs'),
+    );
     const bundled = new Set(
       bins.flatMap((file) =>
-        [...readFileSync(join(pkg, 'dist', 'bin', file), 'utf8').matchAll(/^\/\/ \S*node_modules\/((?:@[^/]+\/)?[^/]+)\//gm)].map((match) => match[1]!),
+        [
+          ...readFileSync(join(pkg, 'dist', 'bin', file), 'utf8').matchAll(
+            /^\/\/ \S*node_modules\/((?:@[^/]+\/)?[^/]+)\//gm,
+          ),
+        ].map((match) => match[1]!),
       ),
     );
     expect([...bundled].filter((library) => declared.has(library))).toEqual([]);
@@ -224,13 +276,23 @@ describe('npm pack of a never-built clone, installed into a fresh project', () =
     writeFileSync(
       join(project, 'tsconfig.json'),
       JSON.stringify({
-        compilerOptions: { module: 'nodenext', moduleResolution: 'nodenext', target: 'es2023', strict: true, skipLibCheck: false, outDir: 'out', types: ['node'] },
+        compilerOptions: {
+          module: 'nodenext',
+          moduleResolution: 'nodenext',
+          target: 'es2023',
+          strict: true,
+          skipLibCheck: false,
+          outDir: 'out',
+          types: ['node'],
+        },
         include: ['esm.mts', 'cjs.cts'],
       }),
     );
     writeFileSync(join(project, 'esm.mts'), CONSUMER_SOURCE);
     writeFileSync(join(project, 'cjs.cts'), CONSUMER_SOURCE);
-    expect(ok(sh(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', '.'], project))).toBe('');
+    expect(ok(sh(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', '.'], project))).toBe(
+      '',
+    );
     expect(readFileSync(join(project, 'out', 'cjs.cjs'), 'utf8')).toContain('require("clusterprofile-credentials")');
     for (const script of ['out/esm.mjs', 'out/cjs.cjs']) {
       expect(JSON.parse(ok(sh(process.execPath, [script], project))), script).toEqual(EXPECTED_OUTPUT);
@@ -248,7 +310,8 @@ describe('npm install git+file:// of a commit (npm builds it in its clone)', () 
 
   beforeAll(() => {
     copyTree(repository);
-    const git = (...args: string[]) => ok(sh('git', ['-c', 'user.name=test', '-c', 'user.email=test@example.com', ...args], repository));
+    const git = (...args: string[]) =>
+      ok(sh('git', ['-c', 'user.name=test', '-c', 'user.email=test@example.com', ...args], repository));
     git('init', '-q');
     git('add', '-A');
     git('commit', '-q', '-m', 'snapshot');

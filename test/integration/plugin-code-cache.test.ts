@@ -16,9 +16,16 @@ beforeAll(async () => {
 
 /** Node's compile cache directory for `dir` (a per-version subdirectory), as the entry finds it. */
 function compileCacheDir(dir: string): string {
-  const result = spawnSync(process.execPath, ['-e', `const m = require('node:module'); m.enableCompileCache(${JSON.stringify(dir)}); process.stdout.write(m.getCompileCacheDir())`], {
-    encoding: 'utf8',
-  });
+  const result = spawnSync(
+    process.execPath,
+    [
+      '-e',
+      `const m = require('node:module'); m.enableCompileCache(${JSON.stringify(dir)}); process.stdout.write(m.getCompileCacheDir())`,
+    ],
+    {
+      encoding: 'utf8',
+    },
+  );
   return result.stdout;
 }
 
@@ -31,7 +38,10 @@ const codeCaches = (dir: string): string[] => {
 };
 
 async function credential(cacheDir: string, compileCache: string) {
-  const result = await runChild(stub, ['--subject', 'alice', '--cache-dir', cacheDir], { KUBERNETES_EXEC_INFO: execInfo(V1), NODE_COMPILE_CACHE: compileCache });
+  const result = await runChild(stub, ['--subject', 'alice', '--cache-dir', cacheDir], {
+    KUBERNETES_EXEC_INFO: execInfo(V1),
+    NODE_COMPILE_CACHE: compileCache,
+  });
   expect(result.stderr).toBe('');
   expect(result.code).toBe(0);
   expect(JSON.parse(result.stdout)).toMatchObject({ kind: 'ExecCredential', status: { token: expect.any(String) } });

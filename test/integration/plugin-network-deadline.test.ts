@@ -39,10 +39,18 @@ afterAll(async () => {
 });
 
 function execInfo(server: string, config: Record<string, unknown>): string {
-  return JSON.stringify({ apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential', spec: { interactive: false, cluster: { server, config } } });
+  return JSON.stringify({
+    apiVersion: 'client.authentication.k8s.io/v1',
+    kind: 'ExecCredential',
+    spec: { interactive: false, cluster: { server, config } },
+  });
 }
 
-function expectDeadline(result: { code: number | null; stdout: string; stderr: string; ms: number }, code: string, name: string): void {
+function expectDeadline(
+  result: { code: number | null; stdout: string; stderr: string; ms: number },
+  code: string,
+  name: string,
+): void {
   expect(result.stdout).toBe('');
   expect(result.code).toBe(1);
   expect(result.stderr).toMatch(new RegExp(`^clusterprofile-${name}: ${code}: `));
@@ -58,7 +66,18 @@ describe('--timeout 1 against a server that never completes the TLS handshake', 
     const config = { issuerURL: url, issuerCA: ca.certBase64, providerClusterID: 'member-1' };
     const result = await runNode(
       BIN('tenant-cert'),
-      ['--cluster-id', 'consumer-1', '--key-file', key.file, '--cache-dir', join(dir, 'tc-cache'), '--identity-dir', join(dir, 'ids'), '--timeout', '1'],
+      [
+        '--cluster-id',
+        'consumer-1',
+        '--key-file',
+        key.file,
+        '--cache-dir',
+        join(dir, 'tc-cache'),
+        '--identity-dir',
+        join(dir, 'ids'),
+        '--timeout',
+        '1',
+      ],
       { env: { KUBERNETES_EXEC_INFO: execInfo('https://member.example:6443', config) } },
     );
     expectDeadline(result, 'ERR_TENANT_CERT_ISSUER_TIMEOUT', 'tenant-cert');
@@ -70,7 +89,9 @@ describe('--timeout 1 against a server that never completes the TLS handshake', 
     writeFileSync(
       kubeconfig,
       JSON.stringify({
-        apiVersion: 'v1', kind: 'Config', 'current-context': 'c',
+        apiVersion: 'v1',
+        kind: 'Config',
+        'current-context': 'c',
         clusters: [{ name: 'c', cluster: { server: url, 'certificate-authority-data': ca.certBase64 } }],
         users: [{ name: 'u', user: { token: 'bootstrap-token' } }],
         contexts: [{ name: 'c', context: { cluster: 'c', user: 'u' } }],
@@ -78,9 +99,19 @@ describe('--timeout 1 against a server that never completes the TLS handshake', 
     );
     const config = { namespace: 'fleet', serviceAccount: 'workload' };
     const member = { server: url, 'certificate-authority-data': ca.certBase64, config };
-    const result = await runNode(BIN('token-request'), ['--bootstrap-kubeconfig', kubeconfig, '--cache-dir', join(dir, 'tr-cache'), '--timeout', '1'], {
-      env: { KUBERNETES_EXEC_INFO: JSON.stringify({ apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential', spec: { interactive: false, cluster: member } }) },
-    });
+    const result = await runNode(
+      BIN('token-request'),
+      ['--bootstrap-kubeconfig', kubeconfig, '--cache-dir', join(dir, 'tr-cache'), '--timeout', '1'],
+      {
+        env: {
+          KUBERNETES_EXEC_INFO: JSON.stringify({
+            apiVersion: 'client.authentication.k8s.io/v1',
+            kind: 'ExecCredential',
+            spec: { interactive: false, cluster: member },
+          }),
+        },
+      },
+    );
     expectDeadline(result, 'ERR_KUBE_UNREACHABLE', 'token-request');
     expect(result.stderr).toContain(`cannot reach the API server ${url}: no answer within 1000 ms`);
   });
@@ -88,10 +119,19 @@ describe('--timeout 1 against a server that never completes the TLS handshake', 
   it('oidc: ERR_OIDC_ISSUER_UNREACHABLE, no answer within the deadline', async () => {
     const secret = join(dir, 'client.secret');
     writeFileSync(secret, 'a-client-secret', { mode: 0o600 });
-    const config = { issuerURL: url, issuerCA: ca.certBase64, clientID: 'controller', audience: 'https://member.example' };
-    const result = await runNode(BIN('oidc'), ['--client-secret-file', secret, '--cache-dir', join(dir, 'oidc-cache'), '--timeout', '1'], {
-      env: { KUBERNETES_EXEC_INFO: execInfo('https://member.example:6443', config) },
-    });
+    const config = {
+      issuerURL: url,
+      issuerCA: ca.certBase64,
+      clientID: 'controller',
+      audience: 'https://member.example',
+    };
+    const result = await runNode(
+      BIN('oidc'),
+      ['--client-secret-file', secret, '--cache-dir', join(dir, 'oidc-cache'), '--timeout', '1'],
+      {
+        env: { KUBERNETES_EXEC_INFO: execInfo('https://member.example:6443', config) },
+      },
+    );
     expectDeadline(result, 'ERR_OIDC_ISSUER_UNREACHABLE', 'oidc');
     expect(result.stderr).toContain('no answer within 1000 ms');
   });
@@ -99,7 +139,15 @@ describe('--timeout 1 against a server that never completes the TLS handshake', 
   it('a bad --timeout is a usage error naming the flag', async () => {
     for (const name of ['token-request', 'oidc'] as const) {
       const result = await runNode(BIN(name), ['--timeout', '0'], {
-        env: { KUBERNETES_EXEC_INFO: execInfo(url, { issuerURL: url, clientID: 'c', audience: 'a', namespace: 'n', serviceAccount: 's' }) },
+        env: {
+          KUBERNETES_EXEC_INFO: execInfo(url, {
+            issuerURL: url,
+            clientID: 'c',
+            audience: 'a',
+            namespace: 'n',
+            serviceAccount: 's',
+          }),
+        },
       });
       expect(result.code).toBe(2);
       expect(result.stdout).toBe('');

@@ -68,7 +68,10 @@ describe.each(plugins)('clusterprofile-%s', (name) => {
     if (!existsSync(bundle)) return;
     const base = mkdtempSync(join(tmpdir(), 'cpc-bin-clean-'));
     const result = await runChild(stub, ['clean'], { KUBECACHEDIR: base });
-    expect(result).toMatchObject({ code: 0, stdout: `removed 0 cached credentials from ${join(base, 'clusterprofile', name)}\n` });
+    expect(result).toMatchObject({
+      code: 0,
+      stdout: `removed 0 cached credentials from ${join(base, 'clusterprofile', name)}\n`,
+    });
   });
 
   it('bad KUBERNETES_EXEC_INFO or flags: exit 2, empty stdout, one error line without a stack', async () => {
@@ -85,11 +88,17 @@ it('the markers are real: each is found in the code the binaries run (so their a
   const dirs = [join(root, 'dist', 'bin'), join(root, 'dist', 'bin', 'chunks')];
   if (!dirs.every((dir) => existsSync(dir))) return;
   const text = dirs
-    .flatMap((dir) => readdirSync(dir).filter((file) => file.endsWith('.mjs')).map((file) => readFileSync(join(dir, file), 'utf8')))
+    .flatMap((dir) =>
+      readdirSync(dir)
+        .filter((file) => file.endsWith('.mjs'))
+        .map((file) => readFileSync(join(dir, file), 'utf8')),
+    )
     .join('\n');
   // A dependency of the package is imported from node_modules, not bundled (scripts/bundle-options.mjs): its marker
   // is in its own files.
-  const { dependencies } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+  const { dependencies } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+    dependencies: Record<string, string>;
+  };
   const external = (library: string) => Object.hasOwn(dependencies, library);
   const missing = Object.entries(heavyMarkers).filter(([library, marker]) =>
     external(library)

@@ -1,7 +1,16 @@
 // The plugin runtime as users meet it: the fixture provider bundled like a real plugin binary and run as real
 // child processes, with a real cache directory.
 import { spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -22,7 +31,11 @@ function issuances(count: string): number {
   return existsSync(count) ? readFileSync(count, 'utf8').trim().split('\n').filter(Boolean).length : 0;
 }
 
-function credential(result: ChildResult): { apiVersion: string; kind: string; status: { token?: string; expirationTimestamp?: string } } {
+function credential(result: ChildResult): {
+  apiVersion: string;
+  kind: string;
+  status: { token?: string; expirationTimestamp?: string };
+} {
   expect(result.stderr).toBe('');
   expect(result.code).toBe(0);
   const lines = result.stdout.trim().split('\n');
@@ -35,24 +48,31 @@ function tokenClaims(token: string | undefined): { sub: string; server: string |
 }
 
 describe('exec credential protocol', () => {
-  it.each([V1, V1BETA1])('answers %s in the apiVersion it was asked in, and serves the second call from the cache', async (apiVersion) => {
-    const w = workspace();
-    const args = ['--subject', 'alice', '--cache-dir', w.cache, '--count-file', w.count];
-    const env = { KUBERNETES_EXEC_INFO: execInfo(apiVersion) };
-    const first = credential(await runChild(stub, args, env));
-    expect(first).toMatchObject({ apiVersion, kind: 'ExecCredential' });
-    expect(tokenClaims(first.status.token)).toEqual({ sub: 'alice', server: 'https://cluster.example:6443', generation: 1 });
-    expect(Date.parse(first.status.expirationTimestamp ?? '')).toBeGreaterThan(Date.now() + 3_000_000);
+  it.each([V1, V1BETA1])(
+    'answers %s in the apiVersion it was asked in, and serves the second call from the cache',
+    async (apiVersion) => {
+      const w = workspace();
+      const args = ['--subject', 'alice', '--cache-dir', w.cache, '--count-file', w.count];
+      const env = { KUBERNETES_EXEC_INFO: execInfo(apiVersion) };
+      const first = credential(await runChild(stub, args, env));
+      expect(first).toMatchObject({ apiVersion, kind: 'ExecCredential' });
+      expect(tokenClaims(first.status.token)).toEqual({
+        sub: 'alice',
+        server: 'https://cluster.example:6443',
+        generation: 1,
+      });
+      expect(Date.parse(first.status.expirationTimestamp ?? '')).toBeGreaterThan(Date.now() + 3_000_000);
 
-    const second = credential(await runChild(stub, args, env));
-    expect(second).toEqual(first);
-    expect(issuances(w.count)).toBe(1);
-    // The cache is private: 0700 directory, 0600 entry.
-    expect(statSync(w.cache).mode & 0o777).toBe(0o700);
-    const files = readdirSync(w.cache);
-    expect(files).toHaveLength(1);
-    expect(statSync(join(w.cache, files[0] ?? '')).mode & 0o777).toBe(0o600);
-  });
+      const second = credential(await runChild(stub, args, env));
+      expect(second).toEqual(first);
+      expect(issuances(w.count)).toBe(1);
+      // The cache is private: 0700 directory, 0600 entry.
+      expect(statSync(w.cache).mode & 0o777).toBe(0o700);
+      const files = readdirSync(w.cache);
+      expect(files).toHaveLength(1);
+      expect(statSync(join(w.cache, files[0] ?? '')).mode & 0o777).toBe(0o600);
+    },
+  );
 
   it('falls back to v1beta1 without KUBERNETES_EXEC_INFO (very old clients)', async () => {
     const w = workspace();
@@ -65,7 +85,11 @@ describe('exec credential protocol', () => {
     const w = workspace();
     const base = ['--cache-dir', w.cache, '--count-file', w.count];
     await runChild(stub, ['--subject', 'alice', ...base], { KUBERNETES_EXEC_INFO: execInfo(V1) });
-    const other = credential(await runChild(stub, ['--subject', 'alice', ...base], { KUBERNETES_EXEC_INFO: execInfo(V1, { server: 'https://other:6443' }) }));
+    const other = credential(
+      await runChild(stub, ['--subject', 'alice', ...base], {
+        KUBERNETES_EXEC_INFO: execInfo(V1, { server: 'https://other:6443' }),
+      }),
+    );
     const bob = credential(await runChild(stub, ['--subject', 'bob', ...base], { KUBERNETES_EXEC_INFO: execInfo(V1) }));
     expect(tokenClaims(other.status.token)).toMatchObject({ sub: 'alice', server: 'https://other:6443' });
     expect(tokenClaims(bob.status.token)).toMatchObject({ sub: 'bob' });
@@ -74,24 +98,39 @@ describe('exec credential protocol', () => {
 
   it('honours KUBECACHEDIR: entries live under clusterprofile/<provider>/', async () => {
     const w = workspace();
-    credential(await runChild(stub, ['--subject', 'alice'], { KUBECACHEDIR: w.cache, KUBERNETES_EXEC_INFO: execInfo(V1) }));
+    credential(
+      await runChild(stub, ['--subject', 'alice'], { KUBECACHEDIR: w.cache, KUBERNETES_EXEC_INFO: execInfo(V1) }),
+    );
     expect(readdirSync(join(w.cache, 'clusterprofile', 'runtime-fixture'))).toHaveLength(1);
   });
 
   it.each([
     ['not JSON', '{"kind":', 'ERR_PLUGIN_EXEC_INFO: KUBERNETES_EXEC_INFO is not JSON'],
-    ['an unknown apiVersion', JSON.stringify({ kind: 'ExecCredential', apiVersion: 'client.authentication.k8s.io/v1alpha1', spec: {} }), 'ERR_PLUGIN_EXEC_INFO'],
-    ['a cluster without server', JSON.stringify({ kind: 'ExecCredential', apiVersion: V1, spec: { cluster: { 'proxy-url': 'x' } } }), '$.spec.cluster.server'],
-  ])('rejects KUBERNETES_EXEC_INFO that is %s: exit 2, nothing on stdout, nothing cached', async (_what, info, message) => {
-    const w = workspace();
-    const result = await runChild(stub, ['--subject', 'alice', '--cache-dir', w.cache, '--count-file', w.count], { KUBERNETES_EXEC_INFO: info });
-    expect(result.code).toBe(2);
-    expect(result.stdout).toBe('');
-    expect(result.stderr).toContain(message);
-    expect(result.stderr).not.toMatch(/\n\s+at /); // no stack trace
-    expect(issuances(w.count)).toBe(0);
-    expect(existsSync(w.cache)).toBe(false);
-  });
+    [
+      'an unknown apiVersion',
+      JSON.stringify({ kind: 'ExecCredential', apiVersion: 'client.authentication.k8s.io/v1alpha1', spec: {} }),
+      'ERR_PLUGIN_EXEC_INFO',
+    ],
+    [
+      'a cluster without server',
+      JSON.stringify({ kind: 'ExecCredential', apiVersion: V1, spec: { cluster: { 'proxy-url': 'x' } } }),
+      '$.spec.cluster.server',
+    ],
+  ])(
+    'rejects KUBERNETES_EXEC_INFO that is %s: exit 2, nothing on stdout, nothing cached',
+    async (_what, info, message) => {
+      const w = workspace();
+      const result = await runChild(stub, ['--subject', 'alice', '--cache-dir', w.cache, '--count-file', w.count], {
+        KUBERNETES_EXEC_INFO: info,
+      });
+      expect(result.code).toBe(2);
+      expect(result.stdout).toBe('');
+      expect(result.stderr).toContain(message);
+      expect(result.stderr).not.toMatch(/\n\s+at /); // no stack trace
+      expect(issuances(w.count)).toBe(0);
+      expect(existsSync(w.cache)).toBe(false);
+    },
+  );
 
   it('reports usage mistakes with exit 2: unknown flag, missing required flag, bad provider settings', async () => {
     const w = workspace();
@@ -112,11 +151,15 @@ describe('exec credential protocol', () => {
     const args = ['--subject', 'alice', '--cache-dir', w.cache, '--count-file', w.count];
     const failed = await runChild(stub, args, { KUBERNETES_EXEC_INFO: execInfo(V1), FIXTURE_BEHAVIOUR: 'fail' });
     expect([failed.code, failed.stdout]).toEqual([1, '']);
-    expect(failed.stderr).toBe('clusterprofile-runtime-fixture: ERR_FIXTURE_DENIED: the issuer said no (at https://issuer.invalid/token)\n');
+    expect(failed.stderr).toBe(
+      'clusterprofile-runtime-fixture: ERR_FIXTURE_DENIED: the issuer said no (at https://issuer.invalid/token)\n',
+    );
     expect(readdirSync(w.cache)).toEqual([]);
     const half = await runChild(stub, args, { KUBERNETES_EXEC_INFO: execInfo(V1), FIXTURE_BEHAVIOUR: 'half' });
     expect([half.code, half.stdout]).toEqual([1, '']);
-    expect(half.stderr).toContain('ERR_PLUGIN_BAD_CREDENTIAL: the provider returned only a certificate or a key, not both');
+    expect(half.stderr).toContain(
+      'ERR_PLUGIN_BAD_CREDENTIAL: the provider returned only a certificate or a key, not both',
+    );
     expect(readdirSync(w.cache)).toEqual([]);
   });
 });
@@ -144,7 +187,9 @@ describe('cache', () => {
     const env = { KUBERNETES_EXEC_INFO: execInfo(V1) };
     const refused = await runChild(stub, args, env);
     expect([refused.code, refused.stdout]).toEqual([1, '']);
-    expect(refused.stderr).toContain(`ERR_PLUGIN_CACHE_INSECURE: refusing to use the credential cache: ${w.cache} is accessible by group or others (mode 755)`);
+    expect(refused.stderr).toContain(
+      `ERR_PLUGIN_CACHE_INSECURE: refusing to use the credential cache: ${w.cache} is accessible by group or others (mode 755)`,
+    );
     expect(refused.stderr).toContain(`hint: chmod 700 '${w.cache}'`);
     expect(issuances(w.count)).toBe(0);
 
@@ -198,13 +243,19 @@ describe('cache', () => {
 
   it('SIGTERM during issuance releases the lock and writes nothing', async () => {
     const w = workspace();
-    const child = spawn(process.execPath, [stub, '--subject', 'alice', '--cache-dir', w.cache, '--count-file', w.count], {
-      env: { PATH: process.env['PATH'], KUBERNETES_EXEC_INFO: execInfo(V1), FIXTURE_DELAY_MS: '30000' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [stub, '--subject', 'alice', '--cache-dir', w.cache, '--count-file', w.count],
+      {
+        env: { PATH: process.env['PATH'], KUBERNETES_EXEC_INFO: execInfo(V1), FIXTURE_DELAY_MS: '30000' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let stdout = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('close', (_code, signal) => resolve(signal)));
+    const exited = new Promise<NodeJS.Signals | null>((resolve) =>
+      child.on('close', (_code, signal) => resolve(signal)),
+    );
     const deadline = Date.now() + 20_000;
     while (issuances(w.count) === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
     expect(readdirSync(w.cache).filter((name) => name.endsWith('.lock'))).toHaveLength(1); // issuing, lock held
@@ -249,7 +300,9 @@ describe('cache', () => {
     credential(await runChild(stub, ['--subject', 'alice', '--cache-dir', w.cache, '--count-file', w.count], env));
     expect(issuances(w.count)).toBe(3);
     const empty = await runChild(stub, ['clean'], { KUBECACHEDIR: join(w.dir, 'nothing-here') });
-    expect(empty.stdout).toBe(`removed 0 cached credentials from ${join(w.dir, 'nothing-here', 'clusterprofile', 'runtime-fixture')}\n`);
+    expect(empty.stdout).toBe(
+      `removed 0 cached credentials from ${join(w.dir, 'nothing-here', 'clusterprofile', 'runtime-fixture')}\n`,
+    );
   });
 });
 
@@ -272,7 +325,10 @@ describe('cache-hit path', () => {
     // ... and on a hit only the stub, the bundle and its shared chunks are loaded.
     expect(onHit.urls.filter((url) => /\/chunks\/(heavy|schemas)-|node_modules/.test(url))).toEqual([]);
     expect(onMiss.urls.some((url) => /\/chunks\/schemas-/.test(url))).toBe(true); // input checked against the schema on a miss
-    const loadedBytes = [...new Set(onHit.urls.filter((url) => url.startsWith('file:')))].reduce((sum, url) => sum + statSync(new URL(url)).size, 0);
+    const loadedBytes = [...new Set(onHit.urls.filter((url) => url.startsWith('file:')))].reduce(
+      (sum, url) => sum + statSync(new URL(url)).size,
+      0,
+    );
     expect(loadedBytes).toBeLessThan(64 * 1024);
     for (const heavy of ['http', 'https', 'tls', 'http2', 'zlib']) {
       expect(onHit.builtins).not.toContain(heavy);

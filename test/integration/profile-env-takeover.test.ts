@@ -25,7 +25,14 @@ function setup(extra: Partial<ProviderConfig> = {}) {
         name: 'oidc',
         cluster: {
           server: 'https://member.example:6443',
-          extensions: [{ name: ENVS_EXT, extension: { NODE_OPTIONS: `--import=data:text/javascript;base64,${Buffer.from(code).toString('base64')}` } }],
+          extensions: [
+            {
+              name: ENVS_EXT,
+              extension: {
+                NODE_OPTIONS: `--import=data:text/javascript;base64,${Buffer.from(code).toString('base64')}`,
+              },
+            },
+          ],
         },
       },
     ],
@@ -34,7 +41,12 @@ function setup(extra: Partial<ProviderConfig> = {}) {
     providers: [
       {
         name: 'oidc',
-        execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command: process.execPath, args: [PLUGIN], provideClusterInfo: true },
+        execConfig: {
+          apiVersion: 'client.authentication.k8s.io/v1',
+          command: process.execPath,
+          args: [PLUGIN],
+          provideClusterInfo: true,
+        },
         profileSourcedEnvVarsPolicy: 'AppendIfNotExists',
         ...extra,
       },
@@ -50,12 +62,16 @@ describe('NODE_OPTIONS from a ClusterProfile', () => {
     try {
       const access = resolveClusterAccess(attack, accessConfig);
       // Old behaviour: the env reached the plugin. Run it, so a regression shows as the marker below too.
-      void runExecPlugin(access.exec, access.cluster, { env: { PATH: process.env['PATH'] }, timeoutMs: 20_000 }).catch(() => undefined);
+      void runExecPlugin(access.exec, access.cluster, { env: { PATH: process.env['PATH'] }, timeoutMs: 20_000 }).catch(
+        () => undefined,
+      );
     } catch (error) {
       caught = error;
     }
     expect(isCredentialsError(caught) && caught.code).toBe('ERR_PROFILE_ENV_DENIED');
-    expect(isCredentialsError(caught) && caught.path).toBe('$.status.accessProviders[0].cluster.extensions[0].extension.NODE_OPTIONS');
+    expect(isCredentialsError(caught) && caught.path).toBe(
+      '$.status.accessProviders[0].cluster.extensions[0].extension.NODE_OPTIONS',
+    );
     expect(existsSync(marker)).toBe(false);
   });
 
@@ -63,7 +79,9 @@ describe('NODE_OPTIONS from a ClusterProfile', () => {
     const { marker, attack, accessConfig } = setup({ allowedProfileEnvVars: ['NODE_OPTIONS'] });
     const access = resolveClusterAccess(attack, accessConfig);
     // The plugin itself fails (no OIDC config): the injected module ran before it.
-    await expect(runExecPlugin(access.exec, access.cluster, { env: { PATH: process.env['PATH'] }, timeoutMs: 20_000 })).rejects.toMatchObject({
+    await expect(
+      runExecPlugin(access.exec, access.cluster, { env: { PATH: process.env['PATH'] }, timeoutMs: 20_000 }),
+    ).rejects.toMatchObject({
       code: 'ERR_EXEC_FAILED',
     });
     expect(readFileSync(marker, 'utf8')).toBe(`ran in ${PLUGIN}`);

@@ -9,7 +9,16 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLI, issuerConfig, PLUGIN, runNode, startIssuer, V1, execInfo, type RunningIssuer } from '../helpers/tenant-cert-plugin-run.js';
+import {
+  CLI,
+  issuerConfig,
+  PLUGIN,
+  runNode,
+  startIssuer,
+  V1,
+  execInfo,
+  type RunningIssuer,
+} from '../helpers/tenant-cert-plugin-run.js';
 
 const PROVIDER = 'member-1';
 const LONGEST = `c${'0123456789'.repeat(6)}-z`; // 63 characters
@@ -37,11 +46,34 @@ afterAll(async () => {
   rmSync(root, { recursive: true, force: true });
 });
 
-const trust = (clusterID: string) => runNode(CLI, ['issuer', 'trust', '--data-dir', issuer.dataDir, '--cluster-id', clusterID, '--public-key', publicKeyFile]);
+const trust = (clusterID: string) =>
+  runNode(CLI, [
+    'issuer',
+    'trust',
+    '--data-dir',
+    issuer.dataDir,
+    '--cluster-id',
+    clusterID,
+    '--public-key',
+    publicKeyFile,
+  ]);
 const plugin = (clusterID: string) =>
-  runNode(PLUGIN, ['--cluster-id', clusterID, '--key-file', keyFile, '--cache-dir', join(root, 'cache'), '--identity-dir', join(root, 'identities')], {
-    KUBERNETES_EXEC_INFO: execInfo(V1, config),
-  });
+  runNode(
+    PLUGIN,
+    [
+      '--cluster-id',
+      clusterID,
+      '--key-file',
+      keyFile,
+      '--cache-dir',
+      join(root, 'cache'),
+      '--identity-dir',
+      join(root, 'identities'),
+    ],
+    {
+      KUBERNETES_EXEC_INFO: execInfo(V1, config),
+    },
+  );
 const codeOf = (stderr: string): string | undefined => /\b(ERR_[A-Z_]+):/.exec(stderr)?.[1];
 
 describe('cluster IDs: the issuer and the plugin agree', () => {

@@ -7,7 +7,13 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestCa, type TestCa } from '../helpers/tls.js';
 import { createKeyFile, type TestKey } from '../helpers/tenant-cert-plugin.js';
-import { cacheEntries, runPlugin, startStandIn, type PluginSetup, type StandIn } from '../helpers/tenant-cert-plugin-run.js';
+import {
+  cacheEntries,
+  runPlugin,
+  startStandIn,
+  type PluginSetup,
+  type StandIn,
+} from '../helpers/tenant-cert-plugin-run.js';
 
 let ca: TestCa;
 let key: TestKey;
@@ -61,7 +67,9 @@ describe('tenant-cert plugin: codes from the registry', () => {
     const result = await runPlugin(setup(standIn.url), undefined, ['--timeout', '3']);
     expect(result.code).toBe(1);
     expect(standIn.counts.get('POST /v1/nonces')).toBeGreaterThan(1);
-    expect(result.stderr).toContain('ERR_TENANT_CERT_ISSUER_ERROR: the issuer answered HTTP 503 with ERR_ISSUER_MAINTENANCE: back at noon');
+    expect(result.stderr).toContain(
+      'ERR_TENANT_CERT_ISSUER_ERROR: the issuer answered HTTP 503 with ERR_ISSUER_MAINTENANCE: back at noon',
+    );
   });
 
   it('an issuerCA that only fails to parse on a cache miss is ERR_TENANT_CERT_CONFIG, exit 2, and no request is sent', async () => {
@@ -71,10 +79,14 @@ describe('tenant-cert plugin: codes from the registry', () => {
     standIns.push(standIn);
     // A PEM block of a DER SEQUENCE: the cheap shape check of the settings passes, X.509 parsing does not.
     const body = Buffer.concat([Buffer.from([0x30, 0x44]), Buffer.alloc(68)]).toString('base64');
-    const result = await runPlugin(setup(standIn.url, `-----BEGIN CERTIFICATE-----\n${body}\n-----END CERTIFICATE-----\n`));
+    const result = await runPlugin(
+      setup(standIn.url, `-----BEGIN CERTIFICATE-----\n${body}\n-----END CERTIFICATE-----\n`),
+    );
     expect(result.code).toBe(2);
     expect(result.stdout).toBe('');
-    expect(result.stderr).toContain('ERR_TENANT_CERT_CONFIG: spec.cluster.config.issuerCA: a certificate in the bundle cannot be parsed');
+    expect(result.stderr).toContain(
+      'ERR_TENANT_CERT_CONFIG: spec.cluster.config.issuerCA: a certificate in the bundle cannot be parsed',
+    );
     expect(standIn.counts.size).toBe(0);
   });
 });

@@ -8,7 +8,13 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestCa, type TestCa } from '../helpers/tls.js';
 import { createKeyFile, type TestKey } from '../helpers/tenant-cert-plugin.js';
-import { cacheEntries, runPlugin, startStandIn, type PluginSetup, type StandIn } from '../helpers/tenant-cert-plugin-run.js';
+import {
+  cacheEntries,
+  runPlugin,
+  startStandIn,
+  type PluginSetup,
+  type StandIn,
+} from '../helpers/tenant-cert-plugin-run.js';
 
 let ca: TestCa;
 let key: TestKey;
@@ -56,7 +62,7 @@ describe('tenant-cert plugin: a misbehaving issuer', () => {
     expect(cacheEntries(s.cacheDir)).toEqual([]);
   });
 
-  it('issuer answers 500: bounded retries with backoff, the issuer\'s code, nothing cached', async () => {
+  it("issuer answers 500: bounded retries with backoff, the issuer's code, nothing cached", async () => {
     const standIn = await startStandIn(ca, (_req, res) => {
       res.writeHead(500, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ code: 'ERR_ISSUER_INTERNAL', message: 'the data dir is on fire' }));
@@ -107,7 +113,13 @@ describe('tenant-cert plugin: a misbehaving issuer', () => {
   it('a refusal (403) is not retried', async () => {
     const standIn = await startStandIn(ca, (_req, res) => {
       res.writeHead(403, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ code: 'ERR_TENANT_UNKNOWN_CONSUMER', message: 'consumer-1 is not trusted here', hint: 'clusterprofile issuer trust' }));
+      res.end(
+        JSON.stringify({
+          code: 'ERR_TENANT_UNKNOWN_CONSUMER',
+          message: 'consumer-1 is not trusted here',
+          hint: 'clusterprofile issuer trust',
+        }),
+      );
     });
     standIns.push(standIn);
     const result = await runPlugin(setup(standIn.url));

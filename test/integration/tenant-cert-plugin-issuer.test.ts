@@ -69,7 +69,16 @@ async function keygen(name: string, algorithm = 'ed25519'): Promise<{ file: stri
 }
 
 async function trust(clusterID: string, publicKeyFile: string): Promise<void> {
-  const result = await runNode(CLI, ['issuer', 'trust', '--data-dir', dataDir, '--cluster-id', clusterID, '--public-key', publicKeyFile]);
+  const result = await runNode(CLI, [
+    'issuer',
+    'trust',
+    '--data-dir',
+    dataDir,
+    '--cluster-id',
+    clusterID,
+    '--public-key',
+    publicKeyFile,
+  ]);
   expect(result.code, result.stderr).toBe(0);
 }
 
@@ -104,7 +113,7 @@ describe('tenant-cert plugin ⇄ issuer (real processes, real TLS)', () => {
   let first: Credential;
   let firstSetup: PluginSetup;
 
-  it('prints a v1 ExecCredential with our certificate and key, expiring at 2/3 of the certificate\'s lifetime', async () => {
+  it("prints a v1 ExecCredential with our certificate and key, expiring at 2/3 of the certificate's lifetime", async () => {
     firstSetup = setup();
     const result = await runPlugin(firstSetup, V1);
     expect(result.code, result.stderr).toBe(0);
@@ -115,7 +124,10 @@ describe('tenant-cert plugin ⇄ issuer (real processes, real TLS)', () => {
     const certificate = new X509Certificate(first.status.clientCertificateData);
     expect(certificate.subject).toContain(`CN=${CONSUMER}`);
     // The key is ours (the private key never left the process: the certificate certifies its public half).
-    const ours = createPublicKey(createPrivateKey(readFileSync(keyFile, 'utf8'))).export({ type: 'spki', format: 'der' });
+    const ours = createPublicKey(createPrivateKey(readFileSync(keyFile, 'utf8'))).export({
+      type: 'spki',
+      format: 'der',
+    });
     expect(certificate.publicKey.export({ type: 'spki', format: 'der' }).equals(ours)).toBe(true);
     expect(first.status.clientKeyData).toBe(readFileSync(keyFile, 'utf8'));
     const notBefore = certificate.validFromDate.getTime();
@@ -139,7 +151,11 @@ describe('tenant-cert plugin ⇄ issuer (real processes, real TLS)', () => {
   it('openssl verifies the certificate against client-ca.crt and its key matches ours', () => {
     const certFile = join(root, 'issued.crt');
     writeFileSync(certFile, first.status.clientCertificateData);
-    const verify = execFileSync('openssl', ['verify', '-purpose', 'sslclient', '-CAfile', join(dataDir, 'client-ca.crt'), certFile], { encoding: 'utf8' });
+    const verify = execFileSync(
+      'openssl',
+      ['verify', '-purpose', 'sslclient', '-CAfile', join(dataDir, 'client-ca.crt'), certFile],
+      { encoding: 'utf8' },
+    );
     expect(verify.trim()).toBe(`${certFile}: OK`);
     const certKey = execFileSync('openssl', ['x509', '-in', certFile, '-noout', '-pubkey'], { encoding: 'utf8' });
     const fileKey = execFileSync('openssl', ['pkey', '-in', keyFile, '-pubout'], { encoding: 'utf8' });
@@ -150,11 +166,14 @@ describe('tenant-cert plugin ⇄ issuer (real processes, real TLS)', () => {
     const ca = await createTestCa('member-api-ca');
     const serving = await ca.issueServerCert();
     const seen: string[] = [];
-    const server = https.createServer({ cert: serving.cert, key: serving.key, ca: clientCa, requestCert: true, rejectUnauthorized: true }, (req, res) => {
-      const peer = (req.socket as import('node:tls').TLSSocket).getPeerCertificate();
-      seen.push(peer.subject.CN as string);
-      res.end('ok');
-    });
+    const server = https.createServer(
+      { cert: serving.cert, key: serving.key, ca: clientCa, requestCert: true, rejectUnauthorized: true },
+      (req, res) => {
+        const peer = (req.socket as import('node:tls').TLSSocket).getPeerCertificate();
+        seen.push(peer.subject.CN as string);
+        res.end('ok');
+      },
+    );
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const url = `https://127.0.0.1:${(server.address() as import('node:net').AddressInfo).port}/`;
     try {
@@ -182,7 +201,7 @@ describe('tenant-cert plugin ⇄ issuer (real processes, real TLS)', () => {
     first = renewed;
   });
 
-  it('unknown consumer: the issuer\'s ERR_TENANT_UNKNOWN_CONSUMER, exit 1, empty stdout, nothing cached', async () => {
+  it("unknown consumer: the issuer's ERR_TENANT_UNKNOWN_CONSUMER, exit 1, empty stdout, nothing cached", async () => {
     const s = setup({ clusterID: 'stranger-1' });
     const result = await runPlugin(s);
     expect(result.code).toBe(1);
@@ -218,18 +237,44 @@ describe('tenant-cert plugin: an imported Identity next to an issuer', () => {
   it('is served while valid (no handshake); an expired one falls back to the issuer with a note', async () => {
     const signer = await createSigner('liqo-provider-ca');
     const ours = createPublicKey(createPrivateKey(readFileSync(keyFile, 'utf8')));
-    const valid = await signer.issue(ours, { cn: CONSUMER, notBefore: new Date(Date.now() - 60_000), notAfter: new Date(Date.now() + 365 * 86_400_000) });
+    const valid = await signer.issue(ours, {
+      cn: CONSUMER,
+      notBefore: new Date(Date.now() - 60_000),
+      notAfter: new Date(Date.now() + 365 * 86_400_000),
+    });
     const s = setup();
-    const file = writeText(root, 'imported-identity.yaml', liqoIdentityYaml({ provider: PROVIDER, consumer: CONSUMER, certPem: valid }));
-    const imported = await runNode(CLI, ['identity', 'import', file, '--key-file', keyFile, '--identity-dir', s.identityDir]);
+    const file = writeText(
+      root,
+      'imported-identity.yaml',
+      liqoIdentityYaml({ provider: PROVIDER, consumer: CONSUMER, certPem: valid }),
+    );
+    const imported = await runNode(CLI, [
+      'identity',
+      'import',
+      file,
+      '--key-file',
+      keyFile,
+      '--identity-dir',
+      s.identityDir,
+    ]);
     expect(imported.code, imported.stderr).toBe(0);
     const served = await runPlugin(s);
     expect(served.code, served.stderr).toBe(0);
-    expect(new X509Certificate(parse(served.stdout).status.clientCertificateData).serialNumber).toBe(new X509Certificate(valid).serialNumber);
+    expect(new X509Certificate(parse(served.stdout).status.clientCertificateData).serialNumber).toBe(
+      new X509Certificate(valid).serialNumber,
+    );
 
     // Expired: written straight into the store (import would refuse it), the issuer answers instead.
-    const expired = await signer.issue(ours, { cn: CONSUMER, notBefore: new Date(Date.now() - 7_200_000), notAfter: new Date(Date.now() - 3_600_000) });
-    writeFileSync(imported.stdout.trim(), liqoIdentityYaml({ provider: PROVIDER, consumer: CONSUMER, certPem: expired }), { mode: 0o600 });
+    const expired = await signer.issue(ours, {
+      cn: CONSUMER,
+      notBefore: new Date(Date.now() - 7_200_000),
+      notAfter: new Date(Date.now() - 3_600_000),
+    });
+    writeFileSync(
+      imported.stdout.trim(),
+      liqoIdentityYaml({ provider: PROVIDER, consumer: CONSUMER, certPem: expired }),
+      { mode: 0o600 },
+    );
     const fresh = await runPlugin(setup({ identityDir: s.identityDir }));
     expect(fresh.code, fresh.stderr).toBe(0);
     expect(fresh.stderr).toContain('not using the imported Identity (ERR_TENANT_CERT_BAD_CERTIFICATE');
@@ -251,10 +296,14 @@ describe('tenant-cert plugin: 100 parallel runs on a cold cache', () => {
 
   it('exactly one handshake at the issuer; all 100 print the same valid credential', async () => {
     const s = setup({ config: { issuerURL: proxy.url, issuerCA: ca.certBase64, providerClusterID: PROVIDER } });
-    const results = await Promise.all(Array.from({ length: Number(process.env["TC_PARALLEL"] ?? 100) }, () => runPlugin(s, V1)));
+    const results = await Promise.all(
+      Array.from({ length: Number(process.env['TC_PARALLEL'] ?? 100) }, () => runPlugin(s, V1)),
+    );
     const failures = results.filter((r) => r.code !== 0);
     expect(failures.map((r) => r.stderr)).toEqual([]);
-    const serials = new Set(results.map((r) => new X509Certificate(parse(r.stdout).status.clientCertificateData).serialNumber));
+    const serials = new Set(
+      results.map((r) => new X509Certificate(parse(r.stdout).status.clientCertificateData).serialNumber),
+    );
     expect(serials.size).toBe(1);
     expect(proxy.counts.get('POST /v1/nonces')).toBe(1);
     expect(proxy.counts.get('POST /v1/tenants')).toBe(1);

@@ -8,7 +8,14 @@ import { X509Certificate } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { createKeyFile, createSigner, liqoIdentityYaml, writeText, type TestKey, type TestSigner } from '../helpers/tenant-cert-plugin.js';
+import {
+  createKeyFile,
+  createSigner,
+  liqoIdentityYaml,
+  writeText,
+  type TestKey,
+  type TestSigner,
+} from '../helpers/tenant-cert-plugin.js';
 import { CLI, cacheEntries, runNode, runPlugin, type PluginSetup } from '../helpers/tenant-cert-plugin-run.js';
 
 const PROVIDER = 'member-1';
@@ -34,17 +41,27 @@ function setup(): PluginSetup {
 }
 
 async function importIdentity(s: PluginSetup, certPem: string, extra: readonly string[] = []) {
-  const file = writeText(mkdtempSync(join(key.dir, 'doc-')), 'identity.yaml', liqoIdentityYaml({ provider: PROVIDER, consumer: CONSUMER, certPem, apiServer: 'https://member.example:6443' }));
+  const file = writeText(
+    mkdtempSync(join(key.dir, 'doc-')),
+    'identity.yaml',
+    liqoIdentityYaml({ provider: PROVIDER, consumer: CONSUMER, certPem, apiServer: 'https://member.example:6443' }),
+  );
   return runNode(CLI, ['identity', 'import', file, '--key-file', key.file, '--identity-dir', s.identityDir, ...extra]);
 }
 
 const serialOf = (stdout: string): string =>
-  new X509Certificate((JSON.parse(stdout) as { status: { clientCertificateData: string } }).status.clientCertificateData).serialNumber;
+  new X509Certificate(
+    (JSON.parse(stdout) as { status: { clientCertificateData: string } }).status.clientCertificateData,
+  ).serialNumber;
 
 describe('tenant-cert cache hit', () => {
   it('does not serve an entry whose certificate has expired, even with an expirationTimestamp ahead', async () => {
     const s = setup();
-    const valid = await signer.issue(key.publicKey, { cn: CONSUMER, notBefore: new Date(Date.now() - 60_000), notAfter: new Date(Date.now() + 86_400_000) });
+    const valid = await signer.issue(key.publicKey, {
+      cn: CONSUMER,
+      notBefore: new Date(Date.now() - 60_000),
+      notAfter: new Date(Date.now() + 86_400_000),
+    });
     expect((await importIdentity(s, valid)).code).toBe(0);
     const first = await runPlugin(s);
     expect(first.code, first.stderr).toBe(0);
@@ -58,7 +75,11 @@ describe('tenant-cert cache hit', () => {
 
     // The entry now holds an expired certificate (a clock that was wrong when it was written, an edited file),
     // while its expirationTimestamp says a day more.
-    const expired = await signer.issue(key.publicKey, { cn: CONSUMER, notBefore: new Date(Date.now() - 7_200_000), notAfter: new Date(Date.now() - 3_600_000) });
+    const expired = await signer.issue(key.publicKey, {
+      cn: CONSUMER,
+      notBefore: new Date(Date.now() - 7_200_000),
+      notAfter: new Date(Date.now() - 3_600_000),
+    });
     entry.status.clientCertificateData = expired;
     entry.status.expirationTimestamp = new Date(Date.now() + 86_400_000).toISOString().replace(/\.\d{3}Z$/, 'Z');
     entry.state.notAfter = new X509Certificate(expired).validToDate.toISOString();
@@ -72,12 +93,23 @@ describe('tenant-cert cache hit', () => {
 
   it('does not serve an entry without the notAfter state (not written by this plugin)', async () => {
     const s = setup();
-    const valid = await signer.issue(key.publicKey, { cn: CONSUMER, notBefore: new Date(Date.now() - 60_000), notAfter: new Date(Date.now() + 86_400_000) });
+    const valid = await signer.issue(key.publicKey, {
+      cn: CONSUMER,
+      notBefore: new Date(Date.now() - 60_000),
+      notAfter: new Date(Date.now() + 86_400_000),
+    });
     expect((await importIdentity(s, valid)).code).toBe(0);
     expect((await runPlugin(s)).code).toBe(0);
     const [entryFile] = cacheEntries(s.cacheDir);
-    const entry = JSON.parse(readFileSync(entryFile ?? '', 'utf8')) as { status: { clientCertificateData: string }; state?: unknown };
-    const expired = await signer.issue(key.publicKey, { cn: CONSUMER, notBefore: new Date(Date.now() - 7_200_000), notAfter: new Date(Date.now() - 3_600_000) });
+    const entry = JSON.parse(readFileSync(entryFile ?? '', 'utf8')) as {
+      status: { clientCertificateData: string };
+      state?: unknown;
+    };
+    const expired = await signer.issue(key.publicKey, {
+      cn: CONSUMER,
+      notBefore: new Date(Date.now() - 7_200_000),
+      notAfter: new Date(Date.now() - 3_600_000),
+    });
     entry.status.clientCertificateData = expired;
     delete entry.state;
     writeFileSync(entryFile ?? '', JSON.stringify(entry), { mode: 0o600 });
@@ -90,7 +122,11 @@ describe('tenant-cert cache hit', () => {
 describe('clusterprofile identity import --kubeconfig', () => {
   it('stores no Identity when the kubeconfig cannot be written, and says so', async () => {
     const s = setup();
-    const valid = await signer.issue(key.publicKey, { cn: CONSUMER, notBefore: new Date(Date.now() - 60_000), notAfter: new Date(Date.now() + 86_400_000) });
+    const valid = await signer.issue(key.publicKey, {
+      cn: CONSUMER,
+      notBefore: new Date(Date.now() - 60_000),
+      notAfter: new Date(Date.now() + 86_400_000),
+    });
     // A directory where the kubeconfig file should be: the write fails after the Identity's checks passed.
     const target = join(mkdtempSync(join(key.dir, 'out-')), 'member-1.kubeconfig');
     mkdirSync(target);
@@ -109,11 +145,19 @@ describe('clusterprofile identity import --kubeconfig', () => {
 
   it('keeps the Identity imported before when a re-import cannot write its kubeconfig', async () => {
     const s = setup();
-    const first = await signer.issue(key.publicKey, { cn: CONSUMER, notBefore: new Date(Date.now() - 60_000), notAfter: new Date(Date.now() + 86_400_000) });
+    const first = await signer.issue(key.publicKey, {
+      cn: CONSUMER,
+      notBefore: new Date(Date.now() - 60_000),
+      notAfter: new Date(Date.now() + 86_400_000),
+    });
     const imported = await importIdentity(s, first);
     expect(imported.code, imported.stderr).toBe(0);
     const stored = readFileSync(imported.stdout.trim(), 'utf8');
-    const second = await signer.issue(key.publicKey, { cn: CONSUMER, notBefore: new Date(Date.now() - 60_000), notAfter: new Date(Date.now() + 2 * 86_400_000) });
+    const second = await signer.issue(key.publicKey, {
+      cn: CONSUMER,
+      notBefore: new Date(Date.now() - 60_000),
+      notAfter: new Date(Date.now() + 2 * 86_400_000),
+    });
     const target = join(mkdtempSync(join(key.dir, 'out-')), 'missing-dir', 'x', 'member-1.kubeconfig');
     writeFileSync(join(target, '..', '..'), 'a file where a directory should be');
     const result = await importIdentity(s, second, ['--kubeconfig', target]);
@@ -125,7 +169,11 @@ describe('clusterprofile identity import --kubeconfig', () => {
 
   it('writes both when it can', async () => {
     const s = setup();
-    const valid = await signer.issue(key.publicKey, { cn: CONSUMER, notBefore: new Date(Date.now() - 60_000), notAfter: new Date(Date.now() + 86_400_000) });
+    const valid = await signer.issue(key.publicKey, {
+      cn: CONSUMER,
+      notBefore: new Date(Date.now() - 60_000),
+      notAfter: new Date(Date.now() + 86_400_000),
+    });
     const target = join(mkdtempSync(join(key.dir, 'out-')), 'member-1.kubeconfig');
     const result = await importIdentity(s, valid, ['--kubeconfig', target]);
     expect(result.code, result.stderr).toBe(0);

@@ -31,11 +31,26 @@ beforeAll(async () => {
       res.end(JSON.stringify(value));
     };
     const url = req.url ?? '';
-    if (!crdsInstalled) return reply(404, { kind: 'Status', apiVersion: 'v1', status: 'Failure', message: 'the server could not find the requested resource', code: 404 });
+    if (!crdsInstalled)
+      return reply(404, {
+        kind: 'Status',
+        apiVersion: 'v1',
+        status: 'Failure',
+        message: 'the server could not find the requested resource',
+        code: 404,
+      });
     const name = /\/tenants\/([^/?]+)$/.exec(url)?.[1];
     if (req.method === 'GET' && name !== undefined) {
       const tenant = tenants.get(name);
-      return tenant === undefined ? reply(404, { kind: 'Status', code: 404, reason: 'NotFound', message: `tenants "${name}" not found`, details: { name, kind: 'tenants' } }) : reply(200, tenant);
+      return tenant === undefined
+        ? reply(404, {
+            kind: 'Status',
+            code: 404,
+            reason: 'NotFound',
+            message: `tenants "${name}" not found`,
+            details: { name, kind: 'tenants' },
+          })
+        : reply(200, tenant);
     }
     if (req.method === 'POST' && url.endsWith('/tenants')) {
       const tenant = JSON.parse(body) as Record<string, any>;
@@ -51,7 +66,12 @@ beforeAll(async () => {
     stringify({
       apiVersion: 'v1',
       kind: 'Config',
-      clusters: [{ name: 'p', cluster: { server: server.url, 'certificate-authority-data': Buffer.from(ca.cert).toString('base64') } }],
+      clusters: [
+        {
+          name: 'p',
+          cluster: { server: server.url, 'certificate-authority-data': Buffer.from(ca.cert).toString('base64') },
+        },
+      ],
       users: [{ name: 'u', user: { token: 'bootstrap-token-not-to-be-shown' } }],
       contexts: [{ name: 'p', context: { cluster: 'p', user: 'u', namespace: 'tenants' } }],
       'current-context': 'p',
@@ -69,8 +89,14 @@ const apply = ['tenant', 'apply', '--key-file', keyFile, '--cluster-id', 'c1', '
 describe('usage', () => {
   test.each([
     [apply, 'ERR_USAGE: tenant apply needs --to-cluster'],
-    [['identity', 'import', 'identity.yaml', '--from-cluster', '--key-file', keyFile], 'ERR_USAGE: give either FILE or --from-cluster, not both'],
-    [['identity', 'import', '--from-cluster', '--key-file', keyFile], 'ERR_USAGE: identity import --from-cluster needs --cluster-id'],
+    [
+      ['identity', 'import', 'identity.yaml', '--from-cluster', '--key-file', keyFile],
+      'ERR_USAGE: give either FILE or --from-cluster, not both',
+    ],
+    [
+      ['identity', 'import', '--from-cluster', '--key-file', keyFile],
+      'ERR_USAGE: identity import --from-cluster needs --cluster-id',
+    ],
   ])('clusterprofile %j: exit 2', async (args, message) => {
     const result = await runNode(CLI, args);
     expect(result.stdout).toBe('');
@@ -84,12 +110,26 @@ describe('against a stand-in API server', () => {
     crdsInstalled = false;
     for (const args of [
       [...apply, '--to-cluster', '--provider-kubeconfig', kubeconfig],
-      ['identity', 'import', '--from-cluster', '--cluster-id', 'c1', '--key-file', keyFile, '--provider-kubeconfig', kubeconfig, '--identity-dir', join(dir, 'ids')],
+      [
+        'identity',
+        'import',
+        '--from-cluster',
+        '--cluster-id',
+        'c1',
+        '--key-file',
+        keyFile,
+        '--provider-kubeconfig',
+        kubeconfig,
+        '--identity-dir',
+        join(dir, 'ids'),
+      ],
     ]) {
       const result = await runNode(CLI, args);
       expect(result.stdout).toBe('');
       expect(result.code).toBe(1);
-      expect(result.stderr).toMatch(/ERR_TENANT_FLOW_API: (reading|creating) Tenant tenants\/c1: the API server answered 404: the server could not find the requested resource/);
+      expect(result.stderr).toMatch(
+        /ERR_TENANT_FLOW_API: (reading|creating) Tenant tenants\/c1: the API server answered 404: the server could not find the requested resource/,
+      );
       expect(result.stderr).toContain('kubectl apply --server-side -f deploy/crds/');
       expect(result.stderr).not.toContain('bootstrap-token-not-to-be-shown');
       expect(result.stderr).not.toMatch(/\n\s+at /);
@@ -100,16 +140,37 @@ describe('against a stand-in API server', () => {
     crdsInstalled = true;
     const posts = 'POST /apis/credentials.clusterprofile.io/v1alpha1/namespaces/tenants/tenants';
     const before = server.counts.get(posts) ?? 0;
-    const result = await runNode(CLI, [...apply, '--to-cluster', '--provider-kubeconfig', kubeconfig, '--timeout', '1s']);
+    const result = await runNode(CLI, [
+      ...apply,
+      '--to-cluster',
+      '--provider-kubeconfig',
+      kubeconfig,
+      '--timeout',
+      '1s',
+    ]);
     expect(result.stdout).toBe('');
     expect(result.code).toBe(1);
-    expect(result.stderr).toContain('ERR_TENANT_FLOW_TIMEOUT: the issuer did not answer Tenant tenants/c1 (generation 1) within 1 s');
+    expect(result.stderr).toContain(
+      'ERR_TENANT_FLOW_TIMEOUT: the issuer did not answer Tenant tenants/c1 (generation 1) within 1 s',
+    );
     expect(server.counts.get(posts)).toBe(before + 1);
   });
 
   test('identity import --from-cluster of a Tenant the issuer has not answered: ERR_TENANT_FLOW_NO_IDENTITY', async () => {
     crdsInstalled = true;
-    const result = await runNode(CLI, ['identity', 'import', '--from-cluster', '--cluster-id', 'c1', '--key-file', keyFile, '--provider-kubeconfig', kubeconfig, '--identity-dir', join(dir, 'ids')]);
+    const result = await runNode(CLI, [
+      'identity',
+      'import',
+      '--from-cluster',
+      '--cluster-id',
+      'c1',
+      '--key-file',
+      keyFile,
+      '--provider-kubeconfig',
+      kubeconfig,
+      '--identity-dir',
+      join(dir, 'ids'),
+    ]);
     expect(result.code).toBe(1);
     expect(result.stderr).toContain('ERR_TENANT_FLOW_NO_IDENTITY: Tenant tenants/c1 has no Identity yet');
   });

@@ -14,12 +14,16 @@ import { createTestCa, startHttpsServer, type TestCa } from '../helpers/tls.js';
 const BIN = join(import.meta.dirname, '../../bin/clusterprofile-token-request.mjs');
 
 function runPlugin(args: string[], execInfo: unknown, env: Record<string, string> = {}) {
-  return runNode(BIN, args, { env: { ...(execInfo === undefined ? {} : { KUBERNETES_EXEC_INFO: JSON.stringify(execInfo) }), ...env } });
+  return runNode(BIN, args, {
+    env: { ...(execInfo === undefined ? {} : { KUBERNETES_EXEC_INFO: JSON.stringify(execInfo) }), ...env },
+  });
 }
 
 function kubeconfig(server: string, caBase64: string, user: Record<string, string>): string {
   return JSON.stringify({
-    apiVersion: 'v1', kind: 'Config', 'current-context': 'c',
+    apiVersion: 'v1',
+    kind: 'Config',
+    'current-context': 'c',
     clusters: [{ name: 'c', cluster: { server, 'certificate-authority-data': caBase64 } }],
     users: [{ name: 'u', user }],
     contexts: [{ name: 'c', context: { cluster: 'c', user: 'u', namespace: 'fleet' } }],
@@ -32,10 +36,19 @@ let dir: string;
 let bootstrapKubeconfig: string;
 
 function execInfo(config: Record<string, unknown>, apiVersion = 'client.authentication.k8s.io/v1') {
-  return { apiVersion, kind: 'ExecCredential', spec: { interactive: false, cluster: { server: api.url, 'certificate-authority-data': ca.certBase64, config } } };
+  return {
+    apiVersion,
+    kind: 'ExecCredential',
+    spec: { interactive: false, cluster: { server: api.url, 'certificate-authority-data': ca.certBase64, config } },
+  };
 }
 
-const goodConfig = { namespace: 'fleet', serviceAccount: 'fleet-workload', audiences: ['https://member.example'], expirationSeconds: 3600 };
+const goodConfig = {
+  namespace: 'fleet',
+  serviceAccount: 'fleet-workload',
+  audiences: ['https://member.example'],
+  expirationSeconds: 3600,
+};
 
 async function useToken(token: string, namespace = 'fleet'): Promise<number> {
   const { request } = await import('undici');
@@ -77,13 +90,20 @@ const cacheArgs = () => ['--cache-dir', join(dir, 'cache')];
 describe('token-request mode', () => {
   test('mints a bound token that the API server accepts, with an expiry 80% into its lifetime', async () => {
     const before = Date.now();
-    const result = await runPlugin(['--bootstrap-kubeconfig', bootstrapKubeconfig, ...cacheArgs()], execInfo(goodConfig));
+    const result = await runPlugin(
+      ['--bootstrap-kubeconfig', bootstrapKubeconfig, ...cacheArgs()],
+      execInfo(goodConfig),
+    );
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     const credential = JSON.parse(result.stdout);
     expect(credential).toMatchObject({ apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential' });
     expect(api.minted).toHaveLength(1);
-    expect(api.minted[0]).toMatchObject({ namespace: 'fleet', serviceAccount: 'fleet-workload', audiences: ['https://member.example'] });
+    expect(api.minted[0]).toMatchObject({
+      namespace: 'fleet',
+      serviceAccount: 'fleet-workload',
+      audiences: ['https://member.example'],
+    });
     expect(credential.status.token).toBe(api.minted[0]!.token);
     const renewIn = Date.parse(credential.status.expirationTimestamp) - before;
     expect(renewIn).toBeGreaterThan(0.8 * 3600_000 - 5_000);
@@ -95,15 +115,24 @@ describe('token-request mode', () => {
   test.each([
     ['--bootstrap kubeconfig', ['--bootstrap', 'kubeconfig']],
     ['no bootstrap flag (the default)', []],
-  ])('%s without --bootstrap-kubeconfig: the identity comes from KUBECONFIG=a:b, merged as kubectl merges it', async (_name, flags) => {
-    const split = await writeSplitKubeconfig(join(dir, 'split'), { server: api.url, caBase64: ca.certBase64, token: 'bootstrap-token' });
-    const result = await runPlugin([...flags, ...cacheArgs()], execInfo(goodConfig), { KUBECONFIG: split.KUBECONFIG });
-    expect(result.stderr).toBe('');
-    expect(result.code).toBe(0);
-    expect(api.minted).toHaveLength(1);
-    expect(api.server.requests.map((r) => r.bearer)).toEqual(['bootstrap-token']);
-    expect(await useToken(JSON.parse(result.stdout).status.token)).toBe(200);
-  });
+  ])(
+    '%s without --bootstrap-kubeconfig: the identity comes from KUBECONFIG=a:b, merged as kubectl merges it',
+    async (_name, flags) => {
+      const split = await writeSplitKubeconfig(join(dir, 'split'), {
+        server: api.url,
+        caBase64: ca.certBase64,
+        token: 'bootstrap-token',
+      });
+      const result = await runPlugin([...flags, ...cacheArgs()], execInfo(goodConfig), {
+        KUBECONFIG: split.KUBECONFIG,
+      });
+      expect(result.stderr).toBe('');
+      expect(result.code).toBe(0);
+      expect(api.minted).toHaveLength(1);
+      expect(api.server.requests.map((r) => r.bearer)).toEqual(['bootstrap-token']);
+      expect(await useToken(JSON.parse(result.stdout).status.token)).toBe(200);
+    },
+  );
 
   test('a ClusterProfile cannot redirect the bootstrap credential: another server, or a plain-http kubeconfig server, is refused before anything is sent', async () => {
     const collector = await startHttpsServer({ ca, handler: (_request, _req, res) => res.end('{}') });
@@ -113,15 +142,22 @@ describe('token-request mode', () => {
       const result = await runPlugin(['--bootstrap-kubeconfig', bootstrapKubeconfig, ...cacheArgs()], info);
       expect(result.code).toBe(2); // a configuration to change, as the registry says
       expect(result.stdout).toBe('');
-      expect(result.stderr).toContain(`ERR_TOKEN_REQUEST_BOOTSTRAP_SERVER: the ClusterProfile names the server ${collector.url}/, but the bootstrap identity`);
+      expect(result.stderr).toContain(
+        `ERR_TOKEN_REQUEST_BOOTSTRAP_SERVER: the ClusterProfile names the server ${collector.url}/, but the bootstrap identity`,
+      );
       expect(result.stderr).toContain(`belongs to ${api.url}`);
       expect(result.stderr).not.toContain('bootstrap-token');
       expect(collector.requests).toHaveLength(0);
       expect(api.server.requests).toHaveLength(0);
-      await expect(readdir(join(dir, 'cache')).then((names) => names.filter((name) => name.endsWith('.json')))).resolves.toEqual([]);
+      await expect(
+        readdir(join(dir, 'cache')).then((names) => names.filter((name) => name.endsWith('.json'))),
+      ).resolves.toEqual([]);
 
       const plain = join(dir, 'plain.kubeconfig');
-      await writeFile(plain, kubeconfig(api.url.replace('https:', 'http:'), ca.certBase64, { token: 'bootstrap-token' }));
+      await writeFile(
+        plain,
+        kubeconfig(api.url.replace('https:', 'http:'), ca.certBase64, { token: 'bootstrap-token' }),
+      );
       const http = await runPlugin(['--bootstrap-kubeconfig', plain, ...cacheArgs()], execInfo(goodConfig));
       expect(http.code).toBe(2);
       expect(http.stdout).toBe('');
@@ -146,8 +182,14 @@ describe('token-request mode', () => {
   });
 
   test('a second run is served from the cache: no second TokenRequest; v1beta1 answered in v1beta1', async () => {
-    const first = await runPlugin(['--bootstrap-kubeconfig', bootstrapKubeconfig, ...cacheArgs()], execInfo(goodConfig, 'client.authentication.k8s.io/v1beta1'));
-    const second = await runPlugin(['--bootstrap-kubeconfig', bootstrapKubeconfig, ...cacheArgs()], execInfo(goodConfig, 'client.authentication.k8s.io/v1beta1'));
+    const first = await runPlugin(
+      ['--bootstrap-kubeconfig', bootstrapKubeconfig, ...cacheArgs()],
+      execInfo(goodConfig, 'client.authentication.k8s.io/v1beta1'),
+    );
+    const second = await runPlugin(
+      ['--bootstrap-kubeconfig', bootstrapKubeconfig, ...cacheArgs()],
+      execInfo(goodConfig, 'client.authentication.k8s.io/v1beta1'),
+    );
     expect(first.code).toBe(0);
     expect(second.code).toBe(0);
     expect(JSON.parse(second.stdout).apiVersion).toBe('client.authentication.k8s.io/v1beta1');
@@ -159,21 +201,39 @@ describe('token-request mode', () => {
     api.options.minters['fleet/other'] = ['bootstrap-token'];
     api.options.serviceAccounts.push('fleet/other');
     await runPlugin(['--bootstrap-kubeconfig', bootstrapKubeconfig, ...cacheArgs()], execInfo(goodConfig));
-    const other = await runPlugin(['--bootstrap-kubeconfig', bootstrapKubeconfig, ...cacheArgs()], execInfo({ ...goodConfig, serviceAccount: 'other' }));
+    const other = await runPlugin(
+      ['--bootstrap-kubeconfig', bootstrapKubeconfig, ...cacheArgs()],
+      execInfo({ ...goodConfig, serviceAccount: 'other' }),
+    );
     expect(other.code).toBe(0);
     expect(api.minted.map((entry) => entry.serviceAccount)).toEqual(['fleet-workload', 'other']);
   });
 
   test('transient 500s are retried', async () => {
     api.options.failNext = { status: 500, count: 2 };
-    const result = await runPlugin(['--bootstrap-kubeconfig', bootstrapKubeconfig, ...cacheArgs()], execInfo(goodConfig));
+    const result = await runPlugin(
+      ['--bootstrap-kubeconfig', bootstrapKubeconfig, ...cacheArgs()],
+      execInfo(goodConfig),
+    );
     expect(result.code).toBe(0);
     expect(api.minted).toHaveLength(1);
   });
 
   test.each([
-    ['a bootstrap identity without the permission', { token: 'someone-else' }, goodConfig, 'ERR_TOKEN_REQUEST_FORBIDDEN', '"create" on resource "serviceaccounts/token"'],
-    ['a missing service account', { token: 'bootstrap-token' }, { ...goodConfig, serviceAccount: 'ghost' }, 'ERR_TOKEN_REQUEST_FORBIDDEN', 'ghost'],
+    [
+      'a bootstrap identity without the permission',
+      { token: 'someone-else' },
+      goodConfig,
+      'ERR_TOKEN_REQUEST_FORBIDDEN',
+      '"create" on resource "serviceaccounts/token"',
+    ],
+    [
+      'a missing service account',
+      { token: 'bootstrap-token' },
+      { ...goodConfig, serviceAccount: 'ghost' },
+      'ERR_TOKEN_REQUEST_FORBIDDEN',
+      'ghost',
+    ],
     ['no credential at all', {}, goodConfig, 'ERR_TOKEN_REQUEST_BOOTSTRAP', 'no credential'],
   ])('%s: clear error, exit 1, empty stdout, nothing cached', async (_name, user, config, code, text) => {
     await writeFile(bootstrapKubeconfig, kubeconfig(api.url, ca.certBase64, user as Record<string, string>));
@@ -189,7 +249,10 @@ describe('token-request mode', () => {
 
   test('404 names the missing service account', async () => {
     api.options.minters['fleet/ghost'] = ['bootstrap-token'];
-    const result = await runPlugin(['--bootstrap-kubeconfig', bootstrapKubeconfig, ...cacheArgs()], execInfo({ ...goodConfig, serviceAccount: 'ghost' }));
+    const result = await runPlugin(
+      ['--bootstrap-kubeconfig', bootstrapKubeconfig, ...cacheArgs()],
+      execInfo({ ...goodConfig, serviceAccount: 'ghost' }),
+    );
     expect(result.code).toBe(1);
     expect(result.stdout).toBe('');
     expect(result.stderr).toContain('ERR_TOKEN_REQUEST_NOT_FOUND');
@@ -210,7 +273,11 @@ describe('token-request mode', () => {
   });
 
   test('without spec.cluster (provideClusterInfo off) it says what to change', async () => {
-    const result = await runPlugin(['--bootstrap-kubeconfig', bootstrapKubeconfig, ...cacheArgs()], { apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential', spec: { interactive: false } });
+    const result = await runPlugin(['--bootstrap-kubeconfig', bootstrapKubeconfig, ...cacheArgs()], {
+      apiVersion: 'client.authentication.k8s.io/v1',
+      kind: 'ExecCredential',
+      spec: { interactive: false },
+    });
     expect(result.code).not.toBe(0);
     expect(result.stdout).toBe('');
     expect(result.stderr).toContain('provideClusterInfo');
@@ -221,7 +288,9 @@ describe('token-request mode', () => {
       ca,
       handler: (_request, _req, res) => {
         res.writeHead(201, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ kind: 'TokenRequest', apiVersion: 'authentication.k8s.io/v1', status: { token: 'x' } }));
+        res.end(
+          JSON.stringify({ kind: 'TokenRequest', apiVersion: 'authentication.k8s.io/v1', status: { token: 'x' } }),
+        );
       },
     });
     try {
@@ -264,28 +333,54 @@ describe('secret-reader mode', () => {
     await writeFile(hubKubeconfig, kubeconfig(api.url, ca.certBase64, { token: 'hub-reader' }));
   });
 
-  const readerInfo = (config: unknown) => ({ apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential', spec: { interactive: false, cluster: { server: 'https://member.invalid', config } } });
+  const readerInfo = (config: unknown) => ({
+    apiVersion: 'client.authentication.k8s.io/v1',
+    kind: 'ExecCredential',
+    spec: { interactive: false, cluster: { server: 'https://member.invalid', config } },
+  });
 
   test('returns the token of Secret <namespace>/<clusterName>, without an expiry', async () => {
-    const result = await runPlugin(['--mode', 'secret-reader', '--hub-kubeconfig', hubKubeconfig, ...cacheArgs()], readerInfo({ clusterName: 'spoke-1' }));
+    const result = await runPlugin(
+      ['--mode', 'secret-reader', '--hub-kubeconfig', hubKubeconfig, ...cacheArgs()],
+      readerInfo({ clusterName: 'spoke-1' }),
+    );
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
-    expect(JSON.parse(result.stdout)).toEqual({ apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential', status: { token: 'pushed-token' } });
+    expect(JSON.parse(result.stdout)).toEqual({
+      apiVersion: 'client.authentication.k8s.io/v1',
+      kind: 'ExecCredential',
+      status: { token: 'pushed-token' },
+    });
   });
 
   test('the namespace comes from the hub kubeconfig context, KUBECONFIG is honoured', async () => {
-    const result = await runPlugin(['--mode', 'secret-reader', ...cacheArgs()], readerInfo({ clusterName: 'spoke-1' }), { KUBECONFIG: hubKubeconfig });
+    const result = await runPlugin(
+      ['--mode', 'secret-reader', ...cacheArgs()],
+      readerInfo({ clusterName: 'spoke-1' }),
+      { KUBECONFIG: hubKubeconfig },
+    );
     expect(result.code).toBe(0);
     expect(JSON.parse(result.stdout).status.token).toBe('pushed-token');
   });
 
-  test('without --hub-kubeconfig the hub comes from KUBECONFIG=a:b, merged as kubectl merges it (namespace from a\'s context)', async () => {
-    const split = await writeSplitKubeconfig(join(dir, 'split'), { server: api.url, caBase64: ca.certBase64, token: 'hub-reader', namespace: 'fleet' });
-    const result = await runPlugin(['--mode', 'secret-reader', ...cacheArgs()], readerInfo({ clusterName: 'spoke-1' }), { KUBECONFIG: split.KUBECONFIG });
+  test("without --hub-kubeconfig the hub comes from KUBECONFIG=a:b, merged as kubectl merges it (namespace from a's context)", async () => {
+    const split = await writeSplitKubeconfig(join(dir, 'split'), {
+      server: api.url,
+      caBase64: ca.certBase64,
+      token: 'hub-reader',
+      namespace: 'fleet',
+    });
+    const result = await runPlugin(
+      ['--mode', 'secret-reader', ...cacheArgs()],
+      readerInfo({ clusterName: 'spoke-1' }),
+      { KUBECONFIG: split.KUBECONFIG },
+    );
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     expect(JSON.parse(result.stdout).status.token).toBe('pushed-token');
-    expect(api.server.requests.map((r) => `${r.bearer} ${r.method} ${r.url}`)).toEqual(['hub-reader GET /api/v1/namespaces/fleet/secrets/spoke-1']);
+    expect(api.server.requests.map((r) => `${r.bearer} ${r.method} ${r.url}`)).toEqual([
+      'hub-reader GET /api/v1/namespaces/fleet/secrets/spoke-1',
+    ]);
   });
 
   test.each([
@@ -294,7 +389,10 @@ describe('secret-reader mode', () => {
     [{}, 'missing clusterName in ExecCredential.Spec.Cluster.Config'],
     [undefined, 'missing ExecCredential.Spec.Cluster.Config'],
   ])('%j → upstream error text, empty stdout', async (config, text) => {
-    const result = await runPlugin(['--mode', 'secret-reader', '--hub-kubeconfig', hubKubeconfig, ...cacheArgs()], readerInfo(config));
+    const result = await runPlugin(
+      ['--mode', 'secret-reader', '--hub-kubeconfig', hubKubeconfig, ...cacheArgs()],
+      readerInfo(config),
+    );
     expect(result.code).toBe(1);
     expect(result.stdout).toBe('');
     expect(result.stderr).toContain(text);

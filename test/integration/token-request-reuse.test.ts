@@ -20,7 +20,11 @@ let dir: string;
 
 beforeAll(async () => {
   ca = await createTestCa('reuse-ca');
-  api = await startFakeKubeApi({ ca, minters: Object.fromEntries(ACCOUNTS.map((sa) => [`fleet/${sa}`, ['bootstrap']])), serviceAccounts: ACCOUNTS.map((sa) => `fleet/${sa}`) });
+  api = await startFakeKubeApi({
+    ca,
+    minters: Object.fromEntries(ACCOUNTS.map((sa) => [`fleet/${sa}`, ['bootstrap']])),
+    serviceAccounts: ACCOUNTS.map((sa) => `fleet/${sa}`),
+  });
   dir = await mkdtemp(join(tmpdir(), 'cpc-tr-reuse-'));
   await writeFile(
     join(dir, 'kubeconfig'),
@@ -43,7 +47,14 @@ function mint(serviceAccount: string): Promise<{ status: { token?: string } }> {
     input: {
       apiVersion: 'client.authentication.k8s.io/v1',
       kind: 'ExecCredential',
-      spec: { interactive: false, cluster: { server: api.url, 'certificate-authority-data': ca.certBase64, config: { namespace: 'fleet', serviceAccount, expirationSeconds: 600 } } },
+      spec: {
+        interactive: false,
+        cluster: {
+          server: api.url,
+          'certificate-authority-data': ca.certBase64,
+          config: { namespace: 'fleet', serviceAccount, expirationSeconds: 600 },
+        },
+      },
     },
     flags: ['--bootstrap-kubeconfig', join(dir, 'kubeconfig'), '--cache-dir', join(dir, 'cache')],
     env: {},
@@ -55,13 +66,26 @@ function mint(serviceAccount: string): Promise<{ status: { token?: string } }> {
 test('20 TokenRequests in a row through one bootstrap identity: one TLS connection; after 2 s idle, a new one', async () => {
   const before = api.server.connections();
   for (const sa of ACCOUNTS) expect((await mint(sa)).status.token).toMatch(/./);
-  expect(api.minted.map((record) => `${record.namespace}/${record.serviceAccount}`)).toEqual(ACCOUNTS.map((sa) => `fleet/${sa}`));
+  expect(api.minted.map((record) => `${record.namespace}/${record.serviceAccount}`)).toEqual(
+    ACCOUNTS.map((sa) => `fleet/${sa}`),
+  );
   expect(api.server.connections() - before).toBe(1);
 
   // Closed when idle: the next TokenRequest (a forced renewal) connects again.
   await new Promise((resolve) => setTimeout(resolve, 2_500));
   await obtainCredential(tokenRequestProvider, {
-    input: { apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential', spec: { interactive: false, cluster: { server: api.url, 'certificate-authority-data': ca.certBase64, config: { namespace: 'fleet', serviceAccount: 'member-0', expirationSeconds: 600 } } } },
+    input: {
+      apiVersion: 'client.authentication.k8s.io/v1',
+      kind: 'ExecCredential',
+      spec: {
+        interactive: false,
+        cluster: {
+          server: api.url,
+          'certificate-authority-data': ca.certBase64,
+          config: { namespace: 'fleet', serviceAccount: 'member-0', expirationSeconds: 600 },
+        },
+      },
+    },
     flags: ['--bootstrap-kubeconfig', join(dir, 'kubeconfig'), '--cache-dir', join(dir, 'cache'), '--force-refresh'],
     env: {},
     now: () => new Date(),

@@ -4,12 +4,28 @@
  * certificate obtained in-process. The API server trusts the issuer's client-ca.crt and lets exactly that identity
  * (CN = consumer cluster ID) create tokens for one service account.
  */
-import { chmodSync, chownSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startFakeKubeApi, type FakeKubeApi } from '../helpers/kube-api.js';
-import { CLI, issuerConfig, PLUGIN, runNode, startIssuer, type RunningIssuer } from '../helpers/tenant-cert-plugin-run.js';
+import {
+  CLI,
+  issuerConfig,
+  PLUGIN,
+  runNode,
+  startIssuer,
+  type RunningIssuer,
+} from '../helpers/tenant-cert-plugin-run.js';
 import { createTestCa } from '../helpers/tls.js';
 import { runCommand } from '../helpers/process.js';
 
@@ -32,7 +48,16 @@ beforeAll(async () => {
   expect(keygen.code, keygen.stderr).toBe(0);
   writeFileSync(`${keyFile}.pub`, keygen.stdout);
   issuer = await startIssuer(dataDir, PROVIDER);
-  const trust = await runNode(CLI, ['issuer', 'trust', '--data-dir', dataDir, '--cluster-id', CONSUMER, '--public-key', `${keyFile}.pub`]);
+  const trust = await runNode(CLI, [
+    'issuer',
+    'trust',
+    '--data-dir',
+    dataDir,
+    '--cluster-id',
+    CONSUMER,
+    '--public-key',
+    `${keyFile}.pub`,
+  ]);
   expect(trust.code, trust.stderr).toBe(0);
   const ca = await createTestCa('member-api');
   apiCaBase64 = ca.certBase64;
@@ -42,7 +67,12 @@ beforeAll(async () => {
     minters: { 'fleet/fleet-workload': [CONSUMER] },
     serviceAccounts: ['fleet/fleet-workload'],
   });
-  config = { ...issuerConfig(issuer, readFileSync(join(dataDir, 'serving-ca.crt'), 'utf8'), PROVIDER), namespace: 'fleet', serviceAccount: 'fleet-workload', expirationSeconds: 600 };
+  config = {
+    ...issuerConfig(issuer, readFileSync(join(dataDir, 'serving-ca.crt'), 'utf8'), PROVIDER),
+    namespace: 'fleet',
+    serviceAccount: 'fleet-workload',
+    expirationSeconds: 600,
+  };
 });
 
 afterAll(async () => {
@@ -52,13 +82,24 @@ afterAll(async () => {
 });
 
 function execInfo(extra: Record<string, unknown> = {}) {
-  return JSON.stringify({ apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential', spec: { interactive: false, cluster: { server: api.url, 'certificate-authority-data': apiCaBase64, config: { ...config, ...extra } } } });
+  return JSON.stringify({
+    apiVersion: 'client.authentication.k8s.io/v1',
+    kind: 'ExecCredential',
+    spec: {
+      interactive: false,
+      cluster: { server: api.url, 'certificate-authority-data': apiCaBase64, config: { ...config, ...extra } },
+    },
+  });
 }
 
 test('the tenant-cert identity mints the token; the certificate is cached for the next token', async () => {
   const cacheRoot = join(root, 'kubecache');
   const env = { KUBECACHEDIR: cacheRoot, KUBERNETES_EXEC_INFO: execInfo() };
-  const result = await runNode(BIN, ['--bootstrap', 'tenant-cert', '--cluster-id', CONSUMER, '--key-file', keyFile], env);
+  const result = await runNode(
+    BIN,
+    ['--bootstrap', 'tenant-cert', '--cluster-id', CONSUMER, '--key-file', keyFile],
+    env,
+  );
   expect(result.stderr).toBe('');
   expect(result.code).toBe(0);
   const status = JSON.parse(result.stdout).status;
@@ -68,13 +109,18 @@ test('the tenant-cert identity mints the token; the certificate is cached for th
   const tokenCalls = api.server.requests.filter((request) => request.url.endsWith('/token'));
   expect(tokenCalls[0]!.clientCert?.subjectCN).toBe(CONSUMER);
   // Both identities are cached in 0600 files: the token under token-request, the certificate under tenant-cert.
-  expect(readdirSync(join(cacheRoot, 'clusterprofile', 'tenant-cert')).filter((name) => name.endsWith('.json'))).toHaveLength(1);
+  expect(
+    readdirSync(join(cacheRoot, 'clusterprofile', 'tenant-cert')).filter((name) => name.endsWith('.json')),
+  ).toHaveLength(1);
 
   // A token for another service account re-uses the cached certificate: no second handshake at the issuer.
   api.options.minters['fleet/second'] = [CONSUMER];
   api.options.serviceAccounts.push('fleet/second');
   const handshakesBefore = issuer.output();
-  const second = await runNode(BIN, ['--bootstrap', 'tenant-cert', '--cluster-id', CONSUMER, '--key-file', keyFile], { ...env, KUBERNETES_EXEC_INFO: execInfo({ serviceAccount: 'second' }) });
+  const second = await runNode(BIN, ['--bootstrap', 'tenant-cert', '--cluster-id', CONSUMER, '--key-file', keyFile], {
+    ...env,
+    KUBERNETES_EXEC_INFO: execInfo({ serviceAccount: 'second' }),
+  });
   expect(second.code, second.stderr).toBe(0);
   expect(api.minted.map((entry) => entry.serviceAccount)).toEqual(['fleet-workload', 'second']);
   expect(issuer.output()).toBe(handshakesBefore);
@@ -86,28 +132,40 @@ const handshakes = (): number => issuer.output().split('certificate issued').len
 const tenantCertAsKubectl = (cacheRoot: string) =>
   runNode(PLUGIN, ['--cluster-id', CONSUMER, '--key-file', keyFile], {
     KUBECACHEDIR: cacheRoot,
-    KUBERNETES_EXEC_INFO: JSON.stringify({ apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential', spec: { interactive: false, cluster: { server: api.url, 'certificate-authority-data': apiCaBase64, config } } }),
+    KUBERNETES_EXEC_INFO: JSON.stringify({
+      apiVersion: 'client.authentication.k8s.io/v1',
+      kind: 'ExecCredential',
+      spec: { interactive: false, cluster: { server: api.url, 'certificate-authority-data': apiCaBase64, config } },
+    }),
   });
 
 test('the bootstrap and the clusterprofile-tenant-cert binary share one certificate: the binary serves what the bootstrap obtained', async () => {
   const cacheRoot = join(root, 'shared-cache');
-  const minted = await runNode(BIN, ['--bootstrap', 'tenant-cert', '--cluster-id', CONSUMER, '--key-file', keyFile], { KUBECACHEDIR: cacheRoot, KUBERNETES_EXEC_INFO: execInfo() });
+  const minted = await runNode(BIN, ['--bootstrap', 'tenant-cert', '--cluster-id', CONSUMER, '--key-file', keyFile], {
+    KUBECACHEDIR: cacheRoot,
+    KUBERNETES_EXEC_INFO: execInfo(),
+  });
   expect(minted.code, minted.stderr).toBe(0);
   const before = handshakes();
   const kubectl = await tenantCertAsKubectl(cacheRoot);
   expect(kubectl.code, kubectl.stderr).toBe(0);
   expect(handshakes()).toBe(before);
-  const entries = readdirSync(join(cacheRoot, 'clusterprofile', 'tenant-cert')).filter((name) => name.endsWith('.json'));
+  const entries = readdirSync(join(cacheRoot, 'clusterprofile', 'tenant-cert')).filter((name) =>
+    name.endsWith('.json'),
+  );
   expect(entries).toHaveLength(1);
   const cached = JSON.parse(readFileSync(join(cacheRoot, 'clusterprofile', 'tenant-cert', entries[0]!), 'utf8')).status;
   expect(JSON.parse(kubectl.stdout).status.clientCertificateData).toBe(cached.clientCertificateData);
 });
 
-test('started together cold, kubectl\'s tenant-cert runs and the token-request bootstrap make one handshake (one lock)', async () => {
+test("started together cold, kubectl's tenant-cert runs and the token-request bootstrap make one handshake (one lock)", async () => {
   const cacheRoot = join(root, 'cold-cache');
   const before = handshakes();
   const [token, ...kubectl] = await Promise.all([
-    runNode(BIN, ['--bootstrap', 'tenant-cert', '--cluster-id', CONSUMER, '--key-file', keyFile], { KUBECACHEDIR: cacheRoot, KUBERNETES_EXEC_INFO: execInfo() }),
+    runNode(BIN, ['--bootstrap', 'tenant-cert', '--cluster-id', CONSUMER, '--key-file', keyFile], {
+      KUBECACHEDIR: cacheRoot,
+      KUBERNETES_EXEC_INFO: execInfo(),
+    }),
     ...Array.from({ length: 4 }, () => tenantCertAsKubectl(cacheRoot)),
   ]);
   expect(token!.code, token!.stderr).toBe(0);
@@ -116,8 +174,11 @@ test('started together cold, kubectl\'s tenant-cert runs and the token-request b
   expect(new Set(kubectl.map((run) => JSON.parse(run.stdout).status.clientCertificateData)).size).toBe(1);
 });
 
-test('an untrusted consumer gets the issuer\'s refusal, exit 1, empty stdout', async () => {
-  const result = await runNode(BIN, ['--bootstrap', 'tenant-cert', '--cluster-id', 'stranger', '--key-file', keyFile], { KUBECACHEDIR: join(root, 'other-cache'), KUBERNETES_EXEC_INFO: execInfo() });
+test("an untrusted consumer gets the issuer's refusal, exit 1, empty stdout", async () => {
+  const result = await runNode(BIN, ['--bootstrap', 'tenant-cert', '--cluster-id', 'stranger', '--key-file', keyFile], {
+    KUBECACHEDIR: join(root, 'other-cache'),
+    KUBERNETES_EXEC_INFO: execInfo(),
+  });
   expect(result.code).toBe(1);
   expect(result.stdout).toBe('');
   expect(result.stderr).toContain('ERR_TOKEN_REQUEST_BOOTSTRAP');
@@ -126,18 +187,36 @@ test('an untrusted consumer gets the issuer\'s refusal, exit 1, empty stdout', a
 });
 
 describe('without HOME (a pod that sets none)', () => {
-
   test('--identity-dir and KUBECACHEDIR: the token is minted, the certificate cached under KUBECACHEDIR', async () => {
     const cacheRoot = join(root, 'no-home-cache');
-    const result = await runNode(BIN, ['--bootstrap', 'tenant-cert', '--cluster-id', CONSUMER, '--key-file', keyFile, '--identity-dir', join(root, 'no-home-identities')], { HOME: undefined, KUBECACHEDIR: cacheRoot, KUBERNETES_EXEC_INFO: execInfo() });
+    const result = await runNode(
+      BIN,
+      [
+        '--bootstrap',
+        'tenant-cert',
+        '--cluster-id',
+        CONSUMER,
+        '--key-file',
+        keyFile,
+        '--identity-dir',
+        join(root, 'no-home-identities'),
+      ],
+      { HOME: undefined, KUBECACHEDIR: cacheRoot, KUBERNETES_EXEC_INFO: execInfo() },
+    );
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     expect(JSON.parse(result.stdout).status.token).toBe(api.minted.at(-1)!.token);
-    expect(readdirSync(join(cacheRoot, 'clusterprofile', 'tenant-cert')).filter((name) => name.endsWith('.json'))).toHaveLength(1);
+    expect(
+      readdirSync(join(cacheRoot, 'clusterprofile', 'tenant-cert')).filter((name) => name.endsWith('.json')),
+    ).toHaveLength(1);
   });
 
-  test('no --identity-dir: the user\'s home directory from the user database, as the plugins\' cache does', async () => {
-    const result = await runNode(BIN, ['--bootstrap', 'tenant-cert', '--cluster-id', CONSUMER, '--key-file', keyFile], { HOME: undefined, KUBECACHEDIR: join(root, 'passwd-home-cache'), KUBERNETES_EXEC_INFO: execInfo() });
+  test("no --identity-dir: the user's home directory from the user database, as the plugins' cache does", async () => {
+    const result = await runNode(BIN, ['--bootstrap', 'tenant-cert', '--cluster-id', CONSUMER, '--key-file', keyFile], {
+      HOME: undefined,
+      KUBECACHEDIR: join(root, 'passwd-home-cache'),
+      KUBERNETES_EXEC_INFO: execInfo(),
+    });
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
   });
@@ -149,30 +228,61 @@ describe('without HOME (a pod that sets none)', () => {
   });
 
   /** The binary as uid 65532, which has no entry in the user database (a distroless pod), without HOME. */
-  function asPodUser(args: readonly string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-    return runCommand('setpriv', ['--reuid=65532', '--regid=65532', '--clear-groups', '--', process.execPath, BIN, ...args], {
-      env: { PATH: process.env['PATH'], KUBERNETES_EXEC_INFO: execInfo(), ...env },
-    });
+  function asPodUser(
+    args: readonly string[],
+    env: Record<string, string>,
+  ): Promise<{ code: number | null; stdout: string; stderr: string }> {
+    return runCommand(
+      'setpriv',
+      ['--reuid=65532', '--regid=65532', '--clear-groups', '--', process.execPath, BIN, ...args],
+      {
+        env: { PATH: process.env['PATH'], KUBERNETES_EXEC_INFO: execInfo(), ...env },
+      },
+    );
   }
 
-  test.skipIf(process.getuid?.() !== 0)('no home at all (needs root to run as a user without a passwd entry; skipped otherwise): a usage error naming --identity-dir, then KUBECACHEDIR — flags and variables token-request has', async () => {
-    expect(readFileSync('/etc/passwd', 'utf8')).not.toMatch(/^[^:]*:[^:]*:65532:/m);
-    const pod = join(root, 'pod');
-    mkdirSync(pod);
-    chmodSync(root, 0o755);
-    chownSync(pod, 65532, 65532);
-    chmodSync(pod, 0o700);
-    const noIdentityDir = await asPodUser(['--bootstrap', 'tenant-cert', '--cluster-id', CONSUMER, '--key-file', keyFile], { KUBECACHEDIR: join(pod, 'cache') });
-    expect(noIdentityDir.code).toBe(2);
-    expect(noIdentityDir.stdout).toBe('');
-    expect(noIdentityDir.stderr).toContain('ERR_TOKEN_REQUEST_USAGE: --bootstrap tenant-cert: no --identity-dir given, HOME is not set and the user has no home directory (at --identity-dir)');
-    expect(noIdentityDir.stderr).toContain('hint: give --identity-dir DIR');
+  test.skipIf(process.getuid?.() !== 0)(
+    'no home at all (needs root to run as a user without a passwd entry; skipped otherwise): a usage error naming --identity-dir, then KUBECACHEDIR — flags and variables token-request has',
+    async () => {
+      expect(readFileSync('/etc/passwd', 'utf8')).not.toMatch(/^[^:]*:[^:]*:65532:/m);
+      const pod = join(root, 'pod');
+      mkdirSync(pod);
+      chmodSync(root, 0o755);
+      chownSync(pod, 65532, 65532);
+      chmodSync(pod, 0o700);
+      const noIdentityDir = await asPodUser(
+        ['--bootstrap', 'tenant-cert', '--cluster-id', CONSUMER, '--key-file', keyFile],
+        { KUBECACHEDIR: join(pod, 'cache') },
+      );
+      expect(noIdentityDir.code).toBe(2);
+      expect(noIdentityDir.stdout).toBe('');
+      expect(noIdentityDir.stderr).toContain(
+        'ERR_TOKEN_REQUEST_USAGE: --bootstrap tenant-cert: no --identity-dir given, HOME is not set and the user has no home directory (at --identity-dir)',
+      );
+      expect(noIdentityDir.stderr).toContain('hint: give --identity-dir DIR');
 
-    // --identity-dir given; the token's --cache-dir, but nothing that places the certificate's cache.
-    const noCache = await asPodUser(['--bootstrap', 'tenant-cert', '--cluster-id', CONSUMER, '--key-file', keyFile, '--identity-dir', join(pod, 'identities'), '--cache-dir', join(pod, 'tokens')], {});
-    expect(noCache.code).toBe(2);
-    expect(noCache.stdout).toBe('');
-    expect(noCache.stderr).toContain('ERR_TOKEN_REQUEST_USAGE: --bootstrap tenant-cert: no cache directory for the tenant-cert certificate: KUBECACHEDIR is not set and there is no home directory (at KUBECACHEDIR)');
-    expect(noCache.stderr).toContain('hint: set KUBECACHEDIR');
-  });
+      // --identity-dir given; the token's --cache-dir, but nothing that places the certificate's cache.
+      const noCache = await asPodUser(
+        [
+          '--bootstrap',
+          'tenant-cert',
+          '--cluster-id',
+          CONSUMER,
+          '--key-file',
+          keyFile,
+          '--identity-dir',
+          join(pod, 'identities'),
+          '--cache-dir',
+          join(pod, 'tokens'),
+        ],
+        {},
+      );
+      expect(noCache.code).toBe(2);
+      expect(noCache.stdout).toBe('');
+      expect(noCache.stderr).toContain(
+        'ERR_TOKEN_REQUEST_USAGE: --bootstrap tenant-cert: no cache directory for the tenant-cert certificate: KUBECACHEDIR is not set and there is no home directory (at KUBECACHEDIR)',
+      );
+      expect(noCache.stderr).toContain('hint: set KUBECACHEDIR');
+    },
+  );
 });

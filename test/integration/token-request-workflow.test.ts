@@ -21,16 +21,27 @@ let clock: Date;
 
 beforeEach(async () => {
   clock = new Date('2026-11-22T08:00:00Z');
-  ca = await createTestCa('workflow-ca', { notBefore: new Date('2026-11-21T00:00:00Z'), notAfter: new Date('2027-11-21T00:00:00Z') });
-  api = await startFakeKubeApi({ ca, now: () => clock, minters: { 'fleet/workflow': ['bootstrap'] }, serviceAccounts: ['fleet/workflow'] });
+  ca = await createTestCa('workflow-ca', {
+    notBefore: new Date('2026-11-21T00:00:00Z'),
+    notAfter: new Date('2027-11-21T00:00:00Z'),
+  });
+  api = await startFakeKubeApi({
+    ca,
+    now: () => clock,
+    minters: { 'fleet/workflow': ['bootstrap'] },
+    serviceAccounts: ['fleet/workflow'],
+  });
   dir = await mkdtemp(join(tmpdir(), 'cpc-wf-'));
-  await writeFile(join(dir, 'kubeconfig'), JSON.stringify({
-    'current-context': 'c',
-    // The bootstrap credential is sent only to its own server, trusting what its kubeconfig trusts.
-    clusters: [{ name: 'c', cluster: { server: api.url, 'certificate-authority-data': ca.certBase64 } }],
-    users: [{ name: 'u', user: { token: 'bootstrap' } }],
-    contexts: [{ name: 'c', context: { cluster: 'c', user: 'u' } }],
-  }));
+  await writeFile(
+    join(dir, 'kubeconfig'),
+    JSON.stringify({
+      'current-context': 'c',
+      // The bootstrap credential is sent only to its own server, trusting what its kubeconfig trusts.
+      clusters: [{ name: 'c', cluster: { server: api.url, 'certificate-authority-data': ca.certBase64 } }],
+      users: [{ name: 'u', user: { token: 'bootstrap' } }],
+      contexts: [{ name: 'c', context: { cluster: 'c', user: 'u' } }],
+    }),
+  );
 });
 
 afterEach(async () => {
@@ -47,10 +58,22 @@ async function getToken(): Promise<{ token: string; expirationTimestamp: string 
   stdout.on('data', (chunk) => (out += chunk));
   stderr.on('data', (chunk) => (err += chunk));
   const info = {
-    apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential',
-    spec: { interactive: false, cluster: { server: api.url, 'certificate-authority-data': ca.certBase64, config: { namespace: 'fleet', serviceAccount: 'workflow', expirationSeconds: 600 } } },
+    apiVersion: 'client.authentication.k8s.io/v1',
+    kind: 'ExecCredential',
+    spec: {
+      interactive: false,
+      cluster: {
+        server: api.url,
+        'certificate-authority-data': ca.certBase64,
+        config: { namespace: 'fleet', serviceAccount: 'workflow', expirationSeconds: 600 },
+      },
+    },
   };
-  const code = await run(['--bootstrap-kubeconfig', join(dir, 'kubeconfig'), '--cache-dir', join(dir, 'cache')], { KUBERNETES_EXEC_INFO: JSON.stringify(info) }, { stdin: Readable.from([]), stdout, stderr });
+  const code = await run(
+    ['--bootstrap-kubeconfig', join(dir, 'kubeconfig'), '--cache-dir', join(dir, 'cache')],
+    { KUBERNETES_EXEC_INFO: JSON.stringify(info) },
+    { stdin: Readable.from([]), stdout, stderr },
+  );
   expect(err).toBe('');
   expect(code).toBe(0);
   return JSON.parse(out).status;
@@ -64,7 +87,10 @@ test('four hours of work with 10-minute tokens: every token handed out is accept
     const status = await getToken();
     // The client's own rule: a credential is used until its expirationTimestamp.
     expect(Date.parse(status.expirationTimestamp)).toBeGreaterThan(clock.getTime());
-    const response = await request(`${api.url}/api/v1/namespaces/fleet/pods`, { headers: { authorization: `Bearer ${status.token}` }, dispatcher });
+    const response = await request(`${api.url}/api/v1/namespaces/fleet/pods`, {
+      headers: { authorization: `Bearer ${status.token}` },
+      dispatcher,
+    });
     await response.body.dump();
     expect(response.statusCode, `token used at +${elapsed / 1000}s`).toBe(200);
     seen.add(status.token);

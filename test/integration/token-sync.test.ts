@@ -28,10 +28,22 @@ let dir: string;
 
 function profile(name: string, provider: string, config: Record<string, unknown>) {
   return {
-    apiVersion: 'multicluster.x-k8s.io/v1alpha1', kind: 'ClusterProfile',
+    apiVersion: 'multicluster.x-k8s.io/v1alpha1',
+    kind: 'ClusterProfile',
     metadata: { name, namespace: 'fleet' },
     spec: { clusterManager: { name: 'test' } },
-    status: { accessProviders: [{ name: provider, cluster: { server: api.url, 'certificate-authority-data': ca.certBase64, extensions: [{ name: 'client.authentication.k8s.io/exec', extension: config }] } }] },
+    status: {
+      accessProviders: [
+        {
+          name: provider,
+          cluster: {
+            server: api.url,
+            'certificate-authority-data': ca.certBase64,
+            extensions: [{ name: 'client.authentication.k8s.io/exec', extension: config }],
+          },
+        },
+      ],
+    },
   };
 }
 
@@ -48,15 +60,31 @@ beforeEach(async () => {
     profile('spoke-b', 'bootstrap', { serviceAccount: 'workload-b' }),
     profile('spoke-a', 'bootstrap', { serviceAccount: 'workload-a', expirationSeconds: 1200 }),
   ];
-  await writeFile(join(dir, 'providers.json'), JSON.stringify({
-    providers: [{ name: 'bootstrap', execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command: process.execPath, args: [PLUGIN, 'member-bootstrap'], env: [{ name: 'PLUGIN_RUN_LOG', value: join(dir, 'runs.log') }], provideClusterInfo: true, interactiveMode: 'Never' } }],
-  }));
-  const kubeconfig = (token: string) => JSON.stringify({
-    'current-context': 'hub',
-    clusters: [{ name: 'hub', cluster: { server: api.url, 'certificate-authority-data': ca.certBase64 } }],
-    users: [{ name: 'u', user: { token } }],
-    contexts: [{ name: 'hub', context: { cluster: 'hub', user: 'u', namespace: 'fleet' } }],
-  });
+  await writeFile(
+    join(dir, 'providers.json'),
+    JSON.stringify({
+      providers: [
+        {
+          name: 'bootstrap',
+          execConfig: {
+            apiVersion: 'client.authentication.k8s.io/v1',
+            command: process.execPath,
+            args: [PLUGIN, 'member-bootstrap'],
+            env: [{ name: 'PLUGIN_RUN_LOG', value: join(dir, 'runs.log') }],
+            provideClusterInfo: true,
+            interactiveMode: 'Never',
+          },
+        },
+      ],
+    }),
+  );
+  const kubeconfig = (token: string) =>
+    JSON.stringify({
+      'current-context': 'hub',
+      clusters: [{ name: 'hub', cluster: { server: api.url, 'certificate-authority-data': ca.certBase64 } }],
+      users: [{ name: 'u', user: { token } }],
+      contexts: [{ name: 'hub', context: { cluster: 'hub', user: 'u', namespace: 'fleet' } }],
+    });
   await writeFile(join(dir, 'hub-sync.kubeconfig'), kubeconfig('hub-sync'));
   await writeFile(join(dir, 'hub-reader.kubeconfig'), kubeconfig('hub-reader'));
 });
@@ -66,10 +94,22 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-const syncArgs = () => ['token', 'sync', '--hub-kubeconfig', join(dir, 'hub-sync.kubeconfig'), '--clusterprofile-provider-file', join(dir, 'providers.json'), '--token-namespace', 'fleet'];
+const syncArgs = () => [
+  'token',
+  'sync',
+  '--hub-kubeconfig',
+  join(dir, 'hub-sync.kubeconfig'),
+  '--clusterprofile-provider-file',
+  join(dir, 'providers.json'),
+  '--token-namespace',
+  'fleet',
+];
 
 async function podsStatus(token: string): Promise<number> {
-  const response = await request(`${api.url}/api/v1/namespaces/fleet/pods`, { headers: { authorization: `Bearer ${token}` }, dispatcher: new Agent({ connect: { ca: ca.cert } }) });
+  const response = await request(`${api.url}/api/v1/namespaces/fleet/pods`, {
+    headers: { authorization: `Bearer ${token}` },
+    dispatcher: new Agent({ connect: { ca: ca.cert } }),
+  });
   await response.body.dump();
   return response.statusCode;
 }
@@ -90,21 +130,47 @@ test('one pass fills a Secret per ClusterProfile; the Secret Reader hands the to
   expect(second.stderr).toMatch(/spoke-a: still fresh/);
   expect(api.minted).toHaveLength(2);
 
-  const reader = await run('clusterprofile-token-request.mjs', ['--mode', 'secret-reader', '--hub-kubeconfig', join(dir, 'hub-reader.kubeconfig'), '--cache-dir', join(dir, 'cache')], {
-    KUBERNETES_EXEC_INFO: JSON.stringify({ apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential', spec: { interactive: false, cluster: { server: api.url, config: { clusterName: 'spoke-a' } } } }),
-  });
+  const reader = await run(
+    'clusterprofile-token-request.mjs',
+    [
+      '--mode',
+      'secret-reader',
+      '--hub-kubeconfig',
+      join(dir, 'hub-reader.kubeconfig'),
+      '--cache-dir',
+      join(dir, 'cache'),
+    ],
+    {
+      KUBERNETES_EXEC_INFO: JSON.stringify({
+        apiVersion: 'client.authentication.k8s.io/v1',
+        kind: 'ExecCredential',
+        spec: { interactive: false, cluster: { server: api.url, config: { clusterName: 'spoke-a' } } },
+      }),
+    },
+  );
   expect(reader.code).toBe(0);
   expect(JSON.parse(reader.stdout).status.token).toBe(tokenA);
 });
 
 test('without --hub-kubeconfig the hub comes from KUBECONFIG=a:b, merged as kubectl merges it (context and namespace from a, cluster and user from b)', async () => {
-  const split = await writeSplitKubeconfig(join(dir, 'split'), { server: api.url, caBase64: ca.certBase64, token: 'hub-sync', namespace: 'fleet' });
-  const result = await run('clusterprofile.mjs', ['token', 'sync', '--clusterprofile-provider-file', join(dir, 'providers.json'), '--token-namespace', 'fleet'], { KUBECONFIG: split.KUBECONFIG });
+  const split = await writeSplitKubeconfig(join(dir, 'split'), {
+    server: api.url,
+    caBase64: ca.certBase64,
+    token: 'hub-sync',
+    namespace: 'fleet',
+  });
+  const result = await run(
+    'clusterprofile.mjs',
+    ['token', 'sync', '--clusterprofile-provider-file', join(dir, 'providers.json'), '--token-namespace', 'fleet'],
+    { KUBECONFIG: split.KUBECONFIG },
+  );
   expect(result.stderr).toMatch(/spoke-a: token minted/);
   expect(result.stderr).toMatch(/spoke-b: token minted/);
   expect(result.code).toBe(0);
   expect(Object.keys(api.secrets).sort()).toEqual(['fleet/spoke-a', 'fleet/spoke-b']);
-  const hubCalls = api.server.requests.filter((r) => r.url.startsWith('/apis/multicluster.x-k8s.io/') || r.url.includes('/secrets'));
+  const hubCalls = api.server.requests.filter(
+    (r) => r.url.startsWith('/apis/multicluster.x-k8s.io/') || r.url.includes('/secrets'),
+  );
   expect(new Set(hubCalls.map((r) => r.bearer))).toEqual(new Set(['hub-sync']));
 });
 
@@ -122,7 +188,14 @@ test('bad flags and an unreadable providers file are usage errors with nothing o
   expect(interval.code).not.toBe(0);
   expect(interval.stdout).toBe('');
   expect(interval.stderr).toContain('--interval');
-  const missing = await run('clusterprofile.mjs', ['token', 'sync', '--hub-kubeconfig', join(dir, 'hub-sync.kubeconfig'), '--clusterprofile-provider-file', join(dir, 'nope.json')]);
+  const missing = await run('clusterprofile.mjs', [
+    'token',
+    'sync',
+    '--hub-kubeconfig',
+    join(dir, 'hub-sync.kubeconfig'),
+    '--clusterprofile-provider-file',
+    join(dir, 'nope.json'),
+  ]);
   expect(missing.code).toBe(1);
   expect(missing.stdout).toBe('');
   expect(missing.stderr).toContain('ERR_ACCESS_CONFIG_READ');
@@ -145,7 +218,10 @@ test('--layout kubeconfig-secretreader: Secret <name>-kubeconfig, key value, a k
   expect(kubeconfig).toMatchObject({ apiVersion: 'v1', kind: 'Config', 'current-context': 'spoke-a' });
   expect(kubeconfig).not.toHaveProperty('extensions');
   const context = kubeconfig.contexts.find((entry) => entry.name === kubeconfig['current-context'])!.context;
-  expect(kubeconfig.clusters.find((entry) => entry.name === context.cluster)!.cluster).toEqual({ server: api.url, 'certificate-authority-data': ca.certBase64 });
+  expect(kubeconfig.clusters.find((entry) => entry.name === context.cluster)!.cluster).toEqual({
+    server: api.url,
+    'certificate-authority-data': ca.certBase64,
+  });
   const user = kubeconfig.users.find((entry) => entry.name === context.user)!.user;
   expect(Object.keys(user)).toEqual(['token']);
   expect(api.minted.find((entry) => entry.token === user['token'])).toMatchObject({ serviceAccount: 'workload-a' });

@@ -12,7 +12,10 @@ const src = fileURLToPath(new URL('../../src/', import.meta.url));
 
 /** Lowest first. A module may import from its own layer or any layer below. */
 const LAYERS = ['core', 'schemas', 'kube', 'plugin', 'providers', 'library', 'cli'] as const;
-const LAYER_OF: Record<string, number> = { ...Object.fromEntries(LAYERS.map((name, rank) => [name, rank])), generated: 1 };
+const LAYER_OF: Record<string, number> = {
+  ...Object.fromEntries(LAYERS.map((name, rank) => [name, rank])),
+  generated: 1,
+};
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
@@ -45,7 +48,10 @@ function importsOf(file: string, known: Set<string>): string[] {
 const files = sourceFiles(src);
 const known = new Set(files);
 const graph = new Map(files.map((file) => [file, importsOf(file, known)]));
-const room = (file: string): string => relative(src, file).split('/')[0]!.replace(/\.(ts|js)$/, '');
+const room = (file: string): string =>
+  relative(src, file)
+    .split('/')[0]!
+    .replace(/\.(ts|js)$/, '');
 
 /** Strongly connected components with more than one member, or a module importing itself (Tarjan). */
 function cycles(): string[][] {
@@ -102,7 +108,8 @@ function doorViolations(importers: 'others' | 'providers'): string[] {
     if ((importers === 'others') !== (from === undefined)) continue;
     for (const target of targets) {
       const to = providerOf(target);
-      if (to !== undefined && to !== from && !isDoor(target)) found.push(`${relative(src, file)} -> ${relative(src, target)}`);
+      if (to !== undefined && to !== from && !isDoor(target))
+        found.push(`${relative(src, file)} -> ${relative(src, target)}`);
     }
   }
   return found;
@@ -122,7 +129,8 @@ describe('src/ architecture', () => {
     const upward: string[] = [];
     for (const [file, targets] of graph) {
       for (const target of targets) {
-        if (LAYER_OF[room(target)]! > LAYER_OF[room(file)]!) upward.push(`${relative(src, file)} -> ${relative(src, target)}`);
+        if (LAYER_OF[room(target)]! > LAYER_OF[room(file)]!)
+          upward.push(`${relative(src, file)} -> ${relative(src, target)}`);
       }
     }
     expect(upward).toEqual([]);
@@ -132,7 +140,9 @@ describe('src/ architecture', () => {
     const providers = [...new Set(files.map(providerOf).filter((name) => name !== undefined))].sort();
     expect(providers).toEqual(['oidc', 'tenant-cert', 'token-request']);
     const missing = providers.flatMap((name) =>
-      ['index.ts', 'main.ts'].filter((base) => !known.has(join(src, 'providers', name, base))).map((base) => `providers/${name}/${base}`),
+      ['index.ts', 'main.ts']
+        .filter((base) => !known.has(join(src, 'providers', name, base)))
+        .map((base) => `providers/${name}/${base}`),
     );
     expect(missing).toEqual([]);
   });
@@ -145,7 +155,7 @@ describe('src/ architecture', () => {
     expect(doorViolations('providers')).toEqual([]);
   });
 
-  it('detects an import past a provider\'s door (the check itself can fail)', () => {
+  it("detects an import past a provider's door (the check itself can fail)", () => {
     const saved = new Map(graph);
     const cli = join(src, 'cli', 'commands', 'keygen.ts');
     const tokenRequest = join(src, 'providers', 'token-request', 'provider.ts');
@@ -155,7 +165,9 @@ describe('src/ architecture', () => {
       graph.set(cli, [...(graph.get(cli) ?? []), keys]);
       graph.set(tokenRequest, [...(graph.get(tokenRequest) ?? []), keys, door]);
       expect(doorViolations('others')).toEqual(['cli/commands/keygen.ts -> providers/tenant-cert/wire/keys.ts']);
-      expect(doorViolations('providers')).toEqual(['providers/token-request/provider.ts -> providers/tenant-cert/wire/keys.ts']);
+      expect(doorViolations('providers')).toEqual([
+        'providers/token-request/provider.ts -> providers/tenant-cert/wire/keys.ts',
+      ]);
     } finally {
       for (const [key, value] of saved) graph.set(key, value);
     }
@@ -168,7 +180,9 @@ describe('src/ architecture', () => {
     try {
       graph.set(a, [...(graph.get(a) ?? []), b]);
       graph.set(b, [...(graph.get(b) ?? []), a]);
-      expect(cycles().some((component) => component.includes('core/errors.ts') && component.includes('core/io.ts'))).toBe(true);
+      expect(
+        cycles().some((component) => component.includes('core/errors.ts') && component.includes('core/io.ts')),
+      ).toBe(true);
     } finally {
       for (const [key, value] of saved) graph.set(key, value);
     }

@@ -2,7 +2,12 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parseDocument, readDocumentFile, readDocumentText, type ParseDocumentOptions } from '../../src/core/document.js';
+import {
+  parseDocument,
+  readDocumentFile,
+  readDocumentText,
+  type ParseDocumentOptions,
+} from '../../src/core/document.js';
 
 const base: ParseDocumentOptions = { source: 'doc.yaml', code: 'ERR_PROFILE_PARSE' };
 
@@ -15,7 +20,9 @@ function failure(run: () => unknown): { code: string; message: string; path?: st
   throw new Error('expected an error');
 }
 
-async function asyncFailure(run: () => Promise<unknown>): Promise<{ code: string; message: string; path?: string; hint?: string }> {
+async function asyncFailure(
+  run: () => Promise<unknown>,
+): Promise<{ code: string; message: string; path?: string; hint?: string }> {
   try {
     await run();
   } catch (error) {
@@ -52,22 +59,36 @@ describe('parseDocument: what a YAML document means', () => {
     const stream = 'a: 1\n---\nb: 2\n';
     const error = failure(() => parseDocument(stream, base));
     expect(error).toMatchObject({ code: 'ERR_PROFILE_PARSE', path: 'doc.yaml' });
-    expect(error.message).toBe('doc.yaml is not valid YAML: a stream of 2 documents where one is expected (the second starts at line 2, column 1)');
+    expect(error.message).toBe(
+      'doc.yaml is not valid YAML: a stream of 2 documents where one is expected (the second starts at line 2, column 1)',
+    );
     expect(parseDocument(stream, { ...base, multiple: true })).toEqual([{ a: 1 }, { b: 2 }]);
     expect(parseDocument('{"a": 1}', { ...base, multiple: true })).toEqual([{ a: 1 }]);
   });
 });
 
-describe('parseDocument: refused, with the caller\'s code, the source as path, a position, nothing quoted', () => {
+describe("parseDocument: refused, with the caller's code, the source as path, a position, nothing quoted", () => {
   const secret = 's3cr3t-T0ken-Value';
 
   it.each([
     ['a duplicate key', `token: ${secret}\ntoken: other\n`, 'a duplicate key at line 2, column 1'],
-    ['an alias bomb', ['a: &a [x, x, x, x, x, x, x, x, x]', ...'bcdefgh'.split('').map((k, i) => `${k}: &${k} [${Array(9).fill(`*${'abcdefgh'[i]}`).join(', ')}]`), ''].join('\n'), 'its aliases expand to more than 100 nodes (an alias bomb?)'],
+    [
+      'an alias bomb',
+      [
+        'a: &a [x, x, x, x, x, x, x, x, x]',
+        ...'bcdefgh'.split('').map((k, i) => `${k}: &${k} [${Array(9).fill(`*${'abcdefgh'[i]}`).join(', ')}]`),
+        '',
+      ].join('\n'),
+      'its aliases expand to more than 100 nodes (an alias bomb?)',
+    ],
     ['an alias of nothing', `token: *${secret}\n`, 'an alias of an anchor that is not defined before it'],
     ['an invalid escape', `token: "${secret}\\q"\n`, 'an invalid escape in a double-quoted string at line 1, column'],
     ['a collection as a key', `? [${secret}]\n: 1\n`, 'a collection as a mapping key at line 1, column 3'],
-    ['a block mapping in a plain scalar', `token: ${secret}: oops\n`, 'a block collection as a key at line 1, column 8'],
+    [
+      'a block mapping in a plain scalar',
+      `token: ${secret}: oops\n`,
+      'a block collection as a key at line 1, column 8',
+    ],
     ['deep nesting', `${'['.repeat(5000)}${secret}${']'.repeat(5000)}`, 'nesting too deep'],
   ])('%s', (_name, text, problem) => {
     const error = failure(() => parseDocument(text, { ...base, format: 'yaml' }));
@@ -78,14 +99,23 @@ describe('parseDocument: refused, with the caller\'s code, the source as path, a
     expect(error).not.toHaveProperty('cause');
   });
 
-  it('JSON: V8\'s excerpt of the text is dropped; a duplicate key (even spelled with escapes, in a nested object) is refused', () => {
+  it("JSON: V8's excerpt of the text is dropped; a duplicate key (even spelled with escapes, in a nested object) is refused", () => {
     const syntax = failure(() => parseDocument(`{"token": ${secret}}`, { ...base, format: 'json' }));
     expect(syntax.message).toBe('doc.yaml is not valid JSON: an unexpected character: not valid JSON');
-    expect(failure(() => parseDocument('{"a": 1,', { ...base, format: 'json' })).message).toMatch(/^doc\.yaml is not valid JSON: .*position 8/);
+    expect(failure(() => parseDocument('{"a": 1,', { ...base, format: 'json' })).message).toMatch(
+      /^doc\.yaml is not valid JSON: .*position 8/,
+    );
     const text = `{"a": {"token": "${secret}", "t\\u006fken": "x"}}`;
-    expect(failure(() => parseDocument(text, { ...base, format: 'json' })).message).toBe(`doc.yaml is not valid JSON: a duplicate key at line 1, column ${text.lastIndexOf('"t') + 1}`);
+    expect(failure(() => parseDocument(text, { ...base, format: 'json' })).message).toBe(
+      `doc.yaml is not valid JSON: a duplicate key at line 1, column ${text.lastIndexOf('"t') + 1}`,
+    );
     // The same key in sibling objects, keys that look alike, strings with quotes and brackets: all fine.
-    expect(parseDocument('{"a": {"k": 1}, "b": {"k": "}\\"k\\": ["}, "c": [{"k": 1}, {"k": 2}]}', { ...base, format: 'json' })).toEqual({
+    expect(
+      parseDocument('{"a": {"k": 1}, "b": {"k": "}\\"k\\": ["}, "c": [{"k": 1}, {"k": 2}]}', {
+        ...base,
+        format: 'json',
+      }),
+    ).toEqual({
       a: { k: 1 },
       b: { k: '}"k": [' },
       c: [{ k: 1 }, { k: 2 }],
@@ -102,12 +132,20 @@ describe('parseDocument: refused, with the caller\'s code, the source as path, a
 
   it('size is bounded in bytes (UTF-8), before any parsing', () => {
     expect(parseDocument(`a: ${'é'.repeat(10)}`, { ...base, maxBytes: 23 })).toEqual({ a: 'é'.repeat(10) });
-    expect(failure(() => parseDocument(`a: ${'é'.repeat(11)}`, { ...base, maxBytes: 23 })).message).toBe('doc.yaml is not valid JSON or YAML: larger than 23 bytes');
+    expect(failure(() => parseDocument(`a: ${'é'.repeat(11)}`, { ...base, maxBytes: 23 })).message).toBe(
+      'doc.yaml is not valid JSON or YAML: larger than 23 bytes',
+    );
   });
 
-  it('the caller\'s message and hint', () => {
-    const error = failure(() => parseDocument('a: 1\na: 2', { ...base, message: 'cannot parse the thing x.yaml', hint: 'fix it' }));
-    expect(error).toMatchObject({ message: 'cannot parse the thing x.yaml: a duplicate key at line 2, column 1', hint: 'fix it', path: 'doc.yaml' });
+  it("the caller's message and hint", () => {
+    const error = failure(() =>
+      parseDocument('a: 1\na: 2', { ...base, message: 'cannot parse the thing x.yaml', hint: 'fix it' }),
+    );
+    expect(error).toMatchObject({
+      message: 'cannot parse the thing x.yaml: a duplicate key at line 2, column 1',
+      hint: 'fix it',
+      path: 'doc.yaml',
+    });
   });
 });
 
@@ -120,15 +158,26 @@ describe('readDocumentFile', () => {
     writeFileSync(file, 'a: 1\n');
     expect(await readDocumentFile(file, options)).toEqual({ a: 1 });
     writeFileSync(file, 'a: 1\na: 2\n');
-    expect(await asyncFailure(() => readDocumentFile(file, options))).toMatchObject({ code: 'ERR_PROFILE_PARSE', path: file });
+    expect(await asyncFailure(() => readDocumentFile(file, options))).toMatchObject({
+      code: 'ERR_PROFILE_PARSE',
+      path: file,
+    });
   });
 
   it('a directory, a missing file, a file over the bound: the read code, naming the file', async () => {
     const sub = join(dir, 'sub');
     mkdirSync(sub);
-    expect(await asyncFailure(() => readDocumentFile(sub, options))).toMatchObject({ code: 'ERR_PROFILE_READ', path: sub, message: `cannot read ${sub}: it is a directory, not a file` });
+    expect(await asyncFailure(() => readDocumentFile(sub, options))).toMatchObject({
+      code: 'ERR_PROFILE_READ',
+      path: sub,
+      message: `cannot read ${sub}: it is a directory, not a file`,
+    });
     const missing = join(dir, 'missing.yaml');
-    expect(await asyncFailure(() => readDocumentFile(missing, { ...options, readMessage: 'cannot read the profile', readHint: 'make one' }))).toMatchObject({
+    expect(
+      await asyncFailure(() =>
+        readDocumentFile(missing, { ...options, readMessage: 'cannot read the profile', readHint: 'make one' }),
+      ),
+    ).toMatchObject({
       code: 'ERR_PROFILE_READ',
       path: missing,
       message: 'cannot read the profile: no such file',
@@ -136,7 +185,10 @@ describe('readDocumentFile', () => {
     });
     const big = join(dir, 'big.yaml');
     writeFileSync(big, 'a: 1\n'.padEnd(100, ' '));
-    expect(await asyncFailure(() => readDocumentFile(big, { ...options, maxBytes: 99 }))).toMatchObject({ code: 'ERR_PROFILE_READ', message: `cannot read ${big}: EFBIG: ${big} is larger than 99 bytes` });
+    expect(await asyncFailure(() => readDocumentFile(big, { ...options, maxBytes: 99 }))).toMatchObject({
+      code: 'ERR_PROFILE_READ',
+      message: `cannot read ${big}: EFBIG: ${big} is larger than 99 bytes`,
+    });
   });
 
   it.runIf(process.platform === 'linux')('a device that never ends is read only up to the bound', async () => {

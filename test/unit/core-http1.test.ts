@@ -37,9 +37,9 @@ function failure(run: () => unknown): WireError {
 
 describe('the request head', () => {
   it('is the request line and the fields in the order given, CRLF-terminated', () => {
-    expect(requestHead('POST', '/apis/x?watch=1', { host: 'h:6443', authorization: 'Bearer t', 'content-length': '2' })).toBe(
-      'POST /apis/x?watch=1 HTTP/1.1\r\nhost: h:6443\r\nauthorization: Bearer t\r\ncontent-length: 2\r\n\r\n',
-    );
+    expect(
+      requestHead('POST', '/apis/x?watch=1', { host: 'h:6443', authorization: 'Bearer t', 'content-length': '2' }),
+    ).toBe('POST /apis/x?watch=1 HTTP/1.1\r\nhost: h:6443\r\nauthorization: Bearer t\r\ncontent-length: 2\r\n\r\n');
   });
 
   it('refuses a value with a line break (a smuggled second request), naming the field but never the value', () => {
@@ -54,43 +54,69 @@ describe('the request head', () => {
 });
 
 describe('the answer', () => {
-  const sized = 'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\nX-Multi: a\r\nx-multi: b\r\n\r\n{"ok":true}';
+  const sized =
+    'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\nX-Multi: a\r\nx-multi: b\r\n\r\n{"ok":true}';
 
   it('with Content-Length: the status, every field as sent, the body; the connection may be reused', () => {
     for (const step of [sized.length, 1, 7]) {
       const answer = read(sized, { step });
-      expect(answer.head).toEqual({ status: 200, rawHeaders: ['Content-Type', 'application/json', 'Content-Length', '11', 'X-Multi', 'a', 'x-multi', 'b'] });
+      expect(answer.head).toEqual({
+        status: 200,
+        rawHeaders: ['Content-Type', 'application/json', 'Content-Length', '11', 'X-Multi', 'a', 'x-multi', 'b'],
+      });
       expect(answer).toMatchObject({ body: '{"ok":true}', done: true, reusable: true });
     }
     expect(read(sized.slice(0, -1))).toMatchObject({ done: false, body: '{"ok":true' });
   });
 
   it('chunked: chunk extensions and the trailer section handled, the body joined', () => {
-    const chunked = 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n7\r\n, world\r\n0\r\nX-Trailer: t\r\n\r\n';
-    for (const step of [chunked.length, 1, 3]) expect(read(chunked, { step })).toMatchObject({ body: 'hello, world', done: true, reusable: true });
+    const chunked =
+      'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n7\r\n, world\r\n0\r\nX-Trailer: t\r\n\r\n';
+    for (const step of [chunked.length, 1, 3])
+      expect(read(chunked, { step })).toMatchObject({ body: 'hello, world', done: true, reusable: true });
     expect(read(chunked.slice(0, -2))).toMatchObject({ done: false });
   });
 
   it('without a length: the body lasts until the connection ends, and the connection is not reused', () => {
     const open = 'HTTP/1.1 200 OK\r\n\r\npart one, ';
     expect(read(open)).toMatchObject({ done: false, body: 'part one, ' });
-    expect(read(`${open}part two`, { end: true })).toMatchObject({ done: true, reusable: false, body: 'part one, part two' });
+    expect(read(`${open}part two`, { end: true })).toMatchObject({
+      done: true,
+      reusable: false,
+      body: 'part one, part two',
+    });
   });
 
   it('no body for HEAD, 204 and 304 whatever Content-Length says; interim 1xx answers are skipped', () => {
-    expect(read('HTTP/1.1 200 OK\r\nContent-Length: 99\r\n\r\n', { method: 'HEAD' })).toMatchObject({ done: true, body: '', reusable: true });
+    expect(read('HTTP/1.1 200 OK\r\nContent-Length: 99\r\n\r\n', { method: 'HEAD' })).toMatchObject({
+      done: true,
+      body: '',
+      reusable: true,
+    });
     expect(read('HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\n')).toMatchObject({ done: true, body: '' });
     expect(read('HTTP/1.1 304 Not Modified\r\n\r\n')).toMatchObject({ done: true, body: '' });
-    const answer = read('HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok', { step: 5 });
+    const answer = read(
+      'HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok',
+      { step: 5 },
+    );
     expect(answer).toMatchObject({ done: true, body: 'ok' });
     expect(answer.head?.status).toBe(201);
   });
 
   it('is not reused after Connection: close, from HTTP/1.0, with both framings, or with bytes after it', () => {
-    expect(read('HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n')).toMatchObject({ done: true, reusable: false });
+    expect(read('HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n')).toMatchObject({
+      done: true,
+      reusable: false,
+    });
     expect(read('HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n')).toMatchObject({ done: true, reusable: false });
-    expect(read('HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n')).toMatchObject({ body: 'ok', done: true, reusable: false });
-    expect(read('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\n')).toMatchObject({ body: 'ok', done: true, reusable: false });
+    expect(
+      read('HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n'),
+    ).toMatchObject({ body: 'ok', done: true, reusable: false });
+    expect(read('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\n')).toMatchObject({
+      body: 'ok',
+      done: true,
+      reusable: false,
+    });
   });
 
   it('says how long the server keeps the connection idle when it does', () => {
@@ -99,16 +125,25 @@ describe('the answer', () => {
   });
 
   it('joins an obsolete folded header line with one space; equal repeated Content-Length values are one', () => {
-    expect(read('HTTP/1.1 200 OK\r\nX-Long: a\r\n  b\r\nContent-Length: 2, 2\r\n\r\nok').head?.rawHeaders).toEqual(['X-Long', 'a b', 'Content-Length', '2, 2']);
+    expect(read('HTTP/1.1 200 OK\r\nX-Long: a\r\n  b\r\nContent-Length: 2, 2\r\n\r\nok').head?.rawHeaders).toEqual([
+      'X-Long',
+      'a b',
+      'Content-Length',
+      '2, 2',
+    ]);
   });
 
   it('refuses what is not HTTP/1.1: a bad status line, conflicting lengths, bad chunk framing, a protocol switch', () => {
     const invalid = (bytes: string): string => failure(() => read(bytes)).code;
     expect(invalid('SSH-2.0-OpenSSH\r\n\r\n')).toBe('ERR_HTTP_INVALID_RESPONSE');
-    expect(invalid('HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n')).toBe('ERR_HTTP_INVALID_RESPONSE');
+    expect(invalid('HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n')).toBe(
+      'ERR_HTTP_INVALID_RESPONSE',
+    );
     expect(invalid('HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n')).toBe('ERR_HTTP_INVALID_RESPONSE');
     expect(invalid('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n')).toBe('ERR_HTTP_INVALID_RESPONSE');
-    expect(invalid('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nokay\r\n')).toBe('ERR_HTTP_INVALID_RESPONSE');
+    expect(invalid('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nokay\r\n')).toBe(
+      'ERR_HTTP_INVALID_RESPONSE',
+    );
     expect(invalid('HTTP/1.1 200 OK\r\nBad Name: x\r\n\r\n')).toBe('ERR_HTTP_INVALID_RESPONSE');
     expect(invalid('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n')).toBe('ERR_HTTP_INVALID_RESPONSE');
   });
@@ -121,8 +156,13 @@ describe('the answer', () => {
   });
 
   it('cut short by the end of the connection: a reset, "socket hang up" when nothing came at all', () => {
-    expect(failure(() => read('HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nok', { end: true }))).toMatchObject({ code: 'ECONNRESET', message: 'the connection closed before the answer was complete' });
-    expect(failure(() => read('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n', { end: true })).code).toBe('ECONNRESET');
+    expect(failure(() => read('HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nok', { end: true }))).toMatchObject({
+      code: 'ECONNRESET',
+      message: 'the connection closed before the answer was complete',
+    });
+    expect(
+      failure(() => read('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n', { end: true })).code,
+    ).toBe('ECONNRESET');
     expect(failure(() => read('', { end: true }))).toMatchObject({ code: 'ECONNRESET', message: 'socket hang up' });
   });
 

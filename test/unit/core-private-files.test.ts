@@ -1,5 +1,16 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -35,14 +46,17 @@ describe.runIf(posix)('private directories', () => {
     expect(statSync(dir).mode & 0o777).toBe(0o700);
   });
 
-  it.each([0o750, 0o740, 0o710, 0o705, 0o702, 0o701, 0o777].map((mode) => [mode.toString(8), mode] as const))('refuses mode %s (one mask: any group or other bit), and leaves it as it is', (_octal, mode) => {
-    const dir = fresh('open');
-    mkdirSync(dir, { mode: 0o700 });
-    chmodSync(dir, mode);
-    expect(checkPrivateDirectory(dir, { create: true })).toEqual({ kind: 'mode', mode });
-    expect(statSync(dir).mode & 0o777).toBe(mode);
-    expect(mode & PRIVATE_MODE_MASK).not.toBe(0);
-  });
+  it.each([0o750, 0o740, 0o710, 0o705, 0o702, 0o701, 0o777].map((mode) => [mode.toString(8), mode] as const))(
+    'refuses mode %s (one mask: any group or other bit), and leaves it as it is',
+    (_octal, mode) => {
+      const dir = fresh('open');
+      mkdirSync(dir, { mode: 0o700 });
+      chmodSync(dir, mode);
+      expect(checkPrivateDirectory(dir, { create: true })).toEqual({ kind: 'mode', mode });
+      expect(statSync(dir).mode & 0o777).toBe(mode);
+      expect(mode & PRIVATE_MODE_MASK).not.toBe(0);
+    },
+  );
 
   it('accepts 0700 and 0500; refuses a file where a directory belongs', () => {
     const dir = fresh('ok');
@@ -52,7 +66,11 @@ describe.runIf(posix)('private directories', () => {
     expect(checkPrivateDirectory(dir)).toBeUndefined();
     const file = fresh('file');
     writeFileSync(file, '', { mode: 0o600 });
-    expect(checkPrivateDirectory(file, { create: true })).toMatchObject({ kind: 'type', expected: 'directory', found: 'file' });
+    expect(checkPrivateDirectory(file, { create: true })).toMatchObject({
+      kind: 'type',
+      expected: 'directory',
+      found: 'file',
+    });
   });
 
   it.runIf(process.getuid?.() === 0)('refuses a 0700 directory owned by another user', () => {
@@ -109,25 +127,28 @@ describe('atomic replacement, async and sync', () => {
   it.each([
     ['async', (file: string, data: string, mode?: number) => writeFileAtomic(file, data, mode)],
     ['sync', async (file: string, data: string, mode?: number) => writeFileAtomicSync(file, data, mode)],
-  ] as const)('%s: replaces the file with the exact mode, leaves no temporary file; a failure leaves none either', async (_form, write) => {
-    const dir = fresh('atomic');
-    mkdirSync(dir);
-    const file = join(dir, 'state.json');
-    writeFileSync(file, 'old');
-    const umask = process.umask(0o077);
-    try {
-      await write(file, 'new', 0o640);
-    } finally {
-      process.umask(umask);
-    }
-    expect(readFileSync(file, 'utf8')).toBe('new');
-    if (posix) expect(statSync(file).mode & 0o777).toBe(0o640);
-    await write(file, 'newer');
-    if (posix) expect(statSync(file).mode & 0o777).toBe(0o600);
-    expect(readdirSync(dir)).toEqual(['state.json']);
-    await expect(write(join(dir, 'missing', 'x'), 'data')).rejects.toMatchObject({ code: 'ENOENT' });
-    expect(readdirSync(dir)).toEqual(['state.json']);
-  });
+  ] as const)(
+    '%s: replaces the file with the exact mode, leaves no temporary file; a failure leaves none either',
+    async (_form, write) => {
+      const dir = fresh('atomic');
+      mkdirSync(dir);
+      const file = join(dir, 'state.json');
+      writeFileSync(file, 'old');
+      const umask = process.umask(0o077);
+      try {
+        await write(file, 'new', 0o640);
+      } finally {
+        process.umask(umask);
+      }
+      expect(readFileSync(file, 'utf8')).toBe('new');
+      if (posix) expect(statSync(file).mode & 0o777).toBe(0o640);
+      await write(file, 'newer');
+      if (posix) expect(statSync(file).mode & 0o777).toBe(0o600);
+      expect(readdirSync(dir)).toEqual(['state.json']);
+      await expect(write(join(dir, 'missing', 'x'), 'data')).rejects.toMatchObject({ code: 'ENOENT' });
+      expect(readdirSync(dir)).toEqual(['state.json']);
+    },
+  );
 
   it('one temporary name, recognised for its own target only, and removable as debris', () => {
     const dir = fresh('debris');
@@ -149,16 +170,23 @@ describe('atomic replacement, async and sync', () => {
 
 describe('the pid lock', () => {
   const now = () => new Date('2030-01-01T00:00:00Z');
-  const busy = (owner: { pid: number } | undefined) => Object.assign(new Error(`busy: ${owner?.pid}`), { code: 'ERR_TEST_BUSY' });
+  const busy = (owner: { pid: number } | undefined) =>
+    Object.assign(new Error(`busy: ${owner?.pid}`), { code: 'ERR_TEST_BUSY' });
   const options: LockOptions = { timeoutMs: 0, pollMs: 5, staleMs: Number.POSITIVE_INFINITY, now, busyError: busy };
 
   it('takes over the lock of a dead process (ours or the older `<pid> <holder>` form)', async () => {
-    for (const content of [(pid: number) => JSON.stringify({ pid, host: hostname(), createdAt: 0, token: 'old' }), (pid: number) => `${pid} issuer serve\n`]) {
+    for (const content of [
+      (pid: number) => JSON.stringify({ pid, host: hostname(), createdAt: 0, token: 'old' }),
+      (pid: number) => `${pid} issuer serve\n`,
+    ]) {
       const file = fresh('dead.lock');
       const pid = deadPid();
       writeFileSync(file, content(pid));
       const broken: string[] = [];
-      const lock = await acquireLock(file, { ...options, onBreak: (owner, reason) => broken.push(`${owner?.pid}: ${reason}`) });
+      const lock = await acquireLock(file, {
+        ...options,
+        onBreak: (owner, reason) => broken.push(`${owner?.pid}: ${reason}`),
+      });
       expect(broken).toEqual([`${pid}: its owner, process ${pid}, is gone`]);
       expect(JSON.parse(readFileSync(file, 'utf8'))).toMatchObject({ pid: process.pid, host: hostname() });
       lock.release();
@@ -166,10 +194,13 @@ describe('the pid lock', () => {
     }
   });
 
-  it('refuses a live holder at once with the caller\'s error naming its pid; never by age when staleMs is Infinity', async () => {
+  it("refuses a live holder at once with the caller's error naming its pid; never by age when staleMs is Infinity", async () => {
     const file = fresh('live.lock');
     writeFileSync(file, JSON.stringify({ pid: process.ppid, host: hostname(), createdAt: 0, token: 'parent' }));
-    await expect(acquireLock(file, options)).rejects.toMatchObject({ code: 'ERR_TEST_BUSY', message: `busy: ${process.ppid}` });
+    await expect(acquireLock(file, options)).rejects.toMatchObject({
+      code: 'ERR_TEST_BUSY',
+      message: `busy: ${process.ppid}`,
+    });
     expect(existsSync(file)).toBe(true);
   });
 
@@ -177,12 +208,15 @@ describe('the pid lock', () => {
     const file = fresh('reused.lock');
     writeFileSync(file, `${process.pid} issuer serve\n`);
     const lock = await acquireLock(file, options);
-    await expect(acquireLock(file, options)).rejects.toMatchObject({ code: 'ERR_TEST_BUSY', message: `busy: ${process.pid}` });
+    await expect(acquireLock(file, options)).rejects.toMatchObject({
+      code: 'ERR_TEST_BUSY',
+      message: `busy: ${process.pid}`,
+    });
     lock.release();
     expect(existsSync(file)).toBe(false);
   });
 
-  it('the issuer\'s data-dir lock: ERR_ISSUER_DATA_DIR_LOCKED with the holder\'s pid and what it is; a dead holder\'s lock taken over', async () => {
+  it("the issuer's data-dir lock: ERR_ISSUER_DATA_DIR_LOCKED with the holder's pid and what it is; a dead holder's lock taken over", async () => {
     const dir = fresh('data');
     mkdirSync(dir, { mode: 0o700 });
     const file = join(dir, 'issuer.lock');
@@ -192,7 +226,10 @@ describe('the pid lock', () => {
       message: `the data dir ${dir} is in use by process ${process.ppid} (issuer serve)`,
       path: file,
     });
-    writeFileSync(file, JSON.stringify({ pid: deadPid(), host: hostname(), createdAt: Date.now(), token: 'x', holder: 'issuer serve' }));
+    writeFileSync(
+      file,
+      JSON.stringify({ pid: deadPid(), host: hostname(), createdAt: Date.now(), token: 'x', holder: 'issuer serve' }),
+    );
     const lock = await lockDataDir(dir, 'tenant nonce');
     expect(JSON.parse(readFileSync(file, 'utf8'))).toMatchObject({ pid: process.pid, holder: 'tenant nonce' });
     await lock.release();

@@ -15,7 +15,9 @@ describe('quote', () => {
     expect(quoted).toBe(`"${'x'.repeat(QUOTE_LIMIT)}…" (100000 characters)`);
     expect(quote({ big: 'y'.repeat(100_000) }).length).toBeLessThan(QUOTE_LIMIT + 40);
     // A surrogate pair is never split.
-    expect(quote(`${'x'.repeat(QUOTE_LIMIT - 1)}\u{1f600}tail`)).toBe(`"${'x'.repeat(QUOTE_LIMIT - 1)}…" (${QUOTE_LIMIT + 5} characters)`);
+    expect(quote(`${'x'.repeat(QUOTE_LIMIT - 1)}\u{1f600}tail`)).toBe(
+      `"${'x'.repeat(QUOTE_LIMIT - 1)}…" (${QUOTE_LIMIT + 5} characters)`,
+    );
     expect(clip('z'.repeat(300))).toBe(`${'z'.repeat(QUOTE_LIMIT)}… (300 characters)`);
   });
 });

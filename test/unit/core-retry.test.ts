@@ -30,7 +30,14 @@ describe('withRetries', () => {
         if (calls < 5) throw new Transient('down');
         return 'up';
       },
-      { attempts: 10, baseDelayMs: 200, maxDelayMs: 1_000, now: c.now, sleep: c.sleep, retryable: (e) => e instanceof Transient },
+      {
+        attempts: 10,
+        baseDelayMs: 200,
+        maxDelayMs: 1_000,
+        now: c.now,
+        sleep: c.sleep,
+        retryable: (e) => e instanceof Transient,
+      },
     );
     expect(result).toBe('up');
     expect(c.sleeps).toEqual([200, 400, 800, 1_000]);
@@ -50,7 +57,13 @@ describe('withRetries', () => {
   it('throws a non-retryable error at once, and gives the last retryable one to giveUp when attempts run out', async () => {
     const c = clock();
     await expect(
-      withRetries(async () => Promise.reject(new Error('refused')), { attempts: 5, baseDelayMs: 10, now: c.now, sleep: c.sleep, retryable: (e) => e instanceof Transient }),
+      withRetries(async () => Promise.reject(new Error('refused')), {
+        attempts: 5,
+        baseDelayMs: 10,
+        now: c.now,
+        sleep: c.sleep,
+        retryable: (e) => e instanceof Transient,
+      }),
     ).rejects.toThrow('refused');
     expect(c.sleeps).toEqual([]);
     let attempts = 0;
@@ -109,7 +122,14 @@ describe('withRetries', () => {
   it('does not start an attempt without time left, and stops once the signal aborts', async () => {
     const c = clock(5_000);
     await expect(
-      withRetries(async () => 'never', { attempts: 3, baseDelayMs: 10, deadline: 5_000, now: c.now, retryable: () => true, expired: () => new Error('no time') }),
+      withRetries(async () => 'never', {
+        attempts: 3,
+        baseDelayMs: 10,
+        deadline: 5_000,
+        now: c.now,
+        retryable: () => true,
+        expired: () => new Error('no time'),
+      }),
     ).rejects.toThrow('no time');
     const controller = new AbortController();
     let calls = 0;

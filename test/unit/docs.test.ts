@@ -133,7 +133,11 @@ describe('documentation', () => {
         writeFileSync(file, code);
         return file;
       });
-      const config = ts.getParsedCommandLineOfConfigFile(join(root, 'tsconfig.json'), {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => undefined });
+      const config = ts.getParsedCommandLineOfConfigFile(
+        join(root, 'tsconfig.json'),
+        {},
+        { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => undefined },
+      );
       const program = ts.createProgram(files, {
         ...config!.options,
         noEmit: true,
@@ -144,7 +148,10 @@ describe('documentation', () => {
       const problems = ts
         .getPreEmitDiagnostics(program)
         .filter((diagnostic) => diagnostic.file !== undefined && files.includes(diagnostic.file.fileName))
-        .map((diagnostic) => `${relative(dir, diagnostic.file!.fileName)}: ${ts.flattenDiagnosticMessageText(diagnostic.messageText, ' ')}`);
+        .map(
+          (diagnostic) =>
+            `${relative(dir, diagnostic.file!.fileName)}: ${ts.flattenDiagnosticMessageText(diagnostic.messageText, ' ')}`,
+        );
       expect(problems).toEqual([]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
@@ -183,7 +190,9 @@ describe('documentation', () => {
     const sample = join(docsDir, 'library.md');
     expect(problem({ from: readme, target: 'docs/library.md' })).toBeUndefined();
     expect(problem({ from: readme, target: 'docs/no-such-file.md' })).toBe('docs/no-such-file.md does not exist');
-    expect(problem({ from: sample, target: '#no-such-heading' })).toBe('docs/library.md has no heading #no-such-heading');
+    expect(problem({ from: sample, target: '#no-such-heading' })).toBe(
+      'docs/library.md has no heading #no-such-heading',
+    );
     expect(problem({ from: sample, target: 'https://example.com/missing' })).toBeUndefined();
     expect(links(readme).some((link) => link.target === 'docs/library.md')).toBe(true);
     expect(anchors('# A\n```\n# not a heading\n```\n## A\n')).toEqual(new Set(['a', 'a-1']));

@@ -9,7 +9,14 @@ import { build } from 'esbuild';
 import { describe, expect, it } from 'vitest';
 import { run as cli } from '../../src/cli/main.js';
 import { ERROR_DOCS } from '../../src/core/error-docs.js';
-import { CredentialsError, ERRORS, errorSpec, formatError, isCredentialsError, type ErrorCode } from '../../src/core/errors.js';
+import {
+  CredentialsError,
+  ERRORS,
+  errorSpec,
+  formatError,
+  isCredentialsError,
+  type ErrorCode,
+} from '../../src/core/errors.js';
 import { runPlugin, type CredentialProvider, type ProcessIo } from '../../src/plugin/index.js';
 import { retryableError } from '../../src/providers/tenant-cert/consumer/transport.js';
 // @ts-expect-error -- a plain ESM build script without type declarations
@@ -36,7 +43,10 @@ function sourceFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
     const path = join(dir, entry.name);
     if (entry.isDirectory()) return relative(root, path) === join('src', 'generated') ? [] : sourceFiles(path);
-    return entry.name.endsWith('.ts') && ![join('src', 'core', 'error-registry.ts'), join('src', 'core', 'error-docs.ts')].includes(relative(root, path)) ? [path] : [];
+    return entry.name.endsWith('.ts') &&
+      ![join('src', 'core', 'error-registry.ts'), join('src', 'core', 'error-docs.ts')].includes(relative(root, path))
+      ? [path]
+      : [];
   });
 }
 
@@ -92,7 +102,13 @@ async function exitOf(where: 'settings' | 'issue', error: unknown): Promise<{ co
 
 /** A second copy of the package's error module, bundled apart as another installed copy would be. */
 async function secondCopy(): Promise<typeof import('../../src/core/errors.js')> {
-  const result = await build({ entryPoints: [join(root, 'src/core/errors.ts')], bundle: true, format: 'esm', platform: 'node', write: false });
+  const result = await build({
+    entryPoints: [join(root, 'src/core/errors.ts')],
+    bundle: true,
+    format: 'esm',
+    platform: 'node',
+    write: false,
+  });
   return import(`data:text/javascript;base64,${Buffer.from(result.outputFiles[0]!.text).toString('base64')}`);
 }
 
@@ -103,7 +119,11 @@ describe('the error registry', () => {
   });
 
   it('holds no code that nothing in src raises (a dead entry is wrong documentation)', () => {
-    const raised = new Set(literals().filter(({ compared }) => !compared).map(({ code }) => code));
+    const raised = new Set(
+      literals()
+        .filter(({ compared }) => !compared)
+        .map(({ code }) => code),
+    );
     expect(codes.filter((code) => !raised.has(code))).toEqual([]);
   });
 
@@ -123,7 +143,9 @@ describe('the error registry', () => {
 
   it('docs/errors.md is what scripts/generate-error-docs.mjs makes of it (run `npm run docs:errors`)', async () => {
     const expected = renderErrorDocs(await loadRegistry());
-    expect(readFileSync(join(root, docsPath), 'utf8'), 'docs/errors.md is stale: run `npm run docs:errors`').toBe(expected);
+    expect(readFileSync(join(root, docsPath), 'utf8'), 'docs/errors.md is stale: run `npm run docs:errors`').toBe(
+      expected,
+    );
     for (const code of codes) expect(expected).toContain(`| \`${code}\` |`);
   });
 });
@@ -146,7 +168,9 @@ describe('CredentialsError', () => {
 
   it('is recognised by its brand across two copies of the package, never by name or instanceof', async () => {
     const other = await secondCopy();
-    const theirs = new other.CredentialsError('ERR_PLUGIN_CACHE_LOCKED', 'held by process 42', { path: '/cache/x.lock' });
+    const theirs = new other.CredentialsError('ERR_PLUGIN_CACHE_LOCKED', 'held by process 42', {
+      path: '/cache/x.lock',
+    });
     const ours = new CredentialsError('ERR_TENANT_CERT_FLAG', 'bad --timeout', { path: '--timeout' });
     expect(theirs instanceof CredentialsError).toBe(false);
     expect(isCredentialsError(theirs)).toBe(true);
@@ -165,14 +189,24 @@ describe('CredentialsError', () => {
 
 describe('exit codes come from the registry', () => {
   it('plugin runtime: the code decides wherever it is raised; a code from another copy too', async () => {
-    expect(await exitOf('issue', new CredentialsError('ERR_OIDC_CONFIG', 'the private key does not fit algorithm ES256'))).toMatchObject({ code: 2 });
-    expect(await exitOf('settings', new CredentialsError('ERR_PLUGIN_CACHE_IO', 'unknown --mode "x"'))).toMatchObject({ code: 1 });
+    expect(
+      await exitOf('issue', new CredentialsError('ERR_OIDC_CONFIG', 'the private key does not fit algorithm ES256')),
+    ).toMatchObject({ code: 2 });
+    expect(await exitOf('settings', new CredentialsError('ERR_PLUGIN_CACHE_IO', 'unknown --mode "x"'))).toMatchObject({
+      code: 1,
+    });
     const other = await secondCopy();
-    const fromOther = await exitOf('issue', new other.CredentialsError('ERR_TENANT_CERT_KEY_FILE', 'the key file is accessible by others'));
-    expect(fromOther).toEqual({ code: 2, err: 'clusterprofile-registry-unit: ERR_TENANT_CERT_KEY_FILE: the key file is accessible by others\n' });
+    const fromOther = await exitOf(
+      'issue',
+      new other.CredentialsError('ERR_TENANT_CERT_KEY_FILE', 'the key file is accessible by others'),
+    );
+    expect(fromOther).toEqual({
+      code: 2,
+      err: 'clusterprofile-registry-unit: ERR_TENANT_CERT_KEY_FILE: the key file is accessible by others\n',
+    });
   });
 
-  it('plugin runtime: a provider\'s own code exits 2 from settings and 1 from issue; an uncoded error is internal (1)', async () => {
+  it("plugin runtime: a provider's own code exits 2 from settings and 1 from issue; an uncoded error is internal (1)", async () => {
     const own = new CredentialsError('ERR_ACME_CONFIG' as ErrorCode, 'no tenant');
     expect(await exitOf('settings', own)).toMatchObject({ code: 2 });
     expect(await exitOf('issue', own)).toMatchObject({ code: 1 });
@@ -181,7 +215,7 @@ describe('exit codes come from the registry', () => {
     expect(internal.err).toContain('internal error: boom');
   });
 
-  it('CLI: a command\'s error exits with its code\'s exit code (identity import without HOME: ERR_TENANT_CERT_FLAG, 2)', async () => {
+  it("CLI: a command's error exits with its code's exit code (identity import without HOME: ERR_TENANT_CERT_FLAG, 2)", async () => {
     const io = memoryIo();
     expect(await cli(['identity', 'import', 'identity.yaml', '--key-file', 'consumer.key'], {}, io)).toBe(2);
     expect(io.err()).toBe('ERR_TENANT_CERT_FLAG: no --identity-dir given and HOME is not set (at --identity-dir)\n');

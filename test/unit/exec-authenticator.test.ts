@@ -16,7 +16,15 @@ function scripted(...results: (Partial<ExecCredential> | Error)[]) {
     i += 1;
     await Promise.resolve();
     if (r instanceof Error) throw r;
-    return { status: {}, token: undefined, clientCertificate: undefined, clientKey: undefined, expiresAt: undefined, certificateFingerprint: undefined, ...r } as ExecCredential;
+    return {
+      status: {},
+      token: undefined,
+      clientCertificate: undefined,
+      clientKey: undefined,
+      expiresAt: undefined,
+      certificateFingerprint: undefined,
+      ...r,
+    } as ExecCredential;
   };
   return { run, runs: () => i };
 }
@@ -43,7 +51,11 @@ describe('ExecAuthenticator (frozen clock)', () => {
 
   it('refreshes ahead of expirationTimestamp by the margin, capped at half the lifetime', async () => {
     let now = T0;
-    const p = scripted({ token: 'a', expiresAt: T0 + 600_000 }, { token: 'b', expiresAt: T0 + 1_200_000 }, { token: 'c', expiresAt: T0 + 1_150_000 });
+    const p = scripted(
+      { token: 'a', expiresAt: T0 + 600_000 },
+      { token: 'b', expiresAt: T0 + 1_200_000 },
+      { token: 'c', expiresAt: T0 + 1_150_000 },
+    );
     const auth = new ExecAuthenticator(exec, cluster, { run: p.run, now: () => now, refreshMarginMs: 60_000 });
     expect((await auth.getCredential()).token).toBe('a');
     now = T0 + 539_999;
@@ -96,8 +108,15 @@ describe('ExecAuthenticator (frozen clock)', () => {
 describe('ExecCredentialCache keys', () => {
   it('keys by everything the plugin sees, never by a user name, independent of key order', () => {
     const withInfo = { ...exec, provideClusterInfo: true };
-    expect(execCacheKey(withInfo, cluster)).toBe(execCacheKey({ provideClusterInfo: true, interactiveMode: 'Never', command: 'p', apiVersion: exec.apiVersion }, { config: { clusterName: 'a' }, server: 'https://a:6443' }));
-    expect(execCacheKey(withInfo, cluster)).not.toBe(execCacheKey(withInfo, { ...cluster, config: { clusterName: 'b' } }));
+    expect(execCacheKey(withInfo, cluster)).toBe(
+      execCacheKey(
+        { provideClusterInfo: true, interactiveMode: 'Never', command: 'p', apiVersion: exec.apiVersion },
+        { config: { clusterName: 'a' }, server: 'https://a:6443' },
+      ),
+    );
+    expect(execCacheKey(withInfo, cluster)).not.toBe(
+      execCacheKey(withInfo, { ...cluster, config: { clusterName: 'b' } }),
+    );
     expect(execCacheKey(exec, cluster)).not.toBe(execCacheKey({ ...exec, args: ['--x'] }, cluster));
     expect(execCacheKey(exec, cluster)).not.toBe(execCacheKey({ ...exec, env: [{ name: 'A', value: '1' }] }, cluster));
     // Without provideClusterInfo the plugin cannot tell clusters apart: one credential, as in client-go.
@@ -108,7 +127,9 @@ describe('ExecCredentialCache keys', () => {
     const cache = new ExecCredentialCache({ now: () => T0 });
     const withInfo = { ...exec, provideClusterInfo: true };
     expect(cache.authenticatorFor(withInfo, cluster)).toBe(cache.authenticatorFor({ ...withInfo }, { ...cluster }));
-    expect(cache.authenticatorFor(withInfo, cluster)).not.toBe(cache.authenticatorFor(withInfo, { server: 'https://b:6443' }));
+    expect(cache.authenticatorFor(withInfo, cluster)).not.toBe(
+      cache.authenticatorFor(withInfo, { server: 'https://b:6443' }),
+    );
     expect(cache.size).toBe(2);
     expect(cache.forget({ ...withInfo }, { ...cluster })).toBe(true);
     expect(cache.forget(withInfo, cluster)).toBe(false);

@@ -15,7 +15,14 @@ const access: ResolvedClusterAccess = {
     'proxy-url': 'http://proxy:3128',
     config: { clusterName: 'spoke-1' },
   },
-  exec: { apiVersion: 'client.authentication.k8s.io/v1', command: 'p', args: [], env: [], interactiveMode: 'Never', provideClusterInfo: true },
+  exec: {
+    apiVersion: 'client.authentication.k8s.io/v1',
+    command: 'p',
+    args: [],
+    env: [],
+    interactiveMode: 'Never',
+    provideClusterInfo: true,
+  },
 };
 
 describe('ClusterProfileKubeConfig (no request made)', () => {
@@ -45,7 +52,10 @@ describe('ClusterProfileKubeConfig (no request made)', () => {
     expect(cache.size).toBe(0);
     expect(a.authenticator).toBe(b.authenticator);
     expect(a.authenticator.execCount).toBe(0);
-    const other = new ClusterProfileKubeConfig({ ...access, cluster: { ...access.cluster, config: { clusterName: 'spoke-2' } } }, cache);
+    const other = new ClusterProfileKubeConfig(
+      { ...access, cluster: { ...access.cluster, config: { clusterName: 'spoke-2' } } },
+      cache,
+    );
     expect(other.authenticator).not.toBe(a.authenticator);
   });
 });

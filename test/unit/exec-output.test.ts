@@ -4,7 +4,8 @@ import { createTestCa, certFingerprint, type KeyPairPem } from '../helpers/tls.j
 
 const V1 = 'client.authentication.k8s.io/v1';
 const V1B1 = 'client.authentication.k8s.io/v1beta1';
-const out = (status: unknown, apiVersion: string = V1) => JSON.stringify({ apiVersion, kind: 'ExecCredential', status });
+const out = (status: unknown, apiVersion: string = V1) =>
+  JSON.stringify({ apiVersion, kind: 'ExecCredential', status });
 
 function error(fn: () => unknown): { code: string; message: string } {
   try {
@@ -47,11 +48,23 @@ describe('parseExecCredential: client-go rules and error texts', () => {
   it.each([
     ['garbage', '{ this is : not [ json', /^decoding stdout: /],
     ['empty output', '', /^decoding stdout: /],
-    ['another kind', JSON.stringify({ apiVersion: V1, kind: 'Secret', status: { token: 'x' } }), /^decoding stdout: unexpected kind "Secret"/],
-    ['no apiVersion', JSON.stringify({ kind: 'ExecCredential', status: { token: 'x' } }), /^decoding stdout: Object 'apiVersion' is missing/],
+    [
+      'another kind',
+      JSON.stringify({ apiVersion: V1, kind: 'Secret', status: { token: 'x' } }),
+      /^decoding stdout: unexpected kind "Secret"/,
+    ],
+    [
+      'no apiVersion',
+      JSON.stringify({ kind: 'ExecCredential', status: { token: 'x' } }),
+      /^decoding stdout: Object 'apiVersion' is missing/,
+    ],
     ['a list', '[1,2]', /^decoding stdout: /],
     ['a number token', out({ token: 5 }), /^decoding stdout: status\.token must be a string/],
-    ['a bad expiry', out({ token: 'x', expirationTimestamp: 'tomorrow' }), /^decoding stdout: status\.expirationTimestamp/],
+    [
+      'a bad expiry',
+      out({ token: 'x', expirationTimestamp: 'tomorrow' }),
+      /^decoding stdout: status\.expirationTimestamp/,
+    ],
   ])('rejects %s with a decoding error', (_name, stdout, message) => {
     const e = error(() => parseExecCredential(stdout, V1));
     expect(e.code).toBe('ERR_EXEC_OUTPUT_INVALID');
@@ -68,16 +81,23 @@ describe('parseExecCredential: client-go rules and error texts', () => {
     const e = error(() => parseExecCredential(`{apiVersion: ${V1}, kind: ExecCredential, status: {token: t}}`, V1));
     expect(e.code).toBe('ERR_EXEC_OUTPUT_INVALID');
     expect(e.message).toMatch(/^decoding stdout: output starts with '\{' but is not JSON/);
-    expect(error(() => parseExecCredential(`${out({ token: 'x' })} trailing`, V1)).code).toBe('ERR_EXEC_OUTPUT_INVALID');
+    expect(error(() => parseExecCredential(`${out({ token: 'x' })} trailing`, V1)).code).toBe(
+      'ERR_EXEC_OUTPUT_INVALID',
+    );
   });
 
   it('reads YAML 1.1 scalars as client-go does: an unquoted yes, on or 0o17 is not a string token', () => {
     for (const token of ['yes', 'on', 'N', '0o17', '1e3']) {
-      const e = error(() => parseExecCredential(`apiVersion: ${V1}\nkind: ExecCredential\nstatus:\n  token: ${token}\n`, V1));
+      const e = error(() =>
+        parseExecCredential(`apiVersion: ${V1}\nkind: ExecCredential\nstatus:\n  token: ${token}\n`, V1),
+      );
       expect(e.message).toMatch(/^decoding stdout: status\.token must be a string/);
     }
     for (const token of ['"yes"', '12:30', '2030-01-01', '0x', '1e999']) {
-      const text = parseExecCredential(`apiVersion: ${V1}\nkind: ExecCredential\nstatus:\n  token: ${token}\n`, V1).token;
+      const text = parseExecCredential(
+        `apiVersion: ${V1}\nkind: ExecCredential\nstatus:\n  token: ${token}\n`,
+        V1,
+      ).token;
       expect(text).toBe(token.replaceAll('"', ''));
     }
   });
@@ -85,29 +105,59 @@ describe('parseExecCredential: client-go rules and error texts', () => {
   it('takes the first document of a YAML stream, as client-go does; later documents are not read', () => {
     const stream = `apiVersion: ${V1}\nkind: ExecCredential\nstatus:\n  token: first\n---\n- garbage: [\n`;
     expect(parseExecCredential(stream, V1).token).toBe('first');
-    expect(error(() => parseExecCredential(`---\n---\napiVersion: ${V1}\nkind: ExecCredential\nstatus:\n  token: t\n`, V1)).code).toBe(
-      'ERR_EXEC_OUTPUT_INVALID',
-    );
+    expect(
+      error(() => parseExecCredential(`---\n---\napiVersion: ${V1}\nkind: ExecCredential\nstatus:\n  token: t\n`, V1))
+        .code,
+    ).toBe('ERR_EXEC_OUTPUT_INVALID');
   });
 
   it('reads expirationTimestamp as Go’s time.Parse(time.RFC3339) does', () => {
-    const expiry = (timestamp: string) => parseExecCredential(out({ token: 'x', expirationTimestamp: timestamp }), V1).expiresAt;
+    const expiry = (timestamp: string) =>
+      parseExecCredential(out({ token: 'x', expirationTimestamp: timestamp }), V1).expiresAt;
     expect(expiry('2030-01-01T01:00:00+01:00')).toBe(Date.UTC(2030, 0, 1));
     expect(expiry('2030-01-01T1:00:00Z')).toBe(Date.UTC(2030, 0, 1, 1));
     expect(expiry('2028-02-29T00:00:00,5Z')).toBe(Date.UTC(2028, 1, 29) + 500);
-    for (const bad of ['2030-01-01T00:00:00', '2030-01-01T00:00Z', '2030-01-01T24:00:00Z', '2030-02-30T00:00:00Z', '2030-01-01T00:00:00+0100', '2030-01-01t00:00:00Z']) {
-      expect(error(() => expiry(bad)).message).toMatch(/^decoding stdout: status\.expirationTimestamp .* is not an RFC 3339 time$/);
+    for (const bad of [
+      '2030-01-01T00:00:00',
+      '2030-01-01T00:00Z',
+      '2030-01-01T24:00:00Z',
+      '2030-02-30T00:00:00Z',
+      '2030-01-01T00:00:00+0100',
+      '2030-01-01t00:00:00Z',
+    ]) {
+      expect(error(() => expiry(bad)).message).toMatch(
+        /^decoding stdout: status\.expirationTimestamp .* is not an RFC 3339 time$/,
+      );
     }
   });
 
   it('checks spec as client-go decodes it: wrong types and CA data Go cannot decode are refused', () => {
-    for (const spec of ['x', { interactive: 'yes' }, { cluster: [] }, { cluster: { server: 5 } }, { cluster: { 'certificate-authority-data': 'QQ' } }]) {
-      expect(error(() => parseExecCredential(JSON.stringify({ apiVersion: V1, kind: 'ExecCredential', spec, status: { token: 'x' } }), V1)).code).toBe(
-        'ERR_EXEC_OUTPUT_INVALID',
-      );
+    for (const spec of [
+      'x',
+      { interactive: 'yes' },
+      { cluster: [] },
+      { cluster: { server: 5 } },
+      { cluster: { 'certificate-authority-data': 'QQ' } },
+    ]) {
+      expect(
+        error(() =>
+          parseExecCredential(
+            JSON.stringify({ apiVersion: V1, kind: 'ExecCredential', spec, status: { token: 'x' } }),
+            V1,
+          ),
+        ).code,
+      ).toBe('ERR_EXEC_OUTPUT_INVALID');
     }
-    const echoed = { interactive: false, cluster: { server: 'https://x', 'certificate-authority-data': 'QQ==\n', config: { a: 1 } } };
-    expect(parseExecCredential(JSON.stringify({ apiVersion: V1, kind: 'ExecCredential', spec: echoed, status: { token: 'x' } }), V1).token).toBe('x');
+    const echoed = {
+      interactive: false,
+      cluster: { server: 'https://x', 'certificate-authority-data': 'QQ==\n', config: { a: 1 } },
+    };
+    expect(
+      parseExecCredential(
+        JSON.stringify({ apiVersion: V1, kind: 'ExecCredential', spec: echoed, status: { token: 'x' } }),
+        V1,
+      ).token,
+    ).toBe('x');
   });
 
   it('rejects another apiVersion with client-go’s text', () => {
@@ -124,7 +174,10 @@ describe('parseExecCredential: client-go rules and error texts', () => {
   it('rejects neither token nor cert/key', () => {
     for (const status of [{}, { token: '' }, { expirationTimestamp: '2030-01-01T00:00:00Z' }]) {
       const e = error(() => parseExecCredential(out(status), V1));
-      expect([e.code, e.message]).toEqual(['ERR_EXEC_OUTPUT_INVALID', "exec plugin didn't return a token or cert/key pair"]);
+      expect([e.code, e.message]).toEqual([
+        'ERR_EXEC_OUTPUT_INVALID',
+        "exec plugin didn't return a token or cert/key pair",
+      ]);
     }
   });
 
@@ -139,7 +192,9 @@ describe('parseExecCredential: client-go rules and error texts', () => {
     const bad = error(() => parseExecCredential(out({ clientCertificateData: 'nope', clientKeyData: 'nope' }), V1));
     expect(bad.code).toBe('ERR_EXEC_OUTPUT_INVALID');
     expect(bad.message).toMatch(/^failed parsing client key\/certificate: /);
-    const mismatch = error(() => parseExecCredential(out({ clientCertificateData: pair.cert, clientKeyData: other.key }), V1));
+    const mismatch = error(() =>
+      parseExecCredential(out({ clientCertificateData: pair.cert, clientKeyData: other.key }), V1),
+    );
     expect(mismatch.message).toBe('failed parsing client key/certificate: tls: private key does not match public key');
   });
 });
@@ -156,7 +211,9 @@ describe('parseExecCredential: what a plugin printed stays out of the error', ()
   });
 
   it('an unexpected kind is named only when it is a short word', () => {
-    const e = error(() => parseExecCredential(JSON.stringify({ apiVersion: V1, kind: { token: 'sekret-in-kind' } }), V1));
+    const e = error(() =>
+      parseExecCredential(JSON.stringify({ apiVersion: V1, kind: { token: 'sekret-in-kind' } }), V1),
+    );
     expect(e.code).toBe('ERR_EXEC_OUTPUT_INVALID');
     expect(e.message).not.toContain('sekret-in-kind');
   });
@@ -165,7 +222,12 @@ describe('parseExecCredential: what a plugin printed stays out of the error', ()
 describe('parseExecCredential: hostile YAML', () => {
   it('an alias bomb in plugin output is ERR_EXEC_OUTPUT_INVALID, not a raw yaml error, and quotes nothing', () => {
     const lines = ['a: &a ["x","x","x","x","x","x","x","x","x","x"]'];
-    for (let i = 1; i < 8; i++) lines.push(`${String.fromCharCode(97 + i)}: &${String.fromCharCode(97 + i)} [${Array(10).fill(`*${String.fromCharCode(96 + i)}`).join(',')}]`);
+    for (let i = 1; i < 8; i++)
+      lines.push(
+        `${String.fromCharCode(97 + i)}: &${String.fromCharCode(97 + i)} [${Array(10)
+          .fill(`*${String.fromCharCode(96 + i)}`)
+          .join(',')}]`,
+      );
     lines.push('apiVersion: client.authentication.k8s.io/v1', 'kind: ExecCredential', 'status: {token: s3cret}');
     const e = error(() => parseExecCredential(lines.join('\n'), V1));
     expect(e.code).toBe('ERR_EXEC_OUTPUT_INVALID');

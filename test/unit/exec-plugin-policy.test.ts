@@ -5,7 +5,12 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ExecAuthenticator, ExecCredentialCache } from '../../src/library/exec/authenticator.js';
-import { checkPluginPolicy, cleanPath, validatePluginPolicy, type CredentialPluginPolicy } from '../../src/library/exec/policy.js';
+import {
+  checkPluginPolicy,
+  cleanPath,
+  validatePluginPolicy,
+  type CredentialPluginPolicy,
+} from '../../src/library/exec/policy.js';
 
 function refusal(action: () => unknown): { code: string; message: string } {
   try {
@@ -18,34 +23,83 @@ function refusal(action: () => unknown): { code: string; message: string } {
 
 describe('validatePluginPolicy: client-go ValidatePluginPolicy', () => {
   it.each<[CredentialPluginPolicy, string]>([
-    [{ policyType: 'AllowAll', allowlist: [] }, 'invalid plugin policy: misconfigured credential plugin allowlist: plugin policy is "AllowAll" but allowlist is non-nil'],
-    [{ policyType: '', allowlist: [{ name: 'x' }] }, 'invalid plugin policy: misconfigured credential plugin allowlist: plugin policy is "" but allowlist is non-nil'],
-    [{ policyType: 'DenyAll', allowlist: [] }, 'invalid plugin policy: misconfigured credential plugin allowlist: plugin policy is "DenyAll" but allowlist is non-nil'],
-    [{ policyType: 'Allowlist' }, 'invalid plugin policy: credential plugin policy set to "Allowlist", but allowlist is unspecified'],
-    [{ policyType: 'Allowlist', allowlist: [] }, 'invalid plugin policy: credential plugin policy set to "Allowlist", but allowlist is empty; use "DenyAll" policy instead'],
-    [{ policyType: 'Allowlist', allowlist: [{ name: 'a' }, { name: '' }] }, 'invalid plugin policy: misconfigured credential plugin allowlist: empty allowlist entry #2'],
-    [{ policyType: 'Allowlist', allowlist: [{ name: './plugin' }] }, 'invalid plugin policy: non-normalized file path: "./plugin" vs "plugin"'],
-    [{ policyType: 'Allowlist', allowlist: [{ name: '/usr/bin/' }] }, 'invalid plugin policy: non-normalized file path: "/usr/bin/" vs "/usr/bin"'],
+    [
+      { policyType: 'AllowAll', allowlist: [] },
+      'invalid plugin policy: misconfigured credential plugin allowlist: plugin policy is "AllowAll" but allowlist is non-nil',
+    ],
+    [
+      { policyType: '', allowlist: [{ name: 'x' }] },
+      'invalid plugin policy: misconfigured credential plugin allowlist: plugin policy is "" but allowlist is non-nil',
+    ],
+    [
+      { policyType: 'DenyAll', allowlist: [] },
+      'invalid plugin policy: misconfigured credential plugin allowlist: plugin policy is "DenyAll" but allowlist is non-nil',
+    ],
+    [
+      { policyType: 'Allowlist' },
+      'invalid plugin policy: credential plugin policy set to "Allowlist", but allowlist is unspecified',
+    ],
+    [
+      { policyType: 'Allowlist', allowlist: [] },
+      'invalid plugin policy: credential plugin policy set to "Allowlist", but allowlist is empty; use "DenyAll" policy instead',
+    ],
+    [
+      { policyType: 'Allowlist', allowlist: [{ name: 'a' }, { name: '' }] },
+      'invalid plugin policy: misconfigured credential plugin allowlist: empty allowlist entry #2',
+    ],
+    [
+      { policyType: 'Allowlist', allowlist: [{ name: './plugin' }] },
+      'invalid plugin policy: non-normalized file path: "./plugin" vs "plugin"',
+    ],
+    [
+      { policyType: 'Allowlist', allowlist: [{ name: '/usr/bin/' }] },
+      'invalid plugin policy: non-normalized file path: "/usr/bin/" vs "/usr/bin"',
+    ],
     [{ policyType: 'Denylist' as never }, 'invalid plugin policy: unknown plugin policy: "Denylist"'],
   ])('%j is refused', (policy, message) => {
     const error = refusal(() => validatePluginPolicy(policy));
     expect(error.code).toBe('ERR_EXEC_PLUGIN_POLICY_INVALID');
     expect(error.message).toBe(message);
     // As client-go's GetAuthenticator: the authenticator (and the cache) refuse it when built.
-    expect(refusal(() => new ExecCredentialCache({ pluginPolicy: policy })).code).toBe('ERR_EXEC_PLUGIN_POLICY_INVALID');
-    expect(refusal(() => new ExecAuthenticator({ apiVersion: 'client.authentication.k8s.io/v1', command: 'x', interactiveMode: 'Never' }, undefined, { pluginPolicy: policy })).code).toBe(
+    expect(refusal(() => new ExecCredentialCache({ pluginPolicy: policy })).code).toBe(
       'ERR_EXEC_PLUGIN_POLICY_INVALID',
     );
+    expect(
+      refusal(
+        () =>
+          new ExecAuthenticator(
+            { apiVersion: 'client.authentication.k8s.io/v1', command: 'x', interactiveMode: 'Never' },
+            undefined,
+            { pluginPolicy: policy },
+          ),
+      ).code,
+    ).toBe('ERR_EXEC_PLUGIN_POLICY_INVALID');
   });
 
   it('accepts the valid shapes', () => {
-    for (const policy of [undefined, { policyType: '' }, { policyType: 'AllowAll' }, { policyType: 'DenyAll' }, { policyType: 'Allowlist', allowlist: [{ name: 'a' }, { name: '/usr/local/bin/b' }] }] as const) {
+    for (const policy of [
+      undefined,
+      { policyType: '' },
+      { policyType: 'AllowAll' },
+      { policyType: 'DenyAll' },
+      { policyType: 'Allowlist', allowlist: [{ name: 'a' }, { name: '/usr/local/bin/b' }] },
+    ] as const) {
       expect(() => validatePluginPolicy(policy as CredentialPluginPolicy | undefined)).not.toThrow();
     }
   });
 
   it('cleans paths like Go filepath.Clean', () => {
-    expect(['', '.', 'a/', './a', 'a//b', '/a/../b', '//a', '../a/', '/'].map(cleanPath)).toEqual(['.', '.', 'a', 'a', 'a/b', '/b', '/a', '../a', '/']);
+    expect(['', '.', 'a/', './a', 'a//b', '/a/../b', '//a', '../a/', '/'].map(cleanPath)).toEqual([
+      '.',
+      '.',
+      'a',
+      'a',
+      'a/b',
+      '/b',
+      '/a',
+      '../a',
+      '/',
+    ]);
   });
 });
 
@@ -67,7 +121,10 @@ describe('checkPluginPolicy: which command runs', () => {
     env = { PATH: `${bin}:/nonexistent` };
   });
 
-  const allow = (...names: string[]): CredentialPluginPolicy => ({ policyType: 'Allowlist', allowlist: names.map((name) => ({ name })) });
+  const allow = (...names: string[]): CredentialPluginPolicy => ({
+    policyType: 'Allowlist',
+    allowlist: names.map((name) => ({ name })),
+  });
 
   it('AllowAll and an empty policy run the command as configured', () => {
     expect(checkPluginPolicy(undefined, 'my-plugin', env)).toBe('my-plugin');
@@ -94,16 +151,24 @@ describe('checkPluginPolicy: which command runs', () => {
   it('the same base name elsewhere is not the plugin', () => {
     const byPath = refusal(() => checkPluginPolicy(allow(join(other, 'my-plugin')), 'my-plugin', env));
     expect(byPath.code).toBe('ERR_EXEC_PLUGIN_DENIED');
-    expect(byPath.message).toBe(`plugin path ${JSON.stringify(join(bin, 'my-plugin'))} is not permitted by the credential plugin allowlist`);
+    expect(byPath.message).toBe(
+      `plugin path ${JSON.stringify(join(bin, 'my-plugin'))} is not permitted by the credential plugin allowlist`,
+    );
     // A name resolves in the parent's PATH: `my-plugin` is bin/my-plugin, not other/my-plugin.
-    expect(refusal(() => checkPluginPolicy(allow('my-plugin'), join(other, 'my-plugin'), env)).code).toBe('ERR_EXEC_PLUGIN_DENIED');
-    expect(refusal(() => checkPluginPolicy(allow('other-plugin'), 'my-plugin', env)).code).toBe('ERR_EXEC_PLUGIN_DENIED');
+    expect(refusal(() => checkPluginPolicy(allow('my-plugin'), join(other, 'my-plugin'), env)).code).toBe(
+      'ERR_EXEC_PLUGIN_DENIED',
+    );
+    expect(refusal(() => checkPluginPolicy(allow('other-plugin'), 'my-plugin', env)).code).toBe(
+      'ERR_EXEC_PLUGIN_DENIED',
+    );
   });
 
   it('a command that cannot be resolved is refused with the lookup’s reason', () => {
     const missing = refusal(() => checkPluginPolicy(allow('my-plugin'), 'missing-plugin', env));
     expect(missing.code).toBe('ERR_EXEC_PLUGIN_DENIED');
-    expect(missing.message).toBe('plugin path "missing-plugin" cannot be resolved for credential plugin allowlist check: exec: "missing-plugin": executable file not found in $PATH');
+    expect(missing.message).toBe(
+      'plugin path "missing-plugin" cannot be resolved for credential plugin allowlist check: exec: "missing-plugin": executable file not found in $PATH',
+    );
     const notExecutable = refusal(() => checkPluginPolicy(allow('my-plugin'), join(bin, 'not-executable'), env));
     expect(notExecutable.message).toBe(
       `plugin path ${JSON.stringify(join(bin, 'not-executable'))} cannot be resolved for credential plugin allowlist check: exec: ${JSON.stringify(join(bin, 'not-executable'))}: permission denied`,

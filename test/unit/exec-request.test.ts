@@ -6,7 +6,10 @@ const exec: ExecConfig = {
   apiVersion: 'client.authentication.k8s.io/v1',
   command: '/bin/plugin',
   args: ['--a', 'b'],
-  env: [{ name: 'SHARED', value: 'from-exec' }, { name: 'ONLY_EXEC', value: '1' }],
+  env: [
+    { name: 'SHARED', value: 'from-exec' },
+    { name: 'ONLY_EXEC', value: '1' },
+  ],
   interactiveMode: 'Never',
 };
 const cluster: ExecCluster = {
@@ -63,22 +66,34 @@ describe('buildExecRequest: what the plugin process gets', () => {
 
   it('interactive only when the mode and the terminal allow it', () => {
     expect(buildExecRequest(exec, cluster, { env, stdinIsTerminal: true }).interactive).toBe(false);
-    expect(buildExecRequest({ ...exec, interactiveMode: 'IfAvailable' }, cluster, { env, stdinIsTerminal: true }).interactive).toBe(true);
+    expect(
+      buildExecRequest({ ...exec, interactiveMode: 'IfAvailable' }, cluster, { env, stdinIsTerminal: true })
+        .interactive,
+    ).toBe(true);
     expect(buildExecRequest({ ...exec, interactiveMode: 'IfAvailable' }, cluster, { env }).interactive).toBe(false);
-    const v1beta1 = { ...exec, apiVersion: 'client.authentication.k8s.io/v1beta1' as const, interactiveMode: undefined };
+    const v1beta1 = {
+      ...exec,
+      apiVersion: 'client.authentication.k8s.io/v1beta1' as const,
+      interactiveMode: undefined,
+    };
     expect(buildExecRequest(v1beta1, cluster, { env, stdinIsTerminal: true }).interactive).toBe(true);
     const e = error(() => buildExecRequest({ ...exec, interactiveMode: 'Always' }, cluster, { env }));
-    expect([e.code, e.message]).toEqual(['ERR_EXEC_INTERACTIVE', 'exec plugin cannot support interactive mode: standard input is not a terminal']);
+    expect([e.code, e.message]).toEqual([
+      'ERR_EXEC_INTERACTIVE',
+      'exec plugin cannot support interactive mode: standard input is not a terminal',
+    ]);
   });
 
   it('rejects configs client-go rejects', () => {
     expect(error(() => buildExecRequest({ ...exec, interactiveMode: undefined }, cluster, { env })).message).toMatch(
       /^interactiveMode must be specified for .* to use exec authentication plugin$/,
     );
-    expect(error(() => buildExecRequest({ ...exec, interactiveMode: 'Sometimes' as never }, cluster, { env })).message).toBe(
-      'unknown interactiveMode: "Sometimes"',
+    expect(
+      error(() => buildExecRequest({ ...exec, interactiveMode: 'Sometimes' as never }, cluster, { env })).message,
+    ).toBe('unknown interactiveMode: "Sometimes"');
+    expect(error(() => buildExecRequest({ ...exec, command: '' }, cluster, { env })).code).toBe(
+      'ERR_EXEC_CONFIG_INVALID',
     );
-    expect(error(() => buildExecRequest({ ...exec, command: '' }, cluster, { env })).code).toBe('ERR_EXEC_CONFIG_INVALID');
     expect(error(() => buildExecRequest({ ...exec, apiVersion: 'v9' as never }, cluster, { env })).message).toBe(
       'exec plugin: invalid apiVersion "v9"',
     );

@@ -11,8 +11,20 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CredentialsError } from '../../src/core/errors.js';
 import type { CredentialProvider } from '../../src/plugin/provider.js';
-import { FleetCredentials, builtinPluginOf, type CredentialSlot, type FetchRecord } from '../../src/library/fleet/credentials.js';
-import { backoffDelay, DEFAULT_REFRESH_POLICY, DueQueue, refreshTime, Semaphore, type FleetClock } from '../../src/library/fleet/scheduler.js';
+import {
+  FleetCredentials,
+  builtinPluginOf,
+  type CredentialSlot,
+  type FetchRecord,
+} from '../../src/library/fleet/credentials.js';
+import {
+  backoffDelay,
+  DEFAULT_REFRESH_POLICY,
+  DueQueue,
+  refreshTime,
+  Semaphore,
+  type FleetClock,
+} from '../../src/library/fleet/scheduler.js';
 import type { ResolvedClusterAccess } from '../../src/library/types.js';
 
 const T0 = Date.parse('2030-01-01T00:00:00Z');
@@ -45,7 +57,8 @@ class FrozenClock implements FleetClock {
     for (;;) {
       await settle();
       let earliest: [number, { at: number; callback: () => void }] | undefined;
-      for (const entry of this.timers) if (entry[1].at <= end && (earliest === undefined || entry[1].at < earliest[1].at)) earliest = entry;
+      for (const entry of this.timers)
+        if (entry[1].at <= end && (earliest === undefined || entry[1].at < earliest[1].at)) earliest = entry;
       if (earliest === undefined) break;
       this.timers.delete(earliest[0]);
       this.time = Math.max(this.time, earliest[1].at);
@@ -68,7 +81,9 @@ async function settle(): Promise<void> {
     for (let i = 0; i < 30; i += 1) await new Promise((resolve) => setImmediate(resolve));
     let writing = false;
     try {
-      writing = writesIn !== undefined && readdirSync(writesIn, { recursive: true }).some((name) => String(name).endsWith('.tmp'));
+      writing =
+        writesIn !== undefined &&
+        readdirSync(writesIn, { recursive: true }).some((name) => String(name).endsWith('.tmp'));
     } catch {
       // removed after its test
     }
@@ -112,7 +127,9 @@ describe('refreshTime', () => {
 describe('backoffDelay', () => {
   it('doubles per consecutive failure from 1 s up to 5 min, scaled by 0.5 + r/2', () => {
     const top = (failures: number): number => backoffDelay(failures, DEFAULT_REFRESH_POLICY, () => 0.999999999);
-    expect([1, 2, 3, 4, 9, 10, 20, 1000].map(top)).toEqual([1_000, 2_000, 4_000, 8_000, 256_000, 300_000, 300_000, 300_000]);
+    expect([1, 2, 3, 4, 9, 10, 20, 1000].map(top)).toEqual([
+      1_000, 2_000, 4_000, 8_000, 256_000, 300_000, 300_000, 300_000,
+    ]);
     expect(backoffDelay(3, DEFAULT_REFRESH_POLICY, () => 0)).toBe(2_000);
   });
 });
@@ -132,7 +149,12 @@ describe('DueQueue', () => {
     expect(clock.timers.size).toBe(1);
     expect(queue.dueAt('d')).toBe(T0 + 400);
     await clock.advance(1_000);
-    expect(fired).toEqual([['a', 100], ['b', 200], ['c', 300], ['d', 400]]);
+    expect(fired).toEqual([
+      ['a', 100],
+      ['b', 200],
+      ['c', 300],
+      ['d', 400],
+    ]);
     expect(queue.size).toBe(0);
     expect(clock.timers.size).toBe(0);
   });
@@ -192,10 +214,17 @@ describe('Semaphore', () => {
 });
 
 describe('builtinPluginOf', () => {
-  it('recognises this package\'s plugins by binary name, or as node running their script', () => {
-    expect(builtinPluginOf({ command: '/usr/bin/clusterprofile-token-request', args: ['--bootstrap', 'in-cluster'] })).toEqual({ binary: 'clusterprofile-token-request', argv: ['--bootstrap', 'in-cluster'] });
-    expect(builtinPluginOf({ command: 'node', args: ['/opt/cpc/bin/clusterprofile-oidc.mjs', '--grant', 'x'] })).toEqual({ binary: 'clusterprofile-oidc', argv: ['--grant', 'x'] });
-    expect(builtinPluginOf({ command: process.execPath, args: ['clusterprofile-tenant-cert.js'] })).toEqual({ binary: 'clusterprofile-tenant-cert', argv: [] });
+  it("recognises this package's plugins by binary name, or as node running their script", () => {
+    expect(
+      builtinPluginOf({ command: '/usr/bin/clusterprofile-token-request', args: ['--bootstrap', 'in-cluster'] }),
+    ).toEqual({ binary: 'clusterprofile-token-request', argv: ['--bootstrap', 'in-cluster'] });
+    expect(
+      builtinPluginOf({ command: 'node', args: ['/opt/cpc/bin/clusterprofile-oidc.mjs', '--grant', 'x'] }),
+    ).toEqual({ binary: 'clusterprofile-oidc', argv: ['--grant', 'x'] });
+    expect(builtinPluginOf({ command: process.execPath, args: ['clusterprofile-tenant-cert.js'] })).toEqual({
+      binary: 'clusterprofile-tenant-cert',
+      argv: [],
+    });
     expect(builtinPluginOf({ command: 'kubelogin', args: ['get-token'] })).toBeUndefined();
     expect(builtinPluginOf({ command: 'node', args: ['--inspect', 'clusterprofile-oidc.mjs'] })).toBeUndefined();
   });
@@ -206,7 +235,12 @@ describe('builtinPluginOf', () => {
 const flags = { fail: { type: 'boolean', description: 'fail' } } as const;
 
 /** A provider of 1-hour tokens (cache margin 60 s) whose behaviour a test steers per cluster server. */
-function testProvider(behaviour: { failFor?: Set<string>; hangFor?: Set<string>; issued: string[]; lifetimeMs?: number }): CredentialProvider<typeof flags, { server: string }> {
+function testProvider(behaviour: {
+  failFor?: Set<string>;
+  hangFor?: Set<string>;
+  issued: string[];
+  lifetimeMs?: number;
+}): CredentialProvider<typeof flags, { server: string }> {
   return {
     name: 'fleet-test',
     description: 'test tokens',
@@ -217,11 +251,19 @@ function testProvider(behaviour: { failFor?: Set<string>; hangFor?: Set<string>;
     async issue(settings, context) {
       behaviour.issued.push(settings.server);
       if (behaviour.hangFor?.has(settings.server)) {
-        await new Promise((_, reject) => context.signal.addEventListener('abort', () => reject(context.signal.reason as Error)));
+        await new Promise((_, reject) =>
+          context.signal.addEventListener('abort', () => reject(context.signal.reason as Error)),
+        );
       }
-      if (behaviour.failFor?.has(settings.server)) throw new CredentialsError('ERR_EXEC_FAILED', `no token for ${settings.server}`);
+      if (behaviour.failFor?.has(settings.server))
+        throw new CredentialsError('ERR_EXEC_FAILED', `no token for ${settings.server}`);
       const expires = new Date(context.now().getTime() + (behaviour.lifetimeMs ?? HOUR));
-      return { status: { token: `token-${behaviour.issued.length}`, expirationTimestamp: expires.toISOString().replace(/\.\d+Z$/, 'Z') } };
+      return {
+        status: {
+          token: `token-${behaviour.issued.length}`,
+          expirationTimestamp: expires.toISOString().replace(/\.\d+Z$/, 'Z'),
+        },
+      };
     },
   };
 }
@@ -231,7 +273,14 @@ function access(server: string): ResolvedClusterAccess {
     providerName: 'test',
     profile: { namespace: 'fleet', name: server },
     cluster: { server },
-    exec: { apiVersion: 'client.authentication.k8s.io/v1', command: 'test-plugin', args: [], env: [], provideClusterInfo: true, interactiveMode: 'Never' },
+    exec: {
+      apiVersion: 'client.authentication.k8s.io/v1',
+      command: 'test-plugin',
+      args: [],
+      env: [],
+      provideClusterInfo: true,
+      interactiveMode: 'Never',
+    },
   };
 }
 
@@ -252,7 +301,10 @@ describe('FleetCredentials on a frozen clock', () => {
     await rm(cacheDir, { recursive: true, force: true });
   });
 
-  function credentials(provider: CredentialProvider<typeof flags, { server: string }>, o: { maxConcurrentFetches?: number; random?: () => number; fetchTimeoutMs?: number } = {}): FleetCredentials {
+  function credentials(
+    provider: CredentialProvider<typeof flags, { server: string }>,
+    o: { maxConcurrentFetches?: number; random?: () => number; fetchTimeoutMs?: number } = {},
+  ): FleetCredentials {
     return new FleetCredentials({
       env: { KUBECACHEDIR: cacheDir, HOME: cacheDir },
       clock,
@@ -287,7 +339,10 @@ describe('FleetCredentials on a frozen clock', () => {
     expect(behaviour.issued).toHaveLength(2);
     expect(slot.credential?.token).toBe('token-2');
     expect(slot.credential?.expiresAt).toBe(due + HOUR);
-    expect(fetches.map((f) => [f.providerName, f.mode, f.failure])).toEqual([['test', 'in-process', undefined], ['test', 'in-process', undefined]]);
+    expect(fetches.map((f) => [f.providerName, f.mode, f.failure])).toEqual([
+      ['test', 'in-process', undefined],
+      ['test', 'in-process', undefined],
+    ]);
     fleet.close();
   });
 
@@ -378,7 +433,10 @@ describe('FleetCredentials on a frozen clock', () => {
       expect(slot.credential).toBeUndefined();
     }
     expect(fetches.filter((f) => f.timedOut)).toHaveLength(2);
-    expect(fetches.filter((f) => f.timedOut).map((f) => f.failure)).toEqual(['ERR_FLEET_CREDENTIAL_TIMEOUT', 'ERR_FLEET_CREDENTIAL_TIMEOUT']);
+    expect(fetches.filter((f) => f.timedOut).map((f) => f.failure)).toEqual([
+      'ERR_FLEET_CREDENTIAL_TIMEOUT',
+      'ERR_FLEET_CREDENTIAL_TIMEOUT',
+    ]);
     expect(fleet.load.fetching).toBe(0);
     fleet.close();
   });
@@ -449,14 +507,18 @@ describe('FleetCredentials on a frozen clock', () => {
       exec: {
         ...access('https://hangs').exec,
         command: process.execPath,
-        args: ['-e', "require('node:fs').writeFileSync(process.env.PID_FILE, String(process.pid)); setInterval(() => {}, 1000)"],
+        args: [
+          '-e',
+          "require('node:fs').writeFileSync(process.env.PID_FILE, String(process.pid)); setInterval(() => {}, 1000)",
+        ],
       },
     };
     const slot = fleet.acquire(hangs);
     expect(slot.mode).toBe('exec');
     await clock.advance(0);
     const started = Date.now();
-    while (!existsSync(pidFile) && Date.now() - started < 10_000) await new Promise((resolve) => setTimeout(resolve, 20));
+    while (!existsSync(pidFile) && Date.now() - started < 10_000)
+      await new Promise((resolve) => setTimeout(resolve, 20));
     const pid = Number(readFileSync(pidFile, 'utf8'));
     const alive = (): boolean => {
       try {

@@ -21,7 +21,11 @@ function entries(tar: Buffer): Entry[] {
   for (let offset = 0; offset + 512 <= tar.length; ) {
     const header = tar.subarray(offset, offset + 512);
     if (header.every((byte) => byte === 0)) break;
-    const text = (from: number, length: number): string => header.subarray(from, from + length).toString('utf8').replace(/\0.*$/s, '');
+    const text = (from: number, length: number): string =>
+      header
+        .subarray(from, from + length)
+        .toString('utf8')
+        .replace(/\0.*$/s, '');
     const number = (from: number, length: number): number => Number.parseInt(text(from, length).trim() || '0', 8);
     let sum = 0;
     for (let i = 0; i < 512; i += 1) sum += i >= 148 && i < 156 ? 32 : header[i]!;
@@ -30,7 +34,15 @@ function entries(tar: Buffer): Entry[] {
     const prefix = text(345, 155);
     const name = text(0, 100);
     const size = number(124, 12);
-    found.push({ name: prefix === '' ? name : `${prefix}/${name}`, mode: number(100, 8), uid: number(108, 8), gid: number(116, 8), size, mtime: number(136, 12), type: text(156, 1) });
+    found.push({
+      name: prefix === '' ? name : `${prefix}/${name}`,
+      mode: number(100, 8),
+      uid: number(108, 8),
+      gid: number(116, 8),
+      size,
+      mtime: number(136, 12),
+      type: text(156, 1),
+    });
     offset += 512 + Math.ceil(size / 512) * 512;
   }
   return found;
@@ -38,7 +50,12 @@ function entries(tar: Buffer): Entry[] {
 
 const file = (path: string, text: string, mode = 0o644) => ({ path, data: Buffer.from(text), mode });
 const long = `lib/${'d'.repeat(60)}/${'e'.repeat(60)}/main.mjs`;
-const files = [file('bin/launcher', 'ELF', 0o755), file('lib/x/b.mjs', 'b'), file('lib/x/a.mjs', 'a'), file(long, 'long')];
+const files = [
+  file('bin/launcher', 'ELF', 0o755),
+  file('lib/x/b.mjs', 'b'),
+  file('lib/x/a.mjs', 'a'),
+  file(long, 'long'),
+];
 
 describe('OCI layers', () => {
   it('are the same bytes whatever the order of the files, with sorted entries, parent directories, one mtime, uid/gid 0', () => {
@@ -65,7 +82,11 @@ describe('OCI layers', () => {
     const layer = gzipLayer(files, 0);
     expect(gunzipSync(layer.blob).equals(tarLayer(files, 0))).toBe(true);
     expect(layer.diffId).not.toBe(layer.digest);
-    expect(gzipLayer([...files].reverse(), 0)).toMatchObject({ digest: layer.digest, diffId: layer.diffId, size: layer.size });
+    expect(gzipLayer([...files].reverse(), 0)).toMatchObject({
+      digest: layer.digest,
+      diffId: layer.diffId,
+      size: layer.size,
+    });
   });
 
   it('refuses absolute paths, .. and the same path twice', () => {

@@ -3,7 +3,13 @@ import { statusMessage } from '../../src/kube/status.js';
 
 describe('what an API server said when it refused', () => {
   it('the message of a Status object, parsed or still JSON text', () => {
-    const status = { kind: 'Status', apiVersion: 'v1', status: 'Failure', message: 'secrets "x" is forbidden', code: 403 };
+    const status = {
+      kind: 'Status',
+      apiVersion: 'v1',
+      status: 'Failure',
+      message: 'secrets "x" is forbidden',
+      code: 403,
+    };
     expect(statusMessage(status)).toBe('secrets "x" is forbidden');
     expect(statusMessage(JSON.stringify(status))).toBe('secrets "x" is forbidden');
   });

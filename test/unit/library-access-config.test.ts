@@ -31,7 +31,11 @@ const gkeFleet = {
   providers: [
     {
       name: 'gkeFleet',
-      execConfig: { apiVersion: 'client.authentication.k8s.io/v1beta1', command: 'gke-gcloud-auth-plugin', provideClusterInfo: true },
+      execConfig: {
+        apiVersion: 'client.authentication.k8s.io/v1beta1',
+        command: 'gke-gcloud-auth-plugin',
+        provideClusterInfo: true,
+      },
     },
   ],
 };
@@ -71,13 +75,33 @@ describe('loadAccessConfig (upstream NewFromFile)', () => {
     const text = JSON.stringify({
       providers: [
         { name: 'p', execConfig: null, profileSourcedCLIArgsPolicy: null },
-        { name: null, execConfig: { command: 'c', apiVersion: 'client.authentication.k8s.io/v1', args: ['a', null], env: [null, { name: 'N', value: null }], installHint: null } },
+        {
+          name: null,
+          execConfig: {
+            command: 'c',
+            apiVersion: 'client.authentication.k8s.io/v1',
+            args: ['a', null],
+            env: [null, { name: 'N', value: null }],
+            installHint: null,
+          },
+        },
       ],
     });
     expect(await loadAccessConfig(await file('nulls.json', text))).toEqual({
       providers: [
         { name: 'p' },
-        { name: '', execConfig: { command: 'c', apiVersion: 'client.authentication.k8s.io/v1', args: ['a', ''], env: [{ name: '', value: '' }, { name: 'N', value: '' }] } },
+        {
+          name: '',
+          execConfig: {
+            command: 'c',
+            apiVersion: 'client.authentication.k8s.io/v1',
+            args: ['a', ''],
+            env: [
+              { name: '', value: '' },
+              { name: 'N', value: '' },
+            ],
+          },
+        },
       ],
     });
   });
@@ -102,7 +126,14 @@ describe('loadAccessConfig (upstream NewFromFile)', () => {
 
   it('rejects a document of the wrong shape with ERR_ACCESS_CONFIG_INVALID and the JSON path', async () => {
     const error = await failure(
-      loadAccessConfig(await file('bad.json', JSON.stringify({ providers: [{ name: 'p', execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command: 7 } }] }))),
+      loadAccessConfig(
+        await file(
+          'bad.json',
+          JSON.stringify({
+            providers: [{ name: 'p', execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command: 7 } }],
+          }),
+        ),
+      ),
     );
     expect(error.code).toBe('ERR_ACCESS_CONFIG_INVALID');
     expect(error.path).toBe('$.providers[0].execConfig.command');

@@ -67,7 +67,11 @@ describe('clusterprofile (in process)', () => {
 
   it('answers an unknown command with a usage error and a hint: the nearest command, else where the list is', async () => {
     const far = await cli(['frobnicate']);
-    expect(far).toEqual({ code: 2, stdout: '', stderr: 'ERR_USAGE: unknown command "frobnicate"\nhint: "clusterprofile --help" lists the commands\n' });
+    expect(far).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: 'ERR_USAGE: unknown command "frobnicate"\nhint: "clusterprofile --help" lists the commands\n',
+    });
     const near = await cli(['kubeconfg', '--profile', 'x']);
     expect(near.code).toBe(2);
     expect(near.stderr).toBe(
@@ -104,9 +108,17 @@ describe('clusterprofile (in process)', () => {
   });
 
   it('prints a library error as one coded line with exit 1 and nothing on stdout', async () => {
-    const result = await cli(['kubeconfig', '--profile', join(dir, 'missing.yaml'), '--clusterprofile-provider-file', providers]);
+    const result = await cli([
+      'kubeconfig',
+      '--profile',
+      join(dir, 'missing.yaml'),
+      '--clusterprofile-provider-file',
+      providers,
+    ]);
     expect(result.code).toBe(1);
     expect(result.stdout).toBe('');
-    expect(result.stderr).toBe(`ERR_PROFILE_READ: cannot read ClusterProfile file ${join(dir, 'missing.yaml')}: no such file (at ${join(dir, 'missing.yaml')})\n`);
+    expect(result.stderr).toBe(
+      `ERR_PROFILE_READ: cannot read ClusterProfile file ${join(dir, 'missing.yaml')}: no such file (at ${join(dir, 'missing.yaml')})\n`,
+    );
   });
 });

@@ -44,7 +44,12 @@ describe('renderKubeconfig', () => {
             'insecure-skip-tls-verify': false,
             'proxy-url': 'http://proxy:3128',
             'disable-compression': true,
-            extensions: [{ name: 'client.authentication.k8s.io/exec', extension: { clusterName: 'spoke-1', nested: { list: [1, 2] } } }],
+            extensions: [
+              {
+                name: 'client.authentication.k8s.io/exec',
+                extension: { clusterName: 'spoke-1', nested: { list: [1, 2] } },
+              },
+            ],
           },
         },
       ],
@@ -85,7 +90,14 @@ describe('renderKubeconfig', () => {
       providerName: 'p',
       profile: { name: 'spoke-2' },
       cluster: { server: 'https://spoke-2:6443' },
-      exec: { apiVersion: 'client.authentication.k8s.io/v1beta1', command: 'plugin', args: [], env: [], provideClusterInfo: false, interactiveMode: 'Never' },
+      exec: {
+        apiVersion: 'client.authentication.k8s.io/v1beta1',
+        command: 'plugin',
+        args: [],
+        env: [],
+        provideClusterInfo: false,
+        interactiveMode: 'Never',
+      },
     };
     const doc = kubeconfigFromAccess(minimal);
     expect(doc.clusters[0]).toEqual({ name: 'spoke-2', cluster: { server: 'https://spoke-2:6443' } });
@@ -100,7 +112,12 @@ describe('renderKubeconfig', () => {
 
   it('quotes every string, so YAML 1.1 readers (kubectl) cannot misread yes/on/12:30/0o12 as non-strings', () => {
     const tricky = access();
-    tricky.exec.env = [{ name: 'FLAG', value: 'yes' }, { name: 'ON', value: 'on' }, { name: 'T', value: '12:30' }, { name: 'O', value: '0o12' }];
+    tricky.exec.env = [
+      { name: 'FLAG', value: 'yes' },
+      { name: 'ON', value: 'on' },
+      { name: 'T', value: '12:30' },
+      { name: 'O', value: '0o12' },
+    ];
     const text = renderKubeconfig(tricky);
     for (const value of ['yes', 'on', '12:30', '0o12']) expect(text).toContain(`value: "${value}"`);
     expect(parse(text, { version: '1.1' }).users[0].user.exec.env).toEqual(tricky.exec.env);

@@ -1,6 +1,10 @@
 import yargs from 'yargs';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_PROVIDER_FILE, PROVIDER_FILE_OPTION, withProviderFileOption } from '../../src/library/provider-file-option.js';
+import {
+  DEFAULT_PROVIDER_FILE,
+  PROVIDER_FILE_OPTION,
+  withProviderFileOption,
+} from '../../src/library/provider-file-option.js';
 
 describe('withProviderFileOption (upstream SetupProviderFileFlag)', () => {
   it('registers --clusterprofile-provider-file with the Go default', async () => {
@@ -11,8 +15,16 @@ describe('withProviderFileOption (upstream SetupProviderFileFlag)', () => {
   });
 
   it('takes a path given as --flag value or --flag=value', async () => {
-    expect((await withProviderFileOption(yargs(['--clusterprofile-provider-file', '/etc/p.json'])).parseAsync())['clusterprofile-provider-file']).toBe('/etc/p.json');
-    expect((await withProviderFileOption(yargs(['--clusterprofile-provider-file=/etc/q.yaml'])).parseAsync())['clusterprofile-provider-file']).toBe('/etc/q.yaml');
+    expect(
+      (await withProviderFileOption(yargs(['--clusterprofile-provider-file', '/etc/p.json'])).parseAsync())[
+        'clusterprofile-provider-file'
+      ],
+    ).toBe('/etc/p.json');
+    expect(
+      (await withProviderFileOption(yargs(['--clusterprofile-provider-file=/etc/q.yaml'])).parseAsync())[
+        'clusterprofile-provider-file'
+      ],
+    ).toBe('/etc/q.yaml');
   });
 
   it('shows the flag and its default in --help', async () => {

@@ -28,12 +28,27 @@ function withEnvs(envs: Record<string, string>, cluster: Record<string, unknown>
   return profile({
     accessProviders: [
       { name: 'other', cluster: { server: 'https://other' } },
-      { name: 'p', cluster: { server: 'https://member:6443', extensions: [{ name: 'x', extension: {} }, { name: ENVS_EXT, extension: envs }], ...cluster } },
+      {
+        name: 'p',
+        cluster: {
+          server: 'https://member:6443',
+          extensions: [
+            { name: 'x', extension: {} },
+            { name: ENVS_EXT, extension: envs },
+          ],
+          ...cluster,
+        },
+      },
     ],
   });
 }
 
-function refusal(action: () => unknown): { code: string; message: string; path: string | undefined; hint: string | undefined } {
+function refusal(action: () => unknown): {
+  code: string;
+  message: string;
+  path: string | undefined;
+  hint: string | undefined;
+} {
   try {
     action();
   } catch (error) {
@@ -84,16 +99,24 @@ describe('profile-sourced environment variables that can take over a plugin are 
   });
 
   it('sees through a name that carries "=" (the process reads the part before it) and through letter case', () => {
-    const sneaky = refusal(() => resolveClusterAccess(withEnvs({ 'NODE_OPTIONS=--import=data:text/javascript,x': 'y' }), providers()));
+    const sneaky = refusal(() =>
+      resolveClusterAccess(withEnvs({ 'NODE_OPTIONS=--import=data:text/javascript,x': 'y' }), providers()),
+    );
     expect(sneaky.code).toBe('ERR_PROFILE_ENV_DENIED');
     expect(sneaky.path).toBe(`${EXT}["NODE_OPTIONS=--import=data:text/javascript,x"]`);
     expect(sneaky.hint).toContain('["NODE_OPTIONS"]');
-    expect(refusal(() => resolveClusterAccess(withEnvs({ node_options: '--require=/tmp/x' }), providers())).code).toBe('ERR_PROFILE_ENV_DENIED');
-    expect(refusal(() => resolveClusterAccess(withEnvs({ Ld_Preload: '/tmp/x.so' }), providers())).code).toBe('ERR_PROFILE_ENV_DENIED');
+    expect(refusal(() => resolveClusterAccess(withEnvs({ node_options: '--require=/tmp/x' }), providers())).code).toBe(
+      'ERR_PROFILE_ENV_DENIED',
+    );
+    expect(refusal(() => resolveClusterAccess(withEnvs({ Ld_Preload: '/tmp/x.so' }), providers())).code).toBe(
+      'ERR_PROFILE_ENV_DENIED',
+    );
   });
 
   it('is refused even where the file already sets it (the profile must not name it), but not when the policy ignores the extension', () => {
-    const file = providers({ execConfig: { apiVersion: V1, command: 'c', env: [{ name: 'PATH', value: '/usr/bin' }] } });
+    const file = providers({
+      execConfig: { apiVersion: V1, command: 'c', env: [{ name: 'PATH', value: '/usr/bin' }] },
+    });
     expect(refusal(() => resolveClusterAccess(withEnvs({ PATH: '/tmp' }), file)).code).toBe('ERR_PROFILE_ENV_DENIED');
     for (const policy of ['Ignore', ''] as const) {
       const access = resolveClusterAccess(withEnvs({ NODE_OPTIONS: '--require=/tmp/x' }), providers({}, policy));
@@ -102,7 +125,10 @@ describe('profile-sourced environment variables that can take over a plugin are 
   });
 
   it('keeps ordinary per-cluster variables', () => {
-    const access = resolveClusterAccess(withEnvs({ TENANT_ID: 't', AWS_REGION: 'eu-west-1', NODENAME: 'n', PATHWAY: 'p' }), providers());
+    const access = resolveClusterAccess(
+      withEnvs({ TENANT_ID: 't', AWS_REGION: 'eu-west-1', NODENAME: 'n', PATHWAY: 'p' }),
+      providers(),
+    );
     expect(access.exec.env.map((v) => v.name)).toEqual(['FILE', 'AWS_REGION', 'NODENAME', 'PATHWAY', 'TENANT_ID']);
   });
 
@@ -128,16 +154,26 @@ describe('profile-sourced environment variables that can take over a plugin are 
       { name: 'NO_PROXY', value: '.svc' },
     ]);
     // Allowing one variable allows no other, and no prefix.
-    expect(refusal(() => resolveClusterAccess(withEnvs({ HTTP_PROXY: 'http://proxy:3128' }), file)).code).toBe('ERR_PROFILE_ENV_DENIED');
+    expect(refusal(() => resolveClusterAccess(withEnvs({ HTTP_PROXY: 'http://proxy:3128' }), file)).code).toBe(
+      'ERR_PROFILE_ENV_DENIED',
+    );
   });
 
   it('the opt-out lives in the providers file only: the schema types it and a bad value is refused there', () => {
     const bad = refusal(() =>
-      parseAccessConfig(JSON.stringify({ providers: [{ name: 'p', allowedProfileEnvVars: 'NODE_OPTIONS' }] }), 'providers.json'),
+      parseAccessConfig(
+        JSON.stringify({ providers: [{ name: 'p', allowedProfileEnvVars: 'NODE_OPTIONS' }] }),
+        'providers.json',
+      ),
     );
     expect(bad.code).toBe('ERR_ACCESS_CONFIG_INVALID');
     expect(bad.path).toBe('$.providers[0].allowedProfileEnvVars');
-    const insecure = refusal(() => parseAccessConfig(JSON.stringify({ providers: [{ name: 'p', allowInsecureSkipTLSVerify: 'yes' }] }), 'providers.json'));
+    const insecure = refusal(() =>
+      parseAccessConfig(
+        JSON.stringify({ providers: [{ name: 'p', allowInsecureSkipTLSVerify: 'yes' }] }),
+        'providers.json',
+      ),
+    );
     expect(insecure.code).toBe('ERR_ACCESS_CONFIG_INVALID');
     expect(insecure.path).toBe('$.providers[0].allowInsecureSkipTLSVerify');
   });
@@ -157,7 +193,9 @@ describe('insecure-skip-tls-verify from a profile', () => {
       expect(error.path).toBe("$.status.accessProviders[1].cluster['insecure-skip-tls-verify']");
       expect(error.hint).toContain('"allowInsecureSkipTLSVerify": true');
       // Not handed to client-node either.
-      expect(refusal(() => buildConfigFromClusterProfile(p, file, { cache: new ExecCredentialCache() })).code).toBe('ERR_PROFILE_INSECURE_TLS_DENIED');
+      expect(refusal(() => buildConfigFromClusterProfile(p, file, { cache: new ExecCredentialCache() })).code).toBe(
+        'ERR_PROFILE_INSECURE_TLS_DENIED',
+      );
     }
   });
 

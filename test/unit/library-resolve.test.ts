@@ -16,10 +16,17 @@ import {
 
 const V1 = 'client.authentication.k8s.io/v1' as const;
 
-function catProvider(overrides: Partial<ProviderConfig> = {}, env = [{ name: 'CLIENT_ID', value: 'None' }]): AccessConfig {
+function catProvider(
+  overrides: Partial<ProviderConfig> = {},
+  env = [{ name: 'CLIENT_ID', value: 'None' }],
+): AccessConfig {
   return {
     providers: [
-      { name: 'test-provider-1', execConfig: { apiVersion: V1, command: 'cat', args: ['/tmp/cred.json'], env }, ...overrides },
+      {
+        name: 'test-provider-1',
+        execConfig: { apiVersion: V1, command: 'cat', args: ['/tmp/cred.json'], env },
+        ...overrides,
+      },
     ],
   };
 }
@@ -36,7 +43,20 @@ function codeOf(action: () => unknown): { code: string; message: string; path: s
 
 describe('resolveClusterAccess: provider lookup (upstream getExecConfigAndFlagsFromConfig / getClusterAccessorFromClusterProfile)', () => {
   it('returns the exec config of an existing provider with Ignore/Ignore defaults (extensions untouched)', () => {
-    const p = profile({ accessProviders: [{ name: 'test-provider-1', cluster: { server: 'https://a', extensions: [{ name: ARGS_EXT, extension: ['--x'] }, { name: ENVS_EXT, extension: { A: 'b' } }] } }] });
+    const p = profile({
+      accessProviders: [
+        {
+          name: 'test-provider-1',
+          cluster: {
+            server: 'https://a',
+            extensions: [
+              { name: ARGS_EXT, extension: ['--x'] },
+              { name: ENVS_EXT, extension: { A: 'b' } },
+            ],
+          },
+        },
+      ],
+    });
     const access = resolveClusterAccess(p, upstreamProviders());
     expect(access.providerName).toBe('test-provider-1');
     expect(access.exec.command).toBe('test-command-1');
@@ -45,7 +65,20 @@ describe('resolveClusterAccess: provider lookup (upstream getExecConfigAndFlagsF
   });
 
   it('returns another provider with its Append/Replace policies applied', () => {
-    const p = profile({ accessProviders: [{ name: 'test-provider-2', cluster: { server: 'https://b', extensions: [{ name: ARGS_EXT, extension: ['--x'] }, { name: ENVS_EXT, extension: { A: 'b' } }] } }] });
+    const p = profile({
+      accessProviders: [
+        {
+          name: 'test-provider-2',
+          cluster: {
+            server: 'https://b',
+            extensions: [
+              { name: ARGS_EXT, extension: ['--x'] },
+              { name: ENVS_EXT, extension: { A: 'b' } },
+            ],
+          },
+        },
+      ],
+    });
     const access = resolveClusterAccess(p, upstreamProviders());
     expect(access.providerName).toBe('test-provider-2');
     expect(access.exec.command).toBe('test-command-2');
@@ -64,8 +97,12 @@ describe('resolveClusterAccess: provider lookup (upstream getExecConfigAndFlagsF
   });
 
   it('finds nothing with an empty providers list, or none at all (upstream New([]) / New(nil))', () => {
-    expect(codeOf(() => resolveClusterAccess(lookupProfile(), { providers: [] })).code).toBe('ERR_NO_MATCHING_PROVIDER');
-    expect(codeOf(() => resolveClusterAccess(lookupProfile(), {} as AccessConfig)).code).toBe('ERR_NO_MATCHING_PROVIDER');
+    expect(codeOf(() => resolveClusterAccess(lookupProfile(), { providers: [] })).code).toBe(
+      'ERR_NO_MATCHING_PROVIDER',
+    );
+    expect(codeOf(() => resolveClusterAccess(lookupProfile(), {} as AccessConfig)).code).toBe(
+      'ERR_NO_MATCHING_PROVIDER',
+    );
   });
 
   it('chooses the first matching provider', () => {
@@ -83,7 +120,9 @@ describe('resolveClusterAccess: provider lookup (upstream getExecConfigAndFlagsF
   });
 
   it('reports no match with the upstream text, a stable code and both name lists', () => {
-    const mismatched: AccessConfig = { providers: [{ name: 'different-provider', execConfig: { apiVersion: V1, command: 'cmd' } }] };
+    const mismatched: AccessConfig = {
+      providers: [{ name: 'different-provider', execConfig: { apiVersion: V1, command: 'cmd' } }],
+    };
     let caught: unknown;
     try {
       resolveClusterAccess(lookupProfile(), mismatched);
@@ -113,7 +152,8 @@ describe('resolveClusterAccess: provider lookup (upstream getExecConfigAndFlagsF
     const p = buildProfile();
     const access = resolveClusterAccess(p, catProvider({ profileSourcedCLIArgsPolicy: 'Append' }));
     p.status!.accessProviders![0]!.cluster!.server = 'modified-server';
-    (p.status!.accessProviders![0]!.cluster!.extensions![0]!.extension as { clusterName: string }).clusterName = 'changed';
+    (p.status!.accessProviders![0]!.cluster!.extensions![0]!.extension as { clusterName: string }).clusterName =
+      'changed';
     expect(access.cluster.server).toBe('https://test-server.com');
     expect(access.cluster.config).toEqual({ clusterName: 'spoke-1', audience: 'spoke' });
   });
@@ -145,24 +185,41 @@ describe('resolveClusterAccess: credentialProviders (deprecated) and accessProvi
   });
 
   it('names the credentialProviders path in extension errors of a provider found there', () => {
-    const p = profile({ credentialProviders: [{ name: 'test-provider-1', cluster: { server: 'https://cred', extensions: [{ name: ARGS_EXT, extension: 'not-a-list' }] } }] });
-    expect(codeOf(() => resolveClusterAccess(p, catProvider({ profileSourcedCLIArgsPolicy: 'Append' })))).toMatchObject({
-      code: 'ERR_EXTENSION_INVALID',
-      path: '$.status.credentialProviders[0].cluster.extensions[0].extension',
+    const p = profile({
+      credentialProviders: [
+        {
+          name: 'test-provider-1',
+          cluster: { server: 'https://cred', extensions: [{ name: ARGS_EXT, extension: 'not-a-list' }] },
+        },
+      ],
     });
+    expect(codeOf(() => resolveClusterAccess(p, catProvider({ profileSourcedCLIArgsPolicy: 'Append' })))).toMatchObject(
+      {
+        code: 'ERR_EXTENSION_INVALID',
+        path: '$.status.credentialProviders[0].cluster.extensions[0].extension',
+      },
+    );
   });
 });
 
 describe('resolveClusterAccess: BuildConfigFromCP', () => {
   it('errors when no provider matches', () => {
-    const mismatched: AccessConfig = { providers: [{ name: 'different-provider', execConfig: { apiVersion: V1, command: 'cmd' } }] };
+    const mismatched: AccessConfig = {
+      providers: [{ name: 'different-provider', execConfig: { apiVersion: V1, command: 'cmd' } }],
+    };
     expect(codeOf(() => resolveClusterAccess(buildProfile(), mismatched)).message).toContain(
       'no matching cluster accessor found for cluster profile',
     );
   });
 
   it('errors when the matching provider has no exec config, naming its path', () => {
-    expect(codeOf(() => resolveClusterAccess(buildProfile(), { providers: [{ name: 'x', execConfig: { apiVersion: V1, command: 'c' } }, { name: 'test-provider-1' }] }))).toEqual({
+    expect(
+      codeOf(() =>
+        resolveClusterAccess(buildProfile(), {
+          providers: [{ name: 'x', execConfig: { apiVersion: V1, command: 'c' } }, { name: 'test-provider-1' }],
+        }),
+      ),
+    ).toEqual({
       code: 'ERR_NO_EXEC_CONFIG',
       message: 'no exec config found for provider "test-provider-1"',
       path: '$.providers[1].execConfig',
@@ -170,7 +227,9 @@ describe('resolveClusterAccess: BuildConfigFromCP', () => {
   });
 
   it('errors, instead of crashing, when the chosen v1alpha1 provider has no cluster (upstream allows the entry)', () => {
-    const p = profile({ accessProviders: [{ name: 'other', cluster: { server: 'https://a' } }, { name: 'test-provider-1' }] });
+    const p = profile({
+      accessProviders: [{ name: 'other', cluster: { server: 'https://a' } }, { name: 'test-provider-1' }],
+    });
     expect(codeOf(() => resolveClusterAccess(p, upstreamProviders()))).toEqual({
       code: 'ERR_PROFILE_INVALID',
       message: 'access provider "test-provider-1" of ClusterProfile "test-cluster" has no cluster to connect to',
@@ -179,13 +238,22 @@ describe('resolveClusterAccess: BuildConfigFromCP', () => {
   });
 
   it('checks the chosen exec config as client-go would, naming the path; other entries are not its business', () => {
-    const file = { providers: [{ name: 'test-provider-1', execConfig: { apiVersion: V1, command: '' } }] } as AccessConfig;
-    expect(codeOf(() => resolveClusterAccess(buildProfile(), file))).toMatchObject({ code: 'ERR_EXEC_CONFIG_INVALID', path: '$.providers[0].execConfig.command' });
-    const noVersion = { providers: [{ name: 'test-provider-1', execConfig: { command: 'c' } }] } as unknown as AccessConfig;
+    const file = {
+      providers: [{ name: 'test-provider-1', execConfig: { apiVersion: V1, command: '' } }],
+    } as AccessConfig;
+    expect(codeOf(() => resolveClusterAccess(buildProfile(), file))).toMatchObject({
+      code: 'ERR_EXEC_CONFIG_INVALID',
+      path: '$.providers[0].execConfig.command',
+    });
+    const noVersion = {
+      providers: [{ name: 'test-provider-1', execConfig: { command: 'c' } }],
+    } as unknown as AccessConfig;
     const error = codeOf(() => resolveClusterAccess(buildProfile(), noVersion));
     expect(error).toMatchObject({ code: 'ERR_EXEC_CONFIG_INVALID', path: '$.providers[0].execConfig.apiVersion' });
     expect(error.message).toContain('apiVersion must be specified to use exec authentication plugin');
-    const otherBroken = { providers: [{ name: 'unused', execConfig: { command: '' } }, ...catProvider().providers] } as unknown as AccessConfig;
+    const otherBroken = {
+      providers: [{ name: 'unused', execConfig: { command: '' } }, ...catProvider().providers],
+    } as unknown as AccessConfig;
     expect(resolveClusterAccess(buildProfile(), otherBroken).exec.command).toBe('cat');
   });
 
@@ -200,7 +268,10 @@ describe('resolveClusterAccess: BuildConfigFromCP', () => {
   });
 
   it('Append + Replace: args appended, CLIENT_ID from the extension, TENANT_ID added', () => {
-    const access = resolveClusterAccess(buildProfile(), catProvider({ profileSourcedCLIArgsPolicy: 'Append', profileSourcedEnvVarsPolicy: 'Replace' }));
+    const access = resolveClusterAccess(
+      buildProfile(),
+      catProvider({ profileSourcedCLIArgsPolicy: 'Append', profileSourcedEnvVarsPolicy: 'Replace' }),
+    );
     expect(access.exec.args).toEqual(['/tmp/cred.json', '--audience', 'audience']);
     expect(access.exec.env).toEqual([
       { name: 'CLIENT_ID', value: 'client-id' },
@@ -209,7 +280,10 @@ describe('resolveClusterAccess: BuildConfigFromCP', () => {
   });
 
   it('Append + AppendIfNotExists: CLIENT_ID from the file, TENANT_ID added', () => {
-    const access = resolveClusterAccess(buildProfile(), catProvider({ profileSourcedCLIArgsPolicy: 'Append', profileSourcedEnvVarsPolicy: 'AppendIfNotExists' }));
+    const access = resolveClusterAccess(
+      buildProfile(),
+      catProvider({ profileSourcedCLIArgsPolicy: 'Append', profileSourcedEnvVarsPolicy: 'AppendIfNotExists' }),
+    );
     expect(access.exec.args).toEqual(['/tmp/cred.json', '--audience', 'audience']);
     expect(access.exec.env).toEqual([
       { name: 'CLIENT_ID', value: 'None' },
@@ -218,13 +292,19 @@ describe('resolveClusterAccess: BuildConfigFromCP', () => {
   });
 
   it('explicit Ignore/Ignore: args and env unchanged', () => {
-    const access = resolveClusterAccess(buildProfile(), catProvider({ profileSourcedCLIArgsPolicy: 'Ignore', profileSourcedEnvVarsPolicy: 'Ignore' }));
+    const access = resolveClusterAccess(
+      buildProfile(),
+      catProvider({ profileSourcedCLIArgsPolicy: 'Ignore', profileSourcedEnvVarsPolicy: 'Ignore' }),
+    );
     expect(access.exec.args).toEqual(['/tmp/cred.json']);
     expect(access.exec.env).toEqual([{ name: 'CLIENT_ID', value: 'None' }]);
   });
 
   it('empty-string policies behave like Ignore', () => {
-    const access = resolveClusterAccess(buildProfile(), catProvider({ profileSourcedCLIArgsPolicy: '', profileSourcedEnvVarsPolicy: '' }));
+    const access = resolveClusterAccess(
+      buildProfile(),
+      catProvider({ profileSourcedCLIArgsPolicy: '', profileSourcedEnvVarsPolicy: '' }),
+    );
     expect(access.exec.args).toEqual(['/tmp/cred.json']);
     expect(access.exec.env).toEqual([{ name: 'CLIENT_ID', value: 'None' }]);
   });
@@ -233,7 +313,18 @@ describe('resolveClusterAccess: BuildConfigFromCP', () => {
 describe('resolveClusterAccess: the result', () => {
   it('passes the exec extension as cluster.config and forces interactiveMode to Never', () => {
     const file: AccessConfig = {
-      providers: [{ name: 'test-provider-1', execConfig: { apiVersion: V1, command: 'p', provideClusterInfo: true, interactiveMode: 'Always', installHint: 'install p' } }],
+      providers: [
+        {
+          name: 'test-provider-1',
+          execConfig: {
+            apiVersion: V1,
+            command: 'p',
+            provideClusterInfo: true,
+            interactiveMode: 'Always',
+            installHint: 'install p',
+          },
+        },
+      ],
     };
     const access = resolveClusterAccess(buildProfile(), file);
     expect(access.cluster.config).toEqual({ clusterName: 'spoke-1', audience: 'spoke' });
@@ -292,8 +383,14 @@ describe('resolveClusterAccess: the result', () => {
     const withCa = (data: string, chosen = true) =>
       profile({
         accessProviders: [
-          { name: 'test-provider-1', cluster: { server: 'https://a', ...(chosen ? { 'certificate-authority-data': data } : {}) } },
-          { name: 'other', cluster: { server: 'https://b', ...(chosen ? {} : { 'certificate-authority-data': data }) } },
+          {
+            name: 'test-provider-1',
+            cluster: { server: 'https://a', ...(chosen ? { 'certificate-authority-data': data } : {}) },
+          },
+          {
+            name: 'other',
+            cluster: { server: 'https://b', ...(chosen ? {} : { 'certificate-authority-data': data }) },
+          },
         ],
       });
     for (const bad of ['QQ', 'QQ=', 'QU JD', 'QQ==QQ==', '-_-_']) {
@@ -305,20 +402,33 @@ describe('resolveClusterAccess: the result', () => {
         "$.status.accessProviders[1].cluster['certificate-authority-data']",
       );
     }
-    expect(resolveClusterAccess(withCa('QUJD\r\nRA==\n'), upstreamProviders()).cluster['certificate-authority-data']).toBe('QUJDRA==');
-    expect(resolveClusterAccess(withCa('QR=='), upstreamProviders()).cluster['certificate-authority-data']).toBe('QQ==');
+    expect(
+      resolveClusterAccess(withCa('QUJD\r\nRA==\n'), upstreamProviders()).cluster['certificate-authority-data'],
+    ).toBe('QUJDRA==');
+    expect(resolveClusterAccess(withCa('QR=='), upstreamProviders()).cluster['certificate-authority-data']).toBe(
+      'QQ==',
+    );
   });
 
   it('refuses a proxy-url that does not parse, without echoing its password', () => {
-    const p = profile({ accessProviders: [{ name: 'test-provider-1', cluster: { server: 'https://a', 'proxy-url': 'http://user:s3cret@[::1' } }] });
+    const p = profile({
+      accessProviders: [
+        { name: 'test-provider-1', cluster: { server: 'https://a', 'proxy-url': 'http://user:s3cret@[::1' } },
+      ],
+    });
     const error = codeOf(() => resolveClusterAccess(p, upstreamProviders()));
-    expect(error).toMatchObject({ code: 'ERR_PROFILE_INVALID', path: "$.status.accessProviders[0].cluster['proxy-url']" });
+    expect(error).toMatchObject({
+      code: 'ERR_PROFILE_INVALID',
+      path: "$.status.accessProviders[0].cluster['proxy-url']",
+    });
     expect(error.message).not.toContain('s3cret');
   });
 
   it('never mutates inputs: deep-frozen inputs, two calls, deep-equal results sharing no object with inputs or each other', () => {
     const p = deepFreeze(buildProfile());
-    const file = deepFreeze(catProvider({ profileSourcedCLIArgsPolicy: 'Append', profileSourcedEnvVarsPolicy: 'Replace' }));
+    const file = deepFreeze(
+      catProvider({ profileSourcedCLIArgsPolicy: 'Append', profileSourcedEnvVarsPolicy: 'Replace' }),
+    );
     const first = resolveClusterAccess(p, file);
     const second = resolveClusterAccess(p, file);
     expect(second).toEqual(first);
@@ -338,8 +448,28 @@ describe('resolveClusterAccess: the result', () => {
       { name: 'Z_FILE', value: '1' },
       { name: 'A_FILE', value: '2' },
     ]);
-    const a = profile({ accessProviders: [{ name: 'test-provider-1', cluster: { server: 'https://a', extensions: [{ name: ENVS_EXT, extension: { M: 'm', B: 'b', Z_FILE: 'ext' } }] } }] });
-    const b = profile({ accessProviders: [{ name: 'test-provider-1', cluster: { server: 'https://a', extensions: [{ name: ENVS_EXT, extension: { Z_FILE: 'ext', B: 'b', M: 'm' } }] } }] });
+    const a = profile({
+      accessProviders: [
+        {
+          name: 'test-provider-1',
+          cluster: {
+            server: 'https://a',
+            extensions: [{ name: ENVS_EXT, extension: { M: 'm', B: 'b', Z_FILE: 'ext' } }],
+          },
+        },
+      ],
+    });
+    const b = profile({
+      accessProviders: [
+        {
+          name: 'test-provider-1',
+          cluster: {
+            server: 'https://a',
+            extensions: [{ name: ENVS_EXT, extension: { Z_FILE: 'ext', B: 'b', M: 'm' } }],
+          },
+        },
+      ],
+    });
     const expected = [
       { name: 'Z_FILE', value: '1' },
       { name: 'A_FILE', value: '2' },
@@ -355,9 +485,17 @@ describe('resolveClusterAccess: the result', () => {
       { name: 'X', value: 'first' },
       { name: 'X', value: 'last' },
     ];
-    const p = profile({ accessProviders: [{ name: 'test-provider-1', cluster: { server: 'https://a', extensions: [{ name: ENVS_EXT, extension: {} }] } }] });
-    expect(resolveClusterAccess(p, catProvider({ profileSourcedEnvVarsPolicy: 'AppendIfNotExists' }, env)).exec.env).toEqual([{ name: 'X', value: 'last' }]);
-    expect(resolveClusterAccess(p, catProvider({ profileSourcedEnvVarsPolicy: 'Replace' }, env)).exec.env).toEqual([{ name: 'X', value: 'first' }]);
+    const p = profile({
+      accessProviders: [
+        { name: 'test-provider-1', cluster: { server: 'https://a', extensions: [{ name: ENVS_EXT, extension: {} }] } },
+      ],
+    });
+    expect(
+      resolveClusterAccess(p, catProvider({ profileSourcedEnvVarsPolicy: 'AppendIfNotExists' }, env)).exec.env,
+    ).toEqual([{ name: 'X', value: 'last' }]);
+    expect(resolveClusterAccess(p, catProvider({ profileSourcedEnvVarsPolicy: 'Replace' }, env)).exec.env).toEqual([
+      { name: 'X', value: 'first' },
+    ]);
   });
 
   it('keeps the file env as is (duplicates included) when no env policy applies', () => {
@@ -380,10 +518,12 @@ describe('resolveClusterAccess: reserved extensions and policies', () => {
       { name: EXEC_EXT, extension: { k: 1 } },
       { name: ARGS_EXT, extension: ['--b', 'c'] },
     ]);
-    expect(codeOf(() => resolveClusterAccess(p, catProvider({ profileSourcedCLIArgsPolicy: 'Append' })))).toMatchObject({
-      code: 'ERR_PROFILE_INVALID',
-      path: '$.status.accessProviders[0].cluster.extensions[2].name',
-    });
+    expect(codeOf(() => resolveClusterAccess(p, catProvider({ profileSourcedCLIArgsPolicy: 'Append' })))).toMatchObject(
+      {
+        code: 'ERR_PROFILE_INVALID',
+        path: '$.status.accessProviders[0].cluster.extensions[2].name',
+      },
+    );
   });
 
   it('applies a name repeated after a null payload, in the cluster order (client-go stores no null payload)', () => {
@@ -392,28 +532,43 @@ describe('resolveClusterAccess: reserved extensions and policies', () => {
       { name: EXEC_EXT, extension: { k: 1 } },
       { name: ARGS_EXT, extension: ['--b', 'c'] },
     ]);
-    expect(resolveClusterAccess(p, catProvider({ profileSourcedCLIArgsPolicy: 'Append' })).exec.args).toEqual(['/tmp/cred.json', '--b', 'c']);
+    expect(resolveClusterAccess(p, catProvider({ profileSourcedCLIArgsPolicy: 'Append' })).exec.args).toEqual([
+      '/tmp/cred.json',
+      '--b',
+      'c',
+    ]);
   });
 
   it('drops null items of an additional-args list, as the YAML decoder upstream does', () => {
     const p = withExtensions([{ name: ARGS_EXT, extension: [null, '--a', null] }]);
-    expect(resolveClusterAccess(p, catProvider({ profileSourcedCLIArgsPolicy: 'Append' })).exec.args).toEqual(['/tmp/cred.json', '--a']);
+    expect(resolveClusterAccess(p, catProvider({ profileSourcedCLIArgsPolicy: 'Append' })).exec.args).toEqual([
+      '/tmp/cred.json',
+      '--a',
+    ]);
   });
 
   it('refuses what upstream’s YAML decoder refuses in a payload: C1 controls, DEL, U+FFFE, env names over 1024 characters as JSON text', () => {
     const args = catProvider({ profileSourcedCLIArgsPolicy: 'Append' });
     const envs = catProvider({ profileSourcedEnvVarsPolicy: 'Replace' });
     for (const bad of ['a\u0080b', '\u007f', '\ufffe', 'a\u0085b']) {
-      expect(codeOf(() => resolveClusterAccess(withExtensions([{ name: ARGS_EXT, extension: ['ok', bad] }]), args))).toMatchObject({
+      expect(
+        codeOf(() => resolveClusterAccess(withExtensions([{ name: ARGS_EXT, extension: ['ok', bad] }]), args)),
+      ).toMatchObject({
         code: 'ERR_EXTENSION_INVALID',
         path: '$.status.accessProviders[0].cluster.extensions[0].extension[1]',
       });
     }
-    expect(resolveClusterAccess(withExtensions([{ name: ENVS_EXT, extension: { ['K'.repeat(1022)]: 'v' } }]), envs).exec.env).toHaveLength(2);
+    expect(
+      resolveClusterAccess(withExtensions([{ name: ENVS_EXT, extension: { ['K'.repeat(1022)]: 'v' } }]), envs).exec.env,
+    ).toHaveLength(2);
     for (const name of ['K'.repeat(1023), '<'.repeat(171), '\n'.repeat(512)]) {
-      expect(codeOf(() => resolveClusterAccess(withExtensions([{ name: ENVS_EXT, extension: { [name]: 'v' } }]), envs)).code).toBe('ERR_EXTENSION_INVALID');
+      expect(
+        codeOf(() => resolveClusterAccess(withExtensions([{ name: ENVS_EXT, extension: { [name]: 'v' } }]), envs)).code,
+      ).toBe('ERR_EXTENSION_INVALID');
     }
-    expect(resolveClusterAccess(withExtensions([{ name: ENVS_EXT, extension: { ['\n'.repeat(511)]: 'v' } }]), envs).exec.env).toHaveLength(2);
+    expect(
+      resolveClusterAccess(withExtensions([{ name: ENVS_EXT, extension: { ['\n'.repeat(511)]: 'v' } }]), envs).exec.env,
+    ).toHaveLength(2);
   });
 
   it('turns scalar items into their text and null into nothing, as the YAML decoder upstream does', () => {
@@ -421,7 +576,10 @@ describe('resolveClusterAccess: reserved extensions and policies', () => {
       { name: ARGS_EXT, extension: ['--port', 8080, true] },
       { name: ENVS_EXT, extension: { N: 1, B: false, E: null } },
     ]);
-    const access = resolveClusterAccess(p, catProvider({ profileSourcedCLIArgsPolicy: 'Append', profileSourcedEnvVarsPolicy: 'Replace' }, []));
+    const access = resolveClusterAccess(
+      p,
+      catProvider({ profileSourcedCLIArgsPolicy: 'Append', profileSourcedEnvVarsPolicy: 'Replace' }, []),
+    );
     expect(access.exec.args).toEqual(['/tmp/cred.json', '--port', '8080', 'true']);
     expect(access.exec.env).toEqual([
       { name: 'B', value: 'false' },
@@ -432,7 +590,10 @@ describe('resolveClusterAccess: reserved extensions and policies', () => {
       { name: ARGS_EXT, extension: null },
       { name: ENVS_EXT, extension: null },
     ]);
-    const none = resolveClusterAccess(nulls, catProvider({ profileSourcedCLIArgsPolicy: 'Append', profileSourcedEnvVarsPolicy: 'Replace' }));
+    const none = resolveClusterAccess(
+      nulls,
+      catProvider({ profileSourcedCLIArgsPolicy: 'Append', profileSourcedEnvVarsPolicy: 'Replace' }),
+    );
     expect(none.exec.args).toEqual(['/tmp/cred.json']);
     expect(none.exec.env).toEqual([{ name: 'CLIENT_ID', value: 'None' }]);
   });
@@ -446,15 +607,33 @@ describe('resolveClusterAccess: reserved extensions and policies', () => {
     expect(error.code).toBe('ERR_EXTENSION_INVALID');
     expect(error.message).toMatch(/^failed to unmarshal additional CLI args extension: /);
     expect(error.path).toBe('$.status.accessProviders[0].cluster.extensions[1].extension');
-    const nested = codeOf(() => resolveClusterAccess(withExtensions([{ name: ARGS_EXT, extension: ['ok', ['nested']] }]), catProvider({ profileSourcedCLIArgsPolicy: 'Append' })));
+    const nested = codeOf(() =>
+      resolveClusterAccess(
+        withExtensions([{ name: ARGS_EXT, extension: ['ok', ['nested']] }]),
+        catProvider({ profileSourcedCLIArgsPolicy: 'Append' }),
+      ),
+    );
     expect(nested.path).toBe('$.status.accessProviders[0].cluster.extensions[0].extension[1]');
   });
 
   it('rejects a bad additional-envs payload with the upstream text and the JSON path', () => {
-    const list = codeOf(() => resolveClusterAccess(withExtensions([{ name: ENVS_EXT, extension: ['A=b'] }]), catProvider({ profileSourcedEnvVarsPolicy: 'Replace' })));
-    expect(list).toMatchObject({ code: 'ERR_EXTENSION_INVALID', path: '$.status.accessProviders[0].cluster.extensions[0].extension' });
+    const list = codeOf(() =>
+      resolveClusterAccess(
+        withExtensions([{ name: ENVS_EXT, extension: ['A=b'] }]),
+        catProvider({ profileSourcedEnvVarsPolicy: 'Replace' }),
+      ),
+    );
+    expect(list).toMatchObject({
+      code: 'ERR_EXTENSION_INVALID',
+      path: '$.status.accessProviders[0].cluster.extensions[0].extension',
+    });
     expect(list.message).toMatch(/^failed to unmarshal additional env vars extension: /);
-    const value = codeOf(() => resolveClusterAccess(withExtensions([{ name: ENVS_EXT, extension: { 'MY.VAR': { x: 1 } } }]), catProvider({ profileSourcedEnvVarsPolicy: 'AppendIfNotExists' })));
+    const value = codeOf(() =>
+      resolveClusterAccess(
+        withExtensions([{ name: ENVS_EXT, extension: { 'MY.VAR': { x: 1 } } }]),
+        catProvider({ profileSourcedEnvVarsPolicy: 'AppendIfNotExists' }),
+      ),
+    );
     expect(value.path).toBe('$.status.accessProviders[0].cluster.extensions[0].extension["MY.VAR"]');
   });
 
@@ -468,7 +647,9 @@ describe('resolveClusterAccess: reserved extensions and policies', () => {
 
   it('rejects an unknown CLI-args policy only when the additional-args extension is present', () => {
     const bad = catProvider({ profileSourcedCLIArgsPolicy: 'Prepend' as never });
-    expect(resolveClusterAccess(lookupProfile(), { providers: [{ ...bad.providers[0]! }] }).providerName).toBe('test-provider-1');
+    expect(resolveClusterAccess(lookupProfile(), { providers: [{ ...bad.providers[0]! }] }).providerName).toBe(
+      'test-provider-1',
+    );
     expect(codeOf(() => resolveClusterAccess(withExtensions([{ name: ARGS_EXT, extension: ['--a'] }]), bad))).toEqual({
       code: 'ERR_POLICY_UNSUPPORTED',
       message: 'unsupported ProfileSourcedCLIArgsPolicy: "Prepend"',
@@ -478,8 +659,12 @@ describe('resolveClusterAccess: reserved extensions and policies', () => {
 
   it('rejects an unknown env policy only when the additional-envs extension is present', () => {
     const bad = catProvider({ profileSourcedEnvVarsPolicy: 'Merge' as never });
-    expect(resolveClusterAccess(withExtensions([{ name: ARGS_EXT, extension: ['--a'] }]), bad).exec.env).toEqual([{ name: 'CLIENT_ID', value: 'None' }]);
-    expect(codeOf(() => resolveClusterAccess(withExtensions([{ name: ENVS_EXT, extension: { A: 'b' } }]), bad))).toEqual({
+    expect(resolveClusterAccess(withExtensions([{ name: ARGS_EXT, extension: ['--a'] }]), bad).exec.env).toEqual([
+      { name: 'CLIENT_ID', value: 'None' },
+    ]);
+    expect(
+      codeOf(() => resolveClusterAccess(withExtensions([{ name: ENVS_EXT, extension: { A: 'b' } }]), bad)),
+    ).toEqual({
       code: 'ERR_POLICY_UNSUPPORTED',
       message: 'unsupported ProfileSourcedEnvVarsPolicy: "Merge"',
       path: '$.providers[0].profileSourcedEnvVarsPolicy',
@@ -503,8 +688,13 @@ describe('resolveClusterAccess: reserved extensions and policies', () => {
 describe('resolveClusterAccess: the profile crosses a boundary and is validated', () => {
   it('rejects an unknown apiVersion with ERR_PROFILE_INVALID at $.apiVersion', () => {
     const p = { ...buildProfile(), apiVersion: 'multicluster.x-k8s.io/v9' } as unknown as ClusterProfile;
-    expect(codeOf(() => resolveClusterAccess(p, upstreamProviders()))).toMatchObject({ code: 'ERR_PROFILE_INVALID', path: '$.apiVersion' });
-    expect(codeOf(() => resolveClusterAccess(null as unknown as ClusterProfile, upstreamProviders())).code).toBe('ERR_PROFILE_INVALID');
+    expect(codeOf(() => resolveClusterAccess(p, upstreamProviders()))).toMatchObject({
+      code: 'ERR_PROFILE_INVALID',
+      path: '$.apiVersion',
+    });
+    expect(codeOf(() => resolveClusterAccess(null as unknown as ClusterProfile, upstreamProviders())).code).toBe(
+      'ERR_PROFILE_INVALID',
+    );
   });
 
   it('rejects a provider without a server, naming the JSON path', () => {

@@ -4,7 +4,9 @@ import { NODE_FLOOR, nodeFloorProblem } from '../../src/core/node-floor.js';
 
 describe('nodeFloorProblem', () => {
   it('is the floor package.json promises (engines)', () => {
-    const { engines } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { engines: { node: string } };
+    const { engines } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+      engines: { node: string };
+    };
     expect(engines.node).toBe(`>=${NODE_FLOOR}`);
   });
 

@@ -12,7 +12,10 @@ import { validateDocument } from '../../src/schemas/index.js';
 import { assertOidcClusterConfig, parseOidcSettings } from '../../src/providers/oidc/settings.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
-const schema = JSON.parse(readFileSync(`${root}schemas/oidc-config.schema.json`, 'utf8')) as { required: string[]; properties: Record<string, unknown> };
+const schema = JSON.parse(readFileSync(`${root}schemas/oidc-config.schema.json`, 'utf8')) as {
+  required: string[];
+  properties: Record<string, unknown>;
+};
 
 const flags = oidcFlags({ grant: 'device_code' });
 
@@ -20,7 +23,14 @@ const flags = oidcFlags({ grant: 'device_code' });
 function hand(config: Record<string, unknown>): string | undefined {
   try {
     // An interactive grant: no cross-field rule of the controller grants (token kind, audience) gets in the way.
-    parseOidcSettings({ apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential', spec: { interactive: true, cluster: { server: 's', config } } }, flags);
+    parseOidcSettings(
+      {
+        apiVersion: 'client.authentication.k8s.io/v1',
+        kind: 'ExecCredential',
+        spec: { interactive: true, cluster: { server: 's', config } },
+      },
+      flags,
+    );
     return undefined;
   } catch (error) {
     if (isCredentialsError(error) && error.code === 'ERR_OIDC_CONFIG') return error.path;
@@ -38,25 +48,53 @@ const base = { issuerURL: 'https://dex.example.com/dex', clientID: 'kubectl' };
 
 describe('OidcClusterConfig (settings.ts) has the keys of schemas/oidc-config.schema.json', () => {
   it('same keys, issuerURL the only required one', () => {
-    const source = ts.createSourceFile('settings.ts', readFileSync(`${root}src/providers/oidc/settings.ts`, 'utf8'), ts.ScriptTarget.Latest);
+    const source = ts.createSourceFile(
+      'settings.ts',
+      readFileSync(`${root}src/providers/oidc/settings.ts`, 'utf8'),
+      ts.ScriptTarget.Latest,
+    );
     let members: ts.NodeArray<ts.TypeElement> | undefined;
     source.forEachChild((node) => {
       if (ts.isInterfaceDeclaration(node) && node.name.text === 'OidcClusterConfig') members = node.members;
     });
     const properties = (members ?? ts.factory.createNodeArray()).filter(ts.isPropertySignature);
     expect(properties.map((p) => (p.name as ts.Identifier).text).sort()).toEqual(Object.keys(schema.properties).sort());
-    expect(properties.filter((p) => p.questionToken === undefined).map((p) => (p.name as ts.Identifier).text)).toEqual(schema.required);
+    expect(properties.filter((p) => p.questionToken === undefined).map((p) => (p.name as ts.Identifier).text)).toEqual(
+      schema.required,
+    );
   });
 });
 
 describe('the hand check of spec.cluster.config agrees with the schema', () => {
   it.each([
     ['the minimum', {}],
-    ['nulls count as absent', { audience: null, resource: null, scopes: null, token: null, issuerCA: null, signingAlgorithms: null, subjectTokenType: null, tokenParams: null }],
+    [
+      'nulls count as absent',
+      {
+        audience: null,
+        resource: null,
+        scopes: null,
+        token: null,
+        issuerCA: null,
+        signingAlgorithms: null,
+        subjectTokenType: null,
+        tokenParams: null,
+      },
+    ],
     ['scopes as one string', { scopes: 'groups audience:server:client_id:kubernetes' }],
     ['scopes as a list', { scopes: ['groups'] }],
-    ['every key', { audience: 'kubernetes', token: 'id_token', issuerCA: pem, signingAlgorithms: ['RS256', 'ES256'], subjectTokenType: 'urn:ietf:params:oauth:token-type:id_token', tokenParams: { connector_id: 'kubernetes', 'x.y': 'z' } }],
-    ['an unknown key (another tool\'s setting)', { kubeloginFlags: ['--x'] }],
+    [
+      'every key',
+      {
+        audience: 'kubernetes',
+        token: 'id_token',
+        issuerCA: pem,
+        signingAlgorithms: ['RS256', 'ES256'],
+        subjectTokenType: 'urn:ietf:params:oauth:token-type:id_token',
+        tokenParams: { connector_id: 'kubernetes', 'x.y': 'z' },
+      },
+    ],
+    ["an unknown key (another tool's setting)", { kubeloginFlags: ['--x'] }],
     ['the issuer with a path and a trailing slash', { issuerURL: 'https://127.0.0.1:5556/dex/' }],
   ])('accepts %s', (_, extra) => {
     const config = { ...base, ...extra };
@@ -86,8 +124,16 @@ describe('the hand check of spec.cluster.config agrees with the schema', () => {
     ['tokenParams naming scope', { tokenParams: { scope: 'x' } }, '$.spec.cluster.config.tokenParams'],
     ['tokenParams naming client_secret', { tokenParams: { client_secret: 'x' } }, '$.spec.cluster.config.tokenParams'],
     ['a tokenParams name with a space', { tokenParams: { 'a b': 'x' } }, '$.spec.cluster.config.tokenParams'],
-    ['an empty tokenParams value', { tokenParams: { connector_id: '' } }, '$.spec.cluster.config.tokenParams.connector_id'],
-    ['a number as tokenParams value', { tokenParams: { connector_id: 1 } }, '$.spec.cluster.config.tokenParams.connector_id'],
+    [
+      'an empty tokenParams value',
+      { tokenParams: { connector_id: '' } },
+      '$.spec.cluster.config.tokenParams.connector_id',
+    ],
+    [
+      'a number as tokenParams value',
+      { tokenParams: { connector_id: 1 } },
+      '$.spec.cluster.config.tokenParams.connector_id',
+    ],
   ])('refuses %s, at the same path', (_, extra, path) => {
     const config: Record<string, unknown> = { ...base, ...extra };
     for (const [k, v] of Object.entries(config)) if (v === undefined) delete config[k];

@@ -30,8 +30,14 @@ beforeAll(async () => {
 });
 
 const jwt = (claims: JWTPayload) =>
-  new SignJWT({ iss: ISSUER, sub: 'x', iat: nowS, exp: nowS + 600, ...claims }).setProtectedHeader({ alg: 'ES256', kid: 'k' }).sign(key);
-const json = (status: number, body: unknown): HttpResponse => ({ status, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  new SignJWT({ iss: ISSUER, sub: 'x', iat: nowS, exp: nowS + 600, ...claims })
+    .setProtectedHeader({ alg: 'ES256', kid: 'k' })
+    .sign(key);
+const json = (status: number, body: unknown): HttpResponse => ({
+  status,
+  headers: { 'content-type': 'application/json' },
+  body: JSON.stringify(body),
+});
 const discovery = {
   issuer: ISSUER,
   token_endpoint: `${ISSUER}/token`,
@@ -50,7 +56,13 @@ function issuer(token: ((req: HttpRequest) => Promise<HttpResponse>)[]) {
       if (req.url.endsWith('/.well-known/openid-configuration')) return json(200, discovery);
       if (req.url === discovery.jwks_uri) return json(200, jwks);
       if (req.url === discovery.device_authorization_endpoint) {
-        return json(200, { device_code: 'dc', user_code: 'WXYZ-1234', verification_uri: `${ISSUER}/device`, expires_in: 600, interval: 2 });
+        return json(200, {
+          device_code: 'dc',
+          user_code: 'WXYZ-1234',
+          verification_uri: `${ISSUER}/device`,
+          expires_in: 600,
+          interval: 2,
+        });
       }
       const next = token.shift();
       if (!next) throw new Error(`unexpected request ${req.url}`);
@@ -61,7 +73,9 @@ function issuer(token: ((req: HttpRequest) => Promise<HttpResponse>)[]) {
 
 const flags = oidcFlags;
 
-function context(o: { interactive?: boolean; previous?: OidcState } = {}): IssueContext<OidcState> & { stderrText(): string } {
+function context(
+  o: { interactive?: boolean; previous?: OidcState } = {},
+): IssueContext<OidcState> & { stderrText(): string } {
   const stderr = new PassThrough();
   let text = '';
   stderr.on('data', (c: Buffer) => (text += c.toString()));
@@ -72,7 +86,14 @@ function context(o: { interactive?: boolean; previous?: OidcState } = {}): Issue
     stderr,
     signal: new AbortController().signal,
     env: {},
-    previous: o.previous === undefined ? undefined : { status: { token: 'old', expirationTimestamp: NOW.toISOString() }, issuedAt: NOW.toISOString(), state: o.previous },
+    previous:
+      o.previous === undefined
+        ? undefined
+        : {
+            status: { token: 'old', expirationTimestamp: NOW.toISOString() },
+            issuedAt: NOW.toISOString(),
+            state: o.previous,
+          },
     stderrText: () => text,
   } as IssueContext<OidcState> & { stderrText(): string };
 }
@@ -90,7 +111,11 @@ async function failure(promise: Promise<unknown>): Promise<{ code: string; messa
 describe('issueOidcToken', () => {
   const exchange = (interactive = false) =>
     parseOidcSettings(
-      { apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential', spec: { interactive, cluster: { server: 's', config: { issuerURL: ISSUER, clientID: 'c', audience: AUD } } } },
+      {
+        apiVersion: 'client.authentication.k8s.io/v1',
+        kind: 'ExecCredential',
+        spec: { interactive, cluster: { server: 's', config: { issuerURL: ISSUER, clientID: 'c', audience: AUD } } },
+      },
       flags({ 'subject-token-file': subjectTokenFile }),
     );
 
@@ -105,18 +130,29 @@ describe('issueOidcToken', () => {
   });
 
   it('refuses an access token for another audience from the issuer itself: ERR_OIDC_TOKEN_INVALID', async () => {
-    const op = issuer([async () => json(200, { access_token: await jwt({ aud: 'https://other.test' }), token_type: 'Bearer' })]);
-    expect(await failure(issueOidcToken(exchange(), context(), { send: op.send }))).toMatchObject({ code: 'ERR_OIDC_TOKEN_INVALID', message: expect.stringContaining('audience') });
+    const op = issuer([
+      async () => json(200, { access_token: await jwt({ aud: 'https://other.test' }), token_type: 'Bearer' }),
+    ]);
+    expect(await failure(issueOidcToken(exchange(), context(), { send: op.send }))).toMatchObject({
+      code: 'ERR_OIDC_TOKEN_INVALID',
+      message: expect.stringContaining('audience'),
+    });
   });
 
   it('refuses an opaque (non-JWT) access token: the API server could not check it either', async () => {
     const op = issuer([async () => json(200, { access_token: 'opaque-123', token_type: 'Bearer' })]);
-    expect((await failure(issueOidcToken(exchange(), context(), { send: op.send }))).code).toBe('ERR_OIDC_TOKEN_INVALID');
+    expect((await failure(issueOidcToken(exchange(), context(), { send: op.send }))).code).toBe(
+      'ERR_OIDC_TOKEN_INVALID',
+    );
   });
 
   const people = (interactive: boolean) =>
     parseOidcSettings(
-      { apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential', spec: { interactive, cluster: { server: 's', config: { issuerURL: ISSUER, clientID: 'cli' } } } },
+      {
+        apiVersion: 'client.authentication.k8s.io/v1',
+        kind: 'ExecCredential',
+        spec: { interactive, cluster: { server: 's', config: { issuerURL: ISSUER, clientID: 'cli' } } },
+      },
       flags({ grant: 'device_code' }),
     );
 
@@ -129,7 +165,10 @@ describe('issueOidcToken', () => {
     ]);
     const ctx = context({ interactive: true });
     const sleeps: number[] = [];
-    const issued = await issueOidcToken(people(true), ctx, { send: op.send, sleep: async (ms) => void sleeps.push(ms) });
+    const issued = await issueOidcToken(people(true), ctx, {
+      send: op.send,
+      sleep: async (ms) => void sleeps.push(ms),
+    });
     expect(ctx.stderrText()).toContain(`open ${ISSUER}/device and enter the code WXYZ-1234`);
     expect(sleeps).toEqual([2000, 2000, 7000]);
     expect(issued).toMatchObject({ status: { token: idToken }, state: { refreshToken: 'rt1' } });
@@ -137,13 +176,21 @@ describe('issueOidcToken', () => {
 
   it('device flow: access_denied ends the login with ERR_OIDC_LOGIN_FAILED', async () => {
     const op = issuer([async () => json(400, { error: 'access_denied' })]);
-    expect((await failure(issueOidcToken(people(true), context({ interactive: true }), { send: op.send, sleep: async () => {} }))).code).toBe('ERR_OIDC_LOGIN_FAILED');
+    expect(
+      (
+        await failure(
+          issueOidcToken(people(true), context({ interactive: true }), { send: op.send, sleep: async () => {} }),
+        )
+      ).code,
+    ).toBe('ERR_OIDC_LOGIN_FAILED');
   });
 
   it('refresh: uses the cached refresh token once and keeps it when the issuer does not rotate', async () => {
     const idToken = await jwt({ aud: 'cli' });
     const op = issuer([async () => json(200, { access_token: 'at', token_type: 'Bearer', id_token: idToken })]);
-    const issued = await issueOidcToken(people(false), context({ previous: { refreshToken: 'rt0' } }), { send: op.send });
+    const issued = await issueOidcToken(people(false), context({ previous: { refreshToken: 'rt0' } }), {
+      send: op.send,
+    });
     expect(issued.state).toEqual({ refreshToken: 'rt0', subject: 'x' });
     const refreshes = op.requests.filter((r) => r.url === discovery.token_endpoint);
     expect(refreshes).toHaveLength(1);
@@ -151,26 +198,46 @@ describe('issueOidcToken', () => {
   });
 
   it('refresh: a token for another subject than the login is refused (OpenID Connect Core 12.2)', async () => {
-    const op = issuer([async () => json(200, { access_token: 'at', token_type: 'Bearer', id_token: await jwt({ aud: 'cli', sub: 'mallory' }) })]);
-    const result = await failure(issueOidcToken(people(false), context({ previous: { refreshToken: 'rt0', subject: 'alice' } }), { send: op.send }));
+    const op = issuer([
+      async () =>
+        json(200, { access_token: 'at', token_type: 'Bearer', id_token: await jwt({ aud: 'cli', sub: 'mallory' }) }),
+    ]);
+    const result = await failure(
+      issueOidcToken(people(false), context({ previous: { refreshToken: 'rt0', subject: 'alice' } }), {
+        send: op.send,
+      }),
+    );
     expect(result).toMatchObject({ code: 'ERR_OIDC_REFRESH_FAILED', message: expect.stringContaining('mallory') });
   });
 
   it('an interactive grant without a terminal or refresh token fails before any request', async () => {
     const op = issuer([]);
-    expect((await failure(issueOidcToken(people(false), context(), { send: op.send }))).code).toBe('ERR_OIDC_INTERACTIVE_REQUIRED');
+    expect((await failure(issueOidcToken(people(false), context(), { send: op.send }))).code).toBe(
+      'ERR_OIDC_INTERACTIVE_REQUIRED',
+    );
     expect(op.requests).toEqual([]);
   });
 
   it('refresh refused without a terminal: ERR_OIDC_REFRESH_FAILED and no prompt', async () => {
-    const op = issuer([async () => json(400, { error: 'invalid_grant', error_description: 'grant request is invalid' })]);
+    const op = issuer([
+      async () => json(400, { error: 'invalid_grant', error_description: 'grant request is invalid' }),
+    ]);
     const ctx = context({ previous: { refreshToken: 'rt0' } });
-    expect(await failure(issueOidcToken(people(false), ctx, { send: op.send }))).toMatchObject({ code: 'ERR_OIDC_REFRESH_FAILED', message: expect.stringContaining('invalid_grant') });
+    expect(await failure(issueOidcToken(people(false), ctx, { send: op.send }))).toMatchObject({
+      code: 'ERR_OIDC_REFRESH_FAILED',
+      message: expect.stringContaining('invalid_grant'),
+    });
     expect(ctx.stderrText()).not.toContain('enter the code');
   });
 
   it('a refreshed ID token that fails validation is not returned', async () => {
-    const op = issuer([async () => json(200, { access_token: 'at', token_type: 'Bearer', id_token: await jwt({ aud: 'cli', exp: nowS - 100 }) })]);
-    expect((await failure(issueOidcToken(people(false), context({ previous: { refreshToken: 'rt0' } }), { send: op.send }))).code).toBe('ERR_OIDC_REFRESH_FAILED');
+    const op = issuer([
+      async () =>
+        json(200, { access_token: 'at', token_type: 'Bearer', id_token: await jwt({ aud: 'cli', exp: nowS - 100 }) }),
+    ]);
+    expect(
+      (await failure(issueOidcToken(people(false), context({ previous: { refreshToken: 'rt0' } }), { send: op.send })))
+        .code,
+    ).toBe('ERR_OIDC_REFRESH_FAILED');
   });
 });

@@ -9,19 +9,66 @@ import { JwsError, verifyJwt, type Jwk } from '../../src/providers/oidc/jws.js';
 const NOW = 1_800_000_000;
 const ISSUER = 'https://issuer.test';
 const AUDIENCE = 'kubectl';
-const ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'];
+const ALGORITHMS = [
+  'RS256',
+  'RS384',
+  'RS512',
+  'PS256',
+  'PS384',
+  'PS512',
+  'ES256',
+  'ES384',
+  'ES512',
+  'EdDSA',
+  'Ed25519',
+];
 
 type Pair = { privateKey: KeyObject; publicKey: KeyObject };
 const rsa = (): Pair => generateKeyPairSync('rsa', { modulusLength: 2048 });
 const ec = (namedCurve: string): Pair => generateKeyPairSync('ec', { namedCurve });
 const ed = (): Pair => generateKeyPairSync('ed25519');
-const keys = { rsa: rsa(), rsa2: rsa(), p256: ec('P-256'), p384: ec('P-384'), p521: ec('P-521'), ed: ed(), ed2: ed(), weak: generateKeyPairSync('rsa', { modulusLength: 1024 }) };
-const KEY_FOR: Record<string, Pair> = { RS256: keys.rsa, RS384: keys.rsa, RS512: keys.rsa, PS256: keys.rsa, PS384: keys.rsa, PS512: keys.rsa, ES256: keys.p256, ES384: keys.p384, ES512: keys.p521, EdDSA: keys.ed, Ed25519: keys.ed };
+const keys = {
+  rsa: rsa(),
+  rsa2: rsa(),
+  p256: ec('P-256'),
+  p384: ec('P-384'),
+  p521: ec('P-521'),
+  ed: ed(),
+  ed2: ed(),
+  weak: generateKeyPairSync('rsa', { modulusLength: 1024 }),
+};
+const KEY_FOR: Record<string, Pair> = {
+  RS256: keys.rsa,
+  RS384: keys.rsa,
+  RS512: keys.rsa,
+  PS256: keys.rsa,
+  PS384: keys.rsa,
+  PS512: keys.rsa,
+  ES256: keys.p256,
+  ES384: keys.p384,
+  ES512: keys.p521,
+  EdDSA: keys.ed,
+  Ed25519: keys.ed,
+};
 
-const jwk = (pair: Pair, extra: Partial<Jwk> = {}): Jwk => ({ ...(pair.publicKey.export({ format: 'jwk' }) as Jwk), ...extra });
-const claims = (over: JWTPayload = {}): JWTPayload => ({ iss: ISSUER, aud: AUDIENCE, sub: 'alice', iat: NOW - 10, exp: NOW + 600, ...over });
-const sign = (alg: string, pair: Pair, payload: JWTPayload = claims(), header: Record<string, unknown> = { kid: 'k1' }) =>
-  new SignJWT(payload).setProtectedHeader({ alg, ...header }).sign(pair.privateKey);
+const jwk = (pair: Pair, extra: Partial<Jwk> = {}): Jwk => ({
+  ...(pair.publicKey.export({ format: 'jwk' }) as Jwk),
+  ...extra,
+});
+const claims = (over: JWTPayload = {}): JWTPayload => ({
+  iss: ISSUER,
+  aud: AUDIENCE,
+  sub: 'alice',
+  iat: NOW - 10,
+  exp: NOW + 600,
+  ...over,
+});
+const sign = (
+  alg: string,
+  pair: Pair,
+  payload: JWTPayload = claims(),
+  header: Record<string, unknown> = { kid: 'k1' },
+) => new SignJWT(payload).setProtectedHeader({ alg, ...header }).sign(pair.privateKey);
 const b64 = (value: unknown): string => Buffer.from(JSON.stringify(value)).toString('base64url');
 /** A token jose's SignJWT would not make (payload or header as given), signed RS256 with `pair`. */
 const raw = (header: unknown, payload: unknown, pair: Pair = keys.rsa): string => {
@@ -32,7 +79,18 @@ const raw = (header: unknown, payload: unknown, pair: Pair = keys.rsa): string =
 /** One verdict class for both implementations. */
 function ours(token: string, keySet: Jwk[], algorithms = ALGORITHMS): string {
   try {
-    verifyJwt(token, { keys: keySet }, { issuer: ISSUER, audience: AUDIENCE, algorithms, now: NOW, clockTolerance: 30, requiredClaims: ['exp', 'iss', 'aud', 'sub'] });
+    verifyJwt(
+      token,
+      { keys: keySet },
+      {
+        issuer: ISSUER,
+        audience: AUDIENCE,
+        algorithms,
+        now: NOW,
+        clockTolerance: 30,
+        requiredClaims: ['exp', 'iss', 'aud', 'sub'],
+      },
+    );
     return 'ok';
   } catch (error) {
     if (!(error instanceof JwsError)) throw error;
@@ -61,7 +119,12 @@ async function joses(token: string, keySet: Jwk[], algorithms = ALGORITHMS): Pro
       if (error.reason === 'missing') return 'missing-claim';
       return { nbf: 'not-yet-valid', iss: 'wrong-issuer', aud: 'wrong-audience' }[error.claim] ?? 'invalid';
     }
-    if (error instanceof joseErrors.JWSInvalid || error instanceof joseErrors.JWTInvalid || error instanceof joseErrors.JOSENotSupported) return 'invalid';
+    if (
+      error instanceof joseErrors.JWSInvalid ||
+      error instanceof joseErrors.JWTInvalid ||
+      error instanceof joseErrors.JOSENotSupported
+    )
+      return 'invalid';
     return `refused: ${(error as Error).message}`;
   }
 }
@@ -95,7 +158,11 @@ describe('verifyJwt agrees with jose', () => {
   it('selects keys as jose does: kid, kty, alg, use, key_ops, curve; several candidates are each tried', async () => {
     const token = await sign('RS256', keys.rsa);
     await agree(token, [jwk(keys.rsa2, { kid: 'k1' })], 'bad-signature');
-    await agree(await sign('RS256', keys.rsa, claims(), { kid: 'other' }), [jwk(keys.rsa, { kid: 'k1' })], 'no-matching-key');
+    await agree(
+      await sign('RS256', keys.rsa, claims(), { kid: 'other' }),
+      [jwk(keys.rsa, { kid: 'k1' })],
+      'no-matching-key',
+    );
     await agree(token, [jwk(keys.rsa, { kid: 'k1', use: 'enc' })], 'no-matching-key');
     await agree(token, [jwk(keys.rsa, { kid: 'k1', key_ops: ['encrypt'] })], 'no-matching-key');
     await agree(token, [jwk(keys.rsa, { kid: 'k1', key_ops: ['verify'] })], 'ok');
@@ -112,7 +179,10 @@ describe('verifyJwt agrees with jose', () => {
   it('refuses algorithms outside the list, and never accepts none or HMAC', async () => {
     await agree(await sign('RS256', keys.rsa), [jwk(keys.rsa, { kid: 'k1' })], 'alg-not-allowed', ['ES256']);
     // HS256 in the caller's list (validate.ts never passes one): ours has no HMAC at all, jose refuses HMAC with a JWKS.
-    await bothRefuse(raw({ alg: 'HS256', kid: 'k1' }, claims()), [jwk(keys.rsa, { kid: 'k1' })], 'alg-not-allowed', ['RS256', 'HS256']);
+    await bothRefuse(raw({ alg: 'HS256', kid: 'k1' }, claims()), [jwk(keys.rsa, { kid: 'k1' })], 'alg-not-allowed', [
+      'RS256',
+      'HS256',
+    ]);
     // alg none: an empty signature part (ours: not a JWT) or the algorithm (jose): refused either way.
     const none = `${b64({ alg: 'none' })}.${b64(claims())}.`;
     expect(ours(none, [jwk(keys.rsa)])).not.toBe('ok');
@@ -120,7 +190,10 @@ describe('verifyJwt agrees with jose', () => {
   });
 
   it('refuses an RSA key under 2048 bits', async () => {
-    const token = await new SignJWT(claims()).setProtectedHeader({ alg: 'RS256', kid: 'k1' }).sign(keys.weak.privateKey).catch(() => raw({ alg: 'RS256', kid: 'k1' }, claims(), keys.weak));
+    const token = await new SignJWT(claims())
+      .setProtectedHeader({ alg: 'RS256', kid: 'k1' })
+      .sign(keys.weak.privateKey)
+      .catch(() => raw({ alg: 'RS256', kid: 'k1' }, claims(), keys.weak));
     expect(ours(token, [jwk(keys.weak, { kid: 'k1' })])).toBe('bad-signature');
     expect(await joses(token, [jwk(keys.weak, { kid: 'k1' })])).not.toBe('ok');
   });
@@ -146,9 +219,21 @@ describe('verifyJwt agrees with jose', () => {
     await agree(await token({ exp: NOW - 10 }), keySet, 'ok'); // inside the tolerance: validate.ts refuses it itself
     await agree(await token({ nbf: NOW + 100 }), keySet, 'not-yet-valid');
     await agree(await token({ nbf: NOW + 10 }), keySet, 'ok');
-    await agree(await sign('ES256', keys.p256, { iss: ISSUER, aud: AUDIENCE, exp: NOW + 600 }), keySet, 'missing-claim');
-    await agree(raw({ alg: 'RS256', kid: 'k1' }, claims({ iat: 'yesterday' as never })), [jwk(keys.rsa, { kid: 'k1' })], 'invalid');
-    await agree(raw({ alg: 'RS256', kid: 'k1' }, claims({ exp: '2030' as never })), [jwk(keys.rsa, { kid: 'k1' })], 'invalid');
+    await agree(
+      await sign('ES256', keys.p256, { iss: ISSUER, aud: AUDIENCE, exp: NOW + 600 }),
+      keySet,
+      'missing-claim',
+    );
+    await agree(
+      raw({ alg: 'RS256', kid: 'k1' }, claims({ iat: 'yesterday' as never })),
+      [jwk(keys.rsa, { kid: 'k1' })],
+      'invalid',
+    );
+    await agree(
+      raw({ alg: 'RS256', kid: 'k1' }, claims({ exp: '2030' as never })),
+      [jwk(keys.rsa, { kid: 'k1' })],
+      'invalid',
+    );
   });
 
   it('uses only the public members of a JWKS key that carries private ones', async () => {

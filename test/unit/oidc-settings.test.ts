@@ -13,7 +13,10 @@ const input = (config: unknown, interactive = false): ExecCredentialInput => ({
   spec: { interactive, cluster: { server: 'https://k8s.test', config } },
 });
 
-function failure(config: unknown, flags: Partial<FlagValues<OidcFlags>> = {}): { code: string; path: string | undefined; message: string } {
+function failure(
+  config: unknown,
+  flags: Partial<FlagValues<OidcFlags>> = {},
+): { code: string; path: string | undefined; message: string } {
   try {
     parseOidcSettings(input(config), { ...noFlags, ...flags });
   } catch (error) {
@@ -25,38 +28,71 @@ function failure(config: unknown, flags: Partial<FlagValues<OidcFlags>> = {}): {
 
 describe('parseOidcSettings', () => {
   it('chooses the grant from the controller flags and returns the access token for machines', () => {
-    expect(parseOidcSettings(input(base), { ...noFlags, 'client-secret-file': '/s' })).toMatchObject({ grant: 'client_credentials', clientAuth: 'client_secret_basic', token: 'access_token' });
-    expect(parseOidcSettings(input(base), { ...noFlags, 'private-key-file': '/k' })).toMatchObject({ grant: 'client_credentials', clientAuth: 'private_key_jwt' });
-    expect(parseOidcSettings(input(base), { ...noFlags, 'subject-token-file': '/t' })).toMatchObject({ grant: 'token_exchange', clientAuth: 'none' });
+    expect(parseOidcSettings(input(base), { ...noFlags, 'client-secret-file': '/s' })).toMatchObject({
+      grant: 'client_credentials',
+      clientAuth: 'client_secret_basic',
+      token: 'access_token',
+    });
+    expect(parseOidcSettings(input(base), { ...noFlags, 'private-key-file': '/k' })).toMatchObject({
+      grant: 'client_credentials',
+      clientAuth: 'private_key_jwt',
+    });
+    expect(parseOidcSettings(input(base), { ...noFlags, 'subject-token-file': '/t' })).toMatchObject({
+      grant: 'token_exchange',
+      clientAuth: 'none',
+    });
   });
 
   it('defaults people to authorization_code returning the ID token, with openid and offline_access', () => {
-    const settings = parseOidcSettings(input({ issuerURL: 'https://op.test', clientID: 'c', scopes: 'groups email' }, true), noFlags);
+    const settings = parseOidcSettings(
+      input({ issuerURL: 'https://op.test', clientID: 'c', scopes: 'groups email' }, true),
+      noFlags,
+    );
     expect(settings).toMatchObject({ grant: 'authorization_code', token: 'id_token', interactive: true });
     expect(settings.scopes).toEqual(['openid', 'groups', 'email', 'offline_access']);
   });
 
   it('names the missing or bad field', () => {
     expect(failure(undefined)).toMatchObject({ code: 'ERR_OIDC_CONFIG', path: '$.spec.cluster.config' });
-    expect(failure({ clientID: 'c' })).toMatchObject({ code: 'ERR_OIDC_CONFIG', path: '$.spec.cluster.config.issuerURL' });
-    expect(failure({ ...base, issuerURL: 'http://op.test' })).toMatchObject({ path: '$.spec.cluster.config.issuerURL', message: expect.stringContaining('https') });
+    expect(failure({ clientID: 'c' })).toMatchObject({
+      code: 'ERR_OIDC_CONFIG',
+      path: '$.spec.cluster.config.issuerURL',
+    });
+    expect(failure({ ...base, issuerURL: 'http://op.test' })).toMatchObject({
+      path: '$.spec.cluster.config.issuerURL',
+      message: expect.stringContaining('https'),
+    });
     expect(failure({ issuerURL: 'https://op.test' })).toMatchObject({ path: '$.spec.cluster.config.clientID' });
-    expect(failure({ ...base, issuerCA: Buffer.from('not a pem').toString('base64') })).toMatchObject({ path: '$.spec.cluster.config.issuerCA' });
+    expect(failure({ ...base, issuerCA: Buffer.from('not a pem').toString('base64') })).toMatchObject({
+      path: '$.spec.cluster.config.issuerCA',
+    });
     expect(failure({ ...base, token: 'refresh_token' })).toMatchObject({ path: '$.spec.cluster.config.token' });
   });
 
   it('refuses none and HMAC algorithms in signingAlgorithms', () => {
-    expect(failure({ ...base, signingAlgorithms: ['RS256', 'HS256'] })).toMatchObject({ path: '$.spec.cluster.config.signingAlgorithms', message: expect.stringContaining('HS256') });
-    expect(failure({ ...base, signingAlgorithms: ['none'] })).toMatchObject({ path: '$.spec.cluster.config.signingAlgorithms' });
+    expect(failure({ ...base, signingAlgorithms: ['RS256', 'HS256'] })).toMatchObject({
+      path: '$.spec.cluster.config.signingAlgorithms',
+      message: expect.stringContaining('HS256'),
+    });
+    expect(failure({ ...base, signingAlgorithms: ['none'] })).toMatchObject({
+      path: '$.spec.cluster.config.signingAlgorithms',
+    });
   });
 
   it('names the flag for inconsistent controller settings', () => {
     expect(failure(base, { grant: 'password' })).toMatchObject({ path: '--grant' });
     expect(failure(base, { grant: 'client_credentials' })).toMatchObject({ path: '--client-secret-file' });
     expect(failure(base, { 'client-auth': 'client_secret_post' })).toMatchObject({ path: '--client-secret-file' });
-    expect(failure(base, { grant: 'token_exchange', 'client-secret-file': '/s' })).toMatchObject({ path: '--subject-token-file' });
-    expect(failure({ ...base, token: 'id_token' }, { 'client-secret-file': '/s' })).toMatchObject({ path: '$.spec.cluster.config.token', message: expect.stringContaining('no ID token') });
-    expect(failure({ issuerURL: 'https://op.test', clientID: 'c' }, { 'client-secret-file': '/s' })).toMatchObject({ path: '$.spec.cluster.config.audience' });
+    expect(failure(base, { grant: 'token_exchange', 'client-secret-file': '/s' })).toMatchObject({
+      path: '--subject-token-file',
+    });
+    expect(failure({ ...base, token: 'id_token' }, { 'client-secret-file': '/s' })).toMatchObject({
+      path: '$.spec.cluster.config.token',
+      message: expect.stringContaining('no ID token'),
+    });
+    expect(failure({ issuerURL: 'https://op.test', clientID: 'c' }, { 'client-secret-file': '/s' })).toMatchObject({
+      path: '$.spec.cluster.config.audience',
+    });
     expect(failure(base, { 'redirect-port': 'eighty' })).toMatchObject({ path: '--redirect-port' });
   });
 
@@ -74,17 +110,20 @@ describe('parseOidcSettings', () => {
 });
 
 describe('parseOidcSettings: proxy credentials stay out of errors', () => {
-  it.each(['socks5://alice:hunter2pw@proxy.test:1080', 'http//alice:hunter2pw@proxy.test:3128'])('a refused HTTPS_PROXY %s is named without its password', (proxy) => {
-    let error: { code?: string; message?: string; hint?: string } = {};
-    try {
-      parseOidcSettings(input(base), { ...noFlags, 'client-secret-file': '/s' }, { HTTPS_PROXY: proxy });
-    } catch (e) {
-      error = e as typeof error;
-    }
-    expect(error.code).toBe('ERR_OIDC_CONFIG');
-    expect(error.message).toContain('proxy.test');
-    expect(`${error.message} ${error.hint}`).not.toContain('hunter2pw');
-  });
+  it.each(['socks5://alice:hunter2pw@proxy.test:1080', 'http//alice:hunter2pw@proxy.test:3128'])(
+    'a refused HTTPS_PROXY %s is named without its password',
+    (proxy) => {
+      let error: { code?: string; message?: string; hint?: string } = {};
+      try {
+        parseOidcSettings(input(base), { ...noFlags, 'client-secret-file': '/s' }, { HTTPS_PROXY: proxy });
+      } catch (e) {
+        error = e as typeof error;
+      }
+      expect(error.code).toBe('ERR_OIDC_CONFIG');
+      expect(error.message).toContain('proxy.test');
+      expect(`${error.message} ${error.hint}`).not.toContain('hunter2pw');
+    },
+  );
 });
 
 describe('parseOidcSettings: token exchange settings for real OPs', () => {
@@ -93,42 +132,83 @@ describe('parseOidcSettings: token exchange settings for real OPs', () => {
   it('subjectTokenType from the cluster, the flag over it, the RFC 8693 jwt type by default', () => {
     expect(parseOidcSettings(input(base), exchangeFlags).subjectTokenType).toBe('urn:ietf:params:oauth:token-type:jwt');
     const dex = { ...base, subjectTokenType: 'urn:ietf:params:oauth:token-type:id_token' };
-    expect(parseOidcSettings(input(dex), exchangeFlags).subjectTokenType).toBe('urn:ietf:params:oauth:token-type:id_token');
-    expect(parseOidcSettings(input(dex), { ...exchangeFlags, 'subject-token-type': 'urn:x:y' }).subjectTokenType).toBe('urn:x:y');
-    expect(failure({ ...base, subjectTokenType: 'id_token' })).toMatchObject({ code: 'ERR_OIDC_CONFIG', path: '$.spec.cluster.config.subjectTokenType' });
-    expect(failure(base, { 'subject-token-type': 'not a uri' })).toMatchObject({ code: 'ERR_OIDC_CONFIG', path: '--subject-token-type' });
+    expect(parseOidcSettings(input(dex), exchangeFlags).subjectTokenType).toBe(
+      'urn:ietf:params:oauth:token-type:id_token',
+    );
+    expect(parseOidcSettings(input(dex), { ...exchangeFlags, 'subject-token-type': 'urn:x:y' }).subjectTokenType).toBe(
+      'urn:x:y',
+    );
+    expect(failure({ ...base, subjectTokenType: 'id_token' })).toMatchObject({
+      code: 'ERR_OIDC_CONFIG',
+      path: '$.spec.cluster.config.subjectTokenType',
+    });
+    expect(failure(base, { 'subject-token-type': 'not a uri' })).toMatchObject({
+      code: 'ERR_OIDC_CONFIG',
+      path: '--subject-token-type',
+    });
   });
 
   it('tokenParams from the cluster, each --token-param NAME=VALUE over it', () => {
     const config = { ...base, tokenParams: { connector_id: 'kubernetes', tenant: 'a' } };
-    expect(parseOidcSettings(input(config), exchangeFlags).tokenParams).toEqual({ connector_id: 'kubernetes', tenant: 'a' });
-    expect(parseOidcSettings(input(config), { ...exchangeFlags, 'token-param': ['connector_id=github', 'x=a=b'] }).tokenParams).toEqual({ connector_id: 'github', tenant: 'a', x: 'a=b' });
+    expect(parseOidcSettings(input(config), exchangeFlags).tokenParams).toEqual({
+      connector_id: 'kubernetes',
+      tenant: 'a',
+    });
+    expect(
+      parseOidcSettings(input(config), { ...exchangeFlags, 'token-param': ['connector_id=github', 'x=a=b'] })
+        .tokenParams,
+    ).toEqual({ connector_id: 'github', tenant: 'a', x: 'a=b' });
     expect(parseOidcSettings(input(base), exchangeFlags).tokenParams).toEqual({});
   });
 
   it('refuses a parameter the plugin sets itself, a bad name or value, a flag that is not NAME=VALUE', () => {
-    expect(failure({ ...base, tokenParams: { scope: 'x' } })).toMatchObject({ code: 'ERR_OIDC_CONFIG', path: '$.spec.cluster.config.tokenParams.scope', message: expect.stringContaining('set by the plugin') });
-    expect(failure({ ...base, tokenParams: { client_secret: 'x' } })).toMatchObject({ path: '$.spec.cluster.config.tokenParams.client_secret' });
-    expect(failure({ ...base, tokenParams: { 'a b': 'x' } })).toMatchObject({ path: '$.spec.cluster.config.tokenParams["a b"]' });
-    expect(failure({ ...base, tokenParams: { connector_id: 7 } })).toMatchObject({ path: '$.spec.cluster.config.tokenParams.connector_id' });
-    expect(failure({ ...base, tokenParams: ['connector_id=x'] })).toMatchObject({ path: '$.spec.cluster.config.tokenParams' });
+    expect(failure({ ...base, tokenParams: { scope: 'x' } })).toMatchObject({
+      code: 'ERR_OIDC_CONFIG',
+      path: '$.spec.cluster.config.tokenParams.scope',
+      message: expect.stringContaining('set by the plugin'),
+    });
+    expect(failure({ ...base, tokenParams: { client_secret: 'x' } })).toMatchObject({
+      path: '$.spec.cluster.config.tokenParams.client_secret',
+    });
+    expect(failure({ ...base, tokenParams: { 'a b': 'x' } })).toMatchObject({
+      path: '$.spec.cluster.config.tokenParams["a b"]',
+    });
+    expect(failure({ ...base, tokenParams: { connector_id: 7 } })).toMatchObject({
+      path: '$.spec.cluster.config.tokenParams.connector_id',
+    });
+    expect(failure({ ...base, tokenParams: ['connector_id=x'] })).toMatchObject({
+      path: '$.spec.cluster.config.tokenParams',
+    });
     expect(failure(base, { 'token-param': ['connector_id'] })).toMatchObject({ path: '--token-param' });
     expect(failure(base, { 'token-param': ['=x'] })).toMatchObject({ path: '--token-param' });
     expect(failure(base, { 'token-param': ['grant_type=password'] })).toMatchObject({ path: '--token-param' });
   });
 
   it('--client-auth given or not (then discovery chooses); --login-timeout unset by default (the device code lives as the OP says)', () => {
-    expect(parseOidcSettings(input(base), { ...noFlags, 'client-secret-file': '/s' })).toMatchObject({ clientAuthGiven: false, loginTimeoutMs: undefined });
-    expect(parseOidcSettings(input(base), { ...noFlags, 'client-secret-file': '/s', 'client-auth': 'client_secret_basic', 'login-timeout': '90' })).toMatchObject({
+    expect(parseOidcSettings(input(base), { ...noFlags, 'client-secret-file': '/s' })).toMatchObject({
+      clientAuthGiven: false,
+      loginTimeoutMs: undefined,
+    });
+    expect(
+      parseOidcSettings(input(base), {
+        ...noFlags,
+        'client-secret-file': '/s',
+        'client-auth': 'client_secret_basic',
+        'login-timeout': '90',
+      }),
+    ).toMatchObject({
       clientAuthGiven: true,
       loginTimeoutMs: 90_000,
     });
   });
 
   it('cache key: tokenParams and subjectTokenType are part of the identity; without tokenParams the key is what it was', () => {
-    const key = (config: object, flags: Partial<FlagValues<OidcFlags>> = {}) => oidcCacheKey(parseOidcSettings(input(config), { ...exchangeFlags, ...flags })) as Record<string, unknown>;
+    const key = (config: object, flags: Partial<FlagValues<OidcFlags>> = {}) =>
+      oidcCacheKey(parseOidcSettings(input(config), { ...exchangeFlags, ...flags })) as Record<string, unknown>;
     expect(key(base)).not.toHaveProperty('tokenParams');
-    expect(key({ ...base, tokenParams: { connector_id: 'a' } })).not.toEqual(key({ ...base, tokenParams: { connector_id: 'b' } }));
+    expect(key({ ...base, tokenParams: { connector_id: 'a' } })).not.toEqual(
+      key({ ...base, tokenParams: { connector_id: 'b' } }),
+    );
     expect(key({ ...base, tokenParams: { a: '1', b: '2' } })).toEqual(key(base, { 'token-param': ['b=2', 'a=1'] }));
     expect(key({ ...base, subjectTokenType: 'urn:a:b' })).not.toEqual(key(base));
   });

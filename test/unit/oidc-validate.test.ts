@@ -1,6 +1,14 @@
 // Token validation before anything is printed or cached: tokens made with jose, a frozen clock.
 import { createSecretKey } from 'node:crypto';
-import { exportJWK, exportSPKI, generateKeyPair, SignJWT, type JSONWebKeySet, type JWTPayload, type CryptoKey } from 'jose';
+import {
+  exportJWK,
+  exportSPKI,
+  generateKeyPair,
+  SignJWT,
+  type JSONWebKeySet,
+  type JWTPayload,
+  type CryptoKey,
+} from 'jose';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { isCredentialsError } from '../../src/core/errors.js';
 import { expirationWithMargin, validateToken, type TokenExpectations } from '../../src/providers/oidc/validate.js';
@@ -23,8 +31,16 @@ beforeAll(async () => {
   publicPem = await exportSPKI(pair.publicKey);
 });
 
-const claims = (over: JWTPayload = {}): JWTPayload => ({ iss: ISSUER, aud: CLIENT, sub: 'alice', iat: nowS - 10, exp: nowS + 600, ...over });
-const sign = (payload: JWTPayload, signingKey: CryptoKey = key, kid = 'k1') => new SignJWT(payload).setProtectedHeader({ alg: 'RS256', kid }).sign(signingKey);
+const claims = (over: JWTPayload = {}): JWTPayload => ({
+  iss: ISSUER,
+  aud: CLIENT,
+  sub: 'alice',
+  iat: nowS - 10,
+  exp: nowS + 600,
+  ...over,
+});
+const sign = (payload: JWTPayload, signingKey: CryptoKey = key, kid = 'k1') =>
+  new SignJWT(payload).setProtectedHeader({ alg: 'RS256', kid }).sign(signingKey);
 const expect_ = (over: Partial<TokenExpectations> = {}): TokenExpectations => ({
   what: 'ID token',
   issuer: ISSUER,
@@ -73,28 +89,40 @@ describe('validateToken', () => {
     const token = await new SignJWT(claims()).setProtectedHeader({ alg: 'HS256', kid: 'k1' }).sign(secret);
     expect(await rejection(validateToken(token, jwks, expect_()))).toContain('algorithm');
     // Even if a caller put HS256 in the list, the validator keeps only asymmetric algorithms.
-    expect(await rejection(validateToken(token, jwks, expect_({ algorithms: ['RS256', 'HS256'] })))).toContain('algorithm');
+    expect(await rejection(validateToken(token, jwks, expect_({ algorithms: ['RS256', 'HS256'] })))).toContain(
+      'algorithm',
+    );
   });
 
   it('refuses an algorithm outside the allowlist (RS256 token, ES256-only list)', async () => {
-    expect(await rejection(validateToken(await sign(claims()), jwks, expect_({ algorithms: ['ES256'] })))).toContain('algorithm');
+    expect(await rejection(validateToken(await sign(claims()), jwks, expect_({ algorithms: ['ES256'] })))).toContain(
+      'algorithm',
+    );
   });
 
   it('refuses a wrong audience', async () => {
-    expect(await rejection(validateToken(await sign(claims({ aud: 'someone-else' })), jwks, expect_()))).toContain('audience');
+    expect(await rejection(validateToken(await sign(claims({ aud: 'someone-else' })), jwks, expect_()))).toContain(
+      'audience',
+    );
   });
 
   it('refuses a wrong issuer', async () => {
-    expect(await rejection(validateToken(await sign(claims({ iss: 'https://evil.test' })), jwks, expect_()))).toContain('issuer');
+    expect(await rejection(validateToken(await sign(claims({ iss: 'https://evil.test' })), jwks, expect_()))).toContain(
+      'issuer',
+    );
   });
 
   it('refuses an expired token, even inside the clock tolerance', async () => {
-    expect(await rejection(validateToken(await sign(claims({ exp: nowS - 3600 })), jwks, expect_()))).toContain('expired');
+    expect(await rejection(validateToken(await sign(claims({ exp: nowS - 3600 })), jwks, expect_()))).toContain(
+      'expired',
+    );
     expect(await rejection(validateToken(await sign(claims({ exp: nowS - 5 })), jwks, expect_()))).toContain('expired');
   });
 
   it('refuses a token that is not valid yet (nbf beyond the tolerance), accepts small skew', async () => {
-    expect(await rejection(validateToken(await sign(claims({ nbf: nowS + 600 })), jwks, expect_()))).toContain('not valid yet');
+    expect(await rejection(validateToken(await sign(claims({ nbf: nowS + 600 })), jwks, expect_()))).toContain(
+      'not valid yet',
+    );
     await expect(validateToken(await sign(claims({ nbf: nowS + 10 })), jwks, expect_())).resolves.toBeDefined();
   });
 
@@ -104,14 +132,22 @@ describe('validateToken', () => {
   });
 
   it('checks the nonce of a code-flow ID token', async () => {
-    expect(await rejection(validateToken(await sign(claims({ nonce: 'other' })), jwks, expect_({ nonce: 'mine' })))).toContain('nonce');
+    expect(
+      await rejection(validateToken(await sign(claims({ nonce: 'other' })), jwks, expect_({ nonce: 'mine' }))),
+    ).toContain('nonce');
     expect(await rejection(validateToken(await sign(claims()), jwks, expect_({ nonce: 'mine' })))).toContain('nonce');
   });
 
   it('checks azp when present or when there are several audiences', async () => {
-    expect(await rejection(validateToken(await sign(claims({ azp: 'other-client' })), jwks, expect_()))).toContain('azp');
-    expect(await rejection(validateToken(await sign(claims({ aud: [CLIENT, 'x'] })), jwks, expect_()))).toContain('azp');
-    await expect(validateToken(await sign(claims({ aud: [CLIENT, 'x'], azp: CLIENT })), jwks, expect_())).resolves.toBeDefined();
+    expect(await rejection(validateToken(await sign(claims({ azp: 'other-client' })), jwks, expect_()))).toContain(
+      'azp',
+    );
+    expect(await rejection(validateToken(await sign(claims({ aud: [CLIENT, 'x'] })), jwks, expect_()))).toContain(
+      'azp',
+    );
+    await expect(
+      validateToken(await sign(claims({ aud: [CLIENT, 'x'], azp: CLIENT })), jwks, expect_()),
+    ).resolves.toBeDefined();
   });
 
   it('refuses a token whose kid is not in the JWKS', async () => {
@@ -119,14 +155,22 @@ describe('validateToken', () => {
   });
 
   it('names the token and says it was not used', async () => {
-    const message = await rejection(validateToken(await sign(claims({ aud: 'x' })), jwks, expect_({ what: 'access token', audience: 'https://k8s', authorizedParty: undefined })));
+    const message = await rejection(
+      validateToken(
+        await sign(claims({ aud: 'x' })),
+        jwks,
+        expect_({ what: 'access token', audience: 'https://k8s', authorizedParty: undefined }),
+      ),
+    );
     expect(message).toMatch(/^the access token from https:\/\/issuer\.test failed validation: .*; it was not used$/);
   });
 });
 
 describe('expirationWithMargin', () => {
   it('reports expiry 60 s before exp for long-lived tokens, a tenth of the remaining life for short ones', () => {
-    expect(expirationWithMargin(nowS + 3600, NOW).toISOString()).toBe(new Date((nowS + 3600 - 60) * 1000).toISOString());
+    expect(expirationWithMargin(nowS + 3600, NOW).toISOString()).toBe(
+      new Date((nowS + 3600 - 60) * 1000).toISOString(),
+    );
     expect(expirationWithMargin(nowS + 100, NOW).toISOString()).toBe(new Date((nowS + 90) * 1000).toISOString());
   });
 });

@@ -42,13 +42,15 @@ describe.runIf(posix)('writeFileAtomicSync without fsync (durable: false)', () =
     const file = join(dir, 'entry.json');
     mkdirSync(file); // a directory in the way: the rename fails
     writeFileSync(join(file, 'inside'), 'x');
-    expect(() => writeFileAtomicSync(file, 'new', 0o600, { durable: false })).toThrow(expect.objectContaining({ code: expect.stringMatching(/^E(ISDIR|NOTEMPTY|EXIST)$/) }));
+    expect(() => writeFileAtomicSync(file, 'new', 0o600, { durable: false })).toThrow(
+      expect.objectContaining({ code: expect.stringMatching(/^E(ISDIR|NOTEMPTY|EXIST)$/) }),
+    );
     expect(readdirSync(dir)).toEqual(['entry.json']);
   });
 });
 
 describe.runIf(posix)('debris of a writer that died', () => {
-  it('breaking a dead holder\'s lock removes the temporary files of the file it protects, and only those', async () => {
+  it("breaking a dead holder's lock removes the temporary files of the file it protects, and only those", async () => {
     const dir = fresh('debris');
     const entry = join(dir, `${'a'.repeat(64)}.json`);
     const lock = join(dir, `${'a'.repeat(64)}.lock`);
@@ -57,36 +59,65 @@ describe.runIf(posix)('debris of a writer that died', () => {
     writeFileSync(join(dir, `${'b'.repeat(64)}.json.0123456789ab.tmp`), '{"partial', { mode: 0o600 });
     writeFileSync(`${entry}.notes`, 'not a temporary file');
     const held = await acquireLock(lock, { ...lockOptions, protects: entry });
-    expect(readdirSync(dir).sort()).toEqual([`${'a'.repeat(64)}.json.notes`, `${'a'.repeat(64)}.lock`, `${'b'.repeat(64)}.json.0123456789ab.tmp`]);
+    expect(readdirSync(dir).sort()).toEqual([
+      `${'a'.repeat(64)}.json.notes`,
+      `${'a'.repeat(64)}.lock`,
+      `${'b'.repeat(64)}.json.0123456789ab.tmp`,
+    ]);
     held.release();
   });
 
-  it('a live holder\'s temporary files are left alone (its lock is not broken)', async () => {
+  it("a live holder's temporary files are left alone (its lock is not broken)", async () => {
     const dir = fresh('live');
     const entry = join(dir, 'x.json');
     const first = await acquireLock(join(dir, 'x.lock'), { ...lockOptions, protects: entry });
     writeFileSync(`${entry}.00ff.tmp`, 'in progress', { mode: 0o600 });
-    await expect(acquireLock(join(dir, 'x.lock'), { ...lockOptions, timeoutMs: 0, protects: entry })).rejects.toMatchObject({ code: 'ERR_PLUGIN_CACHE_LOCKED' });
+    await expect(
+      acquireLock(join(dir, 'x.lock'), { ...lockOptions, timeoutMs: 0, protects: entry }),
+    ).rejects.toMatchObject({ code: 'ERR_PLUGIN_CACHE_LOCKED' });
     expect(existsSync(`${entry}.00ff.tmp`)).toBe(true);
     first.release();
   });
 
   it('obtainCredential after a plugin was killed mid-write: the stale lock and the partial entry are cleared, the new entry is whole', async () => {
-    const provider: CredentialProvider<{ subject: { type: 'string'; required: true; description: string } }, { subject: string }> = {
+    const provider: CredentialProvider<
+      { subject: { type: 'string'; required: true; description: string } },
+      { subject: string }
+    > = {
       name: 'cache-write-unit',
       description: 'unit provider',
       flags: { subject: { type: 'string', required: true, description: 'who' } },
       settings: ({ flags }) => ({ subject: flags.subject }),
       cacheKey: (settings) => settings,
-      issue: async (settings, context) => ({ status: { token: `${settings.subject}-token`, expirationTimestamp: new Date(context.now().getTime() + 3_600_000).toISOString() } }),
+      issue: async (settings, context) => ({
+        status: {
+          token: `${settings.subject}-token`,
+          expirationTimestamp: new Date(context.now().getTime() + 3_600_000).toISOString(),
+        },
+      }),
     };
     const cacheDir = fresh('obtain');
     const key = cacheKey('cache-write-unit', { subject: 'dan' });
-    writeFileSync(join(cacheDir, `${key}.lock`), JSON.stringify({ pid: deadPid(), host: hostname(), createdAt: Date.now(), token: 'dead' }), { mode: 0o600 });
+    writeFileSync(
+      join(cacheDir, `${key}.lock`),
+      JSON.stringify({ pid: deadPid(), host: hostname(), createdAt: Date.now(), token: 'dead' }),
+      { mode: 0o600 },
+    );
     writeFileSync(join(cacheDir, `${key}.json.c0ffee.tmp`), '{"version":1,"key":"', { mode: 0o600 });
-    const obtained = await obtainCredential(provider, { input: { apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential', spec: { interactive: false } }, flags: { subject: 'dan' }, env: {}, now: () => new Date(), signal: new AbortController().signal, cacheDir });
+    const obtained = await obtainCredential(provider, {
+      input: { apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential', spec: { interactive: false } },
+      flags: { subject: 'dan' },
+      env: {},
+      now: () => new Date(),
+      signal: new AbortController().signal,
+      cacheDir,
+    });
     expect(obtained).toMatchObject({ status: { token: 'dan-token' }, fromCache: false });
     expect(readdirSync(cacheDir)).toEqual([`${key}.json`]);
-    expect(JSON.parse(readFileSync(join(cacheDir, `${key}.json`), 'utf8'))).toMatchObject({ version: 1, key, status: { token: 'dan-token' } });
+    expect(JSON.parse(readFileSync(join(cacheDir, `${key}.json`), 'utf8'))).toMatchObject({
+      version: 1,
+      key,
+      status: { token: 'dan-token' },
+    });
   });
 });

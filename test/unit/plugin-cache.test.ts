@@ -3,7 +3,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { canonicalJson } from '../../src/core/canonical-json.js';
-import { cacheDirectory, cacheKey, cleanDirectory, ensurePrivateDirectory, readEntry, writeEntry } from '../../src/plugin/cache.js';
+import {
+  cacheDirectory,
+  cacheKey,
+  cleanDirectory,
+  ensurePrivateDirectory,
+  readEntry,
+  writeEntry,
+} from '../../src/plugin/cache.js';
 
 function freshDir(): string {
   return join(mkdtempSync(join(tmpdir(), 'cpc-cache-unit-')), 'cache');
@@ -11,12 +18,32 @@ function freshDir(): string {
 
 describe('cacheKey', () => {
   it('is the same for the same inputs in any key order, different for any other input or provider', () => {
-    const a = cacheKey('oidc', { issuer: 'https://i', scopes: ['openid'], cluster: { server: 's', config: { x: 1, y: 2 } } });
-    const b = cacheKey('oidc', { cluster: { config: { y: 2, x: 1 }, server: 's' }, scopes: ['openid'], issuer: 'https://i' });
+    const a = cacheKey('oidc', {
+      issuer: 'https://i',
+      scopes: ['openid'],
+      cluster: { server: 's', config: { x: 1, y: 2 } },
+    });
+    const b = cacheKey('oidc', {
+      cluster: { config: { y: 2, x: 1 }, server: 's' },
+      scopes: ['openid'],
+      issuer: 'https://i',
+    });
     expect(a).toBe(b);
     expect(a).toMatch(/^[0-9a-f]{64}$/);
-    expect(cacheKey('tenant-cert', { issuer: 'https://i', scopes: ['openid'], cluster: { server: 's', config: { x: 1, y: 2 } } })).not.toBe(a);
-    expect(cacheKey('oidc', { issuer: 'https://i', scopes: ['openid', 'email'], cluster: { server: 's', config: { x: 1, y: 2 } } })).not.toBe(a);
+    expect(
+      cacheKey('tenant-cert', {
+        issuer: 'https://i',
+        scopes: ['openid'],
+        cluster: { server: 's', config: { x: 1, y: 2 } },
+      }),
+    ).not.toBe(a);
+    expect(
+      cacheKey('oidc', {
+        issuer: 'https://i',
+        scopes: ['openid', 'email'],
+        cluster: { server: 's', config: { x: 1, y: 2 } },
+      }),
+    ).not.toBe(a);
     expect(cacheKey('oidc', undefined)).toBe(cacheKey('oidc', null));
   });
 
@@ -30,24 +57,36 @@ describe('cacheDirectory', () => {
   it('--cache-dir wins, then KUBECACHEDIR/clusterprofile/<provider>, then ~/.kube/cache/clusterprofile/<provider>', () => {
     expect(cacheDirectory('oidc', '/flag', { KUBECACHEDIR: '/k' }, home)).toBe('/flag');
     expect(cacheDirectory('oidc', undefined, { KUBECACHEDIR: '/k' }, home)).toBe('/k/clusterprofile/oidc');
-    expect(cacheDirectory('oidc', undefined, { KUBECACHEDIR: '' }, home)).toBe('/home/u/.kube/cache/clusterprofile/oidc');
+    expect(cacheDirectory('oidc', undefined, { KUBECACHEDIR: '' }, home)).toBe(
+      '/home/u/.kube/cache/clusterprofile/oidc',
+    );
   });
 
   it('without a flag, KUBECACHEDIR or a home directory (a container without HOME): ERR_PLUGIN_CACHE_IO naming --cache-dir, not an internal error', () => {
     const noHome = (): string => {
-      throw Object.assign(new Error('A system error occurred: uv_os_homedir returned ENOENT'), { code: 'ERR_SYSTEM_ERROR' });
+      throw Object.assign(new Error('A system error occurred: uv_os_homedir returned ENOENT'), {
+        code: 'ERR_SYSTEM_ERROR',
+      });
     };
     expect(cacheDirectory('oidc', '/flag', {}, noHome)).toBe('/flag');
     expect(cacheDirectory('oidc', undefined, { KUBECACHEDIR: '/k' }, noHome)).toBe('/k/clusterprofile/oidc');
     expect(() => cacheDirectory('oidc', undefined, {}, noHome)).toThrow(
-      expect.objectContaining({ code: 'ERR_PLUGIN_CACHE_IO', path: '--cache-dir', hint: expect.stringContaining('KUBECACHEDIR') }),
+      expect.objectContaining({
+        code: 'ERR_PLUGIN_CACHE_IO',
+        path: '--cache-dir',
+        hint: expect.stringContaining('KUBECACHEDIR'),
+      }),
     );
   });
 });
 
 describe('entries', () => {
   const key = 'a'.repeat(64);
-  const entry = { status: { token: 't', expirationTimestamp: '2030-01-01T00:00:00Z' }, issuedAt: '2029-12-31T23:00:00.000Z', state: { refreshToken: 'r' } };
+  const entry = {
+    status: { token: 't', expirationTimestamp: '2030-01-01T00:00:00Z' },
+    issuedAt: '2029-12-31T23:00:00.000Z',
+    state: { refreshToken: 'r' },
+  };
 
   it('round-trips an entry with the provider state, in a 0600 file of a 0700 directory', async () => {
     const dir = freshDir();
@@ -78,9 +117,28 @@ describe('entries', () => {
       // What a power loss may leave under the name (entries are not fsynced): an empty file, or zeros.
       ['', 'not JSON'],
       ['\0'.repeat(512), 'not JSON'],
-      [JSON.stringify({ version: 1, key: 'b'.repeat(64), issuedAt: 'x', status: { token: 't', expirationTimestamp: '2030-01-01T00:00:00Z' } }), 'not a cache entry of this version and key'],
-      [JSON.stringify({ version: 1, key, issuedAt: 'x', status: { token: 't' } }), 'no status with an expirationTimestamp'],
-      [JSON.stringify({ version: 1, key, issuedAt: 'x', status: { clientKeyData: 'k', expirationTimestamp: '2030-01-01T00:00:00Z' } }), 'neither a token nor a certificate and key'],
+      [
+        JSON.stringify({
+          version: 1,
+          key: 'b'.repeat(64),
+          issuedAt: 'x',
+          status: { token: 't', expirationTimestamp: '2030-01-01T00:00:00Z' },
+        }),
+        'not a cache entry of this version and key',
+      ],
+      [
+        JSON.stringify({ version: 1, key, issuedAt: 'x', status: { token: 't' } }),
+        'no status with an expirationTimestamp',
+      ],
+      [
+        JSON.stringify({
+          version: 1,
+          key,
+          issuedAt: 'x',
+          status: { clientKeyData: 'k', expirationTimestamp: '2030-01-01T00:00:00Z' },
+        }),
+        'neither a token nor a certificate and key',
+      ],
     ] as const) {
       writeFileSync(join(dir, `${key}.json`), body, { mode: 0o600 });
       expect(readEntry(dir, key)).toEqual({ kind: 'corrupted', reason });
@@ -91,11 +149,15 @@ describe('entries', () => {
     const dir = freshDir();
     mkdirSync(dir, { mode: 0o700 });
     chmodSync(dir, 0o750);
-    expect(() => ensurePrivateDirectory(dir)).toThrow(expect.objectContaining({ code: 'ERR_PLUGIN_CACHE_INSECURE', path: dir, hint: `chmod 700 '${dir}'` }));
+    expect(() => ensurePrivateDirectory(dir)).toThrow(
+      expect.objectContaining({ code: 'ERR_PLUGIN_CACHE_INSECURE', path: dir, hint: `chmod 700 '${dir}'` }),
+    );
     chmodSync(dir, 0o700);
     writeFileSync(join(dir, `${key}.json`), '{}', { mode: 0o600 });
     chmodSync(join(dir, `${key}.json`), 0o660);
-    expect(() => readEntry(dir, key)).toThrow(expect.objectContaining({ code: 'ERR_PLUGIN_CACHE_INSECURE', message: expect.stringContaining('(mode 660)') }));
+    expect(() => readEntry(dir, key)).toThrow(
+      expect.objectContaining({ code: 'ERR_PLUGIN_CACHE_INSECURE', message: expect.stringContaining('(mode 660)') }),
+    );
   });
 
   it('clean removes entries, free locks and temporary files, and nothing else', async () => {

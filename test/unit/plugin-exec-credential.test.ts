@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { assertUsableStatus, formatTimestamp, parseTimestamp, readExecInfo, renderExecCredential } from '../../src/core/exec-credential.js';
+import {
+  assertUsableStatus,
+  formatTimestamp,
+  parseTimestamp,
+  readExecInfo,
+  renderExecCredential,
+} from '../../src/core/exec-credential.js';
 import { validateDocument } from '../../src/schemas/index.js';
 
 const V1 = 'client.authentication.k8s.io/v1';
@@ -8,19 +14,39 @@ const V1BETA1 = 'client.authentication.k8s.io/v1beta1';
 describe('readExecInfo', () => {
   it('reads v1 and v1beta1 with the cluster', () => {
     for (const apiVersion of [V1, V1BETA1]) {
-      const cluster = { server: 'https://a:6443', 'certificate-authority-data': 'Q0E=', config: { issuerURL: 'https://i' } };
-      const input = readExecInfo({ KUBERNETES_EXEC_INFO: JSON.stringify({ kind: 'ExecCredential', apiVersion, spec: { interactive: true, cluster } }) }, () => false);
+      const cluster = {
+        server: 'https://a:6443',
+        'certificate-authority-data': 'Q0E=',
+        config: { issuerURL: 'https://i' },
+      };
+      const input = readExecInfo(
+        {
+          KUBERNETES_EXEC_INFO: JSON.stringify({
+            kind: 'ExecCredential',
+            apiVersion,
+            spec: { interactive: true, cluster },
+          }),
+        },
+        () => false,
+      );
       expect(input).toEqual({ apiVersion, kind: 'ExecCredential', spec: { interactive: true, cluster } });
     }
   });
 
   it('without the variable: v1beta1, interactive only from a terminal', () => {
-    expect(readExecInfo({}, () => false)).toEqual({ apiVersion: V1BETA1, kind: 'ExecCredential', spec: { interactive: false } });
+    expect(readExecInfo({}, () => false)).toEqual({
+      apiVersion: V1BETA1,
+      kind: 'ExecCredential',
+      spec: { interactive: false },
+    });
     expect(readExecInfo({ KUBERNETES_EXEC_INFO: '' }, () => true).spec.interactive).toBe(true);
   });
 
   it('an input without spec.interactive is not interactive (spec absent is allowed)', () => {
-    expect(readExecInfo({ KUBERNETES_EXEC_INFO: JSON.stringify({ kind: 'ExecCredential', apiVersion: V1 }) }, () => true).spec).toEqual({});
+    expect(
+      readExecInfo({ KUBERNETES_EXEC_INFO: JSON.stringify({ kind: 'ExecCredential', apiVersion: V1 }) }, () => true)
+        .spec,
+    ).toEqual({});
   });
 
   it.each([
@@ -28,12 +54,27 @@ describe('readExecInfo', () => {
     ['{"kind":"ExecCredential","apiVersion":"v1","spec":{}}', 'KUBERNETES_EXEC_INFO $.apiVersion'],
     [JSON.stringify({ kind: 'Pod', apiVersion: V1, spec: {} }), 'KUBERNETES_EXEC_INFO $.kind'],
     [JSON.stringify({ kind: 'ExecCredential', apiVersion: V1, spec: [] }), 'KUBERNETES_EXEC_INFO $.spec'],
-    [JSON.stringify({ kind: 'ExecCredential', apiVersion: V1, spec: { interactive: 'yes' } }), 'KUBERNETES_EXEC_INFO $.spec.interactive'],
-    [JSON.stringify({ kind: 'ExecCredential', apiVersion: V1, spec: { cluster: { server: '' } } }), 'KUBERNETES_EXEC_INFO $.spec.cluster.server'],
-    [JSON.stringify({ kind: 'ExecCredential', apiVersion: V1, spec: { cluster: { server: 's', 'insecure-skip-tls-verify': 'true' } } }), "KUBERNETES_EXEC_INFO $.spec.cluster['insecure-skip-tls-verify']"],
+    [
+      JSON.stringify({ kind: 'ExecCredential', apiVersion: V1, spec: { interactive: 'yes' } }),
+      'KUBERNETES_EXEC_INFO $.spec.interactive',
+    ],
+    [
+      JSON.stringify({ kind: 'ExecCredential', apiVersion: V1, spec: { cluster: { server: '' } } }),
+      'KUBERNETES_EXEC_INFO $.spec.cluster.server',
+    ],
+    [
+      JSON.stringify({
+        kind: 'ExecCredential',
+        apiVersion: V1,
+        spec: { cluster: { server: 's', 'insecure-skip-tls-verify': 'true' } },
+      }),
+      "KUBERNETES_EXEC_INFO $.spec.cluster['insecure-skip-tls-verify']",
+    ],
     ['nope', 'KUBERNETES_EXEC_INFO'],
   ])('%s → ERR_PLUGIN_EXEC_INFO at %s', (raw, path) => {
-    expect(() => readExecInfo({ KUBERNETES_EXEC_INFO: raw }, () => false)).toThrow(expect.objectContaining({ code: 'ERR_PLUGIN_EXEC_INFO', path }));
+    expect(() => readExecInfo({ KUBERNETES_EXEC_INFO: raw }, () => false)).toThrow(
+      expect.objectContaining({ code: 'ERR_PLUGIN_EXEC_INFO', path }),
+    );
   });
 });
 
@@ -43,7 +84,11 @@ describe('renderExecCredential', () => {
     const text = renderExecCredential(V1, status);
     expect(text.endsWith('\n')).toBe(true);
     expect(text.trim().split('\n')).toHaveLength(1);
-    expect(JSON.parse(text)).toEqual({ apiVersion: V1, kind: 'ExecCredential', status: { token: 't', expirationTimestamp: '2030-01-01T00:00:00Z' } });
+    expect(JSON.parse(text)).toEqual({
+      apiVersion: V1,
+      kind: 'ExecCredential',
+      status: { token: 't', expirationTimestamp: '2030-01-01T00:00:00Z' },
+    });
   });
 
   it.each([
@@ -52,7 +97,9 @@ describe('renderExecCredential', () => {
     [{ token: '' }, 'status.token must be a non-empty string'],
     [{ token: 't', expirationTimestamp: 'tomorrow' }, 'is not an RFC 3339 time'],
   ])('refuses %j: ERR_PLUGIN_BAD_CREDENTIAL', (status, message) => {
-    expect(() => assertUsableStatus(status)).toThrow(expect.objectContaining({ code: 'ERR_PLUGIN_BAD_CREDENTIAL', message: expect.stringContaining(message) }));
+    expect(() => assertUsableStatus(status)).toThrow(
+      expect.objectContaining({ code: 'ERR_PLUGIN_BAD_CREDENTIAL', message: expect.stringContaining(message) }),
+    );
   });
 
   it('accepts a token with a certificate and key together', () => {
@@ -73,7 +120,7 @@ describe('formatTimestamp', () => {
     }
   });
 
-  it('outside the years 0-9999 gives toISOString\'s extended year; an invalid time throws as toISOString does', () => {
+  it("outside the years 0-9999 gives toISOString's extended year; an invalid time throws as toISOString does", () => {
     expect(formatTimestamp(253402300800000)).toBe('+010000-01-01T00:00:00.000Z');
     expect(formatTimestamp(-62198755200000, { seconds: true })).toBe('-000001-01-01T00:00:00Z');
     expect(() => formatTimestamp(Number.NaN)).toThrow(RangeError);
@@ -127,7 +174,17 @@ describe('the hand check of KUBERNETES_EXEC_INFO agrees with schemas/execcredent
     { spec: { interactive: false } },
     { spec: { interactive: 'false' } },
     { spec: { interactive: true, cluster } },
-    { spec: { cluster: { ...cluster, 'tls-server-name': 'a', 'insecure-skip-tls-verify': true, 'proxy-url': 'http://p', 'disable-compression': false } } },
+    {
+      spec: {
+        cluster: {
+          ...cluster,
+          'tls-server-name': 'a',
+          'insecure-skip-tls-verify': true,
+          'proxy-url': 'http://p',
+          'disable-compression': false,
+        },
+      },
+    },
     { spec: { cluster: { ...cluster, 'certificate-authority-data': 'LS0tLS1CRUdJTg==' } } },
     { spec: { cluster: { ...cluster, 'certificate-authority-data': 'LS0t\nLS1C\n' } } },
     { spec: { cluster: { ...cluster, 'certificate-authority-data': '-----BEGIN CERTIFICATE-----' } } },
@@ -148,7 +205,11 @@ describe('the hand check of KUBERNETES_EXEC_INFO agrees with schemas/execcredent
       for (const kind of ['ExecCredential', 'Other']) {
         it(`${apiVersion} #${index} kind ${kind}`, () => {
           const document = { kind, apiVersion, ...(partial as object) };
-          const schemaOk = validateDocument(apiVersion.endsWith('/v1') ? 'execcredential-input.v1' : 'execcredential-input.v1beta1', document).length === 0;
+          const schemaOk =
+            validateDocument(
+              apiVersion.endsWith('/v1') ? 'execcredential-input.v1' : 'execcredential-input.v1beta1',
+              document,
+            ).length === 0;
           let handOk = true;
           try {
             readExecInfo({ KUBERNETES_EXEC_INFO: JSON.stringify(document) }, () => false);

@@ -14,7 +14,16 @@ const provider = {
 
 describe('parseCommand', () => {
   it('parses provider and common flags into typed values', () => {
-    const parsed = parseCommand(provider, ['--cluster-id=c1', '--scope', 'a', '--scope', 'b', '--cache-dir', '/tmp/c', '--force-refresh']);
+    const parsed = parseCommand(provider, [
+      '--cluster-id=c1',
+      '--scope',
+      'a',
+      '--scope',
+      'b',
+      '--cache-dir',
+      '/tmp/c',
+      '--force-refresh',
+    ]);
     expect(parsed).toEqual({
       action: 'credential',
       flags: { 'cluster-id': 'c1', scope: ['a', 'b'], verbose: false, 'key-file': undefined },
@@ -37,7 +46,9 @@ describe('parseCommand', () => {
     [['--cluster-id', 'c', '--cache-dir', ''], '--cache-dir must not be empty', '--cache-dir'],
     [['--cluster-id'], "Option '--cluster-id <value>' argument missing", '--cluster-id'],
   ])('%j is a usage error: %s', (argv, message, path) => {
-    expect(() => parseCommand(provider, argv)).toThrow(expect.objectContaining({ code: 'ERR_PLUGIN_USAGE', message: expect.stringContaining(message), path }));
+    expect(() => parseCommand(provider, argv)).toThrow(
+      expect.objectContaining({ code: 'ERR_PLUGIN_USAGE', message: expect.stringContaining(message), path }),
+    );
   });
 
   it('refuses (TypeError) a provider flag that clashes with the runtime', () => {
@@ -99,10 +110,12 @@ describe('readCommonForm (the fast path of parseCommand)', () => {
     expect(readCommonForm(args, options)).toBeUndefined();
   });
 
-  it('parseCommand gives parseArgs\'s answer either way, errors included', () => {
+  it("parseCommand gives parseArgs's answer either way, errors included", () => {
     expect(parseCommand(provider, ['-h']).action).toBe('help');
     expect(() => parseCommand(provider, ['--cluster-id'])).toThrow("Option '--cluster-id <value>' argument missing");
-    expect(() => parseCommand(provider, ['--cluster-id', '--verbose'])).toThrow("Option '--cluster-id' argument is ambiguous");
+    expect(() => parseCommand(provider, ['--cluster-id', '--verbose'])).toThrow(
+      "Option '--cluster-id' argument is ambiguous",
+    );
     expect(parseCommand(provider, ['--', 'clean']).action).toBe('clean');
   });
 });

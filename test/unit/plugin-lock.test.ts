@@ -40,7 +40,10 @@ describe('acquireLock', () => {
     const pid = deadPid();
     writeFileSync(file, JSON.stringify({ pid, host: hostname(), createdAt: now().getTime(), token: 'old' }));
     const broken: string[] = [];
-    const held = await acquireLock(file, { ...options, onBreak: (owner, reason) => broken.push(`${owner?.pid}: ${reason}`) });
+    const held = await acquireLock(file, {
+      ...options,
+      onBreak: (owner, reason) => broken.push(`${owner?.pid}: ${reason}`),
+    });
     expect(broken).toEqual([`${pid}: its owner, process ${pid}, is gone`]);
     held.release();
     expect(readdirSync(join(file, '..'))).toEqual([]); // no .break file left either
@@ -48,17 +51,26 @@ describe('acquireLock', () => {
 
   it('breaks a lock older than staleMs even if its owner looks alive (another host, clock frozen)', async () => {
     const file = lockFile();
-    writeFileSync(file, JSON.stringify({ pid: 1, host: 'elsewhere', createdAt: now().getTime() - 61_000, token: 'old' }));
+    writeFileSync(
+      file,
+      JSON.stringify({ pid: 1, host: 'elsewhere', createdAt: now().getTime() - 61_000, token: 'old' }),
+    );
     const held = await acquireLock(file, options);
     held.release();
-    writeFileSync(file, JSON.stringify({ pid: 1, host: 'elsewhere', createdAt: now().getTime() - 1_000, token: 'young' }));
+    writeFileSync(
+      file,
+      JSON.stringify({ pid: 1, host: 'elsewhere', createdAt: now().getTime() - 1_000, token: 'young' }),
+    );
     await expect(acquireLock(file, options)).rejects.toMatchObject({ code: 'ERR_PLUGIN_CACHE_LOCKED' });
   });
 
   it('does not release a lock that was broken and retaken by someone else', async () => {
     const file = lockFile();
     const held = await acquireLock(file, options);
-    writeFileSync(file, JSON.stringify({ pid: process.pid, host: hostname(), createdAt: now().getTime(), token: 'someone-else' }));
+    writeFileSync(
+      file,
+      JSON.stringify({ pid: process.pid, host: hostname(), createdAt: now().getTime(), token: 'someone-else' }),
+    );
     held.release();
     expect(existsSync(file)).toBe(true);
   });

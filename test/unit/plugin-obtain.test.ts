@@ -5,11 +5,21 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { CredentialsError, type ErrorCode } from '../../src/core/errors.js';
-import { cacheKey, obtainCredential, type CredentialProvider, type ExecCredentialInput, type IssueContext } from '../../src/plugin/index.js';
+import {
+  cacheKey,
+  obtainCredential,
+  type CredentialProvider,
+  type ExecCredentialInput,
+  type IssueContext,
+} from '../../src/plugin/index.js';
 
 const V1 = 'client.authentication.k8s.io/v1';
 const START = new Date('2030-01-01T00:00:00Z');
-const input = (interactive = false): ExecCredentialInput => ({ apiVersion: V1, kind: 'ExecCredential', spec: { interactive, cluster: { server: 'https://member:6443' } } });
+const input = (interactive = false): ExecCredentialInput => ({
+  apiVersion: V1,
+  kind: 'ExecCredential',
+  spec: { interactive, cluster: { server: 'https://member:6443' } },
+});
 
 const flags = {
   subject: { type: 'string', required: true, description: 'who' },
@@ -27,12 +37,22 @@ function provider(overrides: Partial<CredentialProvider<typeof flags, Settings, 
     description: 'unit provider',
     flags,
     minRemainingSeconds: 300,
-    settings: ({ flags, input }) => ({ subject: flags.subject, scopes: flags.scope, server: input.spec.cluster?.server }),
+    settings: ({ flags, input }) => ({
+      subject: flags.subject,
+      scopes: flags.scope,
+      server: input.spec.cluster?.server,
+    }),
     cacheKey: (settings) => settings,
     async issue(settings, context) {
       issued.push(context);
       const n = (context.previous?.state?.n ?? 0) + 1;
-      return { status: { token: `${settings.subject}-${n}`, expirationTimestamp: new Date(context.now().getTime() + 3_600_000).toISOString() }, state: { n } };
+      return {
+        status: {
+          token: `${settings.subject}-${n}`,
+          expirationTimestamp: new Date(context.now().getTime() + 3_600_000).toISOString(),
+        },
+        state: { n },
+      };
     },
     ...overrides,
   };
@@ -41,32 +61,66 @@ function provider(overrides: Partial<CredentialProvider<typeof flags, Settings, 
 
 const tempDir = (): string => mkdtempSync(join(tmpdir(), 'cpc-obtain-'));
 const timers = (): number => process.getActiveResourcesInfo().filter((kind) => kind === 'Timeout').length;
-const processSignalListeners = (): number[] => (['SIGINT', 'SIGTERM', 'SIGHUP'] as const).map((name) => process.listenerCount(name));
+const processSignalListeners = (): number[] =>
+  (['SIGINT', 'SIGTERM', 'SIGHUP'] as const).map((name) => process.listenerCount(name));
 
 describe('obtainCredential', () => {
   it('issues on a miss, serves the entry on the next call, renews inside the margin with the previous state', async () => {
     const { p, issued } = provider();
     const cacheDir = tempDir();
     let clock = START;
-    const call = () => obtainCredential(p, { input: input(), flags: { subject: 'alice' }, env: {}, now: () => clock, signal: new AbortController().signal, cacheDir });
-    expect(await call()).toEqual({ status: { token: 'alice-1', expirationTimestamp: '2030-01-01T01:00:00.000Z' }, fromCache: false });
+    const call = () =>
+      obtainCredential(p, {
+        input: input(),
+        flags: { subject: 'alice' },
+        env: {},
+        now: () => clock,
+        signal: new AbortController().signal,
+        cacheDir,
+      });
+    expect(await call()).toEqual({
+      status: { token: 'alice-1', expirationTimestamp: '2030-01-01T01:00:00.000Z' },
+      fromCache: false,
+    });
     clock = new Date('2030-01-01T00:54:00Z'); // 6 min left: served
-    expect(await call()).toEqual({ status: { token: 'alice-1', expirationTimestamp: '2030-01-01T01:00:00.000Z' }, fromCache: true });
+    expect(await call()).toEqual({
+      status: { token: 'alice-1', expirationTimestamp: '2030-01-01T01:00:00.000Z' },
+      fromCache: true,
+    });
     clock = new Date('2030-01-01T00:56:00Z'); // 4 min left, inside the 5 min margin: renewed
     expect((await call()).status.token).toBe('alice-2');
-    expect(issued[1]?.previous).toEqual({ status: { token: 'alice-1', expirationTimestamp: '2030-01-01T01:00:00.000Z' }, issuedAt: START.toISOString(), state: { n: 1 } });
+    expect(issued[1]?.previous).toEqual({
+      status: { token: 'alice-1', expirationTimestamp: '2030-01-01T01:00:00.000Z' },
+      issuedAt: START.toISOString(),
+      state: { n: 1 },
+    });
   });
 
   it('typed flags and argv flags are the same credential (one cache entry); argv may carry --cache-dir and --force-refresh', async () => {
     const { p, issued } = provider();
     const cacheDir = tempDir();
     const base = { input: input(), env: {}, now: () => START, signal: new AbortController().signal };
-    const typed = await obtainCredential(p, { ...base, flags: { subject: 'bob', scope: ['a', 'b'], verbose: false }, cacheDir });
-    const argv = await obtainCredential(p, { ...base, flags: ['--subject', 'bob', '--scope', 'a', '--scope', 'b', '--cache-dir', cacheDir] });
+    const typed = await obtainCredential(p, {
+      ...base,
+      flags: { subject: 'bob', scope: ['a', 'b'], verbose: false },
+      cacheDir,
+    });
+    const argv = await obtainCredential(p, {
+      ...base,
+      flags: ['--subject', 'bob', '--scope', 'a', '--scope', 'b', '--cache-dir', cacheDir],
+    });
     expect(argv).toEqual({ ...typed, fromCache: true });
-    expect(readdirSync(cacheDir).filter((name) => name.endsWith('.json'))).toEqual([`${cacheKey('obtain-unit', { subject: 'bob', scopes: ['a', 'b'], server: 'https://member:6443' })}.json`]);
-    const forced = await obtainCredential(p, { ...base, flags: ['--subject', 'bob', '--scope', 'a', '--scope', 'b', '--cache-dir', cacheDir, '--force-refresh'] });
-    expect(forced).toEqual({ status: { token: 'bob-2', expirationTimestamp: '2030-01-01T01:00:00.000Z' }, fromCache: false });
+    expect(readdirSync(cacheDir).filter((name) => name.endsWith('.json'))).toEqual([
+      `${cacheKey('obtain-unit', { subject: 'bob', scopes: ['a', 'b'], server: 'https://member:6443' })}.json`,
+    ]);
+    const forced = await obtainCredential(p, {
+      ...base,
+      flags: ['--subject', 'bob', '--scope', 'a', '--scope', 'b', '--cache-dir', cacheDir, '--force-refresh'],
+    });
+    expect(forced).toEqual({
+      status: { token: 'bob-2', expirationTimestamp: '2030-01-01T01:00:00.000Z' },
+      fromCache: false,
+    });
     expect(issued).toHaveLength(2);
   });
 
@@ -74,12 +128,27 @@ describe('obtainCredential', () => {
     const { p } = provider();
     const kubeCacheDir = tempDir();
     expect(process.env['KUBECACHEDIR']).toBeUndefined();
-    await obtainCredential(p, { input: input(), flags: { subject: 'carol' }, env: { KUBECACHEDIR: kubeCacheDir }, now: () => START, signal: new AbortController().signal });
+    await obtainCredential(p, {
+      input: input(),
+      flags: { subject: 'carol' },
+      env: { KUBECACHEDIR: kubeCacheDir },
+      now: () => START,
+      signal: new AbortController().signal,
+    });
     const dir = join(kubeCacheDir, 'clusterprofile', 'obtain-unit');
     expect(readdirSync(dir).filter((name) => name.endsWith('.json'))).toHaveLength(1);
     // The entry was stamped with the given clock, not the machine's.
-    const again = await obtainCredential(p, { input: input(), flags: { subject: 'carol' }, env: { KUBECACHEDIR: kubeCacheDir }, now: () => START, signal: new AbortController().signal });
-    expect(again).toEqual({ status: { token: 'carol-1', expirationTimestamp: '2030-01-01T01:00:00.000Z' }, fromCache: true });
+    const again = await obtainCredential(p, {
+      input: input(),
+      flags: { subject: 'carol' },
+      env: { KUBECACHEDIR: kubeCacheDir },
+      now: () => START,
+      signal: new AbortController().signal,
+    });
+    expect(again).toEqual({
+      status: { token: 'carol-1', expirationTimestamp: '2030-01-01T01:00:00.000Z' },
+      fromCache: true,
+    });
   });
 
   it('hands stdin over only for an interactive input, and stderr to the provider', async () => {
@@ -87,7 +156,15 @@ describe('obtainCredential', () => {
     const cacheDir = tempDir();
     const stdin = new PassThrough();
     const stderr = new PassThrough();
-    const base = { env: {}, now: () => START, signal: new AbortController().signal, cacheDir, stdin, stderr, forceRefresh: true };
+    const base = {
+      env: {},
+      now: () => START,
+      signal: new AbortController().signal,
+      cacheDir,
+      stdin,
+      stderr,
+      forceRefresh: true,
+    };
     await obtainCredential(p, { ...base, input: input(false), flags: { subject: 'dan' } });
     await obtainCredential(p, { ...base, input: input(true), flags: { subject: 'dan' } });
     expect(issued.map((context) => [context.interactive, context.stdin === stdin, context.stderr === stderr])).toEqual([
@@ -98,7 +175,13 @@ describe('obtainCredential', () => {
 
   it('bad flags are ERR_PLUGIN_USAGE naming the flag, before the provider runs', async () => {
     const { p, issued } = provider();
-    const base = { input: input(), env: {}, now: () => START, signal: new AbortController().signal, cacheDir: tempDir() };
+    const base = {
+      input: input(),
+      env: {},
+      now: () => START,
+      signal: new AbortController().signal,
+      cacheDir: tempDir(),
+    };
     const refusal = async (flagValues: unknown) =>
       obtainCredential(p, { ...base, flags: flagValues as never }).then(
         () => undefined,
@@ -116,7 +199,14 @@ describe('obtainCredential', () => {
 
   it('a failed issue writes nothing; a credential without expiry is returned but not cached', async () => {
     const cacheDir = tempDir();
-    const base = { input: input(), flags: { subject: 'eve' }, env: {}, now: () => START, signal: new AbortController().signal, cacheDir };
+    const base = {
+      input: input(),
+      flags: { subject: 'eve' },
+      env: {},
+      now: () => START,
+      signal: new AbortController().signal,
+      cacheDir,
+    };
     const failing = provider({
       async issue() {
         throw new CredentialsError('ERR_X_DENIED' as ErrorCode, 'denied');
@@ -137,23 +227,33 @@ describe('obtainCredential', () => {
     const key = cacheKey('obtain-unit', { subject: 'frank', scopes: [], server: 'https://member:6443' });
     // A lock of another live process (our parent) on this host: never stale. (A lock naming our own pid that this
     // process does not hold is taken over: a restarted container is pid 1 again.)
-    writeFileSync(join(cacheDir, `${key}.lock`), JSON.stringify({ pid: process.ppid, host: hostname(), createdAt: Date.now(), token: 'held' }), { mode: 0o600 });
+    writeFileSync(
+      join(cacheDir, `${key}.lock`),
+      JSON.stringify({ pid: process.ppid, host: hostname(), createdAt: Date.now(), token: 'held' }),
+      { mode: 0o600 },
+    );
     const base = { input: input(), flags: { subject: 'frank' }, env: {}, now: () => new Date(), cacheDir };
 
     let started = performance.now();
-    await expect(obtainCredential(p, { ...base, signal: new AbortController().signal })).rejects.toMatchObject({ code: 'ERR_PLUGIN_CACHE_LOCKED' });
+    await expect(obtainCredential(p, { ...base, signal: new AbortController().signal })).rejects.toMatchObject({
+      code: 'ERR_PLUGIN_CACHE_LOCKED',
+    });
     expect(performance.now() - started).toBeGreaterThanOrEqual(290);
     expect(performance.now() - started).toBeLessThan(2000);
 
     started = performance.now();
-    await expect(obtainCredential(p, { ...base, signal: new AbortController().signal, lockTimeoutMs: 50 })).rejects.toMatchObject({
+    await expect(
+      obtainCredential(p, { ...base, signal: new AbortController().signal, lockTimeoutMs: 50 }),
+    ).rejects.toMatchObject({
       message: expect.stringContaining('timed out after 50 ms'),
     });
 
     const controller = new AbortController();
     const reason = new CredentialsError('ERR_HOST_SHUTDOWN' as ErrorCode, 'shutting down');
     setTimeout(() => controller.abort(reason), 100);
-    await expect(obtainCredential(p, { ...base, signal: controller.signal, lockTimeoutMs: 60_000 })).rejects.toBe(reason);
+    await expect(obtainCredential(p, { ...base, signal: controller.signal, lockTimeoutMs: 60_000 })).rejects.toBe(
+      reason,
+    );
     await expect(obtainCredential(p, { ...base, signal: controller.signal })).rejects.toBe(reason); // already aborted
   });
 
@@ -162,13 +262,27 @@ describe('obtainCredential', () => {
       async issue(settings, context) {
         issued.push(context);
         await new Promise((resolve) => setTimeout(resolve, 50));
-        return { status: { token: `${settings.subject}-once`, expirationTimestamp: new Date(context.now().getTime() + 3_600_000).toISOString() } };
+        return {
+          status: {
+            token: `${settings.subject}-once`,
+            expirationTimestamp: new Date(context.now().getTime() + 3_600_000).toISOString(),
+          },
+        };
       },
     });
     const signal = new AbortController().signal;
     const cacheDir = tempDir();
     const results = await Promise.all(
-      Array.from({ length: 20 }, () => obtainCredential(p, { input: input(), flags: { subject: 'gina' }, env: {}, now: () => START, signal, cacheDir })),
+      Array.from({ length: 20 }, () =>
+        obtainCredential(p, {
+          input: input(),
+          flags: { subject: 'gina' },
+          env: {},
+          now: () => START,
+          signal,
+          cacheDir,
+        }),
+      ),
     );
     expect(issued).toHaveLength(1);
     expect(new Set(results.map((result) => result.status.token))).toEqual(new Set(['gina-once']));
@@ -181,23 +295,43 @@ describe('obtainCredential', () => {
     const cacheDir = tempDir();
     const stderr = new PassThrough();
     const call = (subject: string) =>
-      obtainCredential(p, { input: input(), flags: { subject }, env: {}, now: () => START, signal: shared.signal, cacheDir, stderr });
+      obtainCredential(p, {
+        input: input(),
+        flags: { subject },
+        env: {},
+        now: () => START,
+        signal: shared.signal,
+        cacheDir,
+        stderr,
+      });
     // Timers still running when this test starts (the test runner's start-up timer, an earlier test's lock poll) end
     // during the calls below: counted before, they would be missed after.
-    for (let waited = 0; waited < 3_000 && timers() > 0; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
-    const before = { listeners: getEventListeners(shared.signal, 'abort').length, timers: timers(), handlers: processSignalListeners() };
+    for (let waited = 0; waited < 3_000 && timers() > 0; waited += 50)
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    const before = {
+      listeners: getEventListeners(shared.signal, 'abort').length,
+      timers: timers(),
+      handlers: processSignalListeners(),
+    };
 
     const clusters = Array.from({ length: 200 }, (_, index) => `cluster-${index}`);
-    for (const subject of clusters) expect(await call(subject)).toMatchObject({ status: { token: `${subject}-1` }, fromCache: false });
+    for (const subject of clusters)
+      expect(await call(subject)).toMatchObject({ status: { token: `${subject}-1` }, fromCache: false });
     for (let round = 0; round < 10; round += 1) {
       const results = await Promise.all(clusters.map(call));
-      expect(results.every((result, index) => result.fromCache && result.status.token === `${clusters[index]}-1`)).toBe(true);
+      expect(results.every((result, index) => result.fromCache && result.status.token === `${clusters[index]}-1`)).toBe(
+        true,
+      );
     }
 
     expect(issued).toHaveLength(200);
     expect(readdirSync(cacheDir).filter((name) => name.endsWith('.json'))).toHaveLength(200);
     expect(readdirSync(cacheDir).filter((name) => name.endsWith('.lock'))).toEqual([]);
-    expect({ listeners: getEventListeners(shared.signal, 'abort').length, timers: timers(), handlers: processSignalListeners() }).toEqual(before);
+    expect({
+      listeners: getEventListeners(shared.signal, 'abort').length,
+      timers: timers(),
+      handlers: processSignalListeners(),
+    }).toEqual(before);
     expect(before.listeners).toBe(0);
   });
 });

@@ -40,7 +40,8 @@ function provider(issue: (context: IssueContext<{ n: number }>) => Promise<unkno
   return { p, contexts };
 }
 
-const info = (interactive: boolean) => JSON.stringify({ kind: 'ExecCredential', apiVersion: V1, spec: { interactive } });
+const info = (interactive: boolean) =>
+  JSON.stringify({ kind: 'ExecCredential', apiVersion: V1, spec: { interactive } });
 const expiringIn = (seconds: number) => new Date(clock.getTime() + seconds * 1000).toISOString();
 
 describe('runPlugin', () => {
@@ -63,7 +64,11 @@ describe('runPlugin', () => {
     }
     // 00:50 is 10 min before expiry (served); 00:56 is 4 min before, inside the 5 min margin (renewed).
     expect(tokens).toEqual(['t1', 't1', 't2']);
-    expect(contexts[1]?.previous).toEqual({ status: { token: 't1', expirationTimestamp: '2030-01-01T01:00:00.000Z' }, issuedAt: '2030-01-01T00:00:00.000Z', state: { n: 1 } });
+    expect(contexts[1]?.previous).toEqual({
+      status: { token: 't1', expirationTimestamp: '2030-01-01T01:00:00.000Z' },
+      issuedAt: '2030-01-01T00:00:00.000Z',
+      state: { n: 1 },
+    });
   });
 
   it('exposes interactive from the input and hands over stdin only then', async () => {
@@ -91,7 +96,9 @@ describe('runPlugin', () => {
     const io = memoryIo();
     expect(await run(['--subject', 's', '--cache-dir', cache], {}, io)).toBe(1);
     expect(io.out()).toBe('');
-    expect(io.err()).toBe('clusterprofile-unit: internal error: cannot read properties of undefined (set CLUSTERPROFILE_DEBUG=1 for a stack trace)\n');
+    expect(io.err()).toBe(
+      'clusterprofile-unit: internal error: cannot read properties of undefined (set CLUSTERPROFILE_DEBUG=1 for a stack trace)\n',
+    );
     const debug = memoryIo();
     await run(['--subject', 's', '--cache-dir', cache], { CLUSTERPROFILE_DEBUG: '1' }, debug);
     expect(debug.err()).toMatch(/internal error: TypeError: cannot read properties of undefined\n\s+at /);
@@ -99,14 +106,27 @@ describe('runPlugin', () => {
 
   it('a CredentialsError from issue: exit 1 with code, path and hint; from settings: exit 2', async () => {
     const { p } = provider(async () => {
-      throw new CredentialsError('ERR_X_DENIED' as ErrorCode, 'denied', { path: 'https://i/token', hint: 'ask an admin' });
+      throw new CredentialsError('ERR_X_DENIED' as ErrorCode, 'denied', {
+        path: 'https://i/token',
+        hint: 'ask an admin',
+      });
     });
     const run = runPlugin(p, { now });
     const cache = mkdtempSync(join(tmpdir(), 'cpc-run-unit-'));
     const io = memoryIo();
     expect(await run(['--subject', 's', '--cache-dir', cache], {}, io)).toBe(1);
     expect(io.err()).toBe('clusterprofile-unit: ERR_X_DENIED: denied (at https://i/token)\nhint: ask an admin\n');
-    const bad = runPlugin({ ...p, settings: () => { throw new CredentialsError('ERR_X_CONFIG' as ErrorCode, 'no issuer', { path: '$.spec.cluster.config.issuerURL' }); } }, { now });
+    const bad = runPlugin(
+      {
+        ...p,
+        settings: () => {
+          throw new CredentialsError('ERR_X_CONFIG' as ErrorCode, 'no issuer', {
+            path: '$.spec.cluster.config.issuerURL',
+          });
+        },
+      },
+      { now },
+    );
     const io2 = memoryIo();
     expect(await bad(['--subject', 's', '--cache-dir', cache], {}, io2)).toBe(2);
     expect(io2.out()).toBe('');

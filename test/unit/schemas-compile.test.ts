@@ -108,7 +108,15 @@ describe('runtime helpers of the generated validators', () => {
 
   test('findDuplicateListMapKey finds the first repeated key tuple', () => {
     expect(findDuplicateListMapKey([{ name: 'a' }, { name: 'b' }, { name: 'a' }], ['name'])).toEqual([0, 2]);
-    expect(findDuplicateListMapKey([{ a: 1, b: 1 }, { a: 1, b: 2 }], ['a', 'b'])).toBeNull();
+    expect(
+      findDuplicateListMapKey(
+        [
+          { a: 1, b: 1 },
+          { a: 1, b: 2 },
+        ],
+        ['a', 'b'],
+      ),
+    ).toBeNull();
     expect(findDuplicateListMapKey(['x', 'x', null, null], ['name'])).toBeNull();
   });
 

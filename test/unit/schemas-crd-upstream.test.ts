@@ -65,7 +65,13 @@ function comparable(keyword: string, value: unknown): string | undefined {
 function differences(theirs: Node | undefined, mine: Node | undefined, path = ''): Difference[] {
   const found: Difference[] = [];
   if (theirs === undefined || mine === undefined) {
-    if (theirs !== mine) found.push({ path: path || '.', keyword: '(node)', upstream: theirs === undefined ? undefined : 'present', ours: mine === undefined ? undefined : 'present' });
+    if (theirs !== mine)
+      found.push({
+        path: path || '.',
+        keyword: '(node)',
+        upstream: theirs === undefined ? undefined : 'present',
+        ours: mine === undefined ? undefined : 'present',
+      });
     return found;
   }
   const keywords = new Set([...Object.keys(theirs), ...Object.keys(mine)]);
@@ -73,7 +79,8 @@ function differences(theirs: Node | undefined, mine: Node | undefined, path = ''
     if (keyword === 'description') continue;
     if (keyword === 'properties') {
       const names = new Set([...Object.keys(theirs.properties ?? {}), ...Object.keys(mine.properties ?? {})]);
-      for (const name of [...names].sort()) found.push(...differences(theirs.properties?.[name], mine.properties?.[name], `${path}.${name}`));
+      for (const name of [...names].sort())
+        found.push(...differences(theirs.properties?.[name], mine.properties?.[name], `${path}.${name}`));
     } else if (keyword === 'items' || keyword === 'additionalProperties') {
       const suffix = keyword === 'items' ? '[]' : '{}';
       found.push(...differences(theirs[keyword], mine[keyword], `${path}${suffix}`));
@@ -125,7 +132,13 @@ describe('the ClusterProfile CRD against upstream cluster-inventory-api', () => 
   });
 
   test('serves upstream’s versions with upstream’s storage version and subresources: v1alpha1 (v0.1.0) stored, v1alpha2 (main) served', () => {
-    const summary = (entry: Node): unknown[] => [entry.name, entry.served, entry.storage, entry.subresources, entry.additionalPrinterColumns];
+    const summary = (entry: Node): unknown[] => [
+      entry.name,
+      entry.served,
+      entry.storage,
+      entry.subresources,
+      entry.additionalPrinterColumns,
+    ];
     expect(ours.spec.versions.map(summary)).toEqual(Object.values(upstreamVersions).map(summary));
   });
 
@@ -137,7 +150,13 @@ describe('the ClusterProfile CRD against upstream cluster-inventory-api', () => 
       const markers = (schema: Node): Record<string, Record<string, unknown>> =>
         Object.fromEntries(
           [...nodes(schema)]
-            .map(([path, node]) => [path, Object.fromEntries(listMarkers.filter((key) => key in node).map((key) => [key, node[key]]))] as const)
+            .map(
+              ([path, node]) =>
+                [
+                  path,
+                  Object.fromEntries(listMarkers.filter((key) => key in node).map((key) => [key, node[key]])),
+                ] as const,
+            )
             .filter(([, found]) => Object.keys(found).length > 0),
         );
       const expected = markers(theirs);
@@ -145,13 +164,19 @@ describe('the ClusterProfile CRD against upstream cluster-inventory-api', () => 
       for (const [path, found] of Object.entries(expected)) {
         const node = at(mine, path);
         expect(node, `${path} exists in ours`).toBeDefined();
-        expect(Object.fromEntries(listMarkers.filter((key) => key in node!).map((key) => [key, node![key]])), path).toEqual(found);
+        expect(
+          Object.fromEntries(listMarkers.filter((key) => key in node!).map((key) => [key, node![key]])),
+          path,
+        ).toEqual(found);
       }
       expect(markers(mine)).toEqual(expected);
     });
 
     test('differs from upstream only where docs/schemas.md says so (descriptions aside)', () => {
-      const found = differences(theirs, mine).map((entry) => ({ ...entry, key: `${name} ${entry.path} ${entry.keyword}` }));
+      const found = differences(theirs, mine).map((entry) => ({
+        ...entry,
+        key: `${name} ${entry.path} ${entry.keyword}`,
+      }));
       const unexpected = found.filter((entry) => intended[entry.key] === undefined);
       expect(unexpected, 'differences from upstream not listed in `intended`').toEqual([]);
       const listed = Object.keys(intended).filter((key) => key.startsWith(`${name} `));

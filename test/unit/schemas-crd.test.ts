@@ -44,10 +44,17 @@ describe('the ClusterProfile CRD', () => {
       spec: {
         group: 'multicluster.x-k8s.io',
         scope: 'Namespaced',
-        names: { kind: 'ClusterProfile', listKind: 'ClusterProfileList', plural: 'clusterprofiles', singular: 'clusterprofile' },
+        names: {
+          kind: 'ClusterProfile',
+          listKind: 'ClusterProfileList',
+          plural: 'clusterprofiles',
+          singular: 'clusterprofile',
+        },
       },
     });
-    expect(crd.spec.versions.map((entry: Node) => [entry.name, entry.served, entry.storage, entry.subresources])).toEqual([
+    expect(
+      crd.spec.versions.map((entry: Node) => [entry.name, entry.served, entry.storage, entry.subresources]),
+    ).toEqual([
       ['v1alpha1', true, true, { status: {} }],
       ['v1alpha2', true, false, { status: {} }],
     ]);
@@ -63,12 +70,32 @@ describe('the ClusterProfile CRD', () => {
       expect(typeof node.type === 'string' || preserve, `${path} has a type`).toBe(true);
       for (const key of Object.keys(node)) {
         expect(
-          ['$ref', '$defs', 'const', 'allOf', 'anyOf', 'oneOf', 'not', 'if', 'then', 'else', 'contentEncoding', 'deprecated', 'title'],
+          [
+            '$ref',
+            '$defs',
+            'const',
+            'allOf',
+            'anyOf',
+            'oneOf',
+            'not',
+            'if',
+            'then',
+            'else',
+            'contentEncoding',
+            'deprecated',
+            'title',
+          ],
           `${path} uses ${key}`,
         ).not.toContain(key);
-        expect(!key.startsWith('x-') || key.startsWith('x-kubernetes-'), `${path} has the non-Kubernetes extension ${key}`).toBe(true);
+        expect(
+          !key.startsWith('x-') || key.startsWith('x-kubernetes-'),
+          `${path} has the non-Kubernetes extension ${key}`,
+        ).toBe(true);
       }
-      expect(node.properties !== undefined && node.additionalProperties !== undefined, `${path}: properties with additionalProperties`).toBe(false);
+      expect(
+        node.properties !== undefined && node.additionalProperties !== undefined,
+        `${path}: properties with additionalProperties`,
+      ).toBe(false);
       if (node['x-kubernetes-list-type'] === 'map') {
         // Map keys must be required (or defaulted) in the items.
         for (const key of node['x-kubernetes-list-map-keys']) {
@@ -80,9 +107,18 @@ describe('the ClusterProfile CRD', () => {
 
   test('follows upstream: v1alpha1 has both provider lists (keyed, as since v0.1.0), v1alpha2 keyed lists and no credentialProviders', () => {
     const v1alpha1 = version('v1alpha1').schema.openAPIV3Schema.properties.status.properties;
-    expect(Object.keys(v1alpha1)).toEqual(['conditions', 'version', 'properties', 'credentialProviders', 'accessProviders']);
+    expect(Object.keys(v1alpha1)).toEqual([
+      'conditions',
+      'version',
+      'properties',
+      'credentialProviders',
+      'accessProviders',
+    ]);
     for (const list of ['accessProviders', 'credentialProviders', 'properties']) {
-      expect(v1alpha1[list], list).toMatchObject({ 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['name'] });
+      expect(v1alpha1[list], list).toMatchObject({
+        'x-kubernetes-list-type': 'map',
+        'x-kubernetes-list-map-keys': ['name'],
+      });
     }
     expect(v1alpha1.conditions['x-kubernetes-list-map-keys']).toEqual(['type']);
     expect(v1alpha1.accessProviders.maxItems).toBeUndefined();
@@ -109,7 +145,9 @@ describe('the ClusterProfile CRD', () => {
       maxLength: 2048,
       'x-kubernetes-validations': [{ rule: "isURL(self) && url(self).getHost() != ''" }],
     });
-    expect(cluster.properties['proxy-url']['x-kubernetes-validations'][0].rule).toContain("['http', 'https', 'socks5']");
+    expect(cluster.properties['proxy-url']['x-kubernetes-validations'][0].rule).toContain(
+      "['http', 'https', 'socks5']",
+    );
     // The API server enforces the CEL rules; the JSON Schema patterns standing in for them are not copied.
     expect(cluster.properties.server.pattern).toBeUndefined();
     expect(cluster.properties['proxy-url'].pattern).toBeUndefined();
@@ -133,7 +171,9 @@ describe('the ClusterProfile CRD', () => {
         return;
       }
       for (const [key, value] of Object.entries(doc)) {
-        const child = schema.properties?.[key] ?? (typeof schema.additionalProperties === 'object' ? schema.additionalProperties : undefined);
+        const child =
+          schema.properties?.[key] ??
+          (typeof schema.additionalProperties === 'object' ? schema.additionalProperties : undefined);
         expect(child, `${path}.${key} is declared in the CRD (else the API server would prune it)`).toBeDefined();
         check(value as Node, child, `${path}.${key}`);
       }
@@ -149,20 +189,30 @@ describe('the ClusterProfile CRD', () => {
   });
 
   test('x-crd adds its x-kubernetes-* keys to the CRD node only; anything else there is refused', () => {
-    const schema = { type: 'array', items: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } }, 'x-crd': { 'x-kubernetes-list-type': 'set' } };
+    const schema = {
+      type: 'array',
+      items: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } },
+      'x-crd': { 'x-kubernetes-list-type': 'set' },
+    };
     expect(toStructural(schema, schema)).toMatchObject({ type: 'array', 'x-kubernetes-list-type': 'set' });
     expect(toStructural(schema, schema)['x-crd']).toBeUndefined();
     const other = { type: 'array', 'x-crd': { maxItems: 3 } };
-    expect(() => toStructural(other, other)).toThrow('#: x-crd may only add x-kubernetes-* keys the node does not have, got maxItems');
+    expect(() => toStructural(other, other)).toThrow(
+      '#: x-crd may only add x-kubernetes-* keys the node does not have, got maxItems',
+    );
     const clash = { type: 'array', 'x-kubernetes-list-type': 'atomic', 'x-crd': { 'x-kubernetes-list-type': 'set' } };
     expect(() => toStructural(clash, clash)).toThrow('got x-kubernetes-list-type');
   });
 
   test('the generator refuses what a structural schema cannot express, naming where', () => {
     const schema = { type: 'object', properties: { a: { anyOf: [{ type: 'string' }, { type: 'number' }] } } };
-    expect(() => toStructural(schema, schema)).toThrow('#/properties/a: anyOf cannot be expressed in a structural CRD schema');
+    expect(() => toStructural(schema, schema)).toThrow(
+      '#/properties/a: anyOf cannot be expressed in a structural CRD schema',
+    );
     const untyped = { type: 'object', properties: { b: { description: 'anything' } } };
-    expect(() => toStructural(untyped, untyped)).toThrow('#/properties/b: a structural schema needs a type on every node');
+    expect(() => toStructural(untyped, untyped)).toThrow(
+      '#/properties/b: a structural schema needs a type on every node',
+    );
     const nullable = { type: ['string', 'null'] };
     expect(toStructural(nullable, nullable)).toEqual({ type: 'string', nullable: true });
   });

@@ -10,40 +10,70 @@ import { isCredentialsError } from '../../src/core/errors.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const load = async (id: SchemaId) =>
-  (await import(/* @vite-ignore */ pathToFileURL(`${root}src/generated/validator.${id}.ts`).href)) as SchemaModule<string> & { schemaIds: readonly string[] };
+  (await import(
+    /* @vite-ignore */ pathToFileURL(`${root}src/generated/validator.${id}.ts`).href
+  )) as SchemaModule<string> & { schemaIds: readonly string[] };
 
 /** Documents that fail most schemas in different ways (wrong type, missing and unknown members, bad values). */
 const samples: unknown[] = [
   null,
   'text',
   {},
-  { apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential', spec: { interactive: 'yes', cluster: { server: 7 } } },
-  { apiVersion: 'v1', kind: 'Other', metadata: { name: '' }, spec: [], status: { accessProviders: [{ name: 'a' }, { name: 'a' }] }, extra: true },
+  {
+    apiVersion: 'client.authentication.k8s.io/v1',
+    kind: 'ExecCredential',
+    spec: { interactive: 'yes', cluster: { server: 7 } },
+  },
+  {
+    apiVersion: 'v1',
+    kind: 'Other',
+    metadata: { name: '' },
+    spec: [],
+    status: { accessProviders: [{ name: 'a' }, { name: 'a' }] },
+    extra: true,
+  },
   { issuerURL: 'not a url', clientID: '', grant: 'nope', scopes: 'openid' },
 ];
 
 describe('one validator module per schema', () => {
-  test.each(schemaIds)('%s: its own module exists, holds only that schema and agrees with validateDocument', async (id) => {
-    expect(existsSync(`${root}src/generated/validator.${id}.ts`)).toBe(true);
-    const single = await load(id);
-    expect(single.schemaIds).toEqual([id]);
-    for (const doc of samples) {
-      expect(validateWith(single, id, doc)).toEqual(validateDocument(id, doc));
-    }
-  });
+  test.each(schemaIds)(
+    '%s: its own module exists, holds only that schema and agrees with validateDocument',
+    async (id) => {
+      expect(existsSync(`${root}src/generated/validator.${id}.ts`)).toBe(true);
+      const single = await load(id);
+      expect(single.schemaIds).toEqual([id]);
+      for (const doc of samples) {
+        expect(validateWith(single, id, doc)).toEqual(validateDocument(id, doc));
+      }
+    },
+  );
 
   test('an id the module does not hold is a TypeError, not an empty result', async () => {
     const single = await load('execcredential-input.v1');
     expect(() => validateWith(single, 'providers-file', {})).toThrow(TypeError);
   });
 
-  test('assertWith throws the caller\'s code with the first issue\'s path, and returns a valid document as it is', async () => {
+  test("assertWith throws the caller's code with the first issue's path, and returns a valid document as it is", async () => {
     const single = await load('execcredential-input.v1');
-    const valid = { apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential', spec: { interactive: false } };
-    expect(assertWith(single, 'execcredential-input.v1', valid, { code: 'ERR_PLUGIN_EXEC_INFO', what: 'KUBERNETES_EXEC_INFO' })).toBe(valid);
+    const valid = {
+      apiVersion: 'client.authentication.k8s.io/v1',
+      kind: 'ExecCredential',
+      spec: { interactive: false },
+    };
+    expect(
+      assertWith(single, 'execcredential-input.v1', valid, {
+        code: 'ERR_PLUGIN_EXEC_INFO',
+        what: 'KUBERNETES_EXEC_INFO',
+      }),
+    ).toBe(valid);
     let thrown: unknown;
     try {
-      assertWith(single, 'execcredential-input.v1', { ...valid, spec: { interactive: 'no' } }, { code: 'ERR_PLUGIN_EXEC_INFO', what: 'KUBERNETES_EXEC_INFO' });
+      assertWith(
+        single,
+        'execcredential-input.v1',
+        { ...valid, spec: { interactive: 'no' } },
+        { code: 'ERR_PLUGIN_EXEC_INFO', what: 'KUBERNETES_EXEC_INFO' },
+      );
     } catch (error) {
       thrown = error;
     }

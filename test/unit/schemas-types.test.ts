@@ -36,7 +36,9 @@ function at(document: Node, pointer: string): Node {
 const sources = ['src/library/types.ts', 'src/core/exec-credential.ts'].map((file) =>
   ts.createSourceFile(file, readFileSync(`${root}${file}`, 'utf8'), ts.ScriptTarget.Latest),
 );
-const source = { forEachChild: (visit: (node: ts.Node) => void) => sources.forEach((file) => file.forEachChild(visit)) };
+const source = {
+  forEachChild: (visit: (node: ts.Node) => void) => sources.forEach((file) => file.forEachChild(visit)),
+};
 
 /** Keys of an interface (or of an inline object type of one of its members: `ClusterProfile.metadata`). */
 function members(name: string, member?: string): { keys: string[]; required: string[] } {
@@ -60,12 +62,17 @@ function members(name: string, member?: string): { keys: string[]; required: str
   const properties = found.filter(ts.isPropertySignature);
   return {
     keys: properties.map((property) => nameOf(property.name)).sort(),
-    required: properties.filter((property) => property.questionToken === undefined).map((property) => nameOf(property.name)).sort(),
+    required: properties
+      .filter((property) => property.questionToken === undefined)
+      .map((property) => nameOf(property.name))
+      .sort(),
   };
 }
 
 function nameOf(name: ts.PropertyName): string {
-  return ts.isIdentifier(name) || ts.isStringLiteral(name) ? name.text : name.getText(sources.find((file) => file.fileName === name.getSourceFile()?.fileName) ?? sources[0]);
+  return ts.isIdentifier(name) || ts.isStringLiteral(name)
+    ? name.text
+    : name.getText(sources.find((file) => file.fileName === name.getSourceFile()?.fileName) ?? sources[0]);
 }
 
 /** String literals of a type alias (`ExecApiVersion`) or of an interface member (`ClusterProfile.apiVersion`). */
@@ -80,7 +87,8 @@ function literals(name: string, member?: string): string[] {
       type = property !== undefined && ts.isPropertySignature(property) ? property.type : undefined;
     }
   });
-  const parts: readonly ts.TypeNode[] = type !== undefined && ts.isUnionTypeNode(type) ? type.types : type === undefined ? [] : [type];
+  const parts: readonly ts.TypeNode[] =
+    type !== undefined && ts.isUnionTypeNode(type) ? type.types : type === undefined ? [] : [type];
   return parts
     .filter((part): part is ts.LiteralTypeNode => ts.isLiteralTypeNode(part) && ts.isStringLiteral(part.literal))
     .map((part) => (part.literal as ts.StringLiteral).text)
@@ -133,7 +141,9 @@ describe('src/library/types.ts agrees with the schemas', () => {
     ];
     for (const [name, member, document, pointer] of cases) {
       const required = members(name, member).required;
-      expect(required, `${name}${member ?? ''}`).toEqual(expect.arrayContaining(schemaKeys(at(document, pointer)).required));
+      expect(required, `${name}${member ?? ''}`).toEqual(
+        expect.arrayContaining(schemaKeys(at(document, pointer)).required),
+      );
     }
     // ClusterProfile.spec is optional in the type (the library only reads status) but required by the CRD.
     expect(members('ClusterProfile').required).toEqual(['apiVersion', 'kind', 'metadata']);
@@ -146,7 +156,10 @@ describe('src/library/types.ts agrees with the schemas', () => {
 
   test('the string unions are the schemas enums and consts', () => {
     expect(literals('ExecApiVersion')).toEqual([...execConfig.properties.apiVersion.enum].sort());
-    expect(literals('ClusterProfile', 'apiVersion')).toEqual([v1alpha1.properties.apiVersion.const, v1alpha2.properties.apiVersion.const]);
+    expect(literals('ClusterProfile', 'apiVersion')).toEqual([
+      v1alpha1.properties.apiVersion.const,
+      v1alpha2.properties.apiVersion.const,
+    ]);
     expect(literals('ClusterProfile', 'kind')).toEqual([v1alpha1.properties.kind.const]);
   });
 
@@ -177,7 +190,12 @@ describe('src/library/types.ts agrees with the schemas', () => {
     const legacy: ClusterProfile = {
       ...profile,
       apiVersion: 'multicluster.x-k8s.io/v1alpha1',
-      status: { credentialProviders: profile.status!.accessProviders!.map((entry) => ({ ...entry, cluster: { ...entry.cluster!, 'certificate-authority': '/ca.crt' } })) },
+      status: {
+        credentialProviders: profile.status!.accessProviders!.map((entry) => ({
+          ...entry,
+          cluster: { ...entry.cluster!, 'certificate-authority': '/ca.crt' },
+        })),
+      },
     };
     expect(validateDocument('clusterprofile.v1alpha1', legacy)).toEqual([]);
 
@@ -211,14 +229,22 @@ describe('src/library/types.ts agrees with the schemas', () => {
     };
     for (const apiVersion of ['client.authentication.k8s.io/v1', 'client.authentication.k8s.io/v1beta1'] as const) {
       const suffix = apiVersion.endsWith('v1') ? 'v1' : 'v1beta1';
-      expect(validateDocument(`execcredential-input.${suffix}`, { apiVersion, kind: 'ExecCredential', spec: { interactive: false, cluster } })).toEqual([]);
+      expect(
+        validateDocument(`execcredential-input.${suffix}`, {
+          apiVersion,
+          kind: 'ExecCredential',
+          spec: { interactive: false, cluster },
+        }),
+      ).toEqual([]);
       const status: ExecCredentialStatus = {
         expirationTimestamp: '2026-11-22T10:00:00Z',
         token: 'token',
         clientCertificateData: certPem,
         clientKeyData: keyPem,
       };
-      expect(validateDocument(`execcredential-output.${suffix}`, { apiVersion, kind: 'ExecCredential', status })).toEqual([]);
+      expect(
+        validateDocument(`execcredential-output.${suffix}`, { apiVersion, kind: 'ExecCredential', status }),
+      ).toEqual([]);
     }
   });
 });

@@ -31,10 +31,22 @@ describe('providers-file: exactly what cluster-inventory-api reads', () => {
     ['a null entry', { providers: [null] }],
     ['an entry without execConfig (fails only when chosen)', { providers: [{ name: 'a' }] }],
     ['execConfig: null', { providers: [{ name: 'a', execConfig: null }] }],
-    ['null args, env and items', { providers: [{ name: 'a', execConfig: { command: 'c', args: [null, 'x'], env: null } }] }],
-    ['any policy string (an error only when the extension is present)', { providers: [{ name: 'a', profileSourcedCLIArgsPolicy: 'Prepend' }] }],
-    ['any apiVersion and interactiveMode at load time', { providers: [{ name: 'a', execConfig: { apiVersion: 'x', interactiveMode: 'Sometimes' } }] }],
-    ['unknown keys everywhere (Go ignores them)', { version: 2, providers: [{ name: 'a', extra: true, execConfig: { command: 'c', config: { a: 1 } } }] }],
+    [
+      'null args, env and items',
+      { providers: [{ name: 'a', execConfig: { command: 'c', args: [null, 'x'], env: null } }] },
+    ],
+    [
+      'any policy string (an error only when the extension is present)',
+      { providers: [{ name: 'a', profileSourcedCLIArgsPolicy: 'Prepend' }] },
+    ],
+    [
+      'any apiVersion and interactiveMode at load time',
+      { providers: [{ name: 'a', execConfig: { apiVersion: 'x', interactiveMode: 'Sometimes' } }] },
+    ],
+    [
+      'unknown keys everywhere (Go ignores them)',
+      { version: 2, providers: [{ name: 'a', extra: true, execConfig: { command: 'c', config: { a: 1 } } }] },
+    ],
     ['a differently cased key (Go matches case-insensitively)', { Providers: [{ Name: 'a' }] }],
   ])('accepts %s, as Go does', (_name, doc) => {
     expect(issues('providers-file', doc)).toEqual([]);
@@ -53,7 +65,21 @@ describe('providers-file: exactly what cluster-inventory-api reads', () => {
     ],
     [
       'a numeric env value',
-      { providers: [{}, { name: 'a', execConfig: { command: 'c', env: [{ name: 'A', value: 'x' }, { name: 'B', value: 2 }] } }] },
+      {
+        providers: [
+          {},
+          {
+            name: 'a',
+            execConfig: {
+              command: 'c',
+              env: [
+                { name: 'A', value: 'x' },
+                { name: 'B', value: 2 },
+              ],
+            },
+          },
+        ],
+      },
       '$.providers[1].execConfig.env[1].value',
       'must be a string or null, not a number',
     ],
@@ -104,7 +130,12 @@ describe('execcredential-output: what a plugin prints, with client-go rules', ()
     for (const status of [
       { token: 't' },
       { clientCertificateData: certPem, clientKeyData: keyPem },
-      { token: 't', clientCertificateData: certPem, clientKeyData: keyPem, expirationTimestamp: '2026-11-22T10:00:00Z' },
+      {
+        token: 't',
+        clientCertificateData: certPem,
+        clientKeyData: keyPem,
+        expirationTimestamp: '2026-11-22T10:00:00Z',
+      },
       { token: 't', expirationTimestamp: '2024-02-29T23:59:59.123456789-07:00' },
       { token: 't', expirationTimestamp: '2026-11-22T10:00:00.1234567890123Z' }, // Go drops sub-nanoseconds
       { token: 't', expirationTimestamp: '2026-11-22T10:00:00,5+05:30' },
@@ -116,7 +147,9 @@ describe('execcredential-output: what a plugin prints, with client-go rules', ()
       expect(issues(id, execOutput(status, apiVersion)), JSON.stringify(status)).toEqual([]);
     }
     // client-go decodes leniently: extra fields (spec echoed back, future fields) are fine.
-    expect(issues(id, { ...execOutput({ token: 't', future: 1 }, apiVersion), spec: { interactive: false } })).toEqual([]);
+    expect(issues(id, { ...execOutput({ token: 't', future: 1 }, apiVersion), spec: { interactive: false } })).toEqual(
+      [],
+    );
   });
 
   test.each([
@@ -124,11 +157,19 @@ describe('execcredential-output: what a plugin prints, with client-go rules', ()
     [{}, '$.status', "exec plugin didn't return a token or cert/key pair"],
     [{ token: '' }, '$.status', "exec plugin didn't return a token or cert/key pair"],
     [{ token: null }, '$.status', "exec plugin didn't return a token or cert/key pair"],
-    [{ token: 't', clientCertificateData: certPem, clientKeyData: null }, '$.status', 'exec plugin returned only certificate or key, not both'],
+    [
+      { token: 't', clientCertificateData: certPem, clientKeyData: null },
+      '$.status',
+      'exec plugin returned only certificate or key, not both',
+    ],
     [{ expirationTimestamp: '2026-11-22T10:00:00Z' }, '$.status', "exec plugin didn't return a token or cert/key pair"],
     [{ clientCertificateData: certPem }, '$.status', 'exec plugin returned only certificate or key, not both'],
     [{ token: 't', clientKeyData: keyPem }, '$.status', 'exec plugin returned only certificate or key, not both'],
-    [{ token: 't', clientKeyData: keyPem, clientCertificateData: '' }, '$.status', 'exec plugin returned only certificate or key, not both'],
+    [
+      { token: 't', clientKeyData: keyPem, clientCertificateData: '' },
+      '$.status',
+      'exec plugin returned only certificate or key, not both',
+    ],
     [{ token: 5 }, '$.status.token', 'must be a string or null, not a number'],
     ['ok', '$.status', 'must be an object, not a string'],
   ])('rejects status %j at %s', (status, path, message) => {
@@ -155,7 +196,10 @@ describe('execcredential-output: what a plugin prints, with client-go rules', ()
 
   test('names the wrong apiVersion and kind with the values received', () => {
     expect(issues('execcredential-output.v1', { ...execOutput({ token: 't' }, v1beta1), kind: 'Status' })).toEqual([
-      { path: '$.apiVersion', message: 'must be "client.authentication.k8s.io/v1" (got "client.authentication.k8s.io/v1beta1")' },
+      {
+        path: '$.apiVersion',
+        message: 'must be "client.authentication.k8s.io/v1" (got "client.authentication.k8s.io/v1beta1")',
+      },
       { path: '$.kind', message: 'must be "ExecCredential" (got "Status")' },
     ]);
   });
@@ -189,7 +233,10 @@ describe('execcredential-input: KUBERNETES_EXEC_INFO', () => {
 
   test('a v1beta1 document is not a v1 input', () => {
     expect(issues('execcredential-input.v1', execInput(v1beta1))).toEqual([
-      { path: '$.apiVersion', message: 'must be "client.authentication.k8s.io/v1" (got "client.authentication.k8s.io/v1beta1")' },
+      {
+        path: '$.apiVersion',
+        message: 'must be "client.authentication.k8s.io/v1" (got "client.authentication.k8s.io/v1beta1")',
+      },
     ]);
   });
 });
@@ -210,7 +257,10 @@ describe('clusterprofile.v1alpha1', () => {
     const profile = upstreamProfileV1alpha1();
     delete profile.spec.clusterManager;
     profile.status.credentialProviders[0].cluster = { 'tls-server-name': 'x' };
-    profile.status.accessProviders[0].cluster.extensions.push({ name: 'clusterprofiles.multicluster.x-k8s.io/exec/additional-args', extension: ['--a'] });
+    profile.status.accessProviders[0].cluster.extensions.push({
+      name: 'clusterprofiles.multicluster.x-k8s.io/exec/additional-args',
+      extension: ['--a'],
+    });
     profile.status.accessProviders[1].cluster['insecure-skip-tls-verify'] = 'true';
     profile.status.conditions[0].status = 'Yes';
     profile.status.properties[0].value = '';
@@ -219,8 +269,14 @@ describe('clusterprofile.v1alpha1', () => {
       { path: '$.status.conditions[0].status', message: 'must be one of "True", "False", "Unknown" (got "Yes")' },
       { path: '$.status.properties[0].value', message: 'must not be empty' },
       { path: '$.status.credentialProviders[0].cluster.server', message: 'is required' },
-      { path: '$.status.accessProviders[0].cluster.extensions[1].extension', message: 'must be an object, not an array' },
-      { path: "$.status.accessProviders[1].cluster['insecure-skip-tls-verify']", message: 'must be a boolean, not a string' },
+      {
+        path: '$.status.accessProviders[0].cluster.extensions[1].extension',
+        message: 'must be an object, not an array',
+      },
+      {
+        path: "$.status.accessProviders[1].cluster['insecure-skip-tls-verify']",
+        message: 'must be a boolean, not a string',
+      },
     ]);
   });
 
@@ -243,16 +299,22 @@ describe('clusterprofile.v1alpha2', () => {
 
   test('accepts an upstream-style v1alpha2 profile and the reference example at v1alpha2', () => {
     expect(issues('clusterprofile.v1alpha2', upstreamProfileV1alpha2())).toEqual([]);
-    expect(issues('clusterprofile.v1alpha2', { ...referenceProfile(), apiVersion: 'multicluster.x-k8s.io/v1alpha2' })).toEqual([]);
+    expect(
+      issues('clusterprofile.v1alpha2', { ...referenceProfile(), apiVersion: 'multicluster.x-k8s.io/v1alpha2' }),
+    ).toEqual([]);
   });
 
   test('refuses credentialProviders, which v1alpha2 removed, and a v1alpha1 apiVersion', () => {
     const profile = upstreamProfileV1alpha1();
     expect(issues('clusterprofile.v1alpha2', profile)).toEqual([
-      { path: '$.apiVersion', message: 'must be "multicluster.x-k8s.io/v1alpha2" (got "multicluster.x-k8s.io/v1alpha1")' },
+      {
+        path: '$.apiVersion',
+        message: 'must be "multicluster.x-k8s.io/v1alpha2" (got "multicluster.x-k8s.io/v1alpha1")',
+      },
       {
         path: '$.status.credentialProviders',
-        message: 'is not part of multicluster.x-k8s.io/v1alpha2 (it was deprecated in v1alpha1): use status.accessProviders',
+        message:
+          'is not part of multicluster.x-k8s.io/v1alpha2 (it was deprecated in v1alpha1): use status.accessProviders',
       },
     ]);
   });
@@ -271,7 +333,10 @@ describe('clusterprofile.v1alpha2', () => {
     'rejects server %j: it needs a URL with a host',
     (server) => {
       expect(issues('clusterprofile.v1alpha2', withCluster({ server }))).toEqual([
-        { path: '$.status.accessProviders[0].cluster.server', message: 'server must be a valid absolute URL with a host' },
+        {
+          path: '$.status.accessProviders[0].cluster.server',
+          message: 'server must be a valid absolute URL with a host',
+        },
       ]);
     },
   );
@@ -280,7 +345,10 @@ describe('clusterprofile.v1alpha2', () => {
     const server = `https://example.com/${'a'.repeat(2029)}`;
     expect(server.length).toBe(2049);
     expect(issues('clusterprofile.v1alpha2', withCluster({ server }))).toEqual([
-      { path: '$.status.accessProviders[0].cluster.server', message: 'must be at most 2048 characters long (it has 2049)' },
+      {
+        path: '$.status.accessProviders[0].cluster.server',
+        message: 'must be at most 2048 characters long (it has 2049)',
+      },
     ]);
   });
 
@@ -309,7 +377,10 @@ describe('clusterprofile.v1alpha2', () => {
 
   test('allows at most 64 access providers', () => {
     const profile = upstreamProfileV1alpha2();
-    profile.status.accessProviders = Array.from({ length: 64 }, (_, index) => ({ name: `p${index}`, cluster: { server: 'https://a' } }));
+    profile.status.accessProviders = Array.from({ length: 64 }, (_, index) => ({
+      name: `p${index}`,
+      cluster: { server: 'https://a' },
+    }));
     expect(issues('clusterprofile.v1alpha2', profile)).toEqual([]);
     profile.status.accessProviders.push({ name: 'p64', cluster: { server: 'https://a' } });
     expect(issues('clusterprofile.v1alpha2', profile)).toEqual([
@@ -320,17 +391,29 @@ describe('clusterprofile.v1alpha2', () => {
   test('enforces the list-map keys: provider and extension names, property names, condition types', () => {
     const profile = upstreamProfileV1alpha2();
     profile.status.accessProviders.push({ name: 'token-request', cluster: { server: 'https://b' } });
-    profile.status.accessProviders[0].cluster.extensions.push({ name: 'client.authentication.k8s.io/exec', extension: {} });
+    profile.status.accessProviders[0].cluster.extensions.push({
+      name: 'client.authentication.k8s.io/exec',
+      extension: {},
+    });
     profile.status.properties.push({ name: 'location', value: 'us' });
     profile.status.conditions.push({ ...profile.status.conditions[0] });
     expect(issues('clusterprofile.v1alpha2', profile)).toEqual([
-      { path: '$.status.conditions[1]', message: 'has the same type as $.status.conditions[0] (the list is keyed by type)' },
-      { path: '$.status.properties[1]', message: 'has the same name as $.status.properties[0] (the list is keyed by name)' },
+      {
+        path: '$.status.conditions[1]',
+        message: 'has the same type as $.status.conditions[0] (the list is keyed by type)',
+      },
+      {
+        path: '$.status.properties[1]',
+        message: 'has the same name as $.status.properties[0] (the list is keyed by name)',
+      },
       {
         path: '$.status.accessProviders[0].cluster.extensions[1]',
         message: 'has the same name as $.status.accessProviders[0].cluster.extensions[0] (the list is keyed by name)',
       },
-      { path: '$.status.accessProviders[2]', message: 'has the same name as $.status.accessProviders[0] (the list is keyed by name)' },
+      {
+        path: '$.status.accessProviders[2]',
+        message: 'has the same name as $.status.accessProviders[0] (the list is keyed by name)',
+      },
     ]);
   });
 
@@ -374,7 +457,12 @@ describe('JSON paths', () => {
 
   test('an unknown property is named in the path where a schema forbids unknown keys', () => {
     // tenant-cert-nonce-request (the tenant-cert issuer's request body) is closed: additionalProperties false.
-    const signed = { consumerClusterID: 'c1', providerClusterID: 'p1', timestamp: '2026-03-01T12:00:00Z', signature: 'AAAA' };
+    const signed = {
+      consumerClusterID: 'c1',
+      providerClusterID: 'p1',
+      timestamp: '2026-03-01T12:00:00Z',
+      signature: 'AAAA',
+    };
     expect(issues('tenant-cert-nonce-request', { ...signed, 'extra key': 1, extra: 2 })).toEqual([
       { path: "$['extra key']", message: 'is not a known property here' },
       { path: '$.extra', message: 'is not a known property here' },
@@ -384,13 +472,27 @@ describe('JSON paths', () => {
   test('a missing property is named in the path', () => {
     const profile = referenceProfile();
     delete profile.status.accessProviders[0].name;
-    expect(issues('clusterprofile.v1alpha1', profile)).toEqual([{ path: '$.status.accessProviders[0].name', message: 'is required' }]);
+    expect(issues('clusterprofile.v1alpha1', profile)).toEqual([
+      { path: '$.status.accessProviders[0].name', message: 'is required' },
+    ]);
   });
 });
 
 describe('validateDocument', () => {
   test('never throws for any input and returns frozen issues', () => {
-    for (const doc of [undefined, null, 0, Number.NaN, '', 'x', true, [], [[]], { providers: [[]] }, Object.create(null)]) {
+    for (const doc of [
+      undefined,
+      null,
+      0,
+      Number.NaN,
+      '',
+      'x',
+      true,
+      [],
+      [[]],
+      { providers: [[]] },
+      Object.create(null),
+    ]) {
       const result = validateDocument('providers-file', doc);
       expect(Object.isFrozen(result)).toBe(true);
     }
@@ -420,7 +522,11 @@ describe('assertDocument', () => {
   test('throws a CredentialsError with the code, the first path and every issue in the message', () => {
     let caught: unknown;
     try {
-      assertDocument('exec-config', { command: 1 }, { code: 'ERR_EXEC_CONFIG_INVALID', what: 'exec config of provider "a"' });
+      assertDocument(
+        'exec-config',
+        { command: 1 },
+        { code: 'ERR_EXEC_CONFIG_INVALID', what: 'exec config of provider "a"' },
+      );
     } catch (error) {
       caught = error;
     }
@@ -439,7 +545,11 @@ describe('assertDocument', () => {
   test('spells out five issues and counts the rest', () => {
     const env = Array.from({ length: 8 }, (_, index) => ({ name: index, value: 'v' }));
     expect(() =>
-      assertDocument('providers-file', { providers: [{ name: 'a', execConfig: { env } }] }, { code: 'ERR_Y' as ErrorCode, what: 'providers file f.json' }),
+      assertDocument(
+        'providers-file',
+        { providers: [{ name: 'a', execConfig: { env } }] },
+        { code: 'ERR_Y' as ErrorCode, what: 'providers file f.json' },
+      ),
     ).toThrow(
       'providers file f.json is invalid: $.providers[0].execConfig.env[0].name: must be a string or null, not a number; ' +
         '$.providers[0].execConfig.env[1].name: must be a string or null, not a number; ' +

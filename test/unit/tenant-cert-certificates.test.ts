@@ -28,7 +28,12 @@ describe('issuer certificates', () => {
     const spkiDer = createPublicKey(pair.publicKeyPem).export({ type: 'spki', format: 'der' });
     const notBefore = new Date(NOW.getTime() - 300_000);
     const notAfter = new Date(NOW.getTime() + 86_400_000);
-    const issued = issueClientCertificate(ca, { spkiDer, subject: { commonName: 'c1', organizations: ['g1', 'g2'] }, notBefore, notAfter });
+    const issued = issueClientCertificate(ca, {
+      spkiDer,
+      subject: { commonName: 'c1', organizations: ['g1', 'g2'] },
+      notBefore,
+      notAfter,
+    });
     const cert = new X509Certificate(issued.certificatePem);
     expect(cert.verify(caCert.publicKey)).toBe(true);
     expect(cert.checkIssued(caCert)).toBe(true);
@@ -42,7 +47,9 @@ describe('issuer certificates', () => {
     // An independent parser reads the same.
     const parsed = new x509.X509Certificate(issued.certificatePem);
     expect(parsed.getExtension(x509.KeyUsagesExtension)?.usages).toBe(
-      algorithm === 'rsa-2048' ? x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment : x509.KeyUsageFlags.digitalSignature,
+      algorithm === 'rsa-2048'
+        ? x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment
+        : x509.KeyUsageFlags.digitalSignature,
     );
     expect(parsed.getExtension(x509.BasicConstraintsExtension)?.ca).toBe(false);
     expect(parsed.getExtension(x509.AuthorityKeyIdentifierExtension)?.keyId).toBe(
@@ -64,7 +71,14 @@ describe('issuer certificates', () => {
     const pair = generateClusterKeyPair('ed25519');
     const spkiDer = createPublicKey(pair.publicKeyPem).export({ type: 'spki', format: 'der' });
     const notAfter = new Date('2051-01-01T00:00:00Z');
-    const cert = new X509Certificate(issueClientCertificate(ca, { spkiDer, subject: { commonName: 'c1', organizations: [] }, notBefore: NOW, notAfter }).certificatePem);
+    const cert = new X509Certificate(
+      issueClientCertificate(ca, {
+        spkiDer,
+        subject: { commonName: 'c1', organizations: [] },
+        notBefore: NOW,
+        notAfter,
+      }).certificatePem,
+    );
     expect(new Date(cert.validTo).getTime()).toBe(notAfter.getTime());
   });
 });

@@ -1,6 +1,12 @@
 import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { buildTenant, readTenant, buildIdentity, readIdentity, buildLiqoIdentity } from '../../src/providers/tenant-cert/wire/documents.js';
+import {
+  buildTenant,
+  readTenant,
+  buildIdentity,
+  readIdentity,
+  buildLiqoIdentity,
+} from '../../src/providers/tenant-cert/wire/documents.js';
 import { buildCsr, parseCsr } from '../../src/providers/tenant-cert/wire/csr.js';
 import {
   decodeBase64,
@@ -14,7 +20,12 @@ import {
   verifyBytes,
   KEY_ALGORITHMS,
 } from '../../src/providers/tenant-cert/wire/keys.js';
-import { SIGNATURE_PURPOSE, signTenant, tenantMessage, verifyTenant } from '../../src/providers/tenant-cert/wire/message.js';
+import {
+  SIGNATURE_PURPOSE,
+  signTenant,
+  tenantMessage,
+  verifyTenant,
+} from '../../src/providers/tenant-cert/wire/message.js';
 
 const NONCE = Buffer.alloc(64, 7).toString('base64');
 
@@ -32,16 +43,19 @@ describe('tenant-cert keys', () => {
     if (algorithm === 'ecdsa-p256') expect(signature[0]).toBe(0x30); // ASN.1 SEQUENCE, not r||s
   });
 
-  it.each(KEY_ALGORITHMS)('%s: spkiDer and publicKeyPem are the bytes OpenSSL writes, from the private or the public key', (algorithm) => {
-    for (let run = 0; run < 8; run++) {
-      const pair = generateClusterKeyPair(algorithm);
-      const openssl = createPublicKey(pair.publicKeyPem);
-      for (const key of [parsePrivateKeyPem(pair.privateKeyPem), openssl]) {
-        expect(spkiDer(key)).toEqual(openssl.export({ type: 'spki', format: 'der' }));
-        expect(publicKeyPem(key)).toBe(openssl.export({ type: 'spki', format: 'pem' }).toString());
+  it.each(KEY_ALGORITHMS)(
+    '%s: spkiDer and publicKeyPem are the bytes OpenSSL writes, from the private or the public key',
+    (algorithm) => {
+      for (let run = 0; run < 8; run++) {
+        const pair = generateClusterKeyPair(algorithm);
+        const openssl = createPublicKey(pair.publicKeyPem);
+        for (const key of [parsePrivateKeyPem(pair.privateKeyPem), openssl]) {
+          expect(spkiDer(key)).toEqual(openssl.export({ type: 'spki', format: 'der' }));
+          expect(publicKeyPem(key)).toBe(openssl.export({ type: 'spki', format: 'pem' }).toString());
+        }
       }
-    }
-  });
+    },
+  );
 
   it('accepts the raw 32-byte Ed25519 public key older Liqo sends, equal to its PEM form', () => {
     const pair = generateClusterKeyPair('ed25519');
@@ -60,12 +74,16 @@ describe('tenant-cert keys', () => {
       expect.objectContaining({ code: 'ERR_TENANT_BAD_PEM' }),
     );
     expect(() => parsePrivateKeyPem('not a key')).toThrow(expect.objectContaining({ code: 'ERR_TENANT_BAD_PEM' }));
-    expect(() => decodeBase64('a-b_', '$.spec.csr')).toThrow(expect.objectContaining({ code: 'ERR_TENANT_BAD_BASE64', path: '$.spec.csr' }));
+    expect(() => decodeBase64('a-b_', '$.spec.csr')).toThrow(
+      expect.objectContaining({ code: 'ERR_TENANT_BAD_BASE64', path: '$.spec.csr' }),
+    );
   });
 });
 
 function generateP384(): string {
-  return generateKeyPairSync('ec', { namedCurve: 'secp384r1' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+  return generateKeyPairSync('ec', { namedCurve: 'secp384r1' })
+    .privateKey.export({ type: 'pkcs8', format: 'pem' })
+    .toString();
 }
 
 describe('tenant-cert message', () => {
@@ -75,12 +93,20 @@ describe('tenant-cert message', () => {
     const hash = createHash('sha256').update(csrDer).digest();
     const field = (b: Buffer) => Buffer.concat([Buffer.from([0, 0, (b.length >> 8) & 255, b.length & 255]), b]);
     expect(message).toEqual(
-      Buffer.concat([field(Buffer.from(SIGNATURE_PURPOSE)), field(Buffer.from('p1')), field(Buffer.from('c1')), field(Buffer.from(NONCE)), field(hash)]),
+      Buffer.concat([
+        field(Buffer.from(SIGNATURE_PURPOSE)),
+        field(Buffer.from('p1')),
+        field(Buffer.from('c1')),
+        field(Buffer.from(NONCE)),
+        field(hash),
+      ]),
     );
     // Shifting a character between adjacent fields changes the bytes.
     const shifted = tenantMessage({ providerClusterID: 'p1c', consumerClusterID: '1', nonce: NONCE, csrDer });
     expect(shifted.equals(message)).toBe(false);
-    expect(tenantMessage({ providerClusterID: 'p1', consumerClusterID: 'c1', nonce: NONCE, csrDer }, 'liqo-nonce')).toEqual(Buffer.from(NONCE));
+    expect(
+      tenantMessage({ providerClusterID: 'p1', consumerClusterID: 'c1', nonce: NONCE, csrDer }, 'liqo-nonce'),
+    ).toEqual(Buffer.from(NONCE));
   });
 
   it.each(KEY_ALGORITHMS)('%s: a signature binds every field of the context', (algorithm) => {
@@ -98,25 +124,43 @@ describe('tenant-cert message', () => {
 });
 
 describe('tenant-cert CSR and documents', () => {
-  it.each(KEY_ALGORITHMS)('%s: a built CSR carries only CN, its self-signature verifies, its key is ours', async (algorithm) => {
-    const key = parsePrivateKeyPem(generateClusterKeyPair(algorithm).privateKeyPem);
-    const csr = await buildCsr(key, { commonName: 'c1' });
-    const parsed = await parseCsr(csr.pem);
-    expect(parsed.signatureValid).toBe(true);
-    expect(parsed.commonNames).toEqual(['c1']);
-    expect(parsed.organizations).toEqual([]);
-    expect(parsed.extensions).toEqual([]);
-    expect(parsed.otherAttributes).toEqual([]);
-    expect(samePublicKey(parsed.publicKey, createPublicKey(key))).toBe(true);
-  });
+  it.each(KEY_ALGORITHMS)(
+    '%s: a built CSR carries only CN, its self-signature verifies, its key is ours',
+    async (algorithm) => {
+      const key = parsePrivateKeyPem(generateClusterKeyPair(algorithm).privateKeyPem);
+      const csr = await buildCsr(key, { commonName: 'c1' });
+      const parsed = await parseCsr(csr.pem);
+      expect(parsed.signatureValid).toBe(true);
+      expect(parsed.commonNames).toEqual(['c1']);
+      expect(parsed.organizations).toEqual([]);
+      expect(parsed.extensions).toEqual([]);
+      expect(parsed.otherAttributes).toEqual([]);
+      expect(samePublicKey(parsed.publicKey, createPublicKey(key))).toBe(true);
+    },
+  );
 
   it('a Tenant round-trips through readTenant and its signature verifies', async () => {
     const key = parsePrivateKeyPem(generateClusterKeyPair('ed25519').privateKeyPem);
-    const tenant = await buildTenant({ privateKey: key, consumerClusterID: 'c1', providerClusterID: 'p1', nonce: NONCE });
+    const tenant = await buildTenant({
+      privateKey: key,
+      consumerClusterID: 'c1',
+      providerClusterID: 'p1',
+      nonce: NONCE,
+    });
     const received = await readTenant(JSON.parse(JSON.stringify(tenant)));
-    expect(received).toMatchObject({ flavour: 'clusterprofile', consumerClusterID: 'c1', providerClusterID: 'p1', nonce: NONCE, signatureFormat: 'context-v1' });
+    expect(received).toMatchObject({
+      flavour: 'clusterprofile',
+      consumerClusterID: 'c1',
+      providerClusterID: 'p1',
+      nonce: NONCE,
+      signatureFormat: 'context-v1',
+    });
     expect(
-      verifyTenant(received.publicKey, { providerClusterID: 'p1', consumerClusterID: 'c1', nonce: NONCE, csrDer: received.csr.der }, received.signature),
+      verifyTenant(
+        received.publicKey,
+        { providerClusterID: 'p1', consumerClusterID: 'c1', nonce: NONCE, csrDer: received.csr.der },
+        received.signature,
+      ),
     ).toBe(true);
   });
 
@@ -135,20 +179,38 @@ describe('tenant-cert CSR and documents', () => {
         signature: signBytes(key, Buffer.from(NONCE)).toString('base64'),
       },
     });
-    expect(received).toMatchObject({ flavour: 'liqo', consumerClusterID: 'cl-consumer', signatureFormat: 'liqo-nonce' });
+    expect(received).toMatchObject({
+      flavour: 'liqo',
+      consumerClusterID: 'cl-consumer',
+      signatureFormat: 'liqo-nonce',
+    });
     expect(received.csr.organizations).toEqual(['liqo.io']);
   });
 
   it('refuses a Tenant with a bad field, naming it', async () => {
     const key = parsePrivateKeyPem(generateClusterKeyPair('ed25519').privateKeyPem);
-    const tenant = await buildTenant({ privateKey: key, consumerClusterID: 'c1', providerClusterID: 'p1', nonce: NONCE });
-    await expect(readTenant({ ...tenant, spec: { ...tenant.spec, csr: '%%%' } })).rejects.toMatchObject({ code: 'ERR_TENANT_BAD_BASE64', path: '$.spec.csr' });
-    await expect(readTenant({ ...tenant, spec: { ...tenant.spec, csr: Buffer.from('garbage').toString('base64') } })).rejects.toMatchObject({
+    const tenant = await buildTenant({
+      privateKey: key,
+      consumerClusterID: 'c1',
+      providerClusterID: 'p1',
+      nonce: NONCE,
+    });
+    await expect(readTenant({ ...tenant, spec: { ...tenant.spec, csr: '%%%' } })).rejects.toMatchObject({
+      code: 'ERR_TENANT_BAD_BASE64',
+      path: '$.spec.csr',
+    });
+    await expect(
+      readTenant({ ...tenant, spec: { ...tenant.spec, csr: Buffer.from('garbage').toString('base64') } }),
+    ).rejects.toMatchObject({
       code: 'ERR_TENANT_BAD_PEM',
       path: '$.spec.csr',
     });
-    await expect(readTenant({ ...tenant, spec: { ...tenant.spec, clusterID: 'Not_An_ID' } })).rejects.toMatchObject({ code: 'ERR_TENANT_INVALID_DOCUMENT' });
-    await expect(readTenant({ ...tenant, spec: { ...tenant.spec, extra: 'x' } })).rejects.toMatchObject({ code: 'ERR_TENANT_INVALID_DOCUMENT' });
+    await expect(readTenant({ ...tenant, spec: { ...tenant.spec, clusterID: 'Not_An_ID' } })).rejects.toMatchObject({
+      code: 'ERR_TENANT_INVALID_DOCUMENT',
+    });
+    await expect(readTenant({ ...tenant, spec: { ...tenant.spec, extra: 'x' } })).rejects.toMatchObject({
+      code: 'ERR_TENANT_INVALID_DOCUMENT',
+    });
   });
 
   it('an Identity (ours and Liqo-shaped) reads back', () => {
@@ -160,7 +222,16 @@ describe('tenant-cert CSR and documents', () => {
       notAfter: new Date('2026-01-02T00:00:00Z'),
       apiServer: 'https://127.0.0.1:6443',
     };
-    expect(readIdentity(buildIdentity(input))).toMatchObject({ flavour: 'clusterprofile', providerClusterID: 'p1', consumerClusterID: 'c1', apiServer: 'https://127.0.0.1:6443' });
-    expect(readIdentity(buildLiqoIdentity(input))).toMatchObject({ flavour: 'liqo', providerClusterID: 'p1', consumerClusterID: 'c1' });
+    expect(readIdentity(buildIdentity(input))).toMatchObject({
+      flavour: 'clusterprofile',
+      providerClusterID: 'p1',
+      consumerClusterID: 'c1',
+      apiServer: 'https://127.0.0.1:6443',
+    });
+    expect(readIdentity(buildLiqoIdentity(input))).toMatchObject({
+      flavour: 'liqo',
+      providerClusterID: 'p1',
+      consumerClusterID: 'c1',
+    });
   });
 });

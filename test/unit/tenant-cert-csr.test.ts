@@ -35,15 +35,27 @@ describe('buildCsr', () => {
     expect(ours.pem).toBe(theirs.pem);
   });
 
-  it.each(['ecdsa-p256', 'rsa-2048'] as const)('%s: the same request info and algorithm as @peculiar/x509; a valid self-signature', async (type) => {
-    const privateKey = keys[type]();
-    const ours = await buildCsr(privateKey, { commonName: 'consumer-1', organizations: ['g1'] });
-    const theirs = await peculiar(privateKey, 'consumer-1', ['g1']);
-    const a = splitSigned(ours.der);
-    const b = splitSigned(theirs.der);
-    expect(a.signed.toString('hex')).toBe(b.signed.toString('hex'));
-    expect([a.algorithm, a.algorithmParameters?.toString('hex')]).toEqual([b.algorithm, b.algorithmParameters?.toString('hex')]);
-    const parsed = parseCsrSync(ours.pem);
-    expect(parsed).toMatchObject({ commonNames: ['consumer-1'], organizations: ['g1'], signatureValid: true, extensions: [], otherAttributes: [] });
-  });
+  it.each(['ecdsa-p256', 'rsa-2048'] as const)(
+    '%s: the same request info and algorithm as @peculiar/x509; a valid self-signature',
+    async (type) => {
+      const privateKey = keys[type]();
+      const ours = await buildCsr(privateKey, { commonName: 'consumer-1', organizations: ['g1'] });
+      const theirs = await peculiar(privateKey, 'consumer-1', ['g1']);
+      const a = splitSigned(ours.der);
+      const b = splitSigned(theirs.der);
+      expect(a.signed.toString('hex')).toBe(b.signed.toString('hex'));
+      expect([a.algorithm, a.algorithmParameters?.toString('hex')]).toEqual([
+        b.algorithm,
+        b.algorithmParameters?.toString('hex'),
+      ]);
+      const parsed = parseCsrSync(ours.pem);
+      expect(parsed).toMatchObject({
+        commonNames: ['consumer-1'],
+        organizations: ['g1'],
+        signatureValid: true,
+        extensions: [],
+        otherAttributes: [],
+      });
+    },
+  );
 });

@@ -64,7 +64,11 @@ describe('nonce journal', () => {
   it('a consumer keeps at most maxPerConsumer outstanding nonces (the oldest retire)', async () => {
     const clock = frozenClock();
     const store = await NonceStore.open(join(dir, 'j'), clock.now(), { maxPerConsumer: 2 });
-    const [n1, n2, n3] = [await store.issue('c1', 60_000, clock.now()), await store.issue('c1', 60_000, clock.now()), await store.issue('c1', 60_000, clock.now())];
+    const [n1, n2, n3] = [
+      await store.issue('c1', 60_000, clock.now()),
+      await store.issue('c1', 60_000, clock.now()),
+      await store.issue('c1', 60_000, clock.now()),
+    ];
     expect(store.get(n1!.nonce)?.consumed).toBe(true);
     expect(store.outstanding('c1', clock.now())).toEqual([n2!.nonce, n3!.nonce]);
     await store.close();

@@ -29,7 +29,11 @@ describe('tenant-cert plugin: checking the returned certificate', () => {
     other = await createSigner('someone-else');
     key = createKeyFile('ed25519');
     otherKey = createKeyFile('ecdsa-p256');
-    good = await signer.issue(key.publicKey, { cn: 'consumer-1', notBefore: at(-5 * 60_000), notAfter: at(24 * H - 5 * 60_000) });
+    good = await signer.issue(key.publicKey, {
+      cn: 'consumer-1',
+      notBefore: at(-5 * 60_000),
+      notAfter: at(24 * H - 5 * 60_000),
+    });
   });
 
   const expectations = () => ({
@@ -41,11 +45,13 @@ describe('tenant-cert plugin: checking the returned certificate', () => {
     source: 'the issuer',
   });
 
-  it('renews at 2/3 of the certificate\'s own lifetime (NotBefore → NotAfter)', () => {
+  it("renews at 2/3 of the certificate's own lifetime (NotBefore → NotAfter)", () => {
     const checked = checkCertificate(good, expectations());
     expect(checked.notBefore).toEqual(at(-5 * 60_000));
     expect(checked.renewAt).toEqual(new Date(at(-5 * 60_000).getTime() + 16 * H));
-    expect(checked.renewAt.getTime()).toBeLessThanOrEqual(twoThirdsPoint(checked.notBefore, checked.notAfter).getTime());
+    expect(checked.renewAt.getTime()).toBeLessThanOrEqual(
+      twoThirdsPoint(checked.notBefore, checked.notAfter).getTime(),
+    );
     expect(checked.pem).toMatch(/^-----BEGIN CERTIFICATE-----\n[\s\S]+-----END CERTIFICATE-----\n$/);
   });
 
@@ -67,7 +73,7 @@ describe('tenant-cert plugin: checking the returned certificate', () => {
     const pem = await other.issue(key.publicKey, { cn: 'consumer-1', notBefore: at(-H), notAfter: at(H) });
     const error = caught(() => checkCertificate(pem, expectations()));
     expect(error.code).toBe('ERR_TENANT_CERT_BAD_CERTIFICATE');
-    expect(error.message).toContain("client CA");
+    expect(error.message).toContain('client CA');
   });
 
   it('refuses an expired certificate', async () => {
@@ -101,7 +107,11 @@ describe('tenant-cert plugin: checking the returned certificate', () => {
   });
 
   it('tolerates a NotBefore a little in the future (a few minutes of skew)', async () => {
-    const pem = await signer.issue(key.publicKey, { cn: 'consumer-1', notBefore: at(2 * 60_000), notAfter: at(24 * H) });
+    const pem = await signer.issue(key.publicKey, {
+      cn: 'consumer-1',
+      notBefore: at(2 * 60_000),
+      notAfter: at(24 * H),
+    });
     expect(checkCertificate(pem, expectations()).renewAt.getTime()).toBeGreaterThan(NOW.getTime());
   });
 

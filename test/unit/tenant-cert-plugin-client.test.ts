@@ -8,8 +8,20 @@ import { retryableError, withRetries } from '../../src/providers/tenant-cert/con
 import { buildNonceRequest } from '../../src/providers/tenant-cert/wire/protocol.js';
 import { generateClusterKeyPair, parsePrivateKeyPem } from '../../src/providers/tenant-cert/wire/keys.js';
 import { signNonceRequest } from '../../src/providers/tenant-cert/wire/message.js';
-import { identityFile, loadImportedIdentity, parseIdentity, storeIdentity } from '../../src/providers/tenant-cert/consumer/identity.js';
-import { createKeyFile, createSigner, liqoIdentityYaml, ourIdentity, type TestKey, type TestSigner } from '../helpers/tenant-cert-plugin.js';
+import {
+  identityFile,
+  loadImportedIdentity,
+  parseIdentity,
+  storeIdentity,
+} from '../../src/providers/tenant-cert/consumer/identity.js';
+import {
+  createKeyFile,
+  createSigner,
+  liqoIdentityYaml,
+  ourIdentity,
+  type TestKey,
+  type TestSigner,
+} from '../helpers/tenant-cert-plugin.js';
 
 /** A fake clock that sleeping advances: retries run instantly and deterministically. */
 function clock(start = 1_000_000) {
@@ -44,7 +56,8 @@ describe('tenant-cert client: retries inside a deadline', () => {
     const result = await withRetries(
       async () => {
         calls += 1;
-        if (calls < 3) throw retryableError('ERR_TENANT_CERT_ISSUER_UNREACHABLE', 'cannot reach the issuer (ECONNREFUSED)');
+        if (calls < 3)
+          throw retryableError('ERR_TENANT_CERT_ISSUER_UNREACHABLE', 'cannot reach the issuer (ECONNREFUSED)');
         return 'identity';
       },
       { deadline: c.now() + 30_000, now: c.now, sleep: c.sleep, random: () => 1 },
@@ -88,14 +101,17 @@ describe('tenant-cert client: retries inside a deadline', () => {
     expect(calls).toBe(4);
   });
 
-  it('does not retry a refusal (unknown consumer): one attempt, the issuer\'s code', async () => {
+  it("does not retry a refusal (unknown consumer): one attempt, the issuer's code", async () => {
     const c = clock();
     let calls = 0;
     const error = await caught(() =>
       withRetries(
         async () => {
           calls += 1;
-          throw new CredentialsError('ERR_TENANT_UNKNOWN_CONSUMER', 'the issuer refused (HTTP 403): unknown consumer c9');
+          throw new CredentialsError(
+            'ERR_TENANT_UNKNOWN_CONSUMER',
+            'the issuer refused (HTTP 403): unknown consumer c9',
+          );
         },
         { deadline: c.now() + 30_000, now: c.now, sleep: c.sleep },
       ),
@@ -105,16 +121,25 @@ describe('tenant-cert client: retries inside a deadline', () => {
     expect(error.code).toBe('ERR_TENANT_UNKNOWN_CONSUMER');
   });
 
-  it('builds absolute issuer requests from the protocol\'s specs', () => {
+  it("builds absolute issuer requests from the protocol's specs", () => {
     const key = parsePrivateKeyPem(generateClusterKeyPair().privateKeyPem);
-    const signed = signNonceRequest(key, { consumerClusterID: 'c1', providerClusterID: 'p1' }, new Date('2026-06-01T12:00:00Z'));
+    const signed = signNonceRequest(
+      key,
+      { consumerClusterID: 'c1', providerClusterID: 'p1' },
+      new Date('2026-06-01T12:00:00Z'),
+    );
     const request = toIssuerRequest('https://issuer.example:8443/base/', buildNonceRequest(signed));
     expect(request.url.href).toBe('https://issuer.example:8443/base/v1/nonces');
     expect(request.method).toBe('POST');
-    expect(JSON.parse(request.body ?? '')).toEqual({ consumerClusterID: 'c1', providerClusterID: 'p1', timestamp: '2026-06-01T12:00:00.000Z', signature: signed.signature });
+    expect(JSON.parse(request.body ?? '')).toEqual({
+      consumerClusterID: 'c1',
+      providerClusterID: 'p1',
+      timestamp: '2026-06-01T12:00:00.000Z',
+      signature: signed.signature,
+    });
   });
 
-  it('measures the issuer\'s clock offset from its Date header', () => {
+  it("measures the issuer's clock offset from its Date header", () => {
     const received = new Date('2026-06-01T12:00:00Z');
     const response = { status: 201, body: '', url: 'u', headers: { date: 'Mon, 01 Jun 2026 12:10:00 GMT' } };
     expect(clockOffset(response, received)).toBe(10 * 60_000);
@@ -130,35 +155,68 @@ describe('tenant-cert plugin: imported Identities', () => {
   beforeAll(async () => {
     signer = await createSigner();
     key = createKeyFile();
-    cert = await signer.issue(key.publicKey, { cn: 'consumer-1', notBefore: new Date('2026-01-01T00:00:00Z'), notAfter: new Date('2027-01-01T00:00:00Z') });
+    cert = await signer.issue(key.publicKey, {
+      cn: 'consumer-1',
+      notBefore: new Date('2026-01-01T00:00:00Z'),
+      notAfter: new Date('2027-01-01T00:00:00Z'),
+    });
   });
 
   it('reads ours (JSON)', () => {
-    const parsed = parseIdentity(ourIdentity({ provider: 'member-1', consumer: 'consumer-1', certPem: cert, caPem: signer.cert, apiServer: 'https://api:6443' }), 'id.json');
-    expect(parsed).toMatchObject({ format: 'clusterprofile', providerClusterID: 'member-1', consumerClusterID: 'consumer-1', apiServer: 'https://api:6443' });
+    const parsed = parseIdentity(
+      ourIdentity({
+        provider: 'member-1',
+        consumer: 'consumer-1',
+        certPem: cert,
+        caPem: signer.cert,
+        apiServer: 'https://api:6443',
+      }),
+      'id.json',
+    );
+    expect(parsed).toMatchObject({
+      format: 'clusterprofile',
+      providerClusterID: 'member-1',
+      consumerClusterID: 'consumer-1',
+      apiServer: 'https://api:6443',
+    });
     expect(parsed.certificatePem).toBe(cert);
     expect(parsed.caPem).toBe(signer.cert);
   });
 
-  it('reads Liqo\'s (YAML), the consumer from spec.namespace', () => {
-    const parsed = parseIdentity(liqoIdentityYaml({ provider: 'member-1', consumer: 'consumer-1', certPem: cert, apiServer: 'https://api:6443' }), 'id.yaml');
+  it("reads Liqo's (YAML), the consumer from spec.namespace", () => {
+    const parsed = parseIdentity(
+      liqoIdentityYaml({ provider: 'member-1', consumer: 'consumer-1', certPem: cert, apiServer: 'https://api:6443' }),
+      'id.yaml',
+    );
     expect(parsed).toMatchObject({ format: 'liqo', providerClusterID: 'member-1', consumerClusterID: 'consumer-1' });
   });
 
   it('refuses a ResourceSlice Identity, bad base64 and non-Identities with a path', () => {
     const slice = (() => {
       try {
-        parseIdentity(liqoIdentityYaml({ provider: 'member-1', consumer: 'consumer-1', certPem: cert, type: 'ResourceSlice' }), 'id.yaml');
+        parseIdentity(
+          liqoIdentityYaml({ provider: 'member-1', consumer: 'consumer-1', certPem: cert, type: 'ResourceSlice' }),
+          'id.yaml',
+        );
       } catch (error) {
         return error as CredentialsError;
       }
       return undefined;
     })();
     expect(slice?.path).toBe('$.spec.type');
-    const badBase64 = ourIdentity({ provider: 'member-1', consumer: 'consumer-1', certPem: cert }).replace(/"signedCRT":"[^"]+"/, '"signedCRT":"%%%"');
-    expect(() => parseIdentity(badBase64, 'id.json')).toThrow(expect.objectContaining({ code: 'ERR_TENANT_BAD_BASE64', path: '$.spec.authParams.signedCRT' }));
-    expect(() => parseIdentity('kind: Tenant\napiVersion: v1\n', 'x.yaml')).toThrow(expect.objectContaining({ message: expect.stringContaining('x.yaml') }));
-    expect(() => parseIdentity('{ not yaml', 'x.yaml')).toThrow(expect.objectContaining({ code: 'ERR_TENANT_CERT_IDENTITY_INVALID' }));
+    const badBase64 = ourIdentity({ provider: 'member-1', consumer: 'consumer-1', certPem: cert }).replace(
+      /"signedCRT":"[^"]+"/,
+      '"signedCRT":"%%%"',
+    );
+    expect(() => parseIdentity(badBase64, 'id.json')).toThrow(
+      expect.objectContaining({ code: 'ERR_TENANT_BAD_BASE64', path: '$.spec.authParams.signedCRT' }),
+    );
+    expect(() => parseIdentity('kind: Tenant\napiVersion: v1\n', 'x.yaml')).toThrow(
+      expect.objectContaining({ message: expect.stringContaining('x.yaml') }),
+    );
+    expect(() => parseIdentity('{ not yaml', 'x.yaml')).toThrow(
+      expect.objectContaining({ code: 'ERR_TENANT_CERT_IDENTITY_INVALID' }),
+    );
   });
 
   it('stores 0600 in a 0700 directory where the plugin finds it, and refuses a mismatching file', async () => {
@@ -173,6 +231,8 @@ describe('tenant-cert plugin: imported Identities', () => {
     expect(await loadImportedIdentity(dir, 'consumer-1', 'member-2')).toBeUndefined();
     // A file put under the wrong name is not served for the wrong provider.
     writeFileSync(identityFile(dir, 'consumer-1', 'member-3'), text, { mode: 0o600 });
-    await expect(loadImportedIdentity(dir, 'consumer-1', 'member-3')).rejects.toMatchObject({ code: 'ERR_TENANT_CERT_IDENTITY_INVALID' });
+    await expect(loadImportedIdentity(dir, 'consumer-1', 'member-3')).rejects.toMatchObject({
+      code: 'ERR_TENANT_CERT_IDENTITY_INVALID',
+    });
   });
 });

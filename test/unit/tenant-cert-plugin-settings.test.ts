@@ -34,8 +34,16 @@ describe('tenant-cert plugin: spec.cluster.config', () => {
   });
 
   it('accepts the three settings and normalises the URL', () => {
-    const config = parseClusterConfig({ issuerURL: 'https://issuer.example:8443/', issuerCA: ca, providerClusterID: 'member-1' });
-    expect(config).toEqual({ issuerURL: 'https://issuer.example:8443', issuerCA: expect.stringContaining('BEGIN CERTIFICATE'), providerClusterID: 'member-1' });
+    const config = parseClusterConfig({
+      issuerURL: 'https://issuer.example:8443/',
+      issuerCA: ca,
+      providerClusterID: 'member-1',
+    });
+    expect(config).toEqual({
+      issuerURL: 'https://issuer.example:8443',
+      issuerCA: expect.stringContaining('BEGIN CERTIFICATE'),
+      providerClusterID: 'member-1',
+    });
   });
 
   it('accepts only providerClusterID (served from an imported Identity)', () => {
@@ -53,14 +61,34 @@ describe('tenant-cert plugin: spec.cluster.config', () => {
     [{ issuerURL: 'https://i', issuerCA: 'x' }, 'providerClusterID', 'is missing'],
     [{ providerClusterID: 'Member_1' }, 'providerClusterID', 'is not a cluster ID'],
     [{ providerClusterID: 'm', issuerCA: 'eA==' }, 'issuerURL', 'is missing'],
-    [{ providerClusterID: 'm', issuerURL: 'http://issuer:80', issuerCA: 'eA==' }, 'issuerURL', 'must be an https:// URL'],
-    [{ providerClusterID: 'm', issuerURL: 'not a url', issuerCA: 'eA==' }, 'issuerURL', 'is not a URL'],
-    [{ providerClusterID: 'm', issuerURL: 'https://u:p@issuer/', issuerCA: 'eA==' }, 'issuerURL', 'must not carry credentials'],
-    [{ providerClusterID: 'm', issuerURL: 'https://issuer' }, 'issuerCA', 'is missing'],
-    [{ providerClusterID: 'm', issuerURL: 'https://issuer', issuerCA: 'not base64!' }, 'issuerCA', 'is not valid base64'],
-    [{ providerClusterID: 'm', issuerURL: 'https://issuer', issuerCA: Buffer.from('hello').toString('base64') }, 'issuerCA', 'holds no PEM certificate'],
     [
-      { providerClusterID: 'm', issuerURL: 'https://issuer', issuerCA: Buffer.from('-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n').toString('base64') },
+      { providerClusterID: 'm', issuerURL: 'http://issuer:80', issuerCA: 'eA==' },
+      'issuerURL',
+      'must be an https:// URL',
+    ],
+    [{ providerClusterID: 'm', issuerURL: 'not a url', issuerCA: 'eA==' }, 'issuerURL', 'is not a URL'],
+    [
+      { providerClusterID: 'm', issuerURL: 'https://u:p@issuer/', issuerCA: 'eA==' },
+      'issuerURL',
+      'must not carry credentials',
+    ],
+    [{ providerClusterID: 'm', issuerURL: 'https://issuer' }, 'issuerCA', 'is missing'],
+    [
+      { providerClusterID: 'm', issuerURL: 'https://issuer', issuerCA: 'not base64!' },
+      'issuerCA',
+      'is not valid base64',
+    ],
+    [
+      { providerClusterID: 'm', issuerURL: 'https://issuer', issuerCA: Buffer.from('hello').toString('base64') },
+      'issuerCA',
+      'holds no PEM certificate',
+    ],
+    [
+      {
+        providerClusterID: 'm',
+        issuerURL: 'https://issuer',
+        issuerCA: Buffer.from('-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n').toString('base64'),
+      },
       'issuerCA',
       'cannot be parsed',
     ],
@@ -74,9 +102,13 @@ describe('tenant-cert plugin: spec.cluster.config', () => {
   });
 
   it('checks the optional clientCA the same way', () => {
-    const error = caught(() => parseClusterConfig({ providerClusterID: 'm', issuerURL: 'https://issuer', issuerCA: ca, clientCA: '%%%' }));
+    const error = caught(() =>
+      parseClusterConfig({ providerClusterID: 'm', issuerURL: 'https://issuer', issuerCA: ca, clientCA: '%%%' }),
+    );
     expect(error.path).toBe('spec.cluster.config.clientCA');
-    expect(parseClusterConfig({ providerClusterID: 'm', issuerURL: 'https://issuer', issuerCA: ca, clientCA: ca }).clientCA).toContain('BEGIN CERTIFICATE');
+    expect(
+      parseClusterConfig({ providerClusterID: 'm', issuerURL: 'https://issuer', issuerCA: ca, clientCA: ca }).clientCA,
+    ).toContain('BEGIN CERTIFICATE');
   });
 });
 
@@ -115,36 +147,56 @@ describe('tenant-cert plugin: the key file', () => {
   });
 
   it('refuses a bad --cluster-id before touching the key', () => {
-    const error = caught(() => tenantCertSettings({ 'cluster-id': 'Bad ID', 'key-file': '/nonexistent' }, { providerClusterID: 'p' }, { HOME: '/h' }, '/'));
+    const error = caught(() =>
+      tenantCertSettings(
+        { 'cluster-id': 'Bad ID', 'key-file': '/nonexistent' },
+        { providerClusterID: 'p' },
+        { HOME: '/h' },
+        '/',
+      ),
+    );
     expect(error.code).toBe('ERR_TENANT_CERT_FLAG');
     expect(error.path).toBe('--cluster-id');
   });
 
   it('puts imported Identities under ~/.kube/clusterprofile/identities unless --identity-dir says otherwise', () => {
     const key = createKeyFile();
-    const settings = tenantCertSettings({ 'cluster-id': 'c1', 'key-file': key.file }, { providerClusterID: 'p1' }, { HOME: '/home/u' }, '/');
+    const settings = tenantCertSettings(
+      { 'cluster-id': 'c1', 'key-file': key.file },
+      { providerClusterID: 'p1' },
+      { HOME: '/home/u' },
+      '/',
+    );
     expect(settings.identityDir).toBe('/home/u/.kube/clusterprofile/identities');
-    const flagged = tenantCertSettings({ 'cluster-id': 'c1', 'key-file': key.file, 'identity-dir': 'ids' }, { providerClusterID: 'p1' }, {}, '/work');
+    const flagged = tenantCertSettings(
+      { 'cluster-id': 'c1', 'key-file': key.file, 'identity-dir': 'ids' },
+      { providerClusterID: 'p1' },
+      {},
+      '/work',
+    );
     expect(flagged.identityDir).toBe('/work/ids');
   });
 });
 
 describe('clusterprofile keygen', () => {
-  it.each(['ed25519', 'ecdsa-p256', 'rsa-2048'] as const)('writes a 0600 PKCS#8 %s key and returns its public key', async (algorithm) => {
-    const dir = mkdtempSync(join(tmpdir(), 'cpc-keygen-'));
-    const out = join(dir, 'cluster.key');
-    const publicPem = await keygen({ out, algorithm });
-    expect(statSync(out).mode & 0o777).toBe(0o600);
-    const pem = readFileSync(out, 'utf8');
-    expect(pem).toMatch(/^-----BEGIN PRIVATE KEY-----/);
-    const derived = createPublicKey(createPrivateKey(pem)).export({ type: 'spki', format: 'pem' }).toString();
-    expect(publicPem).toBe(derived);
-    expect(publicPem).toMatch(/^-----BEGIN PUBLIC KEY-----/);
-    const type = createPrivateKey(pem).asymmetricKeyType;
-    expect(type).toBe(algorithm === 'ed25519' ? 'ed25519' : algorithm === 'ecdsa-p256' ? 'ec' : 'rsa');
-    // The plugin accepts what keygen writes.
-    expect(readKeyFile(out).keyPem).toBe(pem);
-  });
+  it.each(['ed25519', 'ecdsa-p256', 'rsa-2048'] as const)(
+    'writes a 0600 PKCS#8 %s key and returns its public key',
+    async (algorithm) => {
+      const dir = mkdtempSync(join(tmpdir(), 'cpc-keygen-'));
+      const out = join(dir, 'cluster.key');
+      const publicPem = await keygen({ out, algorithm });
+      expect(statSync(out).mode & 0o777).toBe(0o600);
+      const pem = readFileSync(out, 'utf8');
+      expect(pem).toMatch(/^-----BEGIN PRIVATE KEY-----/);
+      const derived = createPublicKey(createPrivateKey(pem)).export({ type: 'spki', format: 'pem' }).toString();
+      expect(publicPem).toBe(derived);
+      expect(publicPem).toMatch(/^-----BEGIN PUBLIC KEY-----/);
+      const type = createPrivateKey(pem).asymmetricKeyType;
+      expect(type).toBe(algorithm === 'ed25519' ? 'ed25519' : algorithm === 'ecdsa-p256' ? 'ec' : 'rsa');
+      // The plugin accepts what keygen writes.
+      expect(readKeyFile(out).keyPem).toBe(pem);
+    },
+  );
 
   it('refuses to overwrite a key without --force and leaves it intact', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'cpc-keygen-'));

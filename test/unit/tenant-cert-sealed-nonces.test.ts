@@ -1,6 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { MAX_SEALED_LIFETIME_MS, NONCE_KEY_BYTES, NonceSeal } from '../../src/providers/tenant-cert/issuer/sealed-nonces.js';
+import {
+  MAX_SEALED_LIFETIME_MS,
+  NONCE_KEY_BYTES,
+  NonceSeal,
+} from '../../src/providers/tenant-cert/issuer/sealed-nonces.js';
 import { frozenClock } from '../helpers/issuer-fixtures.js';
 
 const key = randomBytes(NONCE_KEY_BYTES);
@@ -33,7 +37,10 @@ describe('sealed nonces (the Kubernetes state)', () => {
     expect(id).toMatch(/^[0-9a-f]{40}$/);
     expect(seal.open(nonce, 'consumer-a', clock.now())).toEqual({ id, expiresAt });
     // Another replica with the same key opens it too.
-    expect(new NonceSeal(Buffer.from(key)).open(nonce, 'consumer-a', new Date(expiresAt - 1))).toEqual({ id, expiresAt });
+    expect(new NonceSeal(Buffer.from(key)).open(nonce, 'consumer-a', new Date(expiresAt - 1))).toEqual({
+      id,
+      expiresAt,
+    });
   });
 
   it('every nonce is new: same consumer and expiry, other random bytes, another nonce and id', () => {
@@ -74,7 +81,7 @@ describe('sealed nonces (the Kubernetes state)', () => {
     expect(refusal(nonce, 'consumer-a')).toBe('ERR_TENANT_NONCE_UNKNOWN');
   });
 
-  it('truncated, padded, not base64, empty, a random 64-byte nonce (the data dir\'s shape): ERR_TENANT_NONCE_UNKNOWN', () => {
+  it("truncated, padded, not base64, empty, a random 64-byte nonce (the data dir's shape): ERR_TENANT_NONCE_UNKNOWN", () => {
     const { nonce } = seal.seal('consumer-a', inAMinute());
     const bytes = Buffer.from(nonce, 'base64');
     for (const bad of [

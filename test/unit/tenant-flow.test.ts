@@ -12,12 +12,20 @@ import { parse } from 'yaml';
 import { generateTenantCrds } from '../../scripts/generate-tenant-crds.mjs';
 import type { KubeRequest, KubeResponse, SendKubeRequest } from '../../src/kube/types.js';
 import { listAndWatch, type WatchEventType } from '../../src/kube/watch.js';
-import { REUSED_GRACE_MS, reconcile, type TenantControllerOptions } from '../../src/providers/tenant-cert/issuer/tenant-controller.js';
+import {
+  REUSED_GRACE_MS,
+  reconcile,
+  type TenantControllerOptions,
+} from '../../src/providers/tenant-cert/issuer/tenant-controller.js';
 import { applyTenant } from '../../src/providers/tenant-cert/consumer/cluster-flow.js';
 import { encodeBase64, publicKeyPem, signBytes } from '../../src/providers/tenant-cert/wire/keys.js';
 import { buildCsr } from '../../src/providers/tenant-cert/wire/csr.js';
 import { buildTenant } from '../../src/providers/tenant-cert/wire/documents.js';
-import { TENANT_GENERATION_ANNOTATION, TENANT_UID_ANNOTATION, type TenantResource } from '../../src/providers/tenant-cert/wire/resources.js';
+import {
+  TENANT_GENERATION_ANNOTATION,
+  TENANT_UID_ANNOTATION,
+  type TenantResource,
+} from '../../src/providers/tenant-cert/wire/resources.js';
 import { issuerFixture, type IssuerFixture } from '../helpers/issuer-fixtures.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -30,27 +38,46 @@ describe('the Tenant and Identity CRDs (deploy/crds/)', () => {
   });
 
   test('namespaced, one stored version with the status subresource, in our group', () => {
-    for (const [file, kind] of [['tenants', 'Tenant'], ['identities', 'Identity']] as const) {
+    for (const [file, kind] of [
+      ['tenants', 'Tenant'],
+      ['identities', 'Identity'],
+    ] as const) {
       const crd = parse(readFileSync(`${root}deploy/crds/credentials.clusterprofile.io_${file}.yaml`, 'utf8'));
       expect(crd.metadata.name).toBe(`${file}.credentials.clusterprofile.io`);
-      expect(crd.spec).toMatchObject({ group: 'credentials.clusterprofile.io', scope: 'Namespaced', names: { kind, plural: file } });
+      expect(crd.spec).toMatchObject({
+        group: 'credentials.clusterprofile.io',
+        scope: 'Namespaced',
+        names: { kind, plural: file },
+      });
       expect(crd.spec.versions).toHaveLength(1);
-      expect(crd.spec.versions[0]).toMatchObject({ name: 'v1alpha1', served: true, storage: true, subresources: { status: {} } });
+      expect(crd.spec.versions[0]).toMatchObject({
+        name: 'v1alpha1',
+        served: true,
+        storage: true,
+        subresources: { status: {} },
+      });
     }
   });
 
   test('take no name kubectl resolves for ClusterProfiles: a category `clusterprofile` made `kubectl get|patch clusterprofile X` mean Tenants and Identities', () => {
     const clusterProfileNames = ['clusterprofile', 'clusterprofiles', 'cp', 'ClusterProfile'];
     for (const file of ['tenants', 'identities']) {
-      const { names } = parse(readFileSync(`${root}deploy/crds/credentials.clusterprofile.io_${file}.yaml`, 'utf8')).spec;
+      const { names } = parse(
+        readFileSync(`${root}deploy/crds/credentials.clusterprofile.io_${file}.yaml`, 'utf8'),
+      ).spec;
       const taken = [names.plural, names.singular, ...(names.shortNames ?? []), ...(names.categories ?? [])];
-      expect(taken.filter((name: string) => clusterProfileNames.includes(name)), file).toEqual([]);
+      expect(
+        taken.filter((name: string) => clusterProfileNames.includes(name)),
+        file,
+      ).toEqual([]);
     }
   });
 });
 
 /** A hand-made API server for one collection: answers from a script, streams watch events through onChunk. */
-function scriptedServer(script: Array<(request: KubeRequest) => KubeResponse | { events: unknown[]; split?: boolean }>): { send: SendKubeRequest; paths: string[] } {
+function scriptedServer(
+  script: Array<(request: KubeRequest) => KubeResponse | { events: unknown[]; split?: boolean }>,
+): { send: SendKubeRequest; paths: string[] } {
   const paths: string[] = [];
   let step = 0;
   const send: SendKubeRequest = async (request) => {
@@ -71,13 +98,23 @@ function scriptedServer(script: Array<(request: KubeRequest) => KubeResponse | {
 const object = (name: string, resourceVersion: string) => ({ metadata: { name, resourceVersion } });
 
 describe('listAndWatch', () => {
-  test('lists, watches from the list\'s resourceVersion, resumes at the last one seen, relists on 410 Gone', async () => {
+  test("lists, watches from the list's resourceVersion, resumes at the last one seen, relists on 410 Gone", async () => {
     const stop = new AbortController();
     const seen: Array<[WatchEventType, string]> = [];
     const server = scriptedServer([
       () => ({ status: 200, body: { metadata: { resourceVersion: '10' }, items: [object('a', '9')] } }),
-      () => ({ events: [{ type: 'MODIFIED', object: object('a', '11') }, { type: 'BOOKMARK', object: { metadata: { resourceVersion: '15' } } }] }),
-      () => ({ events: [{ type: 'DELETED', object: object('a', '16') }, { type: 'ERROR', object: { kind: 'Status', code: 410, message: 'too old resource version' } }] }),
+      () => ({
+        events: [
+          { type: 'MODIFIED', object: object('a', '11') },
+          { type: 'BOOKMARK', object: { metadata: { resourceVersion: '15' } } },
+        ],
+      }),
+      () => ({
+        events: [
+          { type: 'DELETED', object: object('a', '16') },
+          { type: 'ERROR', object: { kind: 'Status', code: 410, message: 'too old resource version' } },
+        ],
+      }),
       () => ({ status: 200, body: { metadata: { resourceVersion: '20' }, items: [object('b', '19')] } }),
       () => ({ events: [{ type: 'ADDED', object: object('c', '21') }] }),
     ]);
@@ -92,7 +129,13 @@ describe('listAndWatch', () => {
       },
     });
     await loop;
-    expect(seen).toEqual([['ADDED', 'a'], ['MODIFIED', 'a'], ['DELETED', 'a'], ['ADDED', 'b'], ['ADDED', 'c']]);
+    expect(seen).toEqual([
+      ['ADDED', 'a'],
+      ['MODIFIED', 'a'],
+      ['DELETED', 'a'],
+      ['ADDED', 'b'],
+      ['ADDED', 'c'],
+    ]);
     expect(server.paths).toEqual([
       '/apis/g/v1/namespaces/n/things',
       '/apis/g/v1/namespaces/n/things?watch=1&allowWatchBookmarks=true&timeoutSeconds=5&resourceVersion=10',
@@ -109,7 +152,14 @@ describe('listAndWatch', () => {
       () => ({ status: 403, body: { kind: 'Status', message: 'tenants is forbidden' } }),
       () => ({ status: 200, body: { metadata: { resourceVersion: '1' }, items: [object('a', '1')] } }),
     ]);
-    await listAndWatch({ send: server.send, path: '/x', signal: stop.signal, retryDelayMs: 1, log: (line) => lines.push(line), onEvent: async () => stop.abort() });
+    await listAndWatch({
+      send: server.send,
+      path: '/x',
+      signal: stop.signal,
+      retryDelayMs: 1,
+      log: (line) => lines.push(line),
+      onEvent: async () => stop.abort(),
+    });
     expect(lines).toEqual(['list /x failed: listing /x answered 403: tenants is forbidden; again in 1 ms']);
   });
 });
@@ -125,7 +175,9 @@ function memoryApi(): { send: SendKubeRequest; objects: Map<string, any>; calls:
     const target = patchStatus ? path.slice(0, -'/status'.length) : path;
     switch (method) {
       case 'GET':
-        return objects.has(target) ? { status: 200, body: structuredClone(objects.get(target)) } : { status: 404, body: { kind: 'Status', message: 'not found', details: { name: target.split('/').pop() } } };
+        return objects.has(target)
+          ? { status: 200, body: structuredClone(objects.get(target)) }
+          : { status: 404, body: { kind: 'Status', message: 'not found', details: { name: target.split('/').pop() } } };
       case 'POST': {
         const item = structuredClone(body) as any;
         const at = `${path}/${item.metadata.name}`;
@@ -156,7 +208,8 @@ function memoryApi(): { send: SendKubeRequest; objects: Map<string, any>; calls:
         const current = objects.get(target);
         if (current === undefined) return { status: 404, body: {} };
         const precondition = (body as any).metadata?.resourceVersion;
-        if (precondition !== undefined && precondition !== current.metadata.resourceVersion) return { status: 409, body: { kind: 'Status', message: 'the object has been modified' } };
+        if (precondition !== undefined && precondition !== current.metadata.resourceVersion)
+          return { status: 409, body: { kind: 'Status', message: 'the object has been modified' } };
         current.metadata.resourceVersion = String(Number(current.metadata.resourceVersion ?? '0') + 1);
         const status = { ...current.status, ...(body as any).status };
         for (const [key, value] of Object.entries(status)) if (value === null) delete status[key];
@@ -183,7 +236,14 @@ describe('the reconciler (an in-process issuer, an in-memory API)', () => {
   async function setup(liqoCompat: boolean) {
     f = await issuerFixture({ liqoCompat });
     const api = memoryApi();
-    const options: TenantControllerOptions = { issuer: f.issuer, namespace: 'ns', send: api.send, watchSend: api.send, now: f.clock.now, apiServer: 'https://p1.example:6443' };
+    const options: TenantControllerOptions = {
+      issuer: f.issuer,
+      namespace: 'ns',
+      send: api.send,
+      watchSend: api.send,
+      now: f.clock.now,
+      apiServer: 'https://p1.example:6443',
+    };
     const store = (tenant: TenantResource) => api.objects.set(`${TENANTS}/${tenant.metadata.name}`, tenant);
     const stored = (name: string): TenantResource => api.objects.get(`${TENANTS}/${name}`);
     return { f, api, options, store, stored };
@@ -200,7 +260,12 @@ describe('the reconciler (an in-process issuer, an in-memory API)', () => {
     const key = await fixture.consumer(id);
     const nonce = await fixture.nonce(id);
     const csr = await buildCsr(key, { commonName: id, organizations: [] });
-    return { clusterID: id, publicKey: encodeBase64(publicKeyPem(key)), csr: encodeBase64(csr.pem), signature: encodeBase64(signBytes(key, Buffer.from(nonce))) };
+    return {
+      clusterID: id,
+      publicKey: encodeBase64(publicKeyPem(key)),
+      csr: encodeBase64(csr.pem),
+      signature: encodeBase64(signBytes(key, Buffer.from(nonce))),
+    };
   }
 
   test('a Liqo-shaped spec (no nonce, no provider) is refused without --liqo-compat, coded, and nothing but the status is written', async () => {
@@ -208,7 +273,11 @@ describe('the reconciler (an in-process issuer, an in-memory API)', () => {
     const tenant = resource('c1', 1, await liqoSpec(f, 'c1'));
     store(tenant);
     await reconcile(options, tenant);
-    expect(stored('c1').status?.conditions?.[0]).toMatchObject({ type: 'Ready', status: 'False', reason: 'ERR_TENANT_LIQO_COMPAT_DISABLED' });
+    expect(stored('c1').status?.conditions?.[0]).toMatchObject({
+      type: 'Ready',
+      status: 'False',
+      reason: 'ERR_TENANT_LIQO_COMPAT_DISABLED',
+    });
     expect(stored('c1').status?.observedGeneration).toBe(1);
     expect(api.calls.filter((call) => !call.startsWith('GET'))).toEqual([`PATCH ${TENANTS}/c1/status`]);
   });
@@ -218,12 +287,24 @@ describe('the reconciler (an in-process issuer, an in-memory API)', () => {
     const tenant = resource('c1', 1, await liqoSpec(f, 'c1'));
     store(tenant);
     await reconcile(options, tenant);
-    expect(stored('c1').status).toMatchObject({ observedGeneration: 1, identityRef: { name: 'c1' }, kubeconfigSecretRef: { name: 'kubeconfig-c1' } });
+    expect(stored('c1').status).toMatchObject({
+      observedGeneration: 1,
+      identityRef: { name: 'c1' },
+      kubeconfigSecretRef: { name: 'kubeconfig-c1' },
+    });
     const identity = api.objects.get(`${IDENTITIES}/c1`);
-    expect(identity.metadata.ownerReferences).toEqual([expect.objectContaining({ kind: 'Tenant', uid: 'tenant-c1', controller: true })]);
-    expect(identity.spec).toMatchObject({ clusterID: 'p1', consumerClusterID: 'c1', authParams: { apiServer: 'https://p1.example:6443' } });
+    expect(identity.metadata.ownerReferences).toEqual([
+      expect.objectContaining({ kind: 'Tenant', uid: 'tenant-c1', controller: true }),
+    ]);
+    expect(identity.spec).toMatchObject({
+      clusterID: 'p1',
+      consumerClusterID: 'c1',
+      authParams: { apiServer: 'https://p1.example:6443' },
+    });
     const secret = api.objects.get('/api/v1/namespaces/ns/secrets/kubeconfig-c1');
-    expect(secret.metadata.ownerReferences).toEqual([expect.objectContaining({ kind: 'Identity', uid: identity.metadata.uid })]);
+    expect(secret.metadata.ownerReferences).toEqual([
+      expect.objectContaining({ kind: 'Identity', uid: identity.metadata.uid }),
+    ]);
     const kubeconfig = parse(Buffer.from(secret.data.kubeconfig, 'base64').toString('utf8'));
     expect(kubeconfig.clusters[0].cluster.server).toBe('https://p1.example:6443');
     expect(kubeconfig.users[0].user['client-key-data']).toBeUndefined();
@@ -232,12 +313,20 @@ describe('the reconciler (an in-process issuer, an in-memory API)', () => {
   test('a generation is answered once: the same one again makes no call; after a crash between Identity and status only the status is written', async () => {
     const { f, api, options, store, stored } = await setup(false);
     const key = await f.consumer('c1');
-    const document = await buildTenant({ privateKey: key, consumerClusterID: 'c1', providerClusterID: 'p1', nonce: await f.nonce('c1') });
+    const document = await buildTenant({
+      privateKey: key,
+      consumerClusterID: 'c1',
+      providerClusterID: 'p1',
+      nonce: await f.nonce('c1'),
+    });
     const tenant = resource('c1', 2, document.spec);
     store(tenant);
     await reconcile(options, tenant);
     const identity = api.objects.get(`${IDENTITIES}/c1`);
-    expect(identity.metadata.annotations).toEqual({ [TENANT_UID_ANNOTATION]: 'tenant-c1', [TENANT_GENERATION_ANNOTATION]: '2' });
+    expect(identity.metadata.annotations).toEqual({
+      [TENANT_UID_ANNOTATION]: 'tenant-c1',
+      [TENANT_GENERATION_ANNOTATION]: '2',
+    });
 
     api.calls.length = 0;
     await reconcile(options, stored('c1'));
@@ -257,15 +346,29 @@ describe('the reconciler (an in-process issuer, an in-memory API)', () => {
     // The issuer answers every Tenant write, as its watch would.
     const send: SendKubeRequest = async (request, sendOptions) => {
       const response = await api.send(request, sendOptions);
-      if ((request.method === 'POST' || request.method === 'PUT') && request.path.startsWith(TENANTS) && response.status < 300) {
+      if (
+        (request.method === 'POST' || request.method === 'PUT') &&
+        request.path.startsWith(TENANTS) &&
+        response.status < 300
+      ) {
         void reconcile(options, structuredClone(stored((response.body as TenantResource).metadata.name)));
       }
       return response;
     };
-    const flow = { send, namespace: 'ns', privateKey: key, consumerClusterID: 'c1', providerClusterID: 'p1', timeoutMs: 5000, now: f.clock.now, pollMs: 1 };
+    const flow = {
+      send,
+      namespace: 'ns',
+      privateKey: key,
+      consumerClusterID: 'c1',
+      providerClusterID: 'p1',
+      timeoutMs: 5000,
+      now: f.clock.now,
+      pollMs: 1,
+    };
     const first = await applyTenant(flow);
     expect(first).toMatchObject({ tenant: 'c1', identity: 'c1', secret: 'kubeconfig-c1', renewed: true });
-    const certificate = () => Buffer.from(api.objects.get(`${IDENTITIES}/c1`).spec.authParams.signedCRT, 'base64').toString('utf8');
+    const certificate = () =>
+      Buffer.from(api.objects.get(`${IDENTITIES}/c1`).spec.authParams.signedCRT, 'base64').toString('utf8');
     const firstCertificate = certificate();
     const identityUid = api.objects.get(`${IDENTITIES}/c1`).metadata.uid;
 
@@ -283,7 +386,12 @@ describe('the reconciler (an in-process issuer, an in-memory API)', () => {
   test('a refusal judged on an older version is not written over a newer answer (another replica issued meanwhile)', async () => {
     const { f, api, options, store, stored } = await setup(false);
     const key = await f.consumer('c1');
-    const document = await buildTenant({ privateKey: key, consumerClusterID: 'c1', providerClusterID: 'p1', nonce: await f.nonce('c1') });
+    const document = await buildTenant({
+      privateKey: key,
+      consumerClusterID: 'c1',
+      providerClusterID: 'p1',
+      nonce: await f.nonce('c1'),
+    });
     const tenant = resource('c1', 1, document.spec);
     store(structuredClone(tenant));
     await reconcile(options, structuredClone(tenant)); // "replica A": issues, writes Issued (the stored version moves on)
@@ -298,7 +406,12 @@ describe('the reconciler (an in-process issuer, an in-memory API)', () => {
     const key = await f.consumer('c1');
     const deferred: Array<{ check: () => Promise<void>; ms: number }> = [];
     const withLater: TenantControllerOptions = { ...options, later: (check, ms) => deferred.push({ check, ms }) };
-    const document = await buildTenant({ privateKey: key, consumerClusterID: 'c1', providerClusterID: 'p1', nonce: await f.nonce('c1') });
+    const document = await buildTenant({
+      privateKey: key,
+      consumerClusterID: 'c1',
+      providerClusterID: 'p1',
+      nonce: await f.nonce('c1'),
+    });
     const tenant = resource('c1', 1, document.spec);
     store(structuredClone(tenant));
     // Replica B sees the nonce already spent by replica A, which has not written its answer yet: B writes nothing now.
@@ -310,7 +423,11 @@ describe('the reconciler (an in-process issuer, an in-memory API)', () => {
     expect(deferred[0]!.ms).toBe(REUSED_GRACE_MS);
     // A's answer lands meanwhile: B's look after the grace period leaves it.
     const answered = stored('c1');
-    api.objects.set(`${TENANTS}/c1`, { ...answered, metadata: { ...answered.metadata, resourceVersion: '7' }, status: { observedGeneration: 1, conditions: [{ type: 'Ready', status: 'True', reason: 'Issued' }] } });
+    api.objects.set(`${TENANTS}/c1`, {
+      ...answered,
+      metadata: { ...answered.metadata, resourceVersion: '7' },
+      status: { observedGeneration: 1, conditions: [{ type: 'Ready', status: 'True', reason: 'Issued' }] },
+    });
     await deferred[0]!.check();
     expect(stored('c1').status?.conditions?.[0]).toMatchObject({ status: 'True', reason: 'Issued' });
 
@@ -319,7 +436,10 @@ describe('the reconciler (an in-process issuer, an in-memory API)', () => {
     await reconcile(withLater, structuredClone(stored('replayed')));
     expect(stored('replayed').status).toBeUndefined();
     await deferred[1]!.check();
-    expect(stored('replayed').status?.conditions?.[0]).toMatchObject({ status: 'False', reason: 'ERR_TENANT_NONCE_REUSED' });
+    expect(stored('replayed').status?.conditions?.[0]).toMatchObject({
+      status: 'False',
+      reason: 'ERR_TENANT_NONCE_REUSED',
+    });
     expect(stored('replayed').status?.observedGeneration).toBe(1);
   });
 });

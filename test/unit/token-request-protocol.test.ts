@@ -8,7 +8,12 @@ import {
 } from '../../src/providers/token-request/secret-reader.js';
 
 const now = new Date('2026-11-22T10:00:00Z');
-const settings: TokenRequestSettings = { namespace: 'fleet', serviceAccount: 'hub-reader', audiences: ['https://kubernetes.default.svc'], expirationSeconds: 3600 };
+const settings: TokenRequestSettings = {
+  namespace: 'fleet',
+  serviceAccount: 'hub-reader',
+  audiences: ['https://kubernetes.default.svc'],
+  expirationSeconds: 3600,
+};
 const server = 'https://10.0.0.3:6443';
 
 function settingsError(config: Record<string, unknown> | undefined, flags = {}) {
@@ -27,23 +32,57 @@ describe('token-request settings', () => {
         config: { serviceAccount: 'from-config' },
         flags: { namespace: 'from-flag', serviceAccount: 'ignored', audiences: ['a', 'a', 'b'] },
       }),
-    ).toEqual({ namespace: 'from-flag', serviceAccount: 'from-config', audiences: ['a', 'b'], expirationSeconds: 3600 });
+    ).toEqual({
+      namespace: 'from-flag',
+      serviceAccount: 'from-config',
+      audiences: ['a', 'b'],
+      expirationSeconds: 3600,
+    });
   });
 
   test('expirationSeconds from a flag string is parsed', () => {
-    expect(parseTokenRequestSettings({ config: { namespace: 'n', serviceAccount: 's' }, flags: { expirationSeconds: '600' } }).expirationSeconds).toBe(600);
+    expect(
+      parseTokenRequestSettings({
+        config: { namespace: 'n', serviceAccount: 's' },
+        flags: { expirationSeconds: '600' },
+      }).expirationSeconds,
+    ).toBe(600);
   });
 
   test.each([
     [{ serviceAccount: 's' }, 'missing namespace', '--namespace'],
     [{ namespace: 'Fleet', serviceAccount: 's' }, 'not a valid DNS-1123 label', 'spec.cluster.config.namespace'],
     [{ namespace: 'a'.repeat(64), serviceAccount: 's' }, 'not a valid DNS-1123 label', 'spec.cluster.config.namespace'],
-    [{ namespace: 'n', serviceAccount: 'sa_1' }, 'not a valid DNS-1123 subdomain', 'spec.cluster.config.serviceAccount'],
-    [{ namespace: 'n', serviceAccount: 's', expirationSeconds: 599 }, 'less than 10 minutes', 'spec.cluster.config.expirationSeconds'],
-    [{ namespace: 'n', serviceAccount: 's', expirationSeconds: 2 ** 32 + 1 }, 'larger than 2^32 seconds', 'spec.cluster.config.expirationSeconds'],
-    [{ namespace: 'n', serviceAccount: 's', expirationSeconds: 1.5 }, 'whole number', 'spec.cluster.config.expirationSeconds'],
-    [{ namespace: 'n', serviceAccount: 's', audiences: 'api' }, 'list of non-empty strings', 'spec.cluster.config.audiences'],
-    [{ namespace: 'n', serviceAccount: 's', boundObjectRef: { kind: 'Deployment', name: 'x' } }, 'Pod, Secret or Node', 'spec.cluster.config.boundObjectRef.kind'],
+    [
+      { namespace: 'n', serviceAccount: 'sa_1' },
+      'not a valid DNS-1123 subdomain',
+      'spec.cluster.config.serviceAccount',
+    ],
+    [
+      { namespace: 'n', serviceAccount: 's', expirationSeconds: 599 },
+      'less than 10 minutes',
+      'spec.cluster.config.expirationSeconds',
+    ],
+    [
+      { namespace: 'n', serviceAccount: 's', expirationSeconds: 2 ** 32 + 1 },
+      'larger than 2^32 seconds',
+      'spec.cluster.config.expirationSeconds',
+    ],
+    [
+      { namespace: 'n', serviceAccount: 's', expirationSeconds: 1.5 },
+      'whole number',
+      'spec.cluster.config.expirationSeconds',
+    ],
+    [
+      { namespace: 'n', serviceAccount: 's', audiences: 'api' },
+      'list of non-empty strings',
+      'spec.cluster.config.audiences',
+    ],
+    [
+      { namespace: 'n', serviceAccount: 's', boundObjectRef: { kind: 'Deployment', name: 'x' } },
+      'Pod, Secret or Node',
+      'spec.cluster.config.boundObjectRef.kind',
+    ],
   ])('%j is refused: %s', (config, message, path) => {
     const error = settingsError(config);
     expect(error.code).toBe('ERR_TOKEN_REQUEST_SETTINGS');
@@ -54,21 +93,35 @@ describe('token-request settings', () => {
 
 describe('TokenRequest exchange', () => {
   test('the request has the real TokenRequest shape', () => {
-    const request = buildTokenRequest({ ...settings, boundObjectRef: { kind: 'Pod', apiVersion: 'v1', name: 'p', uid: 'u-1' } });
+    const request = buildTokenRequest({
+      ...settings,
+      boundObjectRef: { kind: 'Pod', apiVersion: 'v1', name: 'p', uid: 'u-1' },
+    });
     expect(request).toEqual({
       method: 'POST',
       path: '/api/v1/namespaces/fleet/serviceaccounts/hub-reader/token',
       body: {
         apiVersion: 'authentication.k8s.io/v1',
         kind: 'TokenRequest',
-        spec: { audiences: ['https://kubernetes.default.svc'], expirationSeconds: 3600, boundObjectRef: { kind: 'Pod', apiVersion: 'v1', name: 'p', uid: 'u-1' } },
+        spec: {
+          audiences: ['https://kubernetes.default.svc'],
+          expirationSeconds: 3600,
+          boundObjectRef: { kind: 'Pod', apiVersion: 'v1', name: 'p', uid: 'u-1' },
+        },
       },
     });
   });
 
   test('a 201 answer gives the token, renewed 80% into its lifetime', () => {
     const minted = processTokenRequestResponse(
-      { status: 201, body: { kind: 'TokenRequest', apiVersion: 'authentication.k8s.io/v1', status: { token: 'eyJ.a.b', expirationTimestamp: '2026-11-22T11:00:00Z' } } },
+      {
+        status: 201,
+        body: {
+          kind: 'TokenRequest',
+          apiVersion: 'authentication.k8s.io/v1',
+          status: { token: 'eyJ.a.b', expirationTimestamp: '2026-11-22T11:00:00Z' },
+        },
+      },
       settings,
       { server, now },
     );
@@ -84,7 +137,10 @@ describe('TokenRequest exchange', () => {
     [500, 'ERR_TOKEN_REQUEST_REJECTED', 'HTTP 500'],
   ])('HTTP %i → %s', (status, code, message) => {
     const call = () =>
-      processTokenRequestResponse({ status, body: { kind: 'Status', message: 'the server said so' } }, settings, { server, now });
+      processTokenRequestResponse({ status, body: { kind: 'Status', message: 'the server said so' } }, settings, {
+        server,
+        now,
+      });
     expect(call).toThrow(expect.objectContaining({ code, message: expect.stringContaining(message) }));
     expect(call).toThrow(/the server said so/);
   });
@@ -104,7 +160,10 @@ describe('TokenRequest exchange', () => {
     [{ kind: 'TokenRequest', status: { token: 't', expirationTimestamp: '2026-11-22T09:00:00Z' } }, 'check the clocks'],
   ])('malformed answer %j is refused', (body, message) => {
     expect(() => processTokenRequestResponse({ status: 201, body }, settings, { server, now })).toThrow(
-      expect.objectContaining({ code: 'ERR_TOKEN_REQUEST_RESPONSE_INVALID', message: expect.stringContaining(message) }),
+      expect.objectContaining({
+        code: 'ERR_TOKEN_REQUEST_RESPONSE_INVALID',
+        message: expect.stringContaining(message),
+      }),
     );
   });
 });
@@ -113,7 +172,10 @@ describe('Secret Reader', () => {
   test('reads data.token of <namespace>/<clusterName>', () => {
     const reader = parseSecretReaderSettings({ clusterName: 'spoke-1' }, 'fleet');
     expect(buildSecretRequest(reader)).toEqual({ method: 'GET', path: '/api/v1/namespaces/fleet/secrets/spoke-1' });
-    const token = processSecretResponse({ status: 200, body: { kind: 'Secret', data: { token: Buffer.from('tok-1').toString('base64') } } }, reader);
+    const token = processSecretResponse(
+      { status: 200, body: { kind: 'Secret', data: { token: Buffer.from('tok-1').toString('base64') } } },
+      reader,
+    );
     expect(token).toBe('tok-1');
   });
 
@@ -123,16 +185,18 @@ describe('Secret Reader', () => {
     [{}, 'missing clusterName in ExecCredential.Spec.Cluster.Config'],
     [{ clusterName: 'Bad_Name' }, 'invalid ExecCredential.Spec.Cluster.Config'],
   ])('config %j → upstream text', (config, message) => {
-    expect(() => parseSecretReaderSettings(config, 'fleet')).toThrow(expect.objectContaining({ code: 'ERR_SECRET_READER_CONFIG', message: expect.stringContaining(message) }));
+    expect(() => parseSecretReaderSettings(config, 'fleet')).toThrow(
+      expect.objectContaining({ code: 'ERR_SECRET_READER_CONFIG', message: expect.stringContaining(message) }),
+    );
   });
 
   test('upstream texts for a missing Secret and a missing key', () => {
     const reader = { namespace: 'fleet', clusterName: 'spoke-1' };
-    expect(() => processSecretResponse({ status: 404, body: { kind: 'Status', message: 'secrets "spoke-1" not found' } }, reader)).toThrow(
-      'failed to get secret fleet/spoke-1: secrets "spoke-1" not found',
-    );
-    expect(() => processSecretResponse({ status: 200, body: { kind: 'Secret', data: { other: 'eA==' } } }, reader)).toThrow(
-      'secret fleet/spoke-1 missing "token" key',
-    );
+    expect(() =>
+      processSecretResponse({ status: 404, body: { kind: 'Status', message: 'secrets "spoke-1" not found' } }, reader),
+    ).toThrow('failed to get secret fleet/spoke-1: secrets "spoke-1" not found');
+    expect(() =>
+      processSecretResponse({ status: 200, body: { kind: 'Secret', data: { other: 'eA==' } } }, reader),
+    ).toThrow('secret fleet/spoke-1 missing "token" key');
   });
 });

@@ -22,21 +22,64 @@ import type { CommandArgs, CommandContext } from '../command.js';
 
 export function builder(parser: Argv): Argv<any> {
   return withProviderFileOption(parser)
-    .positional('action', { choices: ['status', 'watch'] as const, describe: 'status: one row per member; watch: print events until stopped' })
-    .option('namespace', { alias: 'n', type: 'string', requiresArg: true, demandOption: true, describe: 'The inventory: the hub namespace of the ClusterProfiles' })
-    .option('kubeconfig', { type: 'string', requiresArg: true, describe: "The hub's kubeconfig (default: KUBECONFIG, else ~/.kube/config, else in-cluster)" })
-    .option('context', { type: 'string', requiresArg: true, describe: 'A context of the hub kubeconfig instead of its current one' })
-    .option('output', { alias: 'o', choices: ['table', 'json', 'yaml'] as const, default: 'table', describe: 'status: table (like kubectl get), json or yaml; watch: table or json (one object per line)' })
-    .option('fetch-timeout', { type: 'string', requiresArg: true, default: '30s', describe: 'Deadline of one credential fetch (a plugin process is killed at it)' })
-    .option('for', { type: 'string', requiresArg: true, describe: 'watch: stop after DURATION (default: until interrupted)' })
-    .option('require-healthy', { type: 'boolean', default: false, describe: 'Count a member ready only while its ControlPlaneHealthy condition is True' })
+    .positional('action', {
+      choices: ['status', 'watch'] as const,
+      describe: 'status: one row per member; watch: print events until stopped',
+    })
+    .option('namespace', {
+      alias: 'n',
+      type: 'string',
+      requiresArg: true,
+      demandOption: true,
+      describe: 'The inventory: the hub namespace of the ClusterProfiles',
+    })
+    .option('kubeconfig', {
+      type: 'string',
+      requiresArg: true,
+      describe: "The hub's kubeconfig (default: KUBECONFIG, else ~/.kube/config, else in-cluster)",
+    })
+    .option('context', {
+      type: 'string',
+      requiresArg: true,
+      describe: 'A context of the hub kubeconfig instead of its current one',
+    })
+    .option('output', {
+      alias: 'o',
+      choices: ['table', 'json', 'yaml'] as const,
+      default: 'table',
+      describe: 'status: table (like kubectl get), json or yaml; watch: table or json (one object per line)',
+    })
+    .option('fetch-timeout', {
+      type: 'string',
+      requiresArg: true,
+      default: '30s',
+      describe: 'Deadline of one credential fetch (a plugin process is killed at it)',
+    })
+    .option('for', {
+      type: 'string',
+      requiresArg: true,
+      describe: 'watch: stop after DURATION (default: until interrupted)',
+    })
+    .option('require-healthy', {
+      type: 'boolean',
+      default: false,
+      describe: 'Count a member ready only while its ControlPlaneHealthy condition is True',
+    })
     .example('$0 fleet status -n fleet', 'every member: provider, state, credential expiry, last error')
     .example('$0 fleet watch -n fleet -o json', 'events as JSON lines');
 }
 
 export async function run(args: CommandArgs, ctx: CommandContext): Promise<number> {
-  const fetchTimeoutMs = parseDuration(String(args['fetch-timeout']), { flag: '--fetch-timeout', min: 100, max: 600_000, code: 'ERR_USAGE' });
-  const stopAfterMs = typeof args['for'] === 'string' ? parseDuration(args['for'], { flag: '--for', min: 100, max: 31 * 86_400_000, code: 'ERR_USAGE' }) : undefined;
+  const fetchTimeoutMs = parseDuration(String(args['fetch-timeout']), {
+    flag: '--fetch-timeout',
+    min: 100,
+    max: 600_000,
+    code: 'ERR_USAGE',
+  });
+  const stopAfterMs =
+    typeof args['for'] === 'string'
+      ? parseDuration(args['for'], { flag: '--for', min: 100, max: 31 * 86_400_000, code: 'ERR_USAGE' })
+      : undefined;
   const accessConfig = await loadAccessConfig(resolve(ctx.cwd, String(args[PROVIDER_FILE_OPTION])));
   const output = String(args.output);
   const fleet = new ClusterProfileFleet({
@@ -67,7 +110,12 @@ export async function run(args: CommandArgs, ctx: CommandContext): Promise<numbe
   }
 }
 
-async function watch(fleet: ClusterProfileFleet, ctx: CommandContext, output: string, stopAfterMs: number | undefined): Promise<number> {
+async function watch(
+  fleet: ClusterProfileFleet,
+  ctx: CommandContext,
+  output: string,
+  stopAfterMs: number | undefined,
+): Promise<number> {
   const stop = new AbortController();
   const onSignal = (): void => stop.abort();
   process.once('SIGINT', onSignal);
@@ -98,7 +146,8 @@ function eventRecord(event: FleetEvent): Record<string, unknown> {
     case 'updated':
       record['provider'] = event.member.providerName;
       record['mode'] = event.member.mode;
-      if (event.member.credentialExpiresAt !== undefined) record['credentialExpiresAt'] = new Date(event.member.credentialExpiresAt).toISOString();
+      if (event.member.credentialExpiresAt !== undefined)
+        record['credentialExpiresAt'] = new Date(event.member.credentialExpiresAt).toISOString();
       break;
     case 'removed':
       record['reason'] = event.reason;
@@ -128,8 +177,13 @@ function eventLine(event: FleetEvent): string {
   let detail = '';
   if (error !== undefined) detail = oneLine(`${error.code}: ${error.message}`, 120);
   else if (event.type === 'removed') detail = event.reason;
-  else if (event.type === 'unhealthy') detail = event.condition === undefined ? 'no ControlPlaneHealthy condition' : `ControlPlaneHealthy=${event.condition.status}${event.condition.reason === undefined ? '' : ` (${event.condition.reason})`}`;
-  else if (event.type === 'added' || event.type === 'updated') detail = `${String(record['provider'])} ${String(record['mode'])}`;
+  else if (event.type === 'unhealthy')
+    detail =
+      event.condition === undefined
+        ? 'no ControlPlaneHealthy condition'
+        : `ControlPlaneHealthy=${event.condition.status}${event.condition.reason === undefined ? '' : ` (${event.condition.reason})`}`;
+  else if (event.type === 'added' || event.type === 'updated')
+    detail = `${String(record['provider'])} ${String(record['mode'])}`;
   return pad([String(record['time']), event.type, 'name' in event ? event.name : '-', detail], [24, 16, 32]);
 }
 
@@ -137,8 +191,10 @@ function eventLine(event: FleetEvent): string {
 export function statusTable(status: FleetStatus, now: number): string {
   const rows = [['NAME', 'PROVIDER', 'STATE', 'EXPIRES', 'LAST ERROR']];
   for (const row of status.clusters) {
-    const expires = row.credentialExpiresAt === undefined ? '<none>' : humanDuration(Date.parse(row.credentialExpiresAt) - now);
-    const error = row.lastError === undefined ? '<none>' : oneLine(`${row.lastError.code}: ${row.lastError.message}`, 100);
+    const expires =
+      row.credentialExpiresAt === undefined ? '<none>' : humanDuration(Date.parse(row.credentialExpiresAt) - now);
+    const error =
+      row.lastError === undefined ? '<none>' : oneLine(`${row.lastError.code}: ${row.lastError.message}`, 100);
     rows.push([row.name, row.provider ?? '<none>', row.state, expires, error]);
   }
   const widths = [0, 1, 2, 3].map((column) => Math.max(...rows.map((row) => row[column]!.length)) + 3);
@@ -146,7 +202,10 @@ export function statusTable(status: FleetStatus, now: number): string {
 }
 
 function pad(cells: string[], widths: number[]): string {
-  return cells.map((cell, index) => (index < widths.length ? cell.padEnd(widths[index]!) : cell)).join('').trimEnd();
+  return cells
+    .map((cell, index) => (index < widths.length ? cell.padEnd(widths[index]!) : cell))
+    .join('')
+    .trimEnd();
 }
 
 function oneLine(text: string, max: number): string {

@@ -20,15 +20,25 @@ import { writeFileAtomic } from '../../core/private-files.js';
 import { CredentialsError, errno } from '../../core/errors.js';
 import { renderKubeconfig } from '../../library/kubeconfig.js';
 import type { ResolvedClusterAccess } from '../../library/types.js';
-import { checkClusterId, defaultIdentityDir, identityFile, loadClusterFlow, loadIdentityImport, readKeyFile, type ParsedIdentity } from '../../providers/tenant-cert/index.js';
+import {
+  checkClusterId,
+  defaultIdentityDir,
+  identityFile,
+  loadClusterFlow,
+  loadIdentityImport,
+  readKeyFile,
+  type ParsedIdentity,
+} from '../../providers/tenant-cert/index.js';
 import { providerCluster } from '../provider-cluster.js';
 import { actionsUsage, type ActionSpec, type CommandArgs, type CommandContext } from '../command.js';
 import { readInput } from '../input.js';
 
 export const actions = {
   import: {
-    usage: '$0 identity import FILE|--from-cluster --key-file KEY [--cluster-id ID] [--identity-dir DIR] [--kubeconfig OUT] [--namespace NS --provider-kubeconfig FILE --provider-context NAME]',
-    describe: 'Store an Identity (ours or Liqo\'s; YAML or JSON; "-" for stdin; or --from-cluster: the Identity resource of this cluster\'s Tenant on the provider cluster) where clusterprofile-tenant-cert serves it from.',
+    usage:
+      '$0 identity import FILE|--from-cluster --key-file KEY [--cluster-id ID] [--identity-dir DIR] [--kubeconfig OUT] [--namespace NS --provider-kubeconfig FILE --provider-context NAME]',
+    describe:
+      'Store an Identity (ours or Liqo\'s; YAML or JSON; "-" for stdin; or --from-cluster: the Identity resource of this cluster\'s Tenant on the provider cluster) where clusterprofile-tenant-cert serves it from.',
   },
 } as const satisfies Record<string, ActionSpec>;
 
@@ -37,14 +47,49 @@ export function builder(parser: Argv): Argv<any> {
     .usage(actionsUsage(actions, 'The consumer side of the manual tenant-cert flow.'))
     .positional('action', { type: 'string', choices: Object.keys(actions), describe: 'what to do' })
     .positional('file', { type: 'string', describe: 'the Identity document ("-": stdin)' })
-    .option('key-file', { type: 'string', demandOption: true, requiresArg: true, describe: "this cluster's private key (PKCS#8 PEM, 0600)" })
-    .option('cluster-id', { type: 'string', requiresArg: true, describe: "this cluster's ID (default: the certificate's CN, which must match)" })
-    .option('identity-dir', { type: 'string', requiresArg: true, describe: 'the store (default ~/.kube/clusterprofile/identities)' })
-    .option('kubeconfig', { type: 'string', requiresArg: true, describe: 'also write a kubeconfig for the Identity\'s API server to this file' })
-    .option('server', { type: 'string', requiresArg: true, describe: 'API server URL for --kubeconfig (default: the Identity\'s apiServer)' })
-    .option('from-cluster', { type: 'boolean', default: false, describe: 'read the Identity from the provider cluster (the declarative flow) instead of FILE; needs --cluster-id' })
-    .option('namespace', { type: 'string', requiresArg: true, describe: '--from-cluster: the namespace of the Tenants (default: the context\'s)' })
-    .option('provider-kubeconfig', { type: 'string', requiresArg: true, describe: '--from-cluster: kubeconfig for the provider cluster (default: KUBECONFIG, else ~/.kube/config, else in-cluster)' })
+    .option('key-file', {
+      type: 'string',
+      demandOption: true,
+      requiresArg: true,
+      describe: "this cluster's private key (PKCS#8 PEM, 0600)",
+    })
+    .option('cluster-id', {
+      type: 'string',
+      requiresArg: true,
+      describe: "this cluster's ID (default: the certificate's CN, which must match)",
+    })
+    .option('identity-dir', {
+      type: 'string',
+      requiresArg: true,
+      describe: 'the store (default ~/.kube/clusterprofile/identities)',
+    })
+    .option('kubeconfig', {
+      type: 'string',
+      requiresArg: true,
+      describe: "also write a kubeconfig for the Identity's API server to this file",
+    })
+    .option('server', {
+      type: 'string',
+      requiresArg: true,
+      describe: "API server URL for --kubeconfig (default: the Identity's apiServer)",
+    })
+    .option('from-cluster', {
+      type: 'boolean',
+      default: false,
+      describe:
+        'read the Identity from the provider cluster (the declarative flow) instead of FILE; needs --cluster-id',
+    })
+    .option('namespace', {
+      type: 'string',
+      requiresArg: true,
+      describe: "--from-cluster: the namespace of the Tenants (default: the context's)",
+    })
+    .option('provider-kubeconfig', {
+      type: 'string',
+      requiresArg: true,
+      describe:
+        '--from-cluster: kubeconfig for the provider cluster (default: KUBECONFIG, else ~/.kube/config, else in-cluster)',
+    })
     .option('provider-context', { type: 'string', requiresArg: true, describe: '--from-cluster: its context' })
     .option('plugin-command', {
       type: 'string',
@@ -64,14 +109,23 @@ export function identityKubeconfig(
     profile: { name: identity.providerClusterID },
     cluster: {
       server: options.server,
-      ...(identity.caPem === undefined ? {} : { 'certificate-authority-data': Buffer.from(identity.caPem).toString('base64') }),
+      ...(identity.caPem === undefined
+        ? {}
+        : { 'certificate-authority-data': Buffer.from(identity.caPem).toString('base64') }),
       ...(identity.proxyURL === undefined ? {} : { 'proxy-url': identity.proxyURL }),
       config: { providerClusterID: identity.providerClusterID },
     },
     exec: {
       apiVersion: 'client.authentication.k8s.io/v1',
       command: options.command,
-      args: ['--cluster-id', identity.consumerClusterID, '--key-file', options.keyFile, '--identity-dir', options.identityDir],
+      args: [
+        '--cluster-id',
+        identity.consumerClusterID,
+        '--key-file',
+        options.keyFile,
+        '--identity-dir',
+        options.identityDir,
+      ],
       env: [],
       provideClusterInfo: true,
       interactiveMode: 'Never',
@@ -87,7 +141,11 @@ async function previousIdentity(file: string): Promise<string | undefined> {
     return await readFile(file, 'utf8');
   } catch (error) {
     if (errno(error) === 'ENOENT') return undefined;
-    throw new CredentialsError('ERR_TENANT_CERT_IDENTITY_STORE', `cannot read the Identity stored before: ${(error as Error).message}`, { path: file, cause: error });
+    throw new CredentialsError(
+      'ERR_TENANT_CERT_IDENTITY_STORE',
+      `cannot read the Identity stored before: ${(error as Error).message}`,
+      { path: file, cause: error },
+    );
   }
 }
 
@@ -95,7 +153,12 @@ async function previousIdentity(file: string): Promise<string | undefined> {
  * Writes the kubeconfig; when that fails, puts the store back as it was (the previous Identity, or none) and says
  * which state it is in: an Identity without the kubeconfig the user asked for must not pass unnoticed.
  */
-async function writeKubeconfigOrUndo(path: string, text: string, stored: string, previous: string | undefined): Promise<void> {
+async function writeKubeconfigOrUndo(
+  path: string,
+  text: string,
+  stored: string,
+  previous: string | undefined,
+): Promise<void> {
   try {
     await writeFileAtomic(path, text, 0o600);
     return;
@@ -104,15 +167,22 @@ async function writeKubeconfigOrUndo(path: string, text: string, stored: string,
     try {
       if (previous === undefined) await unlink(stored);
       else await writeFileAtomic(stored, previous, 0o600);
-      outcome = previous === undefined ? 'the Identity was not stored' : 'the Identity was not stored (the one imported before is kept)';
+      outcome =
+        previous === undefined
+          ? 'the Identity was not stored'
+          : 'the Identity was not stored (the one imported before is kept)';
     } catch (undo) {
       outcome = `the Identity WAS stored at ${stored} (undoing that failed: ${(undo as Error).message})`;
     }
-    throw new CredentialsError('ERR_IDENTITY_KUBECONFIG', `cannot write the kubeconfig: ${(cause as Error).message}; ${outcome}`, {
-      path,
-      cause,
-      hint: 'fix --kubeconfig (a writable file path) and import again',
-    });
+    throw new CredentialsError(
+      'ERR_IDENTITY_KUBECONFIG',
+      `cannot write the kubeconfig: ${(cause as Error).message}; ${outcome}`,
+      {
+        path,
+        cause,
+        hint: 'fix --kubeconfig (a writable file path) and import again',
+      },
+    );
   }
 }
 
@@ -120,13 +190,22 @@ async function writeKubeconfigOrUndo(path: string, text: string, stored: string,
 async function identityFromCluster(args: CommandArgs, ctx: CommandContext): Promise<{ text: string; source: string }> {
   const clusterID = args['cluster-id'];
   if (typeof clusterID !== 'string' || clusterID === '') {
-    throw new CredentialsError('ERR_USAGE', 'identity import --from-cluster needs --cluster-id (the name of this cluster\'s Tenant)', { path: '--cluster-id' });
+    throw new CredentialsError(
+      'ERR_USAGE',
+      "identity import --from-cluster needs --cluster-id (the name of this cluster's Tenant)",
+      { path: '--cluster-id' },
+    );
   }
   const consumerClusterID = checkClusterId(clusterID, '--cluster-id');
   const cluster = await providerCluster(args, ctx, 'identity import --from-cluster');
   try {
     const { readIdentityFromCluster } = await loadClusterFlow();
-    const read = await readIdentityFromCluster({ send: cluster.send, namespace: cluster.namespace, consumerClusterID, now: () => new Date() });
+    const read = await readIdentityFromCluster({
+      send: cluster.send,
+      namespace: cluster.namespace,
+      consumerClusterID,
+      now: () => new Date(),
+    });
     return { text: read.text, source: `${read.source} on ${cluster.server}` };
   } finally {
     await cluster.close();
@@ -141,14 +220,22 @@ export async function run(args: CommandArgs, ctx: CommandContext): Promise<numbe
     throw new CredentialsError('ERR_USAGE', 'give either FILE or --from-cluster, not both', { path: '--from-cluster' });
   }
   if (!fromCluster && typeof file !== 'string') {
-    throw new CredentialsError('ERR_IDENTITY_READ', 'which Identity? give a FILE (or - for stdin), or --from-cluster', { path: 'FILE' });
+    throw new CredentialsError('ERR_IDENTITY_READ', 'which Identity? give a FILE (or - for stdin), or --from-cluster', {
+      path: 'FILE',
+    });
   }
   const keyFile = resolve(ctx.cwd, String(args['key-file']));
   const identityDir = defaultIdentityDir(ctx.env, args['identity-dir'] as string | undefined, ctx.cwd);
   const { text, source } = fromCluster
     ? await identityFromCluster(args, ctx)
-    : await readInput(file as string, ctx, (cause, path) =>
-        new CredentialsError('ERR_IDENTITY_READ', `cannot read the Identity: ${(cause as Error).message}`, { path, cause }),
+    : await readInput(
+        file as string,
+        ctx,
+        (cause, path) =>
+          new CredentialsError('ERR_IDENTITY_READ', `cannot read the Identity: ${(cause as Error).message}`, {
+            path,
+            cause,
+          }),
       );
   const { checkCertificate, parseIdentity, storeIdentity } = await loadIdentityImport();
   const identity = parseIdentity(text, source);
@@ -176,7 +263,9 @@ export async function run(args: CommandArgs, ctx: CommandContext): Promise<numbe
   if (args['kubeconfig'] !== undefined) {
     const server = (args['server'] as string | undefined) ?? identity.apiServer;
     if (server === undefined) {
-      throw new CredentialsError('ERR_IDENTITY_KUBECONFIG', `${source} names no apiServer; pass --server`, { path: '--server' });
+      throw new CredentialsError('ERR_IDENTITY_KUBECONFIG', `${source} names no apiServer; pass --server`, {
+        path: '--server',
+      });
     }
     kubeconfigPath = resolve(ctx.cwd, String(args['kubeconfig']));
     kubeconfig = identityKubeconfig(identity, {
@@ -187,7 +276,10 @@ export async function run(args: CommandArgs, ctx: CommandContext): Promise<numbe
     });
   }
 
-  const previous = kubeconfig === undefined ? undefined : await previousIdentity(identityFile(identityDir, identity.consumerClusterID, identity.providerClusterID));
+  const previous =
+    kubeconfig === undefined
+      ? undefined
+      : await previousIdentity(identityFile(identityDir, identity.consumerClusterID, identity.providerClusterID));
   const stored = await storeIdentity(identityDir, identity, text);
   if (kubeconfigPath !== undefined && kubeconfig !== undefined) {
     await writeKubeconfigOrUndo(kubeconfigPath, kubeconfig, stored, previous);

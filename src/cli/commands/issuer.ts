@@ -16,7 +16,15 @@ import { resolve } from 'node:path';
 import type { Argv } from 'yargs';
 import { CredentialsError } from '../../core/errors.js';
 import { loadKubeAccess } from '../../kube/kubeconfig.js';
-import { checkClusterId, keyAlgorithm, loadIssuer, parsePublicKey, spkiDer, type IssuerSettings, type OpenIssuer } from '../../providers/tenant-cert/index.js';
+import {
+  checkClusterId,
+  keyAlgorithm,
+  loadIssuer,
+  parsePublicKey,
+  spkiDer,
+  type IssuerSettings,
+  type OpenIssuer,
+} from '../../providers/tenant-cert/index.js';
 import { parseDuration } from '../duration.js';
 import { readInput } from '../input.js';
 import { actionsUsage, requiredFlag, type ActionSpec, type CommandArgs, type CommandContext } from '../command.js';
@@ -24,12 +32,38 @@ import { actionsUsage, requiredFlag, type ActionSpec, type CommandArgs, type Com
 export const actions = {
   serve: {
     usage: '$0 issuer serve --data-dir DIR --listen HOST:PORT --cluster-id PROVIDER_ID [options]',
-    describe: 'Serve the issuer over HTTPS: nonces, and Tenants of trusted consumers answered with Identities. Replicas: --state kubernetes [--namespace NS] instead of --data-dir; the declarative flow: --reconcile-tenants.',
-    flags: ['data-dir', 'state', 'namespace', 'tls-cert-file', 'tls-key-file', 'tls-reload-interval', 'cluster-id', 'listen', 'san', 'api-server-url', 'api-server-ca', 'cert-lifetime', 'nonce-ttl', 'signer', 'kubeconfig', 'context', 'signer-timeout', 'group', 'liqo-compat', 'reconcile-tenants', 'metrics-listen', 'log-format', 'shutdown-grace'],
+    describe:
+      'Serve the issuer over HTTPS: nonces, and Tenants of trusted consumers answered with Identities. Replicas: --state kubernetes [--namespace NS] instead of --data-dir; the declarative flow: --reconcile-tenants.',
+    flags: [
+      'data-dir',
+      'state',
+      'namespace',
+      'tls-cert-file',
+      'tls-key-file',
+      'tls-reload-interval',
+      'cluster-id',
+      'listen',
+      'san',
+      'api-server-url',
+      'api-server-ca',
+      'cert-lifetime',
+      'nonce-ttl',
+      'signer',
+      'kubeconfig',
+      'context',
+      'signer-timeout',
+      'group',
+      'liqo-compat',
+      'reconcile-tenants',
+      'metrics-listen',
+      'log-format',
+      'shutdown-grace',
+    ],
   },
   trust: {
     usage: '$0 issuer trust --data-dir DIR --cluster-id CONSUMER_ID --public-key FILE [--group G]...',
-    describe: "Trust a consumer cluster's public key (creates the data dir if needed; --state kubernetes [--namespace NS]: a trust record ConfigMap).",
+    describe:
+      "Trust a consumer cluster's public key (creates the data dir if needed; --state kubernetes [--namespace NS]: a trust record ConfigMap).",
     flags: ['data-dir', 'state', 'namespace', 'kubeconfig', 'context', 'cluster-id', 'public-key', 'group'],
   },
   untrust: {
@@ -49,41 +83,151 @@ const DAY = 1440 * MINUTE;
 export function builder(parser: Argv): Argv<any> {
   return parser
     .usage(
-      actionsUsage(actions, 'The tenant-cert issuer: hands out nonces and signs short-lived client certificates for trusted consumer clusters.'),
+      actionsUsage(
+        actions,
+        'The tenant-cert issuer: hands out nonces and signs short-lived client certificates for trusted consumer clusters.',
+      ),
     )
     .positional('action', { type: 'string', choices: Object.keys(actions), describe: 'what to do' })
-    .option('data-dir', { type: 'string', requiresArg: true, describe: 'the issuer state (0700; created on first serve); needed unless --state kubernetes' })
-    .option('state', { type: 'string', choices: ['data-dir', 'kubernetes'], default: 'data-dir', describe: 'serve: where the state lives: --data-dir, or ConfigMaps/Secrets of the provider cluster (replicas share it)' })
-    .option('namespace', { type: 'string', requiresArg: true, describe: '--state kubernetes, --reconcile-tenants: the namespace of the state and of the Tenants (default: the context\'s, or the pod\'s)' })
-    .option('tls-cert-file', { type: 'string', requiresArg: true, describe: 'serve: HTTPS certificate PEM (chain), e.g. a kubernetes.io/tls Secret\'s tls.crt, instead of one from the state\'s serving CA; with --tls-key-file' })
-    .option('tls-key-file', { type: 'string', requiresArg: true, describe: 'serve: the private key of --tls-cert-file (PEM)' })
-    .option('tls-reload-interval', { type: 'string', default: '5s', requiresArg: true, describe: 'serve: how often --tls-cert-file/--tls-key-file are read again; a renewed pair is served without a restart (1s..10m)' })
-    .option('cluster-id', { type: 'string', requiresArg: true, describe: 'serve: this provider cluster\'s ID; trust/untrust: the consumer\'s' })
-    .option('listen', { type: 'string', default: '127.0.0.1:8443', requiresArg: true, describe: 'serve: HOST:PORT (port 0: any free port)' })
-    .option('san', { type: 'string', array: true, requiresArg: true, describe: 'serve: extra DNS names / IPs for the HTTPS certificate' })
+    .option('data-dir', {
+      type: 'string',
+      requiresArg: true,
+      describe: 'the issuer state (0700; created on first serve); needed unless --state kubernetes',
+    })
+    .option('state', {
+      type: 'string',
+      choices: ['data-dir', 'kubernetes'],
+      default: 'data-dir',
+      describe:
+        'serve: where the state lives: --data-dir, or ConfigMaps/Secrets of the provider cluster (replicas share it)',
+    })
+    .option('namespace', {
+      type: 'string',
+      requiresArg: true,
+      describe:
+        "--state kubernetes, --reconcile-tenants: the namespace of the state and of the Tenants (default: the context's, or the pod's)",
+    })
+    .option('tls-cert-file', {
+      type: 'string',
+      requiresArg: true,
+      describe:
+        "serve: HTTPS certificate PEM (chain), e.g. a kubernetes.io/tls Secret's tls.crt, instead of one from the state's serving CA; with --tls-key-file",
+    })
+    .option('tls-key-file', {
+      type: 'string',
+      requiresArg: true,
+      describe: 'serve: the private key of --tls-cert-file (PEM)',
+    })
+    .option('tls-reload-interval', {
+      type: 'string',
+      default: '5s',
+      requiresArg: true,
+      describe:
+        'serve: how often --tls-cert-file/--tls-key-file are read again; a renewed pair is served without a restart (1s..10m)',
+    })
+    .option('cluster-id', {
+      type: 'string',
+      requiresArg: true,
+      describe: "serve: this provider cluster's ID; trust/untrust: the consumer's",
+    })
+    .option('listen', {
+      type: 'string',
+      default: '127.0.0.1:8443',
+      requiresArg: true,
+      describe: 'serve: HOST:PORT (port 0: any free port)',
+    })
+    .option('san', {
+      type: 'string',
+      array: true,
+      requiresArg: true,
+      describe: 'serve: extra DNS names / IPs for the HTTPS certificate',
+    })
     .option('api-server-url', { type: 'string', requiresArg: true, describe: 'the API server URL put in Identities' })
-    .option('api-server-ca', { type: 'string', requiresArg: true, describe: 'PEM file of the API server\'s CA, put in Identities' })
-    .option('cert-lifetime', { type: 'string', default: '24h', requiresArg: true, describe: 'lifetime of issued certificates (5m..365d)' })
-    .option('nonce-ttl', { type: 'string', default: '60s', requiresArg: true, describe: 'how long a nonce may wait for its Tenant (5s..1h)' })
-    .option('signer', { type: 'string', choices: ['embedded', 'kubernetes'], default: 'embedded', describe: 'who signs: the data dir\'s client CA, or the Kubernetes CSR API' })
-    .option('kubeconfig', { type: 'string', requiresArg: true, describe: '--signer/--state kubernetes, --reconcile-tenants: kubeconfig (default: KUBECONFIG, else ~/.kube/config, else in-cluster)' })
-    .option('context', { type: 'string', requiresArg: true, describe: '--signer/--state kubernetes, --reconcile-tenants: kubeconfig context' })
-    .option('signer-timeout', { type: 'string', default: '30s', requiresArg: true, describe: '--signer kubernetes: wait this long for the certificate' })
+    .option('api-server-ca', {
+      type: 'string',
+      requiresArg: true,
+      describe: "PEM file of the API server's CA, put in Identities",
+    })
+    .option('cert-lifetime', {
+      type: 'string',
+      default: '24h',
+      requiresArg: true,
+      describe: 'lifetime of issued certificates (5m..365d)',
+    })
+    .option('nonce-ttl', {
+      type: 'string',
+      default: '60s',
+      requiresArg: true,
+      describe: 'how long a nonce may wait for its Tenant (5s..1h)',
+    })
+    .option('signer', {
+      type: 'string',
+      choices: ['embedded', 'kubernetes'],
+      default: 'embedded',
+      describe: "who signs: the data dir's client CA, or the Kubernetes CSR API",
+    })
+    .option('kubeconfig', {
+      type: 'string',
+      requiresArg: true,
+      describe:
+        '--signer/--state kubernetes, --reconcile-tenants: kubeconfig (default: KUBECONFIG, else ~/.kube/config, else in-cluster)',
+    })
+    .option('context', {
+      type: 'string',
+      requiresArg: true,
+      describe: '--signer/--state kubernetes, --reconcile-tenants: kubeconfig context',
+    })
+    .option('signer-timeout', {
+      type: 'string',
+      default: '30s',
+      requiresArg: true,
+      describe: '--signer kubernetes: wait this long for the certificate',
+    })
     .option('group', {
       type: 'string',
       array: true,
       requiresArg: true,
-      describe: 'serve: a group (O) every consumer gets, {clusterID} is replaced; trust: a group for this consumer only. Never system:*',
+      describe:
+        'serve: a group (O) every consumer gets, {clusterID} is replaced; trust: a group for this consumer only. Never system:*',
     })
-    .option('liqo-compat', { type: 'boolean', default: false, describe: 'serve: also accept Liqo Tenants (signature over the nonce alone: weaker)' })
-    .option('reconcile-tenants', { type: 'boolean', default: false, describe: 'serve: also answer the Tenant resources of --namespace on the cluster of --kubeconfig/--context (the declarative flow)' })
-    .option('metrics-listen', { type: 'string', requiresArg: true, describe: 'serve: also serve GET /metrics over plain HTTP on HOST:PORT (Prometheus inside a cluster); /metrics is on the HTTPS listener too' })
-    .option('log-format', { type: 'string', choices: ['text', 'json'], default: 'text', describe: 'serve: text lines, or one JSON object per line (time, level, msg, code, consumer, durationMs)' })
-    .option('shutdown-grace', { type: 'string', default: '20s', requiresArg: true, describe: 'serve: on SIGTERM/SIGINT, how long requests in flight may take to finish (1s..10m)' })
-    .option('public-key', { type: 'string', requiresArg: true, describe: 'trust: the consumer\'s public key, PEM SPKI ("-": stdin)' });
+    .option('liqo-compat', {
+      type: 'boolean',
+      default: false,
+      describe: 'serve: also accept Liqo Tenants (signature over the nonce alone: weaker)',
+    })
+    .option('reconcile-tenants', {
+      type: 'boolean',
+      default: false,
+      describe:
+        'serve: also answer the Tenant resources of --namespace on the cluster of --kubeconfig/--context (the declarative flow)',
+    })
+    .option('metrics-listen', {
+      type: 'string',
+      requiresArg: true,
+      describe:
+        'serve: also serve GET /metrics over plain HTTP on HOST:PORT (Prometheus inside a cluster); /metrics is on the HTTPS listener too',
+    })
+    .option('log-format', {
+      type: 'string',
+      choices: ['text', 'json'],
+      default: 'text',
+      describe: 'serve: text lines, or one JSON object per line (time, level, msg, code, consumer, durationMs)',
+    })
+    .option('shutdown-grace', {
+      type: 'string',
+      default: '20s',
+      requiresArg: true,
+      describe: 'serve: on SIGTERM/SIGINT, how long requests in flight may take to finish (1s..10m)',
+    })
+    .option('public-key', {
+      type: 'string',
+      requiresArg: true,
+      describe: 'trust: the consumer\'s public key, PEM SPKI ("-": stdin)',
+    });
 }
 
-const required = (args: CommandArgs, flag: string, action: string): string => requiredFlag(args, flag, `issuer ${action}`);
+const required = (args: CommandArgs, flag: string, action: string): string =>
+  requiredFlag(args, flag, `issuer ${action}`);
 
 function strings(value: unknown): string[] {
   return Array.isArray(value) ? value.map(String) : typeof value === 'string' ? [value] : [];
@@ -104,10 +248,16 @@ function checkStateFlags(args: CommandArgs, action: string): 'data-dir' | 'kuber
       throw usage('--namespace goes with --state kubernetes or --reconcile-tenants', '--namespace');
     }
   } else if (args['data-dir'] !== undefined) {
-    throw usage('--data-dir goes with --state data-dir; --state kubernetes keeps everything in the API server', '--data-dir');
+    throw usage(
+      '--data-dir goes with --state data-dir; --state kubernetes keeps everything in the API server',
+      '--data-dir',
+    );
   }
   if ((args['tls-cert-file'] === undefined) !== (args['tls-key-file'] === undefined)) {
-    throw usage('--tls-cert-file and --tls-key-file go together', args['tls-cert-file'] === undefined ? '--tls-cert-file' : '--tls-key-file');
+    throw usage(
+      '--tls-cert-file and --tls-key-file go together',
+      args['tls-cert-file'] === undefined ? '--tls-cert-file' : '--tls-key-file',
+    );
   }
   return state;
 }
@@ -123,14 +273,29 @@ export function issuerSettings(args: CommandArgs, providerClusterID: string | un
     ...(providerClusterID === undefined ? {} : { providerClusterID }),
     ...(typeof args['api-server-url'] === 'string' ? { apiServer: args['api-server-url'] } : {}),
     ...(typeof args['api-server-ca'] === 'string' ? { apiServerCaFile: args['api-server-ca'] } : {}),
-    certLifetimeMs: parseDuration(String(args['cert-lifetime'] ?? '24h'), { flag: '--cert-lifetime', min: 5 * MINUTE, max: 365 * DAY, code: 'ERR_ISSUER_CONFIG' }),
-    nonceTtlMs: parseDuration(String(args['nonce-ttl'] ?? '60s'), { flag: '--nonce-ttl', min: 5000, max: 60 * MINUTE, code: 'ERR_ISSUER_CONFIG' }),
+    certLifetimeMs: parseDuration(String(args['cert-lifetime'] ?? '24h'), {
+      flag: '--cert-lifetime',
+      min: 5 * MINUTE,
+      max: 365 * DAY,
+      code: 'ERR_ISSUER_CONFIG',
+    }),
+    nonceTtlMs: parseDuration(String(args['nonce-ttl'] ?? '60s'), {
+      flag: '--nonce-ttl',
+      min: 5000,
+      max: 60 * MINUTE,
+      code: 'ERR_ISSUER_CONFIG',
+    }),
     groups: strings(args['group']),
     liqoCompat: args['liqo-compat'] === true,
     signer: args['signer'] === 'kubernetes' ? 'kubernetes' : 'embedded',
     ...(typeof args['kubeconfig'] === 'string' ? { kubeconfig: args['kubeconfig'] } : {}),
     ...(typeof args['context'] === 'string' ? { kubeContext: args['context'] } : {}),
-    signerTimeoutMs: parseDuration(String(args['signer-timeout'] ?? '30s'), { flag: '--signer-timeout', min: 1000, max: 10 * MINUTE, code: 'ERR_ISSUER_CONFIG' }),
+    signerTimeoutMs: parseDuration(String(args['signer-timeout'] ?? '30s'), {
+      flag: '--signer-timeout',
+      min: 1000,
+      max: 10 * MINUTE,
+      code: 'ERR_ISSUER_CONFIG',
+    }),
   };
 }
 
@@ -140,22 +305,55 @@ function jsonLine(level: 'info' | 'warn' | 'error', msg: string, fields: Record<
 }
 
 async function serve(args: CommandArgs, ctx: CommandContext): Promise<number> {
-  const { IssuerMetrics, configError, openIssuer, parseListen, startIssuerServer, startMetricsServer } = await loadIssuer();
+  const { IssuerMetrics, configError, openIssuer, parseListen, startIssuerServer, startMetricsServer } =
+    await loadIssuer();
   checkStateFlags(args, 'serve');
   const providerClusterID = checkClusterId(required(args, 'cluster-id', 'serve'), '--cluster-id');
   const listen = parseListen(String(args['listen']));
-  const metricsListen = typeof args['metrics-listen'] === 'string' ? parseListen(args['metrics-listen'], '--metrics-listen') : undefined;
-  const graceMs = parseDuration(String(args['shutdown-grace'] ?? '20s'), { flag: '--shutdown-grace', min: 1000, max: 10 * MINUTE, code: 'ERR_ISSUER_CONFIG' });
-  const reloadMs = parseDuration(String(args['tls-reload-interval'] ?? '5s'), { flag: '--tls-reload-interval', min: 1000, max: 10 * MINUTE, code: 'ERR_ISSUER_CONFIG' });
+  const metricsListen =
+    typeof args['metrics-listen'] === 'string' ? parseListen(args['metrics-listen'], '--metrics-listen') : undefined;
+  const graceMs = parseDuration(String(args['shutdown-grace'] ?? '20s'), {
+    flag: '--shutdown-grace',
+    min: 1000,
+    max: 10 * MINUTE,
+    code: 'ERR_ISSUER_CONFIG',
+  });
+  const reloadMs = parseDuration(String(args['tls-reload-interval'] ?? '5s'), {
+    flag: '--tls-reload-interval',
+    min: 1000,
+    max: 10 * MINUTE,
+    code: 'ERR_ISSUER_CONFIG',
+  });
   const settings = issuerSettings(args, providerClusterID);
   const json = args['log-format'] === 'json';
   const log = json
-    ? (line: string) => ctx.io.stderr.write(jsonLine(line.startsWith('internal error') || line.startsWith('readiness check') ? 'error' : line.startsWith('serving certificate refused') ? 'warn' : 'info', line))
+    ? (line: string) =>
+        ctx.io.stderr.write(
+          jsonLine(
+            line.startsWith('internal error') || line.startsWith('readiness check')
+              ? 'error'
+              : line.startsWith('serving certificate refused')
+                ? 'warn'
+                : 'info',
+            line,
+          ),
+        )
     : (line: string) => ctx.io.stderr.write(`${new Date().toISOString()} issuer: ${line}\n`);
   const wildcard = listen.host === '0.0.0.0' || listen.host === '::';
-  const sans = [...new Set([...(wildcard ? ['localhost', '127.0.0.1', '::1', hostname()] : [listen.host]), ...strings(args['san'])])];
+  const sans = [
+    ...new Set([
+      ...(wildcard ? ['localhost', '127.0.0.1', '::1', hostname()] : [listen.host]),
+      ...strings(args['san']),
+    ]),
+  ];
   // JSON: one line per handshake request from the server (code, consumer, duration) instead of the issuer's text lines.
-  const opened = await openIssuer(settings, { env: ctx.env, now: () => new Date(), cwd: ctx.cwd, holder: 'issuer serve', ...(json ? {} : { log }) });
+  const opened = await openIssuer(settings, {
+    env: ctx.env,
+    now: () => new Date(),
+    cwd: ctx.cwd,
+    holder: 'issuer serve',
+    ...(json ? {} : { log }),
+  });
   const metrics = new IssuerMetrics({ noncesOutstanding: () => opened.state.outstandingNonces(new Date()) });
   let running: Awaited<ReturnType<typeof startIssuerServer>>;
   let metricsServer: Awaited<ReturnType<typeof startMetricsServer>> | undefined;
@@ -171,7 +369,14 @@ async function serve(args: CommandArgs, ctx: CommandContext): Promise<number> {
       metrics,
       readinessChecks: [{ name: opened.state.kind, check: (signal) => opened.state.checkReady(signal) }],
       ...(settings.tlsCertFile !== undefined && settings.tlsKeyFile !== undefined
-        ? { servingFiles: { certFile: settings.tlsCertFile, keyFile: settings.tlsKeyFile, cwd: ctx.cwd, intervalMs: reloadMs } }
+        ? {
+            servingFiles: {
+              certFile: settings.tlsCertFile,
+              keyFile: settings.tlsKeyFile,
+              cwd: ctx.cwd,
+              intervalMs: reloadMs,
+            },
+          }
         : {}),
       ...(json
         ? {
@@ -179,32 +384,55 @@ async function serve(args: CommandArgs, ctx: CommandContext): Promise<number> {
               const { step, status, code, consumer, durationMs, detail, validUntil } = entry;
               const level = code === undefined ? 'info' : status < 500 ? 'warn' : 'error';
               const what = step === 'nonce' ? 'nonce' : 'tenant';
-              const msg = code === undefined ? (step === 'nonce' ? 'nonce issued' : 'certificate issued') : `${what} refused: ${detail ?? code}`;
-              ctx.io.stderr.write(jsonLine(level, msg, { step, status, code: code ?? null, consumer: consumer ?? null, durationMs, ...(validUntil === undefined ? {} : { validUntil }) }));
+              const msg =
+                code === undefined
+                  ? step === 'nonce'
+                    ? 'nonce issued'
+                    : 'certificate issued'
+                  : `${what} refused: ${detail ?? code}`;
+              ctx.io.stderr.write(
+                jsonLine(level, msg, {
+                  step,
+                  status,
+                  code: code ?? null,
+                  consumer: consumer ?? null,
+                  durationMs,
+                  ...(validUntil === undefined ? {} : { validUntil }),
+                }),
+              );
             },
           }
         : {}),
     });
     if (metricsListen !== undefined) {
-      metricsServer = await startMetricsServer(metrics, metricsListen.host, metricsListen.port).catch((error: unknown) => {
-        void running.close(0);
-        throw Object.assign(error as Error, { flag: '--metrics-listen' });
-      });
+      metricsServer = await startMetricsServer(metrics, metricsListen.host, metricsListen.port).catch(
+        (error: unknown) => {
+          void running.close(0);
+          throw Object.assign(error as Error, { flag: '--metrics-listen' });
+        },
+      );
     }
   } catch (error) {
     await opened.close();
-    if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE' || (error as NodeJS.ErrnoException).code === 'EACCES' || (error as NodeJS.ErrnoException).code === 'EADDRNOTAVAIL') {
+    if (
+      (error as NodeJS.ErrnoException).code === 'EADDRINUSE' ||
+      (error as NodeJS.ErrnoException).code === 'EACCES' ||
+      (error as NodeJS.ErrnoException).code === 'EADDRNOTAVAIL'
+    ) {
       const flag = (error as { flag?: string }).flag ?? '--listen';
       throw configError(`cannot listen on ${String(args[flag.slice(2)])}: ${(error as Error).message}`, flag);
     }
     throw error;
   }
-  const tenants = args['reconcile-tenants'] === true ? await startReconciler(args, ctx, opened.issuer, log).catch(async (error: unknown) => {
-    await running.close(0);
-    await metricsServer?.close();
-    await opened.close();
-    throw error;
-  }) : undefined;
+  const tenants =
+    args['reconcile-tenants'] === true
+      ? await startReconciler(args, ctx, opened.issuer, log).catch(async (error: unknown) => {
+          await running.close(0);
+          await metricsServer?.close();
+          await opened.close();
+          throw error;
+        })
+      : undefined;
   const shownHost = wildcard ? listen.host : listen.host.includes(':') ? `[${listen.host}]` : listen.host;
   const url = `https://${shownHost}:${running.port}`;
   log(
@@ -227,19 +455,37 @@ async function serve(args: CommandArgs, ctx: CommandContext): Promise<number> {
   const closed = await running.close(graceMs);
   await metricsServer?.close();
   await opened.close();
-  log(`stopped: ${closed.inFlight - closed.cut} of ${closed.inFlight} requests in flight answered${closed.cut > 0 ? `, ${closed.cut} cut at the end of --shutdown-grace` : ''}; data dir released`);
+  log(
+    `stopped: ${closed.inFlight - closed.cut} of ${closed.inFlight} requests in flight answered${closed.cut > 0 ? `, ${closed.cut} cut at the end of --shutdown-grace` : ''}; data dir released`,
+  );
   return 0;
 }
 
 /** `--reconcile-tenants`: the declarative flow's reconciler over the Tenants of `--namespace`, sharing the issuer. */
-async function startReconciler(args: CommandArgs, ctx: CommandContext, issuer: OpenIssuer['issuer'], log: (line: string) => void): Promise<{ stop(): Promise<void> }> {
+async function startReconciler(
+  args: CommandArgs,
+  ctx: CommandContext,
+  issuer: OpenIssuer['issuer'],
+  log: (line: string) => void,
+): Promise<{ stop(): Promise<void> }> {
   const { startTenantControllerFor } = await loadIssuer();
   const load = () =>
-    loadKubeAccess({ kubeconfig: args['kubeconfig'] as string | undefined, context: args['context'] as string | undefined, flag: '--kubeconfig' }, { env: ctx.env, cwd: ctx.cwd });
+    loadKubeAccess(
+      {
+        kubeconfig: args['kubeconfig'] as string | undefined,
+        context: args['context'] as string | undefined,
+        flag: '--kubeconfig',
+      },
+      { env: ctx.env, cwd: ctx.cwd },
+    );
   const access = await load();
   const namespace = (args['namespace'] as string | undefined) ?? access.namespace;
   if (namespace === undefined || namespace === '') {
-    throw new CredentialsError('ERR_USAGE', 'issuer serve --reconcile-tenants needs --namespace (the kubeconfig context names none)', { path: '--namespace' });
+    throw new CredentialsError(
+      'ERR_USAGE',
+      'issuer serve --reconcile-tenants needs --namespace (the kubeconfig context names none)',
+      { path: '--namespace' },
+    );
   }
   const controller = startTenantControllerFor(access, { issuer, namespace, now: () => new Date(), log, load });
   log(`reconciling the Tenants of namespace ${namespace} on ${access.endpoint.server} (${access.source})`);
@@ -247,8 +493,14 @@ async function startReconciler(args: CommandArgs, ctx: CommandContext, issuer: O
 }
 
 function readPublicKey(file: string, ctx: CommandContext): Promise<{ text: string; source: string }> {
-  return readInput(file, ctx, (cause, path) =>
-    new CredentialsError('ERR_ISSUER_CONFIG', `cannot read --public-key ${path}: ${(cause as Error).message}`, { path, cause }),
+  return readInput(
+    file,
+    ctx,
+    (cause, path) =>
+      new CredentialsError('ERR_ISSUER_CONFIG', `cannot read --public-key ${path}: ${(cause as Error).message}`, {
+        path,
+        cause,
+      }),
   );
 }
 
@@ -282,7 +534,13 @@ interface ManagedTrust {
   list(): Promise<Array<{ clusterID: string; publicKey: KeyObject; groups: string[]; addedAt: string }>>;
 }
 
-async function manageTrust(action: string, args: CommandArgs, ctx: CommandContext, store: ManagedTrust, checkGroups: (groups: readonly string[], flag: string) => string[]): Promise<number> {
+async function manageTrust(
+  action: string,
+  args: CommandArgs,
+  ctx: CommandContext,
+  store: ManagedTrust,
+  checkGroups: (groups: readonly string[], flag: string) => string[],
+): Promise<number> {
   switch (action) {
     case 'trust': {
       const clusterID = checkClusterId(required(args, 'cluster-id', 'trust'), '--cluster-id');
@@ -290,7 +548,9 @@ async function manageTrust(action: string, args: CommandArgs, ctx: CommandContex
       const publicKey = parsePublicKey(text, source);
       const groups = checkGroups(strings(args['group']), '--group');
       const record = await store.trust(clusterID, publicKey, groups, new Date());
-      ctx.io.stdout.write(`trusted ${record.clusterID} ${keyAlgorithm(publicKey)} ${fingerprint(spkiDer(publicKey))}${groups.length > 0 ? ` groups=${groups.join(',')}` : ''}\n`);
+      ctx.io.stdout.write(
+        `trusted ${record.clusterID} ${keyAlgorithm(publicKey)} ${fingerprint(spkiDer(publicKey))}${groups.length > 0 ? ` groups=${groups.join(',')}` : ''}\n`,
+      );
       return 0;
     }
     case 'untrust': {

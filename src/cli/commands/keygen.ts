@@ -73,8 +73,14 @@ export async function keygen(options: KeygenOptions): Promise<string> {
 
 export function builder(parser: Argv): Argv<any> {
   return parser
-    .usage('$0 keygen --out FILE [--algorithm ed25519|ecdsa-p256|rsa-2048] [--force]\n\nMake a cluster key pair: the private key (PKCS#8 PEM, mode 0600) goes to FILE, the public key (PEM SPKI, for `clusterprofile issuer trust --public-key`) to stdout.')
-    .option('out', { type: 'string', demandOption: true, describe: 'file for the private key (created with mode 0600)' })
+    .usage(
+      '$0 keygen --out FILE [--algorithm ed25519|ecdsa-p256|rsa-2048] [--force]\n\nMake a cluster key pair: the private key (PKCS#8 PEM, mode 0600) goes to FILE, the public key (PEM SPKI, for `clusterprofile issuer trust --public-key`) to stdout.',
+    )
+    .option('out', {
+      type: 'string',
+      demandOption: true,
+      describe: 'file for the private key (created with mode 0600)',
+    })
     .option('algorithm', {
       type: 'string',
       choices: [...KEY_ALGORITHMS],

@@ -36,7 +36,8 @@ export function builder(parser: Argv): Argv<any> {
       alias: 'n',
       type: 'string',
       requiresArg: true,
-      describe: 'Namespace of the ClusterProfile on the hub (hub access: KUBECONFIG, else ~/.kube/config, else in-cluster)',
+      describe:
+        'Namespace of the ClusterProfile on the hub (hub access: KUBECONFIG, else ~/.kube/config, else in-cluster)',
     })
     .option('name', { type: 'string', requiresArg: true, describe: 'Name of the ClusterProfile on the hub' })
     .option('context-name', {
@@ -64,7 +65,10 @@ export function builder(parser: Argv): Argv<any> {
     })
     .example('$0 kubeconfig --profile spoke-1.yaml > spoke-1.kubeconfig', 'from a file')
     .example('$0 kubeconfig -n fleet --name spoke-1 > spoke-1.kubeconfig', 'from the hub cluster')
-    .example('$0 kubeconfig --profile spoke-1.yaml --interactive-mode IfAvailable > spoke-1.kubeconfig', 'for a person who logs in from kubectl');
+    .example(
+      '$0 kubeconfig --profile spoke-1.yaml --interactive-mode IfAvailable > spoke-1.kubeconfig',
+      'for a person who logs in from kubectl',
+    );
 }
 
 export async function run(args: CommandArgs, ctx: CommandContext): Promise<number> {
@@ -79,9 +83,13 @@ export async function run(args: CommandArgs, ctx: CommandContext): Promise<numbe
   });
   // The resolution gives a controller's exec config (interactiveMode Never); a person's kubeconfig keeps the mode the
   // providers file asks for, or the flag's.
-  const fromFile = accessConfig.providers.find((provider) => provider.name === access.providerName)?.execConfig?.interactiveMode;
+  const fromFile = accessConfig.providers.find((provider) => provider.name === access.providerName)?.execConfig
+    ?.interactiveMode;
   const interactiveMode = (args['interactive-mode'] as InteractiveMode | undefined) ?? fromFile ?? 'Never';
-  const options = { interactiveMode, ...(typeof args['context-name'] === 'string' ? { name: args['context-name'] } : {}) };
+  const options = {
+    interactiveMode,
+    ...(typeof args['context-name'] === 'string' ? { name: args['context-name'] } : {}),
+  };
   ctx.io.stdout.write(renderKubeconfig(access, options));
   return 0;
 }
@@ -90,7 +98,9 @@ export async function run(args: CommandArgs, ctx: CommandContext): Promise<numbe
 async function readProfile(file: string): Promise<ClusterProfileObject> {
   const profiles = await readClusterProfileFile(file);
   if (profiles.length !== 1) {
-    const names = profiles.map((profile) => `${profile.metadata.namespace ?? ''}/${profile.metadata.name}`.replace(/^\//, ''));
+    const names = profiles.map((profile) =>
+      `${profile.metadata.namespace ?? ''}/${profile.metadata.name}`.replace(/^\//, ''),
+    );
     throw new CredentialsError<KubeconfigCommandErrorCode>(
       'ERR_PROFILE_PARSE',
       `ClusterProfile file ${file} holds ${profiles.length === 0 ? 'no ClusterProfile' : `${profiles.length} ClusterProfiles (${names.join(', ')})`}: expected one`,

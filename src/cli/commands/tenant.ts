@@ -46,55 +46,146 @@ export const actions = {
     flags: ['data-dir', 'cluster-id', 'ttl', 'provider-cluster-id'],
   },
   generate: {
-    usage: '$0 tenant generate --key-file KEY --cluster-id CONSUMER_ID --provider-cluster-id PROVIDER_ID --nonce NONCE [--group G]... [--liqo]',
+    usage:
+      '$0 tenant generate --key-file KEY --cluster-id CONSUMER_ID --provider-cluster-id PROVIDER_ID --nonce NONCE [--group G]... [--liqo]',
     describe: 'Consumer: answer the nonce with a Tenant (a CSR signed over nonce and cluster IDs) on stdout.',
     flags: ['key-file', 'cluster-id', 'provider-cluster-id', 'nonce', 'group', 'liqo'],
   },
   accept: {
-    usage: '$0 tenant accept --data-dir DIR [FILE|-] [--api-server-url URL] [--api-server-ca FILE] [--cert-lifetime 24h] [--group G]... [--liqo-compat]',
+    usage:
+      '$0 tenant accept --data-dir DIR [FILE|-] [--api-server-url URL] [--api-server-ca FILE] [--cert-lifetime 24h] [--group G]... [--liqo-compat]',
     describe: 'Provider: check a Tenant and answer it with an Identity (the signed certificate) on stdout.',
-    flags: ['data-dir', 'provider-cluster-id', 'api-server-url', 'api-server-ca', 'cert-lifetime', 'group', 'signer', 'kubeconfig', 'context', 'liqo-compat'],
+    flags: [
+      'data-dir',
+      'provider-cluster-id',
+      'api-server-url',
+      'api-server-ca',
+      'cert-lifetime',
+      'group',
+      'signer',
+      'kubeconfig',
+      'context',
+      'liqo-compat',
+    ],
   },
   apply: {
-    usage: '$0 tenant apply --to-cluster --key-file KEY --cluster-id CONSUMER_ID --provider-cluster-id PROVIDER_ID --namespace NS [--provider-kubeconfig FILE] [--provider-context NAME] [--timeout 60s] [--force]',
-    describe: 'Consumer: create or renew this cluster\'s Tenant resource on the provider cluster and wait for its Identity (the declarative flow).',
-    flags: ['to-cluster', 'key-file', 'cluster-id', 'provider-cluster-id', 'namespace', 'provider-kubeconfig', 'provider-context', 'timeout', 'force'],
+    usage:
+      '$0 tenant apply --to-cluster --key-file KEY --cluster-id CONSUMER_ID --provider-cluster-id PROVIDER_ID --namespace NS [--provider-kubeconfig FILE] [--provider-context NAME] [--timeout 60s] [--force]',
+    describe:
+      "Consumer: create or renew this cluster's Tenant resource on the provider cluster and wait for its Identity (the declarative flow).",
+    flags: [
+      'to-cluster',
+      'key-file',
+      'cluster-id',
+      'provider-cluster-id',
+      'namespace',
+      'provider-kubeconfig',
+      'provider-context',
+      'timeout',
+      'force',
+    ],
   },
 } as const satisfies Record<string, ActionSpec>;
 
 export function builder(parser: Argv): Argv<any> {
   return parser
-    .usage(actionsUsage(actions, 'The manual tenant-cert flow: the provider issues a nonce, the consumer answers a Tenant, the provider answers an Identity.'))
+    .usage(
+      actionsUsage(
+        actions,
+        'The manual tenant-cert flow: the provider issues a nonce, the consumer answers a Tenant, the provider answers an Identity.',
+      ),
+    )
     .positional('action', { type: 'string', choices: Object.keys(actions), describe: 'what to do' })
     .positional('file', { type: 'string', describe: 'accept: the Tenant (YAML or JSON; "-" or absent: stdin)' })
-    .option('data-dir', { type: 'string', requiresArg: true, describe: 'nonce/accept: the issuer\'s data dir' })
+    .option('data-dir', { type: 'string', requiresArg: true, describe: "nonce/accept: the issuer's data dir" })
     .option('cluster-id', { type: 'string', requiresArg: true, describe: 'nonce/generate: the consumer cluster ID' })
     .option('provider-cluster-id', {
       type: 'string',
       requiresArg: true,
-      describe: 'generate: the provider cluster ID; nonce/accept: the provider a data dir without an issuer yet belongs to',
+      describe:
+        'generate: the provider cluster ID; nonce/accept: the provider a data dir without an issuer yet belongs to',
     })
-    .option('ttl', { type: 'string', default: '1h', requiresArg: true, describe: 'nonce: how long it stays valid (the documents travel by hand)' })
-    .option('key-file', { type: 'string', requiresArg: true, describe: 'generate: the consumer\'s private key (PKCS#8 PEM)' })
+    .option('ttl', {
+      type: 'string',
+      default: '1h',
+      requiresArg: true,
+      describe: 'nonce: how long it stays valid (the documents travel by hand)',
+    })
+    .option('key-file', {
+      type: 'string',
+      requiresArg: true,
+      describe: "generate: the consumer's private key (PKCS#8 PEM)",
+    })
     .option('nonce', { type: 'string', requiresArg: true, describe: 'generate: the nonce the provider issued' })
-    .option('group', { type: 'string', array: true, requiresArg: true, describe: 'generate: O values to request (the Kubernetes signer needs exactly the granted ones); accept: policy groups' })
-    .option('liqo', { type: 'boolean', default: false, describe: 'generate: a Liqo-shaped Tenant (signature over the nonce alone, O=liqo.io)' })
-    .option('api-server-url', { type: 'string', requiresArg: true, describe: 'accept: the API server URL put in the Identity' })
-    .option('api-server-ca', { type: 'string', requiresArg: true, describe: 'accept: PEM file of the API server\'s CA' })
-    .option('cert-lifetime', { type: 'string', default: '24h', requiresArg: true, describe: 'accept: certificate lifetime' })
-    .option('signer', { type: 'string', choices: ['embedded', 'kubernetes'], default: 'embedded', describe: 'accept: who signs' })
+    .option('group', {
+      type: 'string',
+      array: true,
+      requiresArg: true,
+      describe:
+        'generate: O values to request (the Kubernetes signer needs exactly the granted ones); accept: policy groups',
+    })
+    .option('liqo', {
+      type: 'boolean',
+      default: false,
+      describe: 'generate: a Liqo-shaped Tenant (signature over the nonce alone, O=liqo.io)',
+    })
+    .option('api-server-url', {
+      type: 'string',
+      requiresArg: true,
+      describe: 'accept: the API server URL put in the Identity',
+    })
+    .option('api-server-ca', { type: 'string', requiresArg: true, describe: "accept: PEM file of the API server's CA" })
+    .option('cert-lifetime', {
+      type: 'string',
+      default: '24h',
+      requiresArg: true,
+      describe: 'accept: certificate lifetime',
+    })
+    .option('signer', {
+      type: 'string',
+      choices: ['embedded', 'kubernetes'],
+      default: 'embedded',
+      describe: 'accept: who signs',
+    })
     .option('kubeconfig', { type: 'string', requiresArg: true, describe: 'accept --signer kubernetes: kubeconfig' })
-    .option('context', { type: 'string', requiresArg: true, describe: 'accept --signer kubernetes: kubeconfig context' })
+    .option('context', {
+      type: 'string',
+      requiresArg: true,
+      describe: 'accept --signer kubernetes: kubeconfig context',
+    })
     .option('liqo-compat', { type: 'boolean', default: false, describe: 'accept: also accept Liqo Tenants' })
-    .option('to-cluster', { type: 'boolean', default: false, describe: 'apply: write the Tenant resource on the provider cluster (required: the one mode of apply)' })
-    .option('namespace', { type: 'string', requiresArg: true, describe: 'apply: the namespace of the Tenants on the provider cluster (default: the context\'s)' })
-    .option('provider-kubeconfig', { type: 'string', requiresArg: true, describe: 'apply: kubeconfig for the provider cluster (default: KUBECONFIG, else ~/.kube/config, else in-cluster)' })
+    .option('to-cluster', {
+      type: 'boolean',
+      default: false,
+      describe: 'apply: write the Tenant resource on the provider cluster (required: the one mode of apply)',
+    })
+    .option('namespace', {
+      type: 'string',
+      requiresArg: true,
+      describe: "apply: the namespace of the Tenants on the provider cluster (default: the context's)",
+    })
+    .option('provider-kubeconfig', {
+      type: 'string',
+      requiresArg: true,
+      describe:
+        'apply: kubeconfig for the provider cluster (default: KUBECONFIG, else ~/.kube/config, else in-cluster)',
+    })
     .option('provider-context', { type: 'string', requiresArg: true, describe: 'apply: its context' })
-    .option('timeout', { type: 'string', default: '60s', requiresArg: true, describe: 'apply: how long to wait for each answer of the issuer' })
-    .option('force', { type: 'boolean', default: false, describe: 'apply: renew even before the renewal point (2/3 of the lifetime)' });
+    .option('timeout', {
+      type: 'string',
+      default: '60s',
+      requiresArg: true,
+      describe: 'apply: how long to wait for each answer of the issuer',
+    })
+    .option('force', {
+      type: 'boolean',
+      default: false,
+      describe: 'apply: renew even before the renewal point (2/3 of the lifetime)',
+    });
 }
 
-const required = (args: CommandArgs, flag: string, action: string): string => requiredFlag(args, flag, `tenant ${action}`);
+const required = (args: CommandArgs, flag: string, action: string): string =>
+  requiredFlag(args, flag, `tenant ${action}`);
 
 /** nonce/accept: --provider-cluster-id, which a data dir needs until an issuer has been set up in it. */
 function providerClusterID(args: CommandArgs): string | undefined {
@@ -103,8 +194,11 @@ function providerClusterID(args: CommandArgs): string | undefined {
 }
 
 async function readDocument(file: string | undefined, ctx: CommandContext): Promise<unknown> {
-  const { text, source } = await readInput(file, ctx, (cause, path) =>
-    new CredentialsError('ERR_TENANT_INPUT', `cannot read ${path}: ${(cause as Error).message}`, { path, cause }),
+  const { text, source } = await readInput(
+    file,
+    ctx,
+    (cause, path) =>
+      new CredentialsError('ERR_TENANT_INPUT', `cannot read ${path}: ${(cause as Error).message}`, { path, cause }),
   );
   return parseDocument(text, { source, code: 'ERR_TENANT_INVALID_DOCUMENT', message: `${source} is not YAML or JSON` });
 }
@@ -114,17 +208,25 @@ export async function run(args: CommandArgs, ctx: CommandContext): Promise<numbe
   const groups = Array.isArray(args['group']) ? args['group'].map(String) : [];
   if (action === 'generate') {
     const consumerClusterID = checkClusterId(required(args, 'cluster-id', 'generate'), '--cluster-id');
-    const providerClusterID = checkClusterId(required(args, 'provider-cluster-id', 'generate'), '--provider-cluster-id');
+    const providerClusterID = checkClusterId(
+      required(args, 'provider-cluster-id', 'generate'),
+      '--provider-cluster-id',
+    );
     const nonce = required(args, 'nonce', 'generate').trim();
     const keyFile = resolve(ctx.cwd, required(args, 'key-file', 'generate'));
     const keyPem = await readFile(keyFile, 'utf8').catch((cause: unknown) => {
-      throw new CredentialsError('ERR_TENANT_INPUT', `cannot read --key-file ${keyFile}: ${(cause as Error).message}`, { path: keyFile });
+      throw new CredentialsError('ERR_TENANT_INPUT', `cannot read --key-file ${keyFile}: ${(cause as Error).message}`, {
+        path: keyFile,
+      });
     });
     const privateKey = parsePrivateKeyPem(keyPem, keyFile);
     const { buildCsr, buildTenant } = await loadTenantBuilder();
     let document: unknown;
     if (args['liqo'] === true) {
-      const csr = await buildCsr(privateKey, { commonName: consumerClusterID, organizations: groups.length > 0 ? groups : ['liqo.io'] });
+      const csr = await buildCsr(privateKey, {
+        commonName: consumerClusterID,
+        organizations: groups.length > 0 ? groups : ['liqo.io'],
+      });
       const liqo: LiqoTenantDocument = {
         apiVersion: LIQO_API_VERSION,
         kind: 'Tenant',
@@ -151,7 +253,12 @@ export async function run(args: CommandArgs, ctx: CommandContext): Promise<numbe
   const log = (line: string) => ctx.io.stderr.write(`${line}\n`);
   if (action === 'nonce') {
     const consumerClusterID = checkClusterId(required(args, 'cluster-id', 'nonce'), '--cluster-id');
-    const ttlMs = parseDuration(String(args['ttl']), { flag: '--ttl', min: 5000, max: 7 * 86_400_000, code: 'ERR_ISSUER_CONFIG' });
+    const ttlMs = parseDuration(String(args['ttl']), {
+      flag: '--ttl',
+      min: 5000,
+      max: 7 * 86_400_000,
+      code: 'ERR_ISSUER_CONFIG',
+    });
     const opened = await openIssuer(issuerSettings({ ...args, 'data-dir': dataDir }, providerClusterID(args)), {
       env: ctx.env,
       now: () => new Date(),
@@ -194,14 +301,23 @@ export async function run(args: CommandArgs, ctx: CommandContext): Promise<numbe
 /** `tenant apply --to-cluster`: the consumer side of the declarative flow (../../providers/tenant-cert/consumer/cluster-flow.ts). */
 async function apply(args: CommandArgs, ctx: CommandContext): Promise<number> {
   if (args['to-cluster'] !== true) {
-    throw new CredentialsError('ERR_USAGE', 'tenant apply needs --to-cluster (it writes the Tenant resource on the provider cluster)', { path: '--to-cluster' });
+    throw new CredentialsError(
+      'ERR_USAGE',
+      'tenant apply needs --to-cluster (it writes the Tenant resource on the provider cluster)',
+      { path: '--to-cluster' },
+    );
   }
   const consumerClusterID = checkClusterId(required(args, 'cluster-id', 'apply'), '--cluster-id');
   const providerClusterID = checkClusterId(required(args, 'provider-cluster-id', 'apply'), '--provider-cluster-id');
   const keyFile = resolve(ctx.cwd, required(args, 'key-file', 'apply'));
   const { keyPem } = readKeyFile(keyFile);
   const privateKey = parsePrivateKeyPem(keyPem, keyFile);
-  const timeoutMs = parseDuration(String(args['timeout'] ?? '60s'), { flag: '--timeout', min: 1000, max: 3_600_000, code: 'ERR_USAGE' });
+  const timeoutMs = parseDuration(String(args['timeout'] ?? '60s'), {
+    flag: '--timeout',
+    min: 1000,
+    max: 3_600_000,
+    code: 'ERR_USAGE',
+  });
   const cluster = await providerCluster(args, ctx, 'tenant apply --to-cluster');
   try {
     const { applyTenant } = await loadClusterFlow();

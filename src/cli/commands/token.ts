@@ -20,7 +20,8 @@ import { actionsUsage, type ActionSpec, type CommandArgs, type CommandContext } 
 export const actions = {
   sync: {
     usage: '$0 token sync [-n NAMESPACE] [--cluster NAME]... [--layout LAYOUT] [--interval DURATION] [options]',
-    describe: "Mint member-cluster tokens (TokenRequest through the selected exec plugin) into hub Secrets in the Secret Reader layout, or with --layout kubeconfig-secretreader as kubeconfigs for upstream's kubeconfig-secretreader plugin.",
+    describe:
+      "Mint member-cluster tokens (TokenRequest through the selected exec plugin) into hub Secrets in the Secret Reader layout, or with --layout kubeconfig-secretreader as kubeconfigs for upstream's kubeconfig-secretreader plugin.",
   },
 } as const satisfies Record<string, ActionSpec>;
 
@@ -28,37 +29,89 @@ export function builder(parser: Argv): Argv<any> {
   return withProviderFileOption(parser)
     .usage(actionsUsage(actions, 'Tokens for member clusters, kept in hub Secrets.'))
     .positional('action', { choices: Object.keys(actions), describe: 'sync: mint member tokens into hub Secrets' })
-    .option('namespace', { alias: 'n', type: 'string', requiresArg: true, describe: 'Hub namespace of the ClusterProfiles and the token Secrets (default: the hub context\'s or pod\'s namespace)' })
-    .option('cluster', { type: 'string', array: true, requiresArg: true, describe: 'Only these ClusterProfiles (repeatable; default all in the namespace)' })
-    .option('hub-kubeconfig', { type: 'string', requiresArg: true, describe: 'kubeconfig of the hub (default: KUBECONFIG, else ~/.kube/config, else in-cluster)' })
-    .option('token-namespace', { type: 'string', requiresArg: true, describe: 'Default namespace of the member service account (spec.cluster.config.namespace wins)' })
-    .option('service-account', { type: 'string', requiresArg: true, describe: 'Default member service account (spec.cluster.config.serviceAccount wins)' })
-    .option('audience', { type: 'string', array: true, requiresArg: true, describe: 'Default token audiences (spec.cluster.config.audiences wins)' })
-    .option('expiration-seconds', { type: 'string', requiresArg: true, describe: 'Default token lifetime, 600..2^32 (spec.cluster.config.expirationSeconds wins)' })
+    .option('namespace', {
+      alias: 'n',
+      type: 'string',
+      requiresArg: true,
+      describe:
+        "Hub namespace of the ClusterProfiles and the token Secrets (default: the hub context's or pod's namespace)",
+    })
+    .option('cluster', {
+      type: 'string',
+      array: true,
+      requiresArg: true,
+      describe: 'Only these ClusterProfiles (repeatable; default all in the namespace)',
+    })
+    .option('hub-kubeconfig', {
+      type: 'string',
+      requiresArg: true,
+      describe: 'kubeconfig of the hub (default: KUBECONFIG, else ~/.kube/config, else in-cluster)',
+    })
+    .option('token-namespace', {
+      type: 'string',
+      requiresArg: true,
+      describe: 'Default namespace of the member service account (spec.cluster.config.namespace wins)',
+    })
+    .option('service-account', {
+      type: 'string',
+      requiresArg: true,
+      describe: 'Default member service account (spec.cluster.config.serviceAccount wins)',
+    })
+    .option('audience', {
+      type: 'string',
+      array: true,
+      requiresArg: true,
+      describe: 'Default token audiences (spec.cluster.config.audiences wins)',
+    })
+    .option('expiration-seconds', {
+      type: 'string',
+      requiresArg: true,
+      describe: 'Default token lifetime, 600..2^32 (spec.cluster.config.expirationSeconds wins)',
+    })
     .option('layout', {
       type: 'string',
       choices: TOKEN_SYNC_LAYOUTS,
       default: 'secretreader',
-      describe: "Secret layout, as upstream's reader plugin of that name reads it: secretreader (<name>, key token) or kubeconfig-secretreader (<name>-kubeconfig, key value: a kubeconfig)",
+      describe:
+        "Secret layout, as upstream's reader plugin of that name reads it: secretreader (<name>, key token) or kubeconfig-secretreader (<name>-kubeconfig, key value: a kubeconfig)",
     })
-    .option('interval', { type: 'string', requiresArg: true, describe: 'Repeat every DURATION (e.g. 30s, 5m) until stopped; default: one pass' })
-    .example('$0 token sync -n fleet --service-account fleet-workload --token-namespace fleet', 'one pass over all profiles in fleet')
+    .option('interval', {
+      type: 'string',
+      requiresArg: true,
+      describe: 'Repeat every DURATION (e.g. 30s, 5m) until stopped; default: one pass',
+    })
+    .example(
+      '$0 token sync -n fleet --service-account fleet-workload --token-namespace fleet',
+      'one pass over all profiles in fleet',
+    )
     .example('$0 token sync -n fleet --interval 1m', 'keep the Secrets fresh')
-    .example('$0 token sync -n fleet --layout kubeconfig-secretreader', 'kubeconfigs for the kubeconfig-secretreader plugin');
+    .example(
+      '$0 token sync -n fleet --layout kubeconfig-secretreader',
+      'kubeconfigs for the kubeconfig-secretreader plugin',
+    );
 }
 
 export async function run(args: CommandArgs, ctx: CommandContext): Promise<number> {
-  const intervalMs = typeof args.interval === 'string' ? parseDuration(args.interval, { flag: '--interval', min: 1000, max: 86_400_000, code: 'ERR_TOKEN_SYNC_USAGE' }) : undefined;
+  const intervalMs =
+    typeof args.interval === 'string'
+      ? parseDuration(args.interval, { flag: '--interval', min: 1000, max: 86_400_000, code: 'ERR_TOKEN_SYNC_USAGE' })
+      : undefined;
   const accessConfig = await loadAccessConfig(resolve(ctx.cwd, String(args[PROVIDER_FILE_OPTION])));
   const access = await loadKubeAccess(
-    { kubeconfig: args['hub-kubeconfig'] as string | undefined, flag: '--hub-kubeconfig', what: "the hub's kubeconfig" },
+    {
+      kubeconfig: args['hub-kubeconfig'] as string | undefined,
+      flag: '--hub-kubeconfig',
+      what: "the hub's kubeconfig",
+    },
     { env: ctx.env, cwd: ctx.cwd },
   );
   const namespace = (args.namespace as string | undefined) ?? access.namespace ?? 'default';
   const hub = createKubeTransport(access.endpoint, access.credential);
   const log = (line: string) => ctx.io.stderr.write(`${line}\n`);
 
-  const bootstrap = async (resolved: Parameters<Parameters<typeof syncTokensOnce>[1]['bootstrap']>[0]): Promise<KubeCredential> => {
+  const bootstrap = async (
+    resolved: Parameters<Parameters<typeof syncTokensOnce>[1]['bootstrap']>[0],
+  ): Promise<KubeCredential> => {
     const credential = await runExecPlugin(resolved.exec, resolved.cluster, { env: ctx.env });
     if (credential.clientCertificate !== undefined && credential.clientKey !== undefined) {
       return { kind: 'certificate', certificatePem: credential.clientCertificate, keyPem: credential.clientKey };
@@ -66,7 +119,10 @@ export async function run(args: CommandArgs, ctx: CommandContext): Promise<numbe
     if (credential.token !== undefined) {
       return { kind: 'token', token: credential.token };
     }
-    throw new CredentialsError('ERR_TOKEN_SYNC_BOOTSTRAP', `provider ${resolved.providerName} returned no usable credential`);
+    throw new CredentialsError(
+      'ERR_TOKEN_SYNC_BOOTSTRAP',
+      `provider ${resolved.providerName} returned no usable credential`,
+    );
   };
   const options = {
     namespace,
@@ -84,7 +140,8 @@ export async function run(args: CommandArgs, ctx: CommandContext): Promise<numbe
     hub: hub.send,
     hubServer: access.endpoint.server,
     bootstrap,
-    member: (endpoint: Parameters<typeof createKubeTransport>[0], credential: KubeCredential) => createKubeTransport(endpoint, credential),
+    member: (endpoint: Parameters<typeof createKubeTransport>[0], credential: KubeCredential) =>
+      createKubeTransport(endpoint, credential),
     now: () => new Date(),
     log,
   };

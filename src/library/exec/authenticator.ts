@@ -14,7 +14,11 @@ import { canonicalJson } from '../../core/canonical-json.js';
 export const DEFAULT_REFRESH_MARGIN_MS = 60_000;
 
 /** Runs the plugin once; the default is {@link runExecPlugin}. A seam for tests with a frozen clock. */
-export type ExecRun = (exec: ExecConfig, cluster: ExecCluster | undefined, options: ExecRunOptions) => Promise<ExecCredential>;
+export type ExecRun = (
+  exec: ExecConfig,
+  cluster: ExecCluster | undefined,
+  options: ExecRunOptions,
+) => Promise<ExecCredential>;
 
 export interface ExecAuthenticatorOptions extends ExecRunOptions {
   /** Epoch ms. Default `Date.now`. */
@@ -91,7 +95,10 @@ export class ExecAuthenticator {
       if (credential.expiresAt === undefined) {
         this.#cached = { credential, refreshAt: Number.POSITIVE_INFINITY };
       } else if (credential.expiresAt > now) {
-        const margin = Math.min(this.#options.refreshMarginMs ?? DEFAULT_REFRESH_MARGIN_MS, (credential.expiresAt - now) / 2);
+        const margin = Math.min(
+          this.#options.refreshMarginMs ?? DEFAULT_REFRESH_MARGIN_MS,
+          (credential.expiresAt - now) / 2,
+        );
         this.#cached = { credential, refreshAt: credential.expiresAt - margin };
       } else {
         // Already expired: good for the callers waiting now (client-go would send it too), never cached.

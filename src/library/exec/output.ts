@@ -86,12 +86,29 @@ function tester(test: (text: string) => boolean): RegExp {
 function yaml11Tags(tags: Tags): Tags {
   const kept = tags.filter((tag) =>
     typeof tag === 'string'
-      ? !['int', 'intBin', 'intHex', 'intOct', 'intTime', 'float', 'floatExp', 'floatNaN', 'floatTime', 'timestamp'].includes(tag)
+      ? ![
+          'int',
+          'intBin',
+          'intHex',
+          'intOct',
+          'intTime',
+          'float',
+          'floatExp',
+          'floatNaN',
+          'floatTime',
+          'timestamp',
+        ].includes(tag)
       : !['tag:yaml.org,2002:int', 'tag:yaml.org,2002:float', 'tag:yaml.org,2002:timestamp'].includes(tag.tag),
   );
   return [
     ...kept,
-    { tag: 'tag:yaml.org,2002:int', default: true, identify: (v) => typeof v === 'number', test: tester(isGoYamlNumber), resolve: goYamlNumber },
+    {
+      tag: 'tag:yaml.org,2002:int',
+      default: true,
+      identify: (v) => typeof v === 'number',
+      test: tester(isGoYamlNumber),
+      resolve: goYamlNumber,
+    },
     {
       tag: 'tag:yaml.org,2002:float',
       default: true,
@@ -118,7 +135,12 @@ function parseDocument(stdout: string): unknown {
       throw decodeError(`output starts with '{' but is not JSON: ${jsonSyntaxProblem(error)}`);
     }
   }
-  const [first] = parseAllDocuments(stdout, { version: '1.1', customTags: yaml11Tags, uniqueKeys: false, prettyErrors: false });
+  const [first] = parseAllDocuments(stdout, {
+    version: '1.1',
+    customTags: yaml11Tags,
+    uniqueKeys: false,
+    prettyErrors: false,
+  });
   if (first === undefined) {
     throw decodeError('the plugin printed nothing');
   }

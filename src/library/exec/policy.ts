@@ -29,7 +29,9 @@ export interface CredentialPluginPolicy {
   allowlist?: readonly CredentialPluginAllowlistEntry[];
 }
 
-export type PluginPolicyErrorCode = ErrorCodes<'ERR_EXEC_PLUGIN_POLICY_INVALID' | 'ERR_EXEC_PLUGIN_DENIED' | 'ERR_EXEC_NOT_FOUND' | 'ERR_EXEC_FAILED'>;
+export type PluginPolicyErrorCode = ErrorCodes<
+  'ERR_EXEC_PLUGIN_POLICY_INVALID' | 'ERR_EXEC_PLUGIN_DENIED' | 'ERR_EXEC_NOT_FOUND' | 'ERR_EXEC_FAILED'
+>;
 
 const { accessSync, constants, statSync } = process.getBuiltinModule('node:fs');
 const { posix } = process.getBuiltinModule('node:path');
@@ -42,7 +44,9 @@ export function cleanPath(path: string): string {
 }
 
 function invalid(reason: string): CredentialsError<PluginPolicyErrorCode> {
-  return new CredentialsError('ERR_EXEC_PLUGIN_POLICY_INVALID', `invalid plugin policy: ${reason}`, { path: 'pluginPolicy' });
+  return new CredentialsError('ERR_EXEC_PLUGIN_POLICY_INVALID', `invalid plugin policy: ${reason}`, {
+    path: 'pluginPolicy',
+  });
 }
 
 /** client-go's `ValidatePluginPolicy`: throws `ERR_EXEC_PLUGIN_POLICY_INVALID` with its text. */
@@ -54,16 +58,24 @@ export function validatePluginPolicy(policy: CredentialPluginPolicy | undefined)
     case 'AllowAll':
     case 'DenyAll':
       if (allowlist !== undefined) {
-        throw invalid(`misconfigured credential plugin allowlist: plugin policy is ${quote(policyType)} but allowlist is non-nil`);
+        throw invalid(
+          `misconfigured credential plugin allowlist: plugin policy is ${quote(policyType)} but allowlist is non-nil`,
+        );
       }
       return;
     case 'Allowlist':
-      if (allowlist === undefined) throw invalid('credential plugin policy set to "Allowlist", but allowlist is unspecified');
-      if (allowlist.length === 0) throw invalid('credential plugin policy set to "Allowlist", but allowlist is empty; use "DenyAll" policy instead');
+      if (allowlist === undefined)
+        throw invalid('credential plugin policy set to "Allowlist", but allowlist is unspecified');
+      if (allowlist.length === 0)
+        throw invalid(
+          'credential plugin policy set to "Allowlist", but allowlist is empty; use "DenyAll" policy instead',
+        );
       allowlist.forEach((entry, index) => {
         const name = entry?.name ?? '';
-        if (name === '') throw invalid(`misconfigured credential plugin allowlist: empty allowlist entry #${index + 1}`);
-        if (cleanPath(name) !== name) throw invalid(`non-normalized file path: ${quote(name)} vs ${quote(cleanPath(name))}`);
+        if (name === '')
+          throw invalid(`misconfigured credential plugin allowlist: empty allowlist entry #${index + 1}`);
+        if (cleanPath(name) !== name)
+          throw invalid(`non-normalized file path: ${quote(name)} vs ${quote(cleanPath(name))}`);
       });
       return;
     default:
@@ -71,7 +83,9 @@ export function validatePluginPolicy(policy: CredentialPluginPolicy | undefined)
   }
 }
 
-type Lookup = { path: string; error?: undefined } | { path: string | undefined; error: { kind: 'not-found' | 'dot' | 'other'; message: string } };
+type Lookup =
+  | { path: string; error?: undefined }
+  | { path: string | undefined; error: { kind: 'not-found' | 'dot' | 'other'; message: string } };
 
 /** Go's `findExecutable` on Unix: a file (not a directory) the user may execute. */
 function executableProblem(file: string): string | undefined {
@@ -81,7 +95,11 @@ function executableProblem(file: string): string | undefined {
     return undefined;
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    return code === 'ENOENT' ? 'no such file or directory' : code === 'EACCES' ? 'permission denied' : (error as Error).message;
+    return code === 'ENOENT'
+      ? 'no such file or directory'
+      : code === 'EACCES'
+        ? 'permission denied'
+        : (error as Error).message;
   }
 }
 
@@ -89,18 +107,35 @@ function executableProblem(file: string): string | undefined {
 export function lookPath(file: string, path: string): Lookup {
   if (file.includes('/')) {
     const problem = executableProblem(file);
-    return problem === undefined ? { path: file } : { path: undefined, error: { kind: problem === 'no such file or directory' ? 'not-found' : 'other', message: `exec: ${quote(file)}: ${problem}` } };
+    return problem === undefined
+      ? { path: file }
+      : {
+          path: undefined,
+          error: {
+            kind: problem === 'no such file or directory' ? 'not-found' : 'other',
+            message: `exec: ${quote(file)}: ${problem}`,
+          },
+        };
   }
   for (const entry of path.split(':')) {
     const candidate = posix.join(entry === '' ? '.' : entry, file);
     if (executableProblem(candidate) === undefined) {
       if (!posix.isAbsolute(candidate)) {
-        return { path: candidate, error: { kind: 'dot', message: `exec: ${quote(file)}: cannot run executable found relative to current directory` } };
+        return {
+          path: candidate,
+          error: {
+            kind: 'dot',
+            message: `exec: ${quote(file)}: cannot run executable found relative to current directory`,
+          },
+        };
       }
       return { path: candidate };
     }
   }
-  return { path: undefined, error: { kind: 'not-found', message: `exec: ${quote(file)}: executable file not found in $PATH` } };
+  return {
+    path: undefined,
+    error: { kind: 'not-found', message: `exec: ${quote(file)}: executable file not found in $PATH` },
+  };
 }
 
 /**
@@ -144,10 +179,14 @@ export function checkPluginPolicy(
     // Allowed by name, but Go's cmd.Run would fail with the lookup's error.
     if (initial.error.kind === 'not-found') {
       const message = `exec: executable ${cmd} not found`;
-      throw new CredentialsError<PluginPolicyErrorCode>('ERR_EXEC_NOT_FOUND', installHint === undefined || installHint === '' ? message : `${message}\n\n${installHint}`, {
-        path: command,
-        ...(installHint ? { hint: installHint } : {}),
-      });
+      throw new CredentialsError<PluginPolicyErrorCode>(
+        'ERR_EXEC_NOT_FOUND',
+        installHint === undefined || installHint === '' ? message : `${message}\n\n${installHint}`,
+        {
+          path: command,
+          ...(installHint ? { hint: installHint } : {}),
+        },
+      );
     }
     throw new CredentialsError<PluginPolicyErrorCode>('ERR_EXEC_FAILED', initial.error.message, { path: command });
   };

@@ -16,7 +16,6 @@ export const DEFAULT_MAX_EXEC_DEPTH = 3;
 
 const API_VERSIONS: readonly string[] = EXEC_API_VERSIONS;
 
-
 export interface ExecRequestOptions {
   /** The parent environment the plugin inherits. Production default: `process.env` (read by the caller, not here). */
   env: Env;
@@ -39,14 +38,19 @@ export interface ExecRequest {
   /** Shown when the command is missing. */
   installHint?: string;
   /** The KUBERNETES_EXEC_INFO document. */
-  execInfo: { kind: 'ExecCredential'; apiVersion: ExecApiVersion; spec: { interactive: boolean; cluster?: ExecCluster } };
+  execInfo: {
+    kind: 'ExecCredential';
+    apiVersion: ExecApiVersion;
+    spec: { interactive: boolean; cluster?: ExecCluster };
+  };
 }
 
 /** `spec.cluster` as the plugin sees it: only the keys that are set, in kubeconfig's kebab-case. */
 function execInfoCluster(cluster: ExecCluster): ExecCluster {
   const out: ExecCluster = { server: cluster.server };
   if (cluster['tls-server-name'] !== undefined) out['tls-server-name'] = cluster['tls-server-name'];
-  if (cluster['insecure-skip-tls-verify'] !== undefined) out['insecure-skip-tls-verify'] = cluster['insecure-skip-tls-verify'];
+  if (cluster['insecure-skip-tls-verify'] !== undefined)
+    out['insecure-skip-tls-verify'] = cluster['insecure-skip-tls-verify'];
   if (cluster['certificate-authority-data'] !== undefined) {
     out['certificate-authority-data'] = cluster['certificate-authority-data'];
   }
@@ -57,7 +61,8 @@ function execInfoCluster(cluster: ExecCluster): ExecCluster {
 }
 
 function interactiveFor(exec: ExecConfig, stdinIsTerminal: boolean): boolean {
-  const mode = exec.interactiveMode ?? (exec.apiVersion === 'client.authentication.k8s.io/v1beta1' ? 'IfAvailable' : undefined);
+  const mode =
+    exec.interactiveMode ?? (exec.apiVersion === 'client.authentication.k8s.io/v1beta1' ? 'IfAvailable' : undefined);
   switch (mode) {
     case 'Never':
       return false;
@@ -65,7 +70,10 @@ function interactiveFor(exec: ExecConfig, stdinIsTerminal: boolean): boolean {
       return stdinIsTerminal;
     case 'Always':
       if (!stdinIsTerminal) {
-        throw execError('ERR_EXEC_INTERACTIVE', 'exec plugin cannot support interactive mode: standard input is not a terminal');
+        throw execError(
+          'ERR_EXEC_INTERACTIVE',
+          'exec plugin cannot support interactive mode: standard input is not a terminal',
+        );
       }
       return true;
     case undefined:
@@ -95,11 +103,19 @@ export function execDepth(env: Env): number {
  *   const request = buildExecRequest(exec, cluster, { env: process.env });
  *   JSON.parse(request.env.KUBERNETES_EXEC_INFO).spec.interactive; // false
  */
-export function buildExecRequest(exec: ExecConfig, cluster: ExecCluster | undefined, options: ExecRequestOptions): ExecRequest {
+export function buildExecRequest(
+  exec: ExecConfig,
+  cluster: ExecCluster | undefined,
+  options: ExecRequestOptions,
+): ExecRequest {
   if (typeof exec.command !== 'string' || exec.command === '') {
-    throw execError('ERR_EXEC_CONFIG_INVALID', `command must be specified for ${exec.apiVersion} to use exec authentication plugin`, {
-      path: 'exec.command',
-    });
+    throw execError(
+      'ERR_EXEC_CONFIG_INVALID',
+      `command must be specified for ${exec.apiVersion} to use exec authentication plugin`,
+      {
+        path: 'exec.command',
+      },
+    );
   }
   if (!API_VERSIONS.includes(exec.apiVersion)) {
     throw execError('ERR_EXEC_CONFIG_INVALID', `exec plugin: invalid apiVersion ${JSON.stringify(exec.apiVersion)}`, {
@@ -122,9 +138,10 @@ export function buildExecRequest(exec: ExecConfig, cluster: ExecCluster | undefi
   const execInfo: ExecRequest['execInfo'] = {
     kind: 'ExecCredential',
     apiVersion: exec.apiVersion,
-    spec: exec.provideClusterInfo === true && cluster !== undefined
-      ? { interactive, cluster: execInfoCluster(cluster) }
-      : { interactive },
+    spec:
+      exec.provideClusterInfo === true && cluster !== undefined
+        ? { interactive, cluster: execInfoCluster(cluster) }
+        : { interactive },
   };
   const env: Record<string, string> = {};
   for (const [name, value] of Object.entries(options.env)) {

@@ -96,9 +96,11 @@ export function spawnExecRequest(request: ExecRequest, options: ExecRunOptions =
         stdio: [request.interactive ? 'inherit' : 'ignore', 'pipe', 'pipe'],
       });
     } catch (error) {
-      fail(execError('ERR_EXEC_FAILED', `exec: executable ${command} could not be started: ${(error as Error).message}`, {
-        cause: error,
-      }));
+      fail(
+        execError('ERR_EXEC_FAILED', `exec: executable ${command} could not be started: ${(error as Error).message}`, {
+          cause: error,
+        }),
+      );
       return;
     }
     const pid = child.pid;
@@ -113,11 +115,16 @@ export function spawnExecRequest(request: ExecRequest, options: ExecRunOptions =
     if (timeoutMs > 0) {
       timer = setTimeout(() => {
         killGroup(child.pid);
-        fail(execError(
-          'ERR_EXEC_TIMEOUT',
-          withStderr(`exec: executable ${command} did not finish within ${timeoutMs} ms; it was killed`, stderrText()),
-          { hint: 'raise the exec timeout or fix the plugin (is it waiting for input or a network?)' },
-        ));
+        fail(
+          execError(
+            'ERR_EXEC_TIMEOUT',
+            withStderr(
+              `exec: executable ${command} did not finish within ${timeoutMs} ms; it was killed`,
+              stderrText(),
+            ),
+            { hint: 'raise the exec timeout or fix the plugin (is it waiting for input or a network?)' },
+          ),
+        );
       }, timeoutMs);
     }
 
@@ -125,7 +132,12 @@ export function spawnExecRequest(request: ExecRequest, options: ExecRunOptions =
       stdoutBytes += chunk.length;
       if (stdoutBytes > maxStdout) {
         killGroup(child.pid);
-        fail(execError('ERR_EXEC_OUTPUT_INVALID', withStderr(`decoding stdout: output exceeds ${maxStdout} bytes`, stderrText())));
+        fail(
+          execError(
+            'ERR_EXEC_OUTPUT_INVALID',
+            withStderr(`decoding stdout: output exceeds ${maxStdout} bytes`, stderrText()),
+          ),
+        );
         return;
       }
       stdout.push(chunk);
@@ -143,11 +155,15 @@ export function spawnExecRequest(request: ExecRequest, options: ExecRunOptions =
     child.on('error', (error: NodeJS.ErrnoException) => {
       if (error.code === 'ENOENT' || error.code === 'EACCES' || error.code === 'ENOTDIR') {
         const hint = request.installHint;
-        fail(execError(
-          'ERR_EXEC_NOT_FOUND',
-          hint === undefined || hint === '' ? `exec: executable ${command} not found` : `exec: executable ${command} not found\n\n${hint}`,
-          { path: command, cause: error, ...(hint ? { hint } : {}) },
-        ));
+        fail(
+          execError(
+            'ERR_EXEC_NOT_FOUND',
+            hint === undefined || hint === ''
+              ? `exec: executable ${command} not found`
+              : `exec: executable ${command} not found\n\n${hint}`,
+            { path: command, cause: error, ...(hint ? { hint } : {}) },
+          ),
+        );
       } else {
         killGroup(pid);
         fail(execError('ERR_EXEC_FAILED', `exec: executable ${command} failed: ${error.message}`, { cause: error }));
@@ -161,9 +177,19 @@ export function spawnExecRequest(request: ExecRequest, options: ExecRunOptions =
         options.signal?.removeEventListener('abort', abort);
         resolve({ stdout: Buffer.concat(stdout).toString('utf8'), stderr: stderrText() });
       } else if (code !== null) {
-        fail(execError('ERR_EXEC_FAILED', withStderr(`exec: executable ${command} failed with exit code ${code}`, stderrText())));
+        fail(
+          execError(
+            'ERR_EXEC_FAILED',
+            withStderr(`exec: executable ${command} failed with exit code ${code}`, stderrText()),
+          ),
+        );
       } else {
-        fail(execError('ERR_EXEC_FAILED', withStderr(`exec: executable ${command} was killed by signal ${signal}`, stderrText())));
+        fail(
+          execError(
+            'ERR_EXEC_FAILED',
+            withStderr(`exec: executable ${command} was killed by signal ${signal}`, stderrText()),
+          ),
+        );
       }
     });
   });

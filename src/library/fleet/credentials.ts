@@ -16,7 +16,12 @@ import { parseTimestamp } from '../../core/exec-credential.js';
 import { obtainCredential, type ObtainedCredential } from '../../plugin/obtain.js';
 import type { CredentialProvider, FlagSpecs } from '../../plugin/provider.js';
 import { parseCommand, type PluginCommand } from '../../plugin/flags.js';
-import { ExecAuthenticator, ExecCredentialCache, execCacheKey, type ExecAuthenticatorOptions } from '../exec/authenticator.js';
+import {
+  ExecAuthenticator,
+  ExecCredentialCache,
+  execCacheKey,
+  type ExecAuthenticatorOptions,
+} from '../exec/authenticator.js';
 import { parseExecCredential, type ExecCredential } from '../exec/output.js';
 import { buildExecRequest } from '../exec/request.js';
 import { runExecPlugin } from '../exec/runner.js';
@@ -33,7 +38,8 @@ export type AnyCredentialProvider = CredentialProvider<any, any, any>;
 /** This package's plugins by binary name; loaded on first use (a provider's door pulls in its whole folder). */
 const BUILTIN_PROVIDERS: Readonly<Record<string, () => Promise<AnyCredentialProvider>>> = {
   'clusterprofile-tenant-cert': async () => (await import('../../providers/tenant-cert/index.js')).tenantCertProvider,
-  'clusterprofile-token-request': async () => (await import('../../providers/token-request/index.js')).tokenRequestProvider,
+  'clusterprofile-token-request': async () =>
+    (await import('../../providers/token-request/index.js')).tokenRequestProvider,
   'clusterprofile-oidc': async () => (await import('../../providers/oidc/index.js')).oidcProvider,
 };
 
@@ -45,13 +51,16 @@ function baseName(file: string): string {
  * The binary an exec config runs when it is one of ours, and its flags: `command: clusterprofile-token-request` (any
  * directory), or `command: node` (or this process's node) with the binary's script as the first argument.
  */
-export function builtinPluginOf(exec: Pick<ExecConfig, 'command' | 'args'>): { binary: string; argv: readonly string[] } | undefined {
+export function builtinPluginOf(
+  exec: Pick<ExecConfig, 'command' | 'args'>,
+): { binary: string; argv: readonly string[] } | undefined {
   const command = baseName(exec.command);
   const args = exec.args ?? [];
   if (Object.hasOwn(BUILTIN_PROVIDERS, command)) return { binary: command, argv: args };
   const isNode = command === 'node' || exec.command === process.execPath;
   const script = args[0] === undefined ? undefined : baseName(args[0]);
-  if (isNode && script !== undefined && Object.hasOwn(BUILTIN_PROVIDERS, script)) return { binary: script, argv: args.slice(1) };
+  if (isNode && script !== undefined && Object.hasOwn(BUILTIN_PROVIDERS, script))
+    return { binary: script, argv: args.slice(1) };
   return undefined;
 }
 
@@ -161,7 +170,10 @@ export class FleetCredentials {
       // The scheduler refreshes ahead of expiry; the authenticator's own margin only matters when it fails.
       refreshMarginMs: options.policy.marginMs,
     };
-    this.cache = new SlotCache(this.#authenticatorOptions, (exec, cluster) => this.#slots.get(slotKey(exec, cluster))?.authenticator);
+    this.cache = new SlotCache(
+      this.#authenticatorOptions,
+      (exec, cluster) => this.#slots.get(slotKey(exec, cluster))?.authenticator,
+    );
   }
 
   /** Bounds in use, for status. */
@@ -260,7 +272,9 @@ export class FleetCredentials {
   }
 
   #plan(access: ResolvedClusterAccess): CredentialSlot['plan'] {
-    const registered = Object.hasOwn(this.#options.providers, access.providerName) ? this.#options.providers[access.providerName] : undefined;
+    const registered = Object.hasOwn(this.#options.providers, access.providerName)
+      ? this.#options.providers[access.providerName]
+      : undefined;
     let provider: AnyCredentialProvider | undefined = registered;
     let argv: readonly string[] = access.exec.args;
     if (provider === undefined) {
@@ -277,9 +291,13 @@ export class FleetCredentials {
     // The binary's own parser: a flag it would refuse is refused now, for this member only.
     const parsed = parseCommand(provider, argv);
     if (parsed.action !== 'credential') {
-      throw new CredentialsError('ERR_PLUGIN_USAGE', `the args of provider ${JSON.stringify(access.providerName)} ask for ${parsed.action === 'help' ? '--help' : 'the clean command'}, not a credential`, {
-        path: parsed.action === 'help' ? '--help' : 'clean',
-      });
+      throw new CredentialsError(
+        'ERR_PLUGIN_USAGE',
+        `the args of provider ${JSON.stringify(access.providerName)} ask for ${parsed.action === 'help' ? '--help' : 'the clean command'}, not a credential`,
+        {
+          path: parsed.action === 'help' ? '--help' : 'clean',
+        },
+      );
     }
     const plan: InProcessPlan = { provider, argv, command: parsed };
     this.#plans.set(key, plan);
@@ -334,7 +352,11 @@ export class FleetCredentials {
     const key = slotKey(exec, cluster);
     const slot = this.#slots.get(key);
     if (slot === undefined || slot.closed) {
-      throw new CredentialsError('ERR_FLEET_CLOSED', `the cluster at ${cluster?.server ?? exec.command} is no longer in the fleet`, { path: cluster?.server ?? exec.command });
+      throw new CredentialsError(
+        'ERR_FLEET_CLOSED',
+        `the cluster at ${cluster?.server ?? exec.command} is no longer in the fleet`,
+        { path: cluster?.server ?? exec.command },
+      );
     }
     const scheduled = slot.scheduled;
     slot.scheduled = false;
@@ -352,7 +374,10 @@ export class FleetCredentials {
     const startedHr = performance.now();
     let timedOut = false;
     try {
-      const credential = slot.plan === undefined ? await this.#exec(slot, exec, cluster) : await this.#inProcess(slot, slot.plan, exec, cluster, () => (timedOut = true));
+      const credential =
+        slot.plan === undefined
+          ? await this.#exec(slot, exec, cluster)
+          : await this.#inProcess(slot, slot.plan, exec, cluster, () => (timedOut = true));
       if (slot.closed) return credential;
       const now = clock.now();
       slot.credential = credential;
@@ -360,10 +385,21 @@ export class FleetCredentials {
       slot.failures = 0;
       slot.lastError = undefined;
       slot.retryAt = undefined;
-      const margin = slot.plan === undefined ? this.#options.policy.marginMs : (slot.plan.provider.minRemainingSeconds ?? 60) * 1000;
-      const at = refreshTime(now, credential.expiresAt, { ...this.#options.policy, marginMs: margin }, this.#options.random);
+      const margin =
+        slot.plan === undefined ? this.#options.policy.marginMs : (slot.plan.provider.minRemainingSeconds ?? 60) * 1000;
+      const at = refreshTime(
+        now,
+        credential.expiresAt,
+        { ...this.#options.policy, marginMs: margin },
+        this.#options.random,
+      );
       if (at !== undefined) this.#queue.schedule(key, at);
-      this.#options.onFetch({ providerName: slot.providerName, mode: slot.mode, seconds: (performance.now() - startedHr) / 1000, timedOut: false });
+      this.#options.onFetch({
+        providerName: slot.providerName,
+        mode: slot.mode,
+        seconds: (performance.now() - startedHr) / 1000,
+        timedOut: false,
+      });
       this.#options.onResult(slot, undefined);
       return credential;
     } catch (error) {
@@ -378,7 +414,8 @@ export class FleetCredentials {
       if (!slot.closed) {
         slot.failures += 1;
         slot.lastError = error;
-        slot.retryAt = Math.max(started, clock.now()) + backoffDelay(slot.failures, this.#options.policy, this.#options.random);
+        slot.retryAt =
+          Math.max(started, clock.now()) + backoffDelay(slot.failures, this.#options.policy, this.#options.random);
         this.#queue.schedule(key, slot.retryAt);
         this.#options.onResult(slot, error);
         // A refresh ahead of expiry that failed leaves the member on the credential it has until that expires.
@@ -389,7 +426,10 @@ export class FleetCredentials {
   }
 
   #valid(credential: ExecCredential | undefined): credential is ExecCredential {
-    return credential !== undefined && (credential.expiresAt === undefined || credential.expiresAt > this.#options.clock.now());
+    return (
+      credential !== undefined &&
+      (credential.expiresAt === undefined || credential.expiresAt > this.#options.clock.now())
+    );
   }
 
   /** The plugin as a process: a process place first (so waiting for one holds no fetch place), then a fetch place. */
@@ -432,7 +472,10 @@ export class FleetCredentials {
           const error = new CredentialsError(
             'ERR_FLEET_CREDENTIAL_TIMEOUT',
             `provider ${plan.provider.name} did not return a credential for ${cluster?.server ?? slot.providerName} within ${fetchTimeoutMs} ms; it was aborted`,
-            { path: slot.providerName, hint: 'check what the provider waits for (its issuer or API server), or raise fetchTimeoutMs' },
+            {
+              path: slot.providerName,
+              hint: 'check what the provider waits for (its issuer or API server), or raise fetchTimeoutMs',
+            },
           );
           controller.abort(error);
           reject(error);
@@ -461,7 +504,10 @@ export class FleetCredentials {
           return first;
         };
         const result = await Promise.race([obtain(), deadline]);
-        return parseExecCredential(JSON.stringify({ apiVersion: exec.apiVersion, kind: 'ExecCredential', status: result.status }), exec.apiVersion);
+        return parseExecCredential(
+          JSON.stringify({ apiVersion: exec.apiVersion, kind: 'ExecCredential', status: result.status }),
+          exec.apiVersion,
+        );
       } finally {
         clock.clearTimer(timer);
       }
@@ -478,7 +524,10 @@ class SlotCache extends ExecCredentialCache {
   readonly #options: ExecAuthenticatorOptions;
   readonly #lookup: (exec: ExecConfig, cluster: ExecCluster | undefined) => ExecAuthenticator | undefined;
 
-  constructor(options: ExecAuthenticatorOptions, lookup: (exec: ExecConfig, cluster: ExecCluster | undefined) => ExecAuthenticator | undefined) {
+  constructor(
+    options: ExecAuthenticatorOptions,
+    lookup: (exec: ExecConfig, cluster: ExecCluster | undefined) => ExecAuthenticator | undefined,
+  ) {
     super(options);
     this.#options = options;
     this.#lookup = lookup;

@@ -23,7 +23,13 @@ import type { KubeAccess } from '../../kube/kubeconfig.js';
 import type { ClusterProfileKubeConfig } from '../build-config.js';
 import { resolveClusterAccess } from '../resolve.js';
 import type { AccessConfig, ClusterProfile, ResolvedClusterAccess } from '../types.js';
-import { FleetCredentials, builtinPluginOf, type AnyCredentialProvider, type CredentialMode, type CredentialSlot } from './credentials.js';
+import {
+  FleetCredentials,
+  builtinPluginOf,
+  type AnyCredentialProvider,
+  type CredentialMode,
+  type CredentialSlot,
+} from './credentials.js';
 import { FleetHub, HubGoneError, type FleetHubOptions, type HubWatchEvent } from './hub.js';
 import { FleetMetrics } from './metrics.js';
 import { backoffDelay, DEFAULT_REFRESH_POLICY, systemClock, type FleetClock, type RefreshPolicy } from './scheduler.js';
@@ -31,7 +37,13 @@ import { backoffDelay, DEFAULT_REFRESH_POLICY, systemClock, type FleetClock, typ
 /** A member's state: `invalid` (its profile does not resolve), `pending` (first credential on its way), `failing`
  * (no usable credential, the last fetch failed), `unhealthy` (ControlPlaneHealthy is not True), `ready`. */
 export type FleetClusterState = 'pending' | 'ready' | 'unhealthy' | 'failing' | 'invalid';
-export const FLEET_CLUSTER_STATES: readonly FleetClusterState[] = ['pending', 'ready', 'unhealthy', 'failing', 'invalid'];
+export const FLEET_CLUSTER_STATES: readonly FleetClusterState[] = [
+  'pending',
+  'ready',
+  'unhealthy',
+  'failing',
+  'invalid',
+];
 
 /** The ControlPlaneHealthy condition as the profile states it. */
 export interface HealthCondition {
@@ -72,7 +84,14 @@ export type FleetEvent =
   | { type: 'updated'; name: string; member: FleetMember; previousClient: ClusterProfileKubeConfig | undefined }
   | { type: 'removed'; name: string; reason: 'deleted' | 'invalid' | 'unhealthy' | 'closed' }
   | { type: 'unhealthy'; name: string; member: FleetMember; condition: HealthCondition | undefined }
-  | { type: 'credentialError'; name: string; member: FleetMember; error: unknown; failures: number; retryAt: number | undefined }
+  | {
+      type: 'credentialError';
+      name: string;
+      member: FleetMember;
+      error: unknown;
+      failures: number;
+      retryAt: number | undefined;
+    }
   /** The profile does not resolve (bad profile, no matching provider, bad exec args): the member has no client. */
   | { type: 'invalid'; name: string; member: FleetMember; error: unknown }
   /** Listing or watching the hub failed; retried with backoff. */
@@ -253,13 +272,25 @@ export class ClusterProfileFleet implements AsyncIterable<FleetEvent> {
   #hubError: unknown;
 
   constructor(options: ClusterProfileFleetOptions) {
-    if (typeof options.namespace !== 'string' || !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(options.namespace) || options.namespace.length > 63) {
-      throw new CredentialsError('ERR_FLEET_OPTIONS', `the fleet's namespace must be a namespace name (a DNS-1123 label), got ${JSON.stringify(options.namespace)}`, {
-        path: 'namespace',
-      });
+    if (
+      typeof options.namespace !== 'string' ||
+      !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(options.namespace) ||
+      options.namespace.length > 63
+    ) {
+      throw new CredentialsError(
+        'ERR_FLEET_OPTIONS',
+        `the fleet's namespace must be a namespace name (a DNS-1123 label), got ${JSON.stringify(options.namespace)}`,
+        {
+          path: 'namespace',
+        },
+      );
     }
     if (typeof options.accessConfig !== 'object' || options.accessConfig === null) {
-      throw new CredentialsError('ERR_FLEET_OPTIONS', 'the fleet needs the providers file: pass accessConfig (loadAccessConfig)', { path: 'accessConfig' });
+      throw new CredentialsError(
+        'ERR_FLEET_OPTIONS',
+        'the fleet needs the providers file: pass accessConfig (loadAccessConfig)',
+        { path: 'accessConfig' },
+      );
     }
     for (const [name, value] of Object.entries({
       maxConcurrentFetches: options.maxConcurrentFetches,
@@ -267,7 +298,11 @@ export class ClusterProfileFleet implements AsyncIterable<FleetEvent> {
       fetchTimeoutMs: options.fetchTimeoutMs,
     })) {
       if (value !== undefined && (!Number.isInteger(value) || value < 1)) {
-        throw new CredentialsError('ERR_FLEET_OPTIONS', `${name} must be a whole number of at least 1, got ${JSON.stringify(value)}`, { path: name });
+        throw new CredentialsError(
+          'ERR_FLEET_OPTIONS',
+          `${name} must be a whole number of at least 1, got ${JSON.stringify(value)}`,
+          { path: name },
+        );
       }
     }
     this.namespace = options.namespace;
@@ -301,11 +336,16 @@ export class ClusterProfileFleet implements AsyncIterable<FleetEvent> {
    * `ERR_FLEET_HUB_REQUEST`); after that, hub failures are retried and reported as `hubError` events.
    */
   async start(): Promise<void> {
-    if (this.#started) throw new CredentialsError('ERR_FLEET_OPTIONS', 'the fleet was already started', { path: 'start' });
+    if (this.#started)
+      throw new CredentialsError('ERR_FLEET_OPTIONS', 'the fleet was already started', { path: 'start' });
     this.#started = true;
     this.#throwIfClosed();
     const env = this.#options.env ?? process.env;
-    const hub = await FleetHub.open(this.#options.hub ?? {}, { env, cwd: this.#options.cwd ?? process.cwd(), random: this.#random });
+    const hub = await FleetHub.open(this.#options.hub ?? {}, {
+      env,
+      cwd: this.#options.cwd ?? process.cwd(),
+      random: this.#random,
+    });
     this.#hub = hub;
     if (this.#options.clients !== false) {
       this.#Client = (await import('../build-config.js')).ClusterProfileKubeConfig;
@@ -515,7 +555,8 @@ export class ClusterProfileFleet implements AsyncIterable<FleetEvent> {
 
   #onWatchEvent(event: HubWatchEvent): void {
     const metadata = event.object['metadata'] as { name?: unknown; resourceVersion?: unknown } | undefined;
-    if (typeof metadata?.resourceVersion === 'string' && metadata.resourceVersion !== '') this.#resourceVersion = metadata.resourceVersion;
+    if (typeof metadata?.resourceVersion === 'string' && metadata.resourceVersion !== '')
+      this.#resourceVersion = metadata.resourceVersion;
     if (event.type === 'BOOKMARK') return;
     const name = metadata?.name;
     if (typeof name !== 'string' || name === '') return;
@@ -580,7 +621,11 @@ export class ClusterProfileFleet implements AsyncIterable<FleetEvent> {
     let access: ResolvedClusterAccess;
     let hash: string;
     try {
-      access = resolveClusterAccess(profile as ClusterProfile, this.#options.accessConfig, this.#options.warn === undefined ? {} : { warn: this.#options.warn });
+      access = resolveClusterAccess(
+        profile as ClusterProfile,
+        this.#options.accessConfig,
+        this.#options.warn === undefined ? {} : { warn: this.#options.warn },
+      );
       hash = sha256(canonicalJson(access));
       // Members of one inventory mostly share a CA: one string for all of them instead of a copy each.
       const ca = access.cluster['certificate-authority-data'];
@@ -606,7 +651,8 @@ export class ClusterProfileFleet implements AsyncIterable<FleetEvent> {
     member.access = access;
     member.accessHash = hash;
     member.invalid = undefined;
-    member.client = this.#Client === undefined ? undefined : new this.#Client(access, this.#credentials.cache, this.#clientOptions());
+    member.client =
+      this.#Client === undefined ? undefined : new this.#Client(access, this.#credentials.cache, this.#clientOptions());
     this.#attach(member, slot);
     if (previousSlot !== undefined) this.#detach(member, previousSlot);
     if (previousClient !== undefined) void previousClient.close().catch(() => undefined);
@@ -632,7 +678,10 @@ export class ClusterProfileFleet implements AsyncIterable<FleetEvent> {
 
   /** The profile no longer resolves: no client, no credential; `removed` if it was engaged, then `invalid`. */
   #invalidate(member: Member, error: unknown): void {
-    const known = member.accessHash === undefined && member.invalid !== undefined && errorSummary(member.invalid).message === errorSummary(error).message;
+    const known =
+      member.accessHash === undefined &&
+      member.invalid !== undefined &&
+      errorSummary(member.invalid).message === errorSummary(error).message;
     this.#teardown(member);
     member.access = undefined;
     member.accessHash = undefined;
@@ -673,7 +722,8 @@ export class ClusterProfileFleet implements AsyncIterable<FleetEvent> {
       this.#bySlot.set(slot.key, members);
     }
     members.add(member);
-    if (slot.fetches === 0 && slot.credential === undefined && slot.lastError === undefined) this.#unsettled.add(slot.key);
+    if (slot.fetches === 0 && slot.credential === undefined && slot.lastError === undefined)
+      this.#unsettled.add(slot.key);
   }
 
   #detach(member: Member, slot: CredentialSlot): void {
@@ -692,7 +742,14 @@ export class ClusterProfileFleet implements AsyncIterable<FleetEvent> {
     if (members !== undefined) {
       for (const member of members) {
         if (error !== undefined) {
-          this.#emit({ type: 'credentialError', name: member.name, member, error, failures: slot.failures, retryAt: slot.retryAt });
+          this.#emit({
+            type: 'credentialError',
+            name: member.name,
+            member,
+            error,
+            failures: slot.failures,
+            retryAt: slot.retryAt,
+          });
         }
         this.#reconcile(member);
       }
@@ -748,7 +805,10 @@ export class ClusterProfileFleet implements AsyncIterable<FleetEvent> {
   }
 
   #counts(): Record<FleetClusterState, number> {
-    const counts = Object.fromEntries(FLEET_CLUSTER_STATES.map((state) => [state, 0])) as Record<FleetClusterState, number>;
+    const counts = Object.fromEntries(FLEET_CLUSTER_STATES.map((state) => [state, 0])) as Record<
+      FleetClusterState,
+      number
+    >;
     for (const member of this.#members.values()) counts[this.stateOf(member)] += 1;
     return counts;
   }
@@ -763,7 +823,13 @@ export class ClusterProfileFleet implements AsyncIterable<FleetEvent> {
   }
 
   #row(member: Member): FleetClusterStatus {
-    const row: FleetClusterStatus = { name: member.name, state: this.stateOf(member), engaged: member.engaged, fetches: member.fetches, rebuilds: member.rebuilds };
+    const row: FleetClusterStatus = {
+      name: member.name,
+      state: this.stateOf(member),
+      engaged: member.engaged,
+      fetches: member.fetches,
+      rebuilds: member.rebuilds,
+    };
     if (member.providerName !== undefined) row.provider = member.providerName;
     if (member.mode !== undefined) row.mode = member.mode;
     if (member.healthy !== undefined) row.healthy = member.healthy;

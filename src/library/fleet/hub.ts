@@ -138,16 +138,24 @@ export class FleetHub {
         // An expired continue token: the snapshot is gone, start the list over.
         if (error instanceof HubGoneError && restart < 3) continue;
         if (error instanceof HubGoneError) {
-          throw new CredentialsError('ERR_FLEET_HUB_REQUEST', `cannot list ${CLUSTERPROFILE_RESOURCE} in namespace ${namespace} on the hub ${this.server}: the list kept expiring`, {
-            path: this.server,
-          });
+          throw new CredentialsError(
+            'ERR_FLEET_HUB_REQUEST',
+            `cannot list ${CLUSTERPROFILE_RESOURCE} in namespace ${namespace} on the hub ${this.server}: the list kept expiring`,
+            {
+              path: this.server,
+            },
+          );
         }
         throw error;
       }
     }
   }
 
-  async #listOnce(namespace: string, signal: AbortSignal, onPage: (items: unknown[]) => void): Promise<{ resourceVersion: string; version: ClusterProfileVersion }> {
+  async #listOnce(
+    namespace: string,
+    signal: AbortSignal,
+    onPage: (items: unknown[]) => void,
+  ): Promise<{ resourceVersion: string; version: ClusterProfileVersion }> {
     const pageSize = this.#options.pageSize ?? DEFAULT_PAGE_SIZE;
     let token: string | undefined;
     let resourceVersion = '';
@@ -165,14 +173,24 @@ export class FleetHub {
       const answer = response!;
       if (answer.status === 410) throw new HubGoneError('the list continue token expired');
       if (answer.status !== 200) throw this.#statusError('list', namespace, answer);
-      const body = answer.body as { apiVersion?: unknown; items?: unknown; metadata?: { resourceVersion?: unknown; continue?: unknown } } | null;
+      const body = answer.body as {
+        apiVersion?: unknown;
+        items?: unknown;
+        metadata?: { resourceVersion?: unknown; continue?: unknown };
+      } | null;
       if (!Array.isArray(body?.items)) {
-        throw new CredentialsError('ERR_FLEET_HUB_REQUEST', `the hub ${this.server} answered the list of ${CLUSTERPROFILE_RESOURCE} in namespace ${namespace} without items`, {
-          path: this.server,
-        });
+        throw new CredentialsError(
+          'ERR_FLEET_HUB_REQUEST',
+          `the hub ${this.server} answered the list of ${CLUSTERPROFILE_RESOURCE} in namespace ${namespace} without items`,
+          {
+            path: this.server,
+          },
+        );
       }
       // A list's items may leave apiVersion and kind to the list.
-      const items = body.items.map((item: unknown) => (isRecord(item) ? { apiVersion: body.apiVersion, kind: 'ClusterProfile', ...item } : item));
+      const items = body.items.map((item: unknown) =>
+        isRecord(item) ? { apiVersion: body.apiVersion, kind: 'ClusterProfile', ...item } : item,
+      );
       const meta = body.metadata ?? {};
       resourceVersion = typeof meta.resourceVersion === 'string' ? meta.resourceVersion : resourceVersion;
       token = typeof meta.continue === 'string' && meta.continue !== '' ? meta.continue : undefined;
@@ -189,7 +207,10 @@ export class FleetHub {
       const previous = this.#transport;
       this.#transport = {
         credential,
-        transport: createKubeTransport(this.#access.endpoint, credential, { retry: KUBE_RETRY, ...(this.#options.requestTimeoutMs === undefined ? {} : { timeoutMs: this.#options.requestTimeoutMs }) }),
+        transport: createKubeTransport(this.#access.endpoint, credential, {
+          retry: KUBE_RETRY,
+          ...(this.#options.requestTimeoutMs === undefined ? {} : { timeoutMs: this.#options.requestTimeoutMs }),
+        }),
       };
       void previous?.transport.close();
     }
@@ -210,7 +231,12 @@ export class FleetHub {
    * (rejects with {@link HubGoneError}) or the watch cannot be opened (rejects with a coded error). `onEvent` gets
    * each event in order.
    */
-  async watch(namespace: string, resourceVersion: string, signal: AbortSignal, onEvent: (event: HubWatchEvent) => void): Promise<number> {
+  async watch(
+    namespace: string,
+    resourceVersion: string,
+    signal: AbortSignal,
+    onEvent: (event: HubWatchEvent) => void,
+  ): Promise<number> {
     const version = this.#version ?? CLUSTERPROFILE_VERSIONS[0];
     // Like client-go's reflector: a server-side timeout between 5 and 10 minutes, so watches do not end together.
     const timeoutSeconds = 300 + Math.floor(this.#deps.random() * 300);
@@ -266,9 +292,13 @@ export class FleetHub {
             this.#event(namespace, line, onEvent);
           });
           if (!whole) {
-            throw new CredentialsError('ERR_FLEET_HUB_REQUEST', `the hub ${this.server} sent a watch event of ${CLUSTERPROFILE_RESOURCE} larger than ${MAX_EVENT_BYTES} bytes`, {
-              path: this.server,
-            });
+            throw new CredentialsError(
+              'ERR_FLEET_HUB_REQUEST',
+              `the hub ${this.server} sent a watch event of ${CLUSTERPROFILE_RESOURCE} larger than ${MAX_EVENT_BYTES} bytes`,
+              {
+                path: this.server,
+              },
+            );
           }
         }
         return events;
@@ -290,14 +320,21 @@ export class FleetHub {
     try {
       event = JSON.parse(line) as { type?: unknown; object?: unknown };
     } catch {
-      throw new CredentialsError('ERR_FLEET_HUB_REQUEST', `the hub ${this.server} sent a watch event of ${CLUSTERPROFILE_RESOURCE} in namespace ${namespace} that is not JSON`, {
-        path: this.server,
-      });
+      throw new CredentialsError(
+        'ERR_FLEET_HUB_REQUEST',
+        `the hub ${this.server} sent a watch event of ${CLUSTERPROFILE_RESOURCE} in namespace ${namespace} that is not JSON`,
+        {
+          path: this.server,
+        },
+      );
     }
     const object = isRecord(event.object) ? event.object : {};
     if (event.type === 'ERROR') {
       if (object['code'] === 410) throw new HubGoneError('the watch resourceVersion is too old');
-      throw this.#statusError('watch', namespace, { status: typeof object['code'] === 'number' ? object['code'] : 500, body: object });
+      throw this.#statusError('watch', namespace, {
+        status: typeof object['code'] === 'number' ? object['code'] : 500,
+        body: object,
+      });
     }
     if (event.type === 'ADDED' || event.type === 'MODIFIED' || event.type === 'DELETED' || event.type === 'BOOKMARK') {
       onEvent({ type: event.type, object });
@@ -315,17 +352,24 @@ export class FleetHub {
     const exec = this.#access.exec;
     if (exec === undefined) return this.#access.credential;
     if (this.#authenticator === undefined) {
-      const config = assertDocument<ExecConfig>('exec-config', exec.config, { code: 'ERR_KUBECONFIG_INVALID', what: `the hub user's exec (${exec.path})` });
+      const config = assertDocument<ExecConfig>('exec-config', exec.config, {
+        code: 'ERR_KUBECONFIG_INVALID',
+        what: `the hub user's exec (${exec.path})`,
+      });
       this.#authenticator = new ExecAuthenticator(config, execCluster(this.#access), { env: this.#deps.env });
     }
     let credential: ExecCredential;
     try {
       credential = await this.#authenticator.getCredential();
     } catch (error) {
-      throw new CredentialsError('ERR_FLEET_HUB_FORBIDDEN', `cannot ${verb} ${CLUSTERPROFILE_RESOURCE} in namespace ${namespace}: the hub user's exec plugin failed: ${formatError(error)}`, {
-        path: exec.path,
-        cause: error,
-      });
+      throw new CredentialsError(
+        'ERR_FLEET_HUB_FORBIDDEN',
+        `cannot ${verb} ${CLUSTERPROFILE_RESOURCE} in namespace ${namespace}: the hub user's exec plugin failed: ${formatError(error)}`,
+        {
+          path: exec.path,
+          cause: error,
+        },
+      );
     }
     return fromExecCredential(credential);
   }
@@ -333,7 +377,8 @@ export class FleetHub {
   #unauthorized(credential: KubeCredential): void {
     if (this.#authenticator !== undefined) {
       const current = this.#authenticator.peek();
-      if (current !== undefined && fromExecCredential(current) === credential) this.#authenticator.onUnauthorized(current);
+      if (current !== undefined && fromExecCredential(current) === credential)
+        this.#authenticator.onUnauthorized(current);
     } else {
       this.#reloadAccess = true;
     }
@@ -368,11 +413,15 @@ export class FleetHub {
 
   #unreachable(verb: HubVerb, namespace: string, error: unknown): CredentialsError {
     const reason = isCredentialsError(error) ? error.message : describeNetworkError(error);
-    return new CredentialsError('ERR_FLEET_HUB_UNREACHABLE', `cannot ${verb} ${CLUSTERPROFILE_RESOURCE} in namespace ${namespace}: ${reason}`, {
-      path: this.server,
-      cause: error,
-      hint: `check the hub's kubeconfig (${this.source}) and that the API server is up`,
-    });
+    return new CredentialsError(
+      'ERR_FLEET_HUB_UNREACHABLE',
+      `cannot ${verb} ${CLUSTERPROFILE_RESOURCE} in namespace ${namespace}: ${reason}`,
+      {
+        path: this.server,
+        cause: error,
+        hint: `check the hub's kubeconfig (${this.source}) and that the API server is up`,
+      },
+    );
   }
 
   #statusError(verb: HubVerb, namespace: string, response: KubeResponse): CredentialsError {
@@ -394,12 +443,19 @@ export class FleetHub {
       return new CredentialsError(
         'ERR_FLEET_HUB_REQUEST',
         `the hub ${this.server} cannot ${verb} ${CLUSTERPROFILE_RESOURCE} in namespace ${namespace} (HTTP 404): ${detail}`,
-        { path: this.server, hint: `the hub serves no ClusterProfiles (${CLUSTERPROFILE_GROUP} ${CLUSTERPROFILE_VERSIONS.join(' or ')}): is the CRD installed?` },
+        {
+          path: this.server,
+          hint: `the hub serves no ClusterProfiles (${CLUSTERPROFILE_GROUP} ${CLUSTERPROFILE_VERSIONS.join(' or ')}): is the CRD installed?`,
+        },
       );
     }
-    return new CredentialsError('ERR_FLEET_HUB_REQUEST', `the hub ${this.server} failed to ${verb} ${CLUSTERPROFILE_RESOURCE} in namespace ${namespace} (HTTP ${response.status}): ${detail}`, {
-      path: this.server,
-    });
+    return new CredentialsError(
+      'ERR_FLEET_HUB_REQUEST',
+      `the hub ${this.server} failed to ${verb} ${CLUSTERPROFILE_RESOURCE} in namespace ${namespace} (HTTP ${response.status}): ${detail}`,
+      {
+        path: this.server,
+      },
+    );
   }
 
   async close(): Promise<void> {
@@ -438,7 +494,9 @@ function execCluster(access: KubeAccess): ExecCluster {
   const { endpoint } = access;
   return {
     server: endpoint.server,
-    ...(endpoint.caPem === undefined ? {} : { 'certificate-authority-data': Buffer.from(endpoint.caPem).toString('base64') }),
+    ...(endpoint.caPem === undefined
+      ? {}
+      : { 'certificate-authority-data': Buffer.from(endpoint.caPem).toString('base64') }),
     ...(endpoint.tlsServerName === undefined ? {} : { 'tls-server-name': endpoint.tlsServerName }),
     ...(endpoint.insecureSkipTlsVerify === true ? { 'insecure-skip-tls-verify': true } : {}),
     ...(endpoint.proxyUrl === undefined ? {} : { 'proxy-url': endpoint.proxyUrl }),
@@ -477,7 +535,8 @@ function describeNetworkError(error: unknown): string {
   for (let depth = 0; current instanceof Error && depth < 4; depth += 1) {
     const code = (current as { code?: unknown }).code;
     const part = `${current.message}${typeof code === 'string' ? ` (${code})` : ''}`;
-    if (part !== '' && !parts.some((seen) => seen.includes(current instanceof Error ? current.message : ''))) parts.push(part);
+    if (part !== '' && !parts.some((seen) => seen.includes(current instanceof Error ? current.message : '')))
+      parts.push(part);
     current = current.cause ?? (current instanceof AggregateError ? current.errors[0] : undefined);
   }
   return withoutUserinfo(parts.join(': ') || String(error));

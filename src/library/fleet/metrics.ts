@@ -51,7 +51,7 @@ export class FleetMetrics {
     });
     new Gauge({
       name: FLEET_METRICS.nearestExpiry,
-      help: 'Seconds until the earliest expiry among the fleet\'s credentials (absent when none expires).',
+      help: "Seconds until the earliest expiry among the fleet's credentials (absent when none expires).",
       registers,
       collect() {
         const seconds = source.secondsToNearestExpiry();
@@ -59,7 +59,12 @@ export class FleetMetrics {
         if (seconds !== undefined) this.set(seconds);
       },
     });
-    this.#fetches = new Counter({ name: FLEET_METRICS.fetches, help: 'Credential fetches by provider and mode (in-process or exec).', labelNames: ['provider', 'mode'], registers });
+    this.#fetches = new Counter({
+      name: FLEET_METRICS.fetches,
+      help: 'Credential fetches by provider and mode (in-process or exec).',
+      labelNames: ['provider', 'mode'],
+      registers,
+    });
     this.#failures = new Counter({
       name: FLEET_METRICS.failures,
       help: 'Failed credential fetches by provider, mode and error code.',
@@ -79,9 +84,22 @@ export class FleetMetrics {
       buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers,
     });
-    this.#rebuilds = new Counter({ name: FLEET_METRICS.rebuilds, help: 'Member clients rebuilt because their resolved access changed.', registers });
-    this.#relists = new Counter({ name: FLEET_METRICS.relists, help: 'Full lists of the inventory after the first (watch resourceVersion gone).', registers });
-    this.#watchErrors = new Counter({ name: FLEET_METRICS.watchErrors, help: 'Failed hub lists and watches by error code.', labelNames: ['code'], registers });
+    this.#rebuilds = new Counter({
+      name: FLEET_METRICS.rebuilds,
+      help: 'Member clients rebuilt because their resolved access changed.',
+      registers,
+    });
+    this.#relists = new Counter({
+      name: FLEET_METRICS.relists,
+      help: 'Full lists of the inventory after the first (watch resourceVersion gone).',
+      registers,
+    });
+    this.#watchErrors = new Counter({
+      name: FLEET_METRICS.watchErrors,
+      help: 'Failed hub lists and watches by error code.',
+      labelNames: ['code'],
+      registers,
+    });
   }
 
   fetch(record: FetchRecord): void {

@@ -65,7 +65,12 @@ export const DEFAULT_REFRESH_POLICY: Readonly<RefreshPolicy> = Object.freeze({
  * refreshTime(0, 3_600_000, DEFAULT_REFRESH_POLICY, () => 0.5); // 3_600_000 − 60_000 − 180_000
  * ```
  */
-export function refreshTime(obtainedAt: number, expiresAt: number | undefined, policy: RefreshPolicy, random: () => number): number | undefined {
+export function refreshTime(
+  obtainedAt: number,
+  expiresAt: number | undefined,
+  policy: RefreshPolicy,
+  random: () => number,
+): number | undefined {
   if (expiresAt === undefined) return undefined;
   const lifetime = Math.max(0, expiresAt - obtainedAt);
   const spread = Math.min(policy.jitterFraction * lifetime, policy.maxJitterMs);
@@ -209,7 +214,8 @@ export class Semaphore {
   readonly #waiting: (() => void)[] = [];
 
   constructor(limit: number) {
-    if (!Number.isInteger(limit) || limit < 1) throw new RangeError(`a semaphore needs a limit of at least 1, got ${limit}`);
+    if (!Number.isInteger(limit) || limit < 1)
+      throw new RangeError(`a semaphore needs a limit of at least 1, got ${limit}`);
     this.limit = limit;
   }
 

@@ -21,11 +21,21 @@ export interface ClientAuthChoice {
 /** Secret methods in the order the plugin prefers them: basic is the one every OP must support (RFC 6749 §2.3.1). */
 const SECRET_METHODS = ['client_secret_basic', 'client_secret_post'] as const;
 
-function unsupported(method: ClientAuthMethod, listed: string[] | undefined, given: boolean, discovery: string): CredentialsError {
-  const offers = listed === undefined
-    ? "its discovery document has no token_endpoint_auth_methods_supported, which means client_secret_basic only (OpenID Connect Discovery 1.0 §3)"
-    : `it offers ${listed.length === 0 ? 'none' : listed.join(', ')} (token_endpoint_auth_methods_supported)`;
-  const from = given ? '--client-auth' : method === 'private_key_jwt' ? 'implied by --private-key-file' : 'implied by --client-secret-file';
+function unsupported(
+  method: ClientAuthMethod,
+  listed: string[] | undefined,
+  given: boolean,
+  discovery: string,
+): CredentialsError {
+  const offers =
+    listed === undefined
+      ? 'its discovery document has no token_endpoint_auth_methods_supported, which means client_secret_basic only (OpenID Connect Discovery 1.0 §3)'
+      : `it offers ${listed.length === 0 ? 'none' : listed.join(', ')} (token_endpoint_auth_methods_supported)`;
+  const from = given
+    ? '--client-auth'
+    : method === 'private_key_jwt'
+      ? 'implied by --private-key-file'
+      : 'implied by --client-secret-file';
   const hint = given
     ? 'choose a method the issuer offers with --client-auth, or register the client for this one at the issuer'
     : listed === undefined
@@ -33,10 +43,14 @@ function unsupported(method: ClientAuthMethod, listed: string[] | undefined, giv
       : method === 'private_key_jwt'
         ? `the issuer takes a client secret (e.g. Dex, which has no private_key_jwt): pass --client-secret-file instead of --private-key-file`
         : 'register a key for the client at the issuer and pass --private-key-file instead of --client-secret-file';
-  return new CredentialsError('ERR_OIDC_CLIENT_AUTH_UNSUPPORTED', `the issuer does not offer client authentication ${method} (${from}): ${offers}`, {
-    path: discovery,
-    hint,
-  });
+  return new CredentialsError(
+    'ERR_OIDC_CLIENT_AUTH_UNSUPPORTED',
+    `the issuer does not offer client authentication ${method} (${from}): ${offers}`,
+    {
+      path: discovery,
+      hint,
+    },
+  );
 }
 
 /**
@@ -51,7 +65,11 @@ function unsupported(method: ClientAuthMethod, listed: string[] | undefined, giv
  * `client_secret_post` (oidc-provider takes either); an OP that binds a client to another registered method refuses
  * that with `invalid_client`, and the request is sent once more with the token endpoint's method (`deviceFallback`).
  */
-export function chooseClientAuth(o: { method: ClientAuthMethod; given: boolean }, metadata: ProviderMetadata, discovery: string): ClientAuthChoice {
+export function chooseClientAuth(
+  o: { method: ClientAuthMethod; given: boolean },
+  metadata: ProviderMetadata,
+  discovery: string,
+): ClientAuthChoice {
   if (o.method === 'none') return { token: 'none', device: 'none' };
   const listed = metadata.token_endpoint_auth_methods_supported;
   const offered: readonly string[] = listed ?? ['client_secret_basic'];
@@ -65,7 +83,8 @@ export function chooseClientAuth(o: { method: ClientAuthMethod; given: boolean }
   }
   const token = SECRET_METHODS.find((m) => offered.includes(m));
   if (token === undefined) throw unsupported(o.method, listed, false, discovery);
-  if (token !== 'client_secret_post' && offered.includes('client_secret_post')) return { token, device: 'client_secret_post', deviceFallback: token };
+  if (token !== 'client_secret_post' && offered.includes('client_secret_post'))
+    return { token, device: 'client_secret_post', deviceFallback: token };
   return { token, device: token };
 }
 
@@ -73,19 +92,31 @@ export function chooseClientAuth(o: { method: ClientAuthMethod; given: boolean }
 export type ClientCredential =
   | { method: 'none'; clientID: string }
   | { method: 'client_secret_basic' | 'client_secret_post'; clientID: string; secret: string }
-  | { method: 'private_key_jwt'; clientID: string; privateKeyPem: string; alg: string | undefined; kid: string | undefined };
+  | {
+      method: 'private_key_jwt';
+      clientID: string;
+      privateKeyPem: string;
+      alg: string | undefined;
+      kid: string | undefined;
+    };
 
 /** Reads a whole small file, trimmed; a missing, unreadable or empty file is `ERR_OIDC_FILE` naming the flag. */
 export async function readCredentialFile(file: string, flag: string, what: string): Promise<string> {
   let text: string;
   try {
     // The callback API: node:fs/promises (with readline) is not worth loading for one small file on a miss.
-    text = await new Promise<string>((resolve, reject) => readFile(file, 'utf8', (error, read) => (error ? reject(error) : resolve(read))));
+    text = await new Promise<string>((resolve, reject) =>
+      readFile(file, 'utf8', (error, read) => (error ? reject(error) : resolve(read))),
+    );
   } catch (error) {
-    throw new CredentialsError('ERR_OIDC_FILE', `cannot read the ${what} ${file}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`, {
-      path: flag,
-      cause: error,
-    });
+    throw new CredentialsError(
+      'ERR_OIDC_FILE',
+      `cannot read the ${what} ${file}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`,
+      {
+        path: flag,
+        cause: error,
+      },
+    );
   }
   const value = text.trim();
   if (value === '') throw new CredentialsError('ERR_OIDC_FILE', `the ${what} ${file} is empty`, { path: flag });
@@ -95,7 +126,10 @@ export async function readCredentialFile(file: string, flag: string, what: strin
 /** The same credential presented with another method of the same kind (basic ↔ post). */
 export function withMethod(credential: ClientCredential, method: ClientAuthMethod): ClientCredential {
   if (credential.method === method) return credential;
-  if ((credential.method === 'client_secret_basic' || credential.method === 'client_secret_post') && (method === 'client_secret_basic' || method === 'client_secret_post')) {
+  if (
+    (credential.method === 'client_secret_basic' || credential.method === 'client_secret_post') &&
+    (method === 'client_secret_basic' || method === 'client_secret_post')
+  ) {
     return { ...credential, method };
   }
   throw new TypeError(`cannot present a ${credential.method} credential as ${method}`);
@@ -114,7 +148,11 @@ export async function loadClientCredential(o: {
       return { method: 'none', clientID: o.clientID };
     case 'client_secret_basic':
     case 'client_secret_post':
-      return { method: o.method, clientID: o.clientID, secret: await readCredentialFile(o.clientSecretFile!, '--client-secret-file', 'client secret file') };
+      return {
+        method: o.method,
+        clientID: o.clientID,
+        secret: await readCredentialFile(o.clientSecretFile!, '--client-secret-file', 'client secret file'),
+      };
     case 'private_key_jwt':
       return {
         method: 'private_key_jwt',
@@ -143,7 +181,11 @@ function defaultAlg(keyType: string | undefined, namedCurve: string | undefined)
  * The headers and parameters that authenticate the client. For private_key_jwt: a fresh assertion (iss = sub =
  * client ID, aud = the token endpoint, jti, 60 s lifetime) signed with the key.
  */
-export async function clientAuthentication(credential: ClientCredential, audience: string, now: Date): Promise<ClientAuthentication> {
+export async function clientAuthentication(
+  credential: ClientCredential,
+  audience: string,
+  now: Date,
+): Promise<ClientAuthentication> {
   switch (credential.method) {
     case 'none':
       return { headers: {}, params: { client_id: credential.clientID } };
@@ -158,14 +200,20 @@ export async function clientAuthentication(credential: ClientCredential, audienc
       try {
         keyObject = createPrivateKey(credential.privateKeyPem);
       } catch (error) {
-        throw new CredentialsError('ERR_OIDC_FILE', 'the private key file is not a PEM private key', { path: '--private-key-file', cause: error });
+        throw new CredentialsError('ERR_OIDC_FILE', 'the private key file is not a PEM private key', {
+          path: '--private-key-file',
+          cause: error,
+        });
       }
       const alg = credential.alg ?? defaultAlg(keyObject.asymmetricKeyType, keyObject.asymmetricKeyDetails?.namedCurve);
       let key;
       try {
         key = await importPKCS8(keyObject.export({ type: 'pkcs8', format: 'pem' }).toString(), alg);
       } catch (error) {
-        throw new CredentialsError('ERR_OIDC_CONFIG', `the private key does not fit algorithm ${alg}`, { path: '--private-key-alg', cause: error });
+        throw new CredentialsError('ERR_OIDC_CONFIG', `the private key does not fit algorithm ${alg}`, {
+          path: '--private-key-alg',
+          cause: error,
+        });
       }
       const iat = Math.floor(now.getTime() / 1000);
       const assertion = await new SignJWT({})

@@ -14,7 +14,16 @@ export type Send = (request: HttpRequest) => Promise<HttpResponse>;
 const MAX_BODY_BYTES = 1024 * 1024;
 
 /** Form parameters that are credentials: an error answer quoting one back has it redacted. */
-const SECRET_PARAMS = ['client_secret', 'client_assertion', 'subject_token', 'actor_token', 'refresh_token', 'device_code', 'code_verifier', 'password'];
+const SECRET_PARAMS = [
+  'client_secret',
+  'client_assertion',
+  'subject_token',
+  'actor_token',
+  'refresh_token',
+  'device_code',
+  'code_verifier',
+  'password',
+];
 
 function secretsOf(request: HttpRequest): string[] {
   const secrets: string[] = [];
@@ -32,13 +41,17 @@ function secretsOf(request: HttpRequest): string[] {
 
 function unreachable(failure: HttpFailure): CredentialsError {
   const tls = failure.kind === 'certificate' || failure.kind === 'tls';
-  return new CredentialsError('ERR_OIDC_ISSUER_UNREACHABLE', `cannot reach the issuer at ${failure.url}: ${failure.message}`, {
-    path: failure.url,
-    hint: tls
-      ? 'the issuer\'s certificate is not trusted: set issuerCA in spec.cluster.config to base64 of the CA that signed it'
-      : 'check issuerURL, the network path to the issuer, and proxies',
-    cause: failure,
-  });
+  return new CredentialsError(
+    'ERR_OIDC_ISSUER_UNREACHABLE',
+    `cannot reach the issuer at ${failure.url}: ${failure.message}`,
+    {
+      path: failure.url,
+      hint: tls
+        ? "the issuer's certificate is not trusted: set issuerCA in spec.cluster.config to base64 of the CA that signed it"
+        : 'check issuerURL, the network path to the issuer, and proxies',
+      cause: failure,
+    },
+  );
 }
 
 /**
@@ -51,26 +64,41 @@ function unreachable(failure: HttpFailure): CredentialsError {
  * ```
  */
 export function createIssuerSend(
-  options: { issuerCA: string | undefined; proxy: { httpsProxy: string | undefined; noProxy: string | undefined }; timeoutMs: number },
+  options: {
+    issuerCA: string | undefined;
+    proxy: { httpsProxy: string | undefined; noProxy: string | undefined };
+    timeoutMs: number;
+  },
   signal?: AbortSignal,
 ): { send: Send; close(): Promise<void> } {
   const client = createHttpClient({
     tls: options.issuerCA === undefined ? {} : { caPem: options.issuerCA },
-    ...(options.proxy.httpsProxy === undefined ? {} : { proxy: { url: options.proxy.httpsProxy, noProxy: options.proxy.noProxy ?? '' } }),
+    ...(options.proxy.httpsProxy === undefined
+      ? {}
+      : { proxy: { url: options.proxy.httpsProxy, noProxy: options.proxy.noProxy ?? '' } }),
     timeoutMs: options.timeoutMs,
     maxResponseBytes: MAX_BODY_BYTES,
   });
   const send: Send = async (req) => {
     try {
       const response = await client.send(
-        { method: req.method, url: req.url, headers: req.headers, ...(req.body === undefined ? {} : { body: req.body }), secrets: secretsOf(req) },
+        {
+          method: req.method,
+          url: req.url,
+          headers: req.headers,
+          ...(req.body === undefined ? {} : { body: req.body }),
+          secrets: secretsOf(req),
+        },
         signal === undefined ? {} : { signal },
       );
       return { status: response.status, headers: response.headers, body: response.text };
     } catch (error) {
       if (!isHttpFailure(error)) throw error;
       if (error.kind === 'too-large') {
-        throw new CredentialsError('ERR_OIDC_DISCOVERY', `the response from ${error.url} is larger than 1 MiB`, { path: error.url, cause: error });
+        throw new CredentialsError('ERR_OIDC_DISCOVERY', `the response from ${error.url} is larger than 1 MiB`, {
+          path: error.url,
+          cause: error,
+        });
       }
       throw unreachable(error);
     }

@@ -96,7 +96,8 @@ function jsonObject(segment: string, what: string): Record<string, unknown> {
   } catch {
     throw malformed(`the ${what} is not base64url-encoded JSON`);
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw malformed(`the ${what} is not a JSON object`);
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw malformed(`the ${what} is not a JSON object`);
   return value as Record<string, unknown>;
 }
 
@@ -154,7 +155,11 @@ function verifies(key: KeyObject, algorithm: Algorithm, data: Buffer, signature:
  * Verifies `jwt` against `jwks` and `expect`, or throws a {@link JwsError}: the signature first (so nothing is read
  * from a token nobody vouched for), then `iss`, `aud`, `exp`, `nbf` and the required claims.
  */
-export function verifyJwt(jwt: string, jwks: { keys?: unknown }, expect: JwtExpectations): { header: Record<string, unknown>; payload: Record<string, unknown> } {
+export function verifyJwt(
+  jwt: string,
+  jwks: { keys?: unknown },
+  expect: JwtExpectations,
+): { header: Record<string, unknown>; payload: Record<string, unknown> } {
   const parts = jwt.split('.');
   if (parts.length !== 3) throw malformed('a JWT has three parts separated by dots');
   const [headerPart, payloadPart, signaturePart] = parts as [string, string, string];
@@ -164,12 +169,15 @@ export function verifyJwt(jwt: string, jwks: { keys?: unknown }, expect: JwtExpe
   const header = jsonObject(headerPart, 'protected header');
   const alg = header['alg'];
   if (typeof alg !== 'string') throw malformed('the protected header has no "alg"');
-  if (header['crit'] !== undefined) throw malformed('the protected header names critical extensions ("crit"), none of which is supported');
+  if (header['crit'] !== undefined)
+    throw malformed('the protected header names critical extensions ("crit"), none of which is supported');
   const algorithm = Object.hasOwn(ALGORITHMS, alg) ? ALGORITHMS[alg] : undefined;
   if (algorithm === undefined || !expect.algorithms.includes(alg)) {
     throw new JwsError('alg-not-allowed', `"alg" ${JSON.stringify(alg)} is not allowed`);
   }
-  const keys = Array.isArray(jwks.keys) ? (jwks.keys as unknown[]).filter((key): key is Jwk => typeof key === 'object' && key !== null) : [];
+  const keys = Array.isArray(jwks.keys)
+    ? (jwks.keys as unknown[]).filter((key): key is Jwk => typeof key === 'object' && key !== null)
+    : [];
   const found = candidates(keys, alg, algorithm, header['kid']);
   if (found.length === 0) throw new JwsError('no-matching-key', 'no key of the JWKS matches the token');
   const data = Buffer.from(`${headerPart}.${payloadPart}`, 'ascii');
@@ -196,14 +204,20 @@ function checkClaims(payload: Record<string, unknown>, expect: JwtExpectations):
   const numeric = (claim: string): number | undefined => {
     const value = payload[claim];
     if (value === undefined) return undefined;
-    if (typeof value !== 'number' || !Number.isFinite(value)) throw new JwsError('invalid-claim', `the "${claim}" claim is not a number`, claim);
+    if (typeof value !== 'number' || !Number.isFinite(value))
+      throw new JwsError('invalid-claim', `the "${claim}" claim is not a number`, claim);
     return value;
   };
   for (const claim of ['iss', 'sub', 'jti']) {
-    if (payload[claim] !== undefined && typeof payload[claim] !== 'string') throw new JwsError('invalid-claim', `the "${claim}" claim is not a string`, claim);
+    if (payload[claim] !== undefined && typeof payload[claim] !== 'string')
+      throw new JwsError('invalid-claim', `the "${claim}" claim is not a string`, claim);
   }
   const aud = payload['aud'];
-  if (aud !== undefined && typeof aud !== 'string' && !(Array.isArray(aud) && aud.every((entry) => typeof entry === 'string'))) {
+  if (
+    aud !== undefined &&
+    typeof aud !== 'string' &&
+    !(Array.isArray(aud) && aud.every((entry) => typeof entry === 'string'))
+  ) {
     throw new JwsError('invalid-claim', 'the "aud" claim is neither a string nor an array of strings', 'aud');
   }
   numeric('iat');
@@ -213,6 +227,8 @@ function checkClaims(payload: Record<string, unknown>, expect: JwtExpectations):
   if (!(typeof aud === 'string' ? aud === expect.audience : Array.isArray(aud) && aud.includes(expect.audience))) {
     throw new JwsError('wrong-audience', 'unexpected "aud" claim value', 'aud');
   }
-  if (exp !== undefined && exp <= expect.now - expect.clockTolerance) throw new JwsError('expired', '"exp" claim timestamp check failed', 'exp');
-  if (nbf !== undefined && nbf > expect.now + expect.clockTolerance) throw new JwsError('not-yet-valid', '"nbf" claim timestamp check failed', 'nbf');
+  if (exp !== undefined && exp <= expect.now - expect.clockTolerance)
+    throw new JwsError('expired', '"exp" claim timestamp check failed', 'exp');
+  if (nbf !== undefined && nbf > expect.now + expect.clockTolerance)
+    throw new JwsError('not-yet-valid', '"nbf" claim timestamp check failed', 'nbf');
 }

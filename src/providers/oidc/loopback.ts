@@ -17,7 +17,12 @@ export interface LoopbackListener {
 const page = (title: string, text: string): string =>
   `<!doctype html><html><head><meta charset="utf-8"><title>${title}</title></head><body><h1>${title}</h1><p>${text}</p></body></html>`;
 
-export async function awaitLoopbackRedirect(o: { port: number; path: string; timeoutMs: number; signal: AbortSignal }): Promise<LoopbackListener> {
+export async function awaitLoopbackRedirect(o: {
+  port: number;
+  path: string;
+  timeoutMs: number;
+  signal: AbortSignal;
+}): Promise<LoopbackListener> {
   let waiter: { isOurs: (url: URL) => boolean; resolve: (url: URL) => void } | undefined;
   // node:http taken here, not imported: only the authorization code flow listens, and loading it costs every other
   // grant's miss ~1 MiB of peak RSS.
@@ -31,7 +36,11 @@ export async function awaitLoopbackRedirect(o: { port: number; path: string; tim
       return;
     }
     const failed = url.searchParams.get('error') !== null;
-    res.end(failed ? page('Login failed', 'Return to the terminal for details.') : page('Logged in', 'You may close this window and return to the terminal.'));
+    res.end(
+      failed
+        ? page('Login failed', 'Return to the terminal for details.')
+        : page('Logged in', 'You may close this window and return to the terminal.'),
+    );
     const { resolve } = waiter;
     waiter = undefined;
     resolve(url);
@@ -39,11 +48,15 @@ export async function awaitLoopbackRedirect(o: { port: number; path: string; tim
   await new Promise<void>((resolve, reject) => {
     server.once('error', (error: NodeJS.ErrnoException) =>
       reject(
-        new CredentialsError('ERR_OIDC_LOGIN_FAILED', `cannot listen on 127.0.0.1:${o.port} for the login redirect: ${error.code ?? error.message}`, {
-          path: '--redirect-port',
-          hint: 'choose another --redirect-port, or leave it out to use any free port',
-          cause: error,
-        }),
+        new CredentialsError(
+          'ERR_OIDC_LOGIN_FAILED',
+          `cannot listen on 127.0.0.1:${o.port} for the login redirect: ${error.code ?? error.message}`,
+          {
+            path: '--redirect-port',
+            hint: 'choose another --redirect-port, or leave it out to use any free port',
+            cause: error,
+          },
+        ),
       ),
     );
     server.listen(o.port, '127.0.0.1', () => resolve());
@@ -55,7 +68,12 @@ export async function awaitLoopbackRedirect(o: { port: number; path: string; tim
       return new Promise<URL>((resolve, reject) => {
         const timer = setTimeout(() => {
           cleanup();
-          reject(new CredentialsError('ERR_OIDC_LOGIN_FAILED', `no login within ${Math.round(o.timeoutMs / 1000)} s`, { path: '--login-timeout', hint: 'run the command again, or raise --login-timeout' }));
+          reject(
+            new CredentialsError('ERR_OIDC_LOGIN_FAILED', `no login within ${Math.round(o.timeoutMs / 1000)} s`, {
+              path: '--login-timeout',
+              hint: 'run the command again, or raise --login-timeout',
+            }),
+          );
         }, o.timeoutMs);
         const onAbort = (): void => {
           cleanup();

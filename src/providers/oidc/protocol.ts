@@ -66,7 +66,11 @@ function parseJsonObject(response: HttpResponse, what: string, url: string, code
   try {
     document = JSON.parse(response.body);
   } catch {
-    throw error(code, `${what} is not JSON (HTTP ${response.status}, ${response.headers['content-type'] ?? 'no content type'})`, url);
+    throw error(
+      code,
+      `${what} is not JSON (HTTP ${response.status}, ${response.headers['content-type'] ?? 'no content type'})`,
+      url,
+    );
   }
   if (typeof document !== 'object' || document === null || Array.isArray(document)) {
     throw error(code, `${what} is not a JSON object`, url);
@@ -84,7 +88,11 @@ const form = (params: Record<string, string | undefined>): string => {
 
 /** `GET <issuer>/.well-known/openid-configuration` (Discovery §4.1: a trailing `/` of the issuer is dropped first). */
 export function discoveryRequest(issuerURL: string): HttpRequest {
-  return { method: 'GET', url: `${issuerURL.replace(/\/$/, '')}/.well-known/openid-configuration`, headers: { accept: 'application/json' } };
+  return {
+    method: 'GET',
+    url: `${issuerURL.replace(/\/$/, '')}/.well-known/openid-configuration`,
+    headers: { accept: 'application/json' },
+  };
 }
 
 /**
@@ -94,7 +102,12 @@ export function discoveryRequest(issuerURL: string): HttpRequest {
 export function processDiscoveryResponse(issuerURL: string, response: HttpResponse): ProviderMetadata {
   const url = discoveryRequest(issuerURL).url;
   if (response.status !== 200) {
-    throw error('ERR_OIDC_DISCOVERY', `the issuer's discovery document answered HTTP ${response.status}`, url, 'check issuerURL: it must be the issuer identifier, without /.well-known/…');
+    throw error(
+      'ERR_OIDC_DISCOVERY',
+      `the issuer's discovery document answered HTTP ${response.status}`,
+      url,
+      'check issuerURL: it must be the issuer identifier, without /.well-known/…',
+    );
   }
   const doc = parseJsonObject(response, 'the discovery document', url, 'ERR_OIDC_DISCOVERY');
   if (doc['issuer'] !== issuerURL) {
@@ -118,16 +131,22 @@ export function processDiscoveryResponse(issuerURL: string, response: HttpRespon
       throw error('ERR_OIDC_DISCOVERY', `the discovery document's ${name} is not https`, url);
     }
   }
-  const optional = (name: string): string | undefined => (typeof doc[name] === 'string' ? (doc[name] as string) : undefined);
-  const strings = (value: unknown): string[] | undefined => (Array.isArray(value) ? value.filter((m): m is string => typeof m === 'string') : undefined);
+  const optional = (name: string): string | undefined =>
+    typeof doc[name] === 'string' ? (doc[name] as string) : undefined;
+  const strings = (value: unknown): string[] | undefined =>
+    Array.isArray(value) ? value.filter((m): m is string => typeof m === 'string') : undefined;
   const methods = doc['code_challenge_methods_supported'];
   const authMethods = strings(doc['token_endpoint_auth_methods_supported']);
   return {
     issuer: issuerURL,
     token_endpoint: doc['token_endpoint'] as string,
     jwks_uri: doc['jwks_uri'] as string,
-    ...(optional('authorization_endpoint') === undefined ? {} : { authorization_endpoint: optional('authorization_endpoint')! }),
-    ...(optional('device_authorization_endpoint') === undefined ? {} : { device_authorization_endpoint: optional('device_authorization_endpoint')! }),
+    ...(optional('authorization_endpoint') === undefined
+      ? {}
+      : { authorization_endpoint: optional('authorization_endpoint')! }),
+    ...(optional('device_authorization_endpoint') === undefined
+      ? {}
+      : { device_authorization_endpoint: optional('device_authorization_endpoint')! }),
     ...(Array.isArray(methods) ? { code_challenge_methods_supported: strings(methods)! } : {}),
     ...(authMethods === undefined ? {} : { token_endpoint_auth_methods_supported: authMethods }),
   };
@@ -138,8 +157,12 @@ export function jwksRequest(metadata: ProviderMetadata): HttpRequest {
 }
 
 /** The issuer's JSON Web Key Set (`keys` array). */
-export function processJwksResponse(metadata: ProviderMetadata, response: HttpResponse): { keys: Record<string, unknown>[] } {
-  if (response.status !== 200) throw error('ERR_OIDC_DISCOVERY', `the issuer's JWKS answered HTTP ${response.status}`, metadata.jwks_uri);
+export function processJwksResponse(
+  metadata: ProviderMetadata,
+  response: HttpResponse,
+): { keys: Record<string, unknown>[] } {
+  if (response.status !== 200)
+    throw error('ERR_OIDC_DISCOVERY', `the issuer's JWKS answered HTTP ${response.status}`, metadata.jwks_uri);
   const doc = parseJsonObject(response, 'the JWKS', metadata.jwks_uri, 'ERR_OIDC_DISCOVERY');
   if (!Array.isArray(doc['keys'])) throw error('ERR_OIDC_DISCOVERY', 'the JWKS has no keys array', metadata.jwks_uri);
   return { keys: doc['keys'] as Record<string, unknown>[] };
@@ -177,7 +200,10 @@ export function tokenRequest(
   };
 }
 
-export const clientCredentialsParams = (o: { scopes: string[]; audience: string | undefined }): Record<string, string | undefined> => ({
+export const clientCredentialsParams = (o: {
+  scopes: string[];
+  audience: string | undefined;
+}): Record<string, string | undefined> => ({
   grant_type: 'client_credentials',
   scope: o.scopes.length > 0 ? o.scopes.join(' ') : undefined,
   ...audienceParams(o.audience),
@@ -186,7 +212,12 @@ export const clientCredentialsParams = (o: { scopes: string[]; audience: string 
 export const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
 export const DEVICE_CODE = 'urn:ietf:params:oauth:grant-type:device_code';
 
-export const tokenExchangeParams = (o: { subjectToken: string; subjectTokenType: string; scopes: string[]; audience: string | undefined }): Record<string, string | undefined> => ({
+export const tokenExchangeParams = (o: {
+  subjectToken: string;
+  subjectTokenType: string;
+  scopes: string[];
+  audience: string | undefined;
+}): Record<string, string | undefined> => ({
   grant_type: TOKEN_EXCHANGE,
   subject_token: o.subjectToken,
   subject_token_type: o.subjectTokenType,
@@ -205,7 +236,11 @@ export const deviceCodeParams = (o: { deviceCode: string }): Record<string, stri
   device_code: o.deviceCode,
 });
 
-export const authorizationCodeParams = (o: { code: string; redirectUri: string; codeVerifier: string }): Record<string, string | undefined> => ({
+export const authorizationCodeParams = (o: {
+  code: string;
+  redirectUri: string;
+  codeVerifier: string;
+}): Record<string, string | undefined> => ({
   grant_type: 'authorization_code',
   code: o.code,
   redirect_uri: o.redirectUri,
@@ -232,9 +267,14 @@ export function oauthErrorOf(response: HttpResponse): OAuthErrorResponse | undef
   } catch {
     return undefined;
   }
-  if (typeof doc !== 'object' || doc === null || typeof (doc as Record<string, unknown>)['error'] !== 'string') return undefined;
+  if (typeof doc !== 'object' || doc === null || typeof (doc as Record<string, unknown>)['error'] !== 'string')
+    return undefined;
   const description = (doc as Record<string, unknown>)['error_description'];
-  return new OAuthErrorResponse((doc as Record<string, string>)['error']!, typeof description === 'string' && description !== '' ? description : undefined, response.status);
+  return new OAuthErrorResponse(
+    (doc as Record<string, string>)['error']!,
+    typeof description === 'string' && description !== '' ? description : undefined,
+    response.status,
+  );
 }
 
 /**
@@ -252,7 +292,11 @@ export function processTokenResponse(metadata: ProviderMetadata, response: HttpR
       doc = undefined;
     }
     if (typeof doc?.['error'] === 'string') {
-      throw new OAuthErrorResponse(doc['error'], typeof doc['error_description'] === 'string' ? doc['error_description'] : undefined, response.status);
+      throw new OAuthErrorResponse(
+        doc['error'],
+        typeof doc['error_description'] === 'string' ? doc['error_description'] : undefined,
+        response.status,
+      );
     }
   }
   if (response.status !== 200) {
@@ -262,7 +306,7 @@ export function processTokenResponse(metadata: ProviderMetadata, response: HttpR
       `the token endpoint answered HTTP ${response.status}${failure === undefined ? '' : ` (${failure.message})`}`,
       url,
       response.status >= 500
-        ? "the issuer failed to answer: its log says why (Dex fails with server_error when a scope audience:server:client_id:<peer> names a peer whose trustedPeers does not list this client)"
+        ? 'the issuer failed to answer: its log says why (Dex fails with server_error when a scope audience:server:client_id:<peer> names a peer whose trustedPeers does not list this client)'
         : undefined,
     );
   }
@@ -270,8 +314,14 @@ export function processTokenResponse(metadata: ProviderMetadata, response: HttpR
   if (typeof doc['access_token'] !== 'string' || doc['access_token'] === '' || typeof doc['token_type'] !== 'string') {
     throw error('ERR_OIDC_GRANT', 'the token response has no access_token or token_type', url);
   }
-  const str = (name: string): string | undefined => (typeof doc[name] === 'string' && doc[name] !== '' ? (doc[name] as string) : undefined);
-  const expiresIn = typeof doc['expires_in'] === 'number' ? doc['expires_in'] : typeof doc['expires_in'] === 'string' ? Number(doc['expires_in']) : undefined;
+  const str = (name: string): string | undefined =>
+    typeof doc[name] === 'string' && doc[name] !== '' ? (doc[name] as string) : undefined;
+  const expiresIn =
+    typeof doc['expires_in'] === 'number'
+      ? doc['expires_in']
+      : typeof doc['expires_in'] === 'string'
+        ? Number(doc['expires_in'])
+        : undefined;
   const result: TokenResponse = { access_token: doc['access_token'], token_type: doc['token_type'] };
   if (expiresIn !== undefined && Number.isFinite(expiresIn)) result.expires_in = expiresIn;
   for (const name of ['refresh_token', 'id_token', 'scope', 'issued_token_type'] as const) {
@@ -285,14 +335,18 @@ export function processTokenResponse(metadata: ProviderMetadata, response: HttpR
 export function grantError(grant: string, metadata: ProviderMetadata, cause: OAuthErrorResponse): CredentialsError {
   const exchange = grant === 'token_exchange';
   const hints: Record<string, string> = {
-    invalid_client: 'check the client ID and its credential (--client-secret-file / --private-key-file) and --client-auth',
+    invalid_client:
+      'check the client ID and its credential (--client-secret-file / --private-key-file) and --client-auth',
     unauthorized_client: 'the client is not allowed this grant type at the issuer',
-    invalid_scope: 'check scopes in spec.cluster.config (Dex: a scope audience:server:client_id:<peer> needs this client in that peer\'s trustedPeers)',
+    invalid_scope:
+      "check scopes in spec.cluster.config (Dex: a scope audience:server:client_id:<peer> needs this client in that peer's trustedPeers)",
     invalid_target: 'check audience in spec.cluster.config: the issuer does not know that resource',
-    invalid_grant: exchange ? 'the issuer rejected the subject token: check --subject-token-file and the trust configured at the issuer' : 'the grant is no longer valid: log in again',
+    invalid_grant: exchange
+      ? 'the issuer rejected the subject token: check --subject-token-file and the trust configured at the issuer'
+      : 'the grant is no longer valid: log in again',
     // Dex: the connector named by connector_id could not verify the subject token (no description is given).
     access_denied: exchange
-      ? 'the issuer did not accept the subject token (Dex answers access_denied when the connector named by connector_id cannot verify it): check that the token is unexpired and signed by the issuer that connector trusts; the issuer\'s log says why'
+      ? "the issuer did not accept the subject token (Dex answers access_denied when the connector named by connector_id cannot verify it): check that the token is unexpired and signed by the issuer that connector trusts; the issuer's log says why"
       : 'the issuer denied the request: its log says why',
     invalid_request: exchange
       ? 'the issuer refused the exchange request: Dex needs tokenParams {connector_id: <connector that trusts the subject token>} (or --token-param connector_id=…) and subjectTokenType urn:ietf:params:oauth:token-type:id_token'
@@ -302,7 +356,7 @@ export function grantError(grant: string, metadata: ProviderMetadata, cause: OAu
       : 'the issuer does not support this request',
     unsupported_grant_type: `the issuer does not offer the ${grant} grant (or not to this client): check its configuration, or choose another --grant`,
   };
-  const hint = hints[cause.error] ?? 'the issuer\'s documentation of this error, or its log, says why';
+  const hint = hints[cause.error] ?? "the issuer's documentation of this error, or its log, says why";
   return new CredentialsError(
     'ERR_OIDC_GRANT',
     `the issuer refused the ${grant} grant: ${cause.message}${cause.description === undefined ? ' (the issuer gave no error_description)' : ''}`,
@@ -322,7 +376,12 @@ export function deviceAuthorizationRequest(
   auth: ClientAuthentication,
 ): HttpRequest {
   if (metadata.device_authorization_endpoint === undefined) {
-    throw error('ERR_OIDC_DISCOVERY', 'the issuer offers no device_authorization_endpoint', metadata.issuer, 'use --grant authorization_code');
+    throw error(
+      'ERR_OIDC_DISCOVERY',
+      'the issuer offers no device_authorization_endpoint',
+      metadata.issuer,
+      'use --grant authorization_code',
+    );
   }
   return {
     method: 'POST',
@@ -332,7 +391,10 @@ export function deviceAuthorizationRequest(
   };
 }
 
-export function processDeviceAuthorizationResponse(metadata: ProviderMetadata, response: HttpResponse): DeviceAuthorization {
+export function processDeviceAuthorizationResponse(
+  metadata: ProviderMetadata,
+  response: HttpResponse,
+): DeviceAuthorization {
   const url = metadata.device_authorization_endpoint ?? metadata.issuer;
   if (response.status !== 200) {
     const doc = (() => {
@@ -342,25 +404,31 @@ export function processDeviceAuthorizationResponse(metadata: ProviderMetadata, r
         return undefined;
       }
     })();
-    const detail = typeof doc?.['error'] === 'string' ? `: ${String(doc['error'])}${typeof doc['error_description'] === 'string' ? ` (${doc['error_description']})` : ''}` : '';
+    const detail =
+      typeof doc?.['error'] === 'string'
+        ? `: ${String(doc['error'])}${typeof doc['error_description'] === 'string' ? ` (${doc['error_description']})` : ''}`
+        : '';
     throw error(
       'ERR_OIDC_LOGIN_FAILED',
       `the device authorization request failed with HTTP ${response.status}${detail}`,
       url,
       doc?.['error'] === 'invalid_client'
         ? 'check the client ID, its secret and --client-auth'
-        : 'check clientID and scopes in spec.cluster.config; the issuer\'s log says why',
+        : "check clientID and scopes in spec.cluster.config; the issuer's log says why",
     );
   }
   const doc = parseJsonObject(response, 'the device authorization response', url, 'ERR_OIDC_LOGIN_FAILED');
   for (const name of ['device_code', 'user_code', 'verification_uri'] as const) {
-    if (typeof doc[name] !== 'string' || doc[name] === '') throw error('ERR_OIDC_LOGIN_FAILED', `the device authorization response has no ${name}`, url);
+    if (typeof doc[name] !== 'string' || doc[name] === '')
+      throw error('ERR_OIDC_LOGIN_FAILED', `the device authorization response has no ${name}`, url);
   }
   return {
     device_code: doc['device_code'] as string,
     user_code: doc['user_code'] as string,
     verification_uri: doc['verification_uri'] as string,
-    ...(typeof doc['verification_uri_complete'] === 'string' ? { verification_uri_complete: doc['verification_uri_complete'] } : {}),
+    ...(typeof doc['verification_uri_complete'] === 'string'
+      ? { verification_uri_complete: doc['verification_uri_complete'] }
+      : {}),
     expires_in: typeof doc['expires_in'] === 'number' ? doc['expires_in'] : 600,
     interval: typeof doc['interval'] === 'number' && doc['interval'] > 0 ? doc['interval'] : 5,
   };
@@ -371,12 +439,28 @@ export function processDeviceAuthorizationResponse(metadata: ProviderMetadata, r
 /** The authorization URL (RFC 6749 §4.1.1 + RFC 7636 §4.3, S256 only). */
 export function authorizationUrl(
   metadata: ProviderMetadata,
-  o: { clientID: string; redirectUri: string; scopes: string[]; audience: string | undefined; state: string; nonce: string; codeChallenge: string },
+  o: {
+    clientID: string;
+    redirectUri: string;
+    scopes: string[];
+    audience: string | undefined;
+    state: string;
+    nonce: string;
+    codeChallenge: string;
+  },
 ): string {
   if (metadata.authorization_endpoint === undefined) {
-    throw error('ERR_OIDC_DISCOVERY', 'the issuer offers no authorization_endpoint', metadata.issuer, 'use --grant device_code');
+    throw error(
+      'ERR_OIDC_DISCOVERY',
+      'the issuer offers no authorization_endpoint',
+      metadata.issuer,
+      'use --grant device_code',
+    );
   }
-  if (metadata.code_challenge_methods_supported !== undefined && !metadata.code_challenge_methods_supported.includes('S256')) {
+  if (
+    metadata.code_challenge_methods_supported !== undefined &&
+    !metadata.code_challenge_methods_supported.includes('S256')
+  ) {
     throw error('ERR_OIDC_DISCOVERY', 'the issuer does not support PKCE with S256', metadata.issuer);
   }
   const url = new URL(metadata.authorization_endpoint);
@@ -411,10 +495,20 @@ export function processAuthorizationCallback(callback: URL, expectedState: strin
   const state = params.get('state');
   if (params.get('error') !== null) {
     const description = params.get('error_description');
-    throw error('ERR_OIDC_LOGIN_FAILED', `the login failed: ${params.get('error')}${description === null ? '' : ` (${description})`}`, 'redirect_uri');
+    throw error(
+      'ERR_OIDC_LOGIN_FAILED',
+      `the login failed: ${params.get('error')}${description === null ? '' : ` (${description})`}`,
+      'redirect_uri',
+    );
   }
-  if (!isExpectedState(state, expectedState)) throw error('ERR_OIDC_LOGIN_FAILED', 'the redirect carried a wrong state (another login, or a forged redirect)', 'redirect_uri');
+  if (!isExpectedState(state, expectedState))
+    throw error(
+      'ERR_OIDC_LOGIN_FAILED',
+      'the redirect carried a wrong state (another login, or a forged redirect)',
+      'redirect_uri',
+    );
   const code = params.get('code');
-  if (code === null || code === '') throw error('ERR_OIDC_LOGIN_FAILED', 'the redirect carried no authorization code', 'redirect_uri');
+  if (code === null || code === '')
+    throw error('ERR_OIDC_LOGIN_FAILED', 'the redirect carried no authorization code', 'redirect_uri');
   return code;
 }

@@ -12,7 +12,8 @@ import { oidcCacheKey, oidcFlags, parseOidcSettings, type OidcFlags, type OidcSe
 
 export const oidcProvider: CredentialProvider<OidcFlags, OidcSettings, OidcState> = {
   name: 'oidc',
-  description: 'OpenID Connect tokens: client credentials, token exchange, device code, authorization code + PKCE, refresh',
+  description:
+    'OpenID Connect tokens: client credentials, token exchange, device code, authorization code + PKCE, refresh',
   flags: oidcFlags,
   minRemainingSeconds: 60,
   // The lock also covers an interactive login (so parallel kubectl runs show one prompt and then share its token):

@@ -20,36 +20,73 @@ export const oidcFlags = {
     description:
       'client_credentials, token_exchange, device_code or authorization_code (default: token_exchange with --subject-token-file, client_credentials with a secret or key, else authorization_code)',
   },
-  'client-id': { type: 'string', placeholder: 'ID', description: 'OAuth client ID (overrides spec.cluster.config.clientID)' },
-  'client-secret-file': { type: 'string', placeholder: 'FILE', description: 'file holding the client secret (client_secret_basic or _post)' },
+  'client-id': {
+    type: 'string',
+    placeholder: 'ID',
+    description: 'OAuth client ID (overrides spec.cluster.config.clientID)',
+  },
+  'client-secret-file': {
+    type: 'string',
+    placeholder: 'FILE',
+    description: 'file holding the client secret (client_secret_basic or _post)',
+  },
   'client-auth': {
     type: 'string',
     placeholder: 'METHOD',
-    description: 'client_secret_basic (default with a secret), client_secret_post, private_key_jwt (default with a key) or none',
+    description:
+      'client_secret_basic (default with a secret), client_secret_post, private_key_jwt (default with a key) or none',
   },
-  'private-key-file': { type: 'string', placeholder: 'FILE', description: 'PKCS#8 PEM private key for private_key_jwt client authentication' },
-  'private-key-alg': { type: 'string', placeholder: 'ALG', description: 'JWS algorithm of the client assertion (default: RS256 for RSA, ES256/ES384/ES512 for EC, EdDSA)' },
+  'private-key-file': {
+    type: 'string',
+    placeholder: 'FILE',
+    description: 'PKCS#8 PEM private key for private_key_jwt client authentication',
+  },
+  'private-key-alg': {
+    type: 'string',
+    placeholder: 'ALG',
+    description: 'JWS algorithm of the client assertion (default: RS256 for RSA, ES256/ES384/ES512 for EC, EdDSA)',
+  },
   'private-key-id': { type: 'string', placeholder: 'KID', description: '`kid` header of the client assertion' },
-  'subject-token-file': { type: 'string', placeholder: 'FILE', description: 'token_exchange: the subject token (e.g. a projected service-account token), re-read on every exchange' },
+  'subject-token-file': {
+    type: 'string',
+    placeholder: 'FILE',
+    description:
+      'token_exchange: the subject token (e.g. a projected service-account token), re-read on every exchange',
+  },
   'subject-token-type': {
     type: 'string',
     placeholder: 'URN',
-    description: 'token_exchange: subject_token_type (overrides subjectTokenType; default urn:ietf:params:oauth:token-type:jwt; Dex: …:id_token)',
+    description:
+      'token_exchange: subject_token_type (overrides subjectTokenType; default urn:ietf:params:oauth:token-type:jwt; Dex: …:id_token)',
   },
   'token-param': {
     type: 'string',
     multiple: true,
     placeholder: 'NAME=VALUE',
-    description: 'an extra form parameter of every token request, e.g. connector_id=kubernetes for Dex (overrides the same name in tokenParams)',
+    description:
+      'an extra form parameter of every token request, e.g. connector_id=kubernetes for Dex (overrides the same name in tokenParams)',
   },
-  'open-browser': { type: 'boolean', description: 'open the login (authorization_code) or verification (device_code) URL in a browser (default: only print it on stderr)' },
-  'redirect-port': { type: 'string', placeholder: 'PORT', description: 'authorization_code: loopback port of the redirect URI (default: any free port)' },
+  'open-browser': {
+    type: 'boolean',
+    description:
+      'open the login (authorization_code) or verification (device_code) URL in a browser (default: only print it on stderr)',
+  },
+  'redirect-port': {
+    type: 'string',
+    placeholder: 'PORT',
+    description: 'authorization_code: loopback port of the redirect URI (default: any free port)',
+  },
   'login-timeout': {
     type: 'string',
     placeholder: 'SECONDS',
-    description: "how long an interactive login may take (default: device_code the issuer's expires_in, authorization_code 300)",
+    description:
+      "how long an interactive login may take (default: device_code the issuer's expires_in, authorization_code 300)",
   },
-  timeout: { type: 'string', placeholder: 'SECONDS', description: 'deadline of each request to the issuer, connect and TLS included (default 30)' },
+  timeout: {
+    type: 'string',
+    placeholder: 'SECONDS',
+    description: 'deadline of each request to the issuer, connect and TLS included (default 30)',
+  },
 } as const;
 
 export type OidcFlags = typeof oidcFlags;
@@ -62,7 +99,19 @@ export const CLIENT_AUTH_METHODS = ['client_secret_basic', 'client_secret_post',
 export type ClientAuthMethod = (typeof CLIENT_AUTH_METHODS)[number];
 
 /** Asymmetric JWS algorithms only: `none` and HS* can never be allowed (no shared secret with an issuer). */
-export const ASYMMETRIC_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'] as const;
+export const ASYMMETRIC_ALGORITHMS = [
+  'RS256',
+  'RS384',
+  'RS512',
+  'PS256',
+  'PS384',
+  'PS512',
+  'ES256',
+  'ES384',
+  'ES512',
+  'EdDSA',
+  'Ed25519',
+] as const;
 
 export type TokenKind = 'id_token' | 'access_token';
 
@@ -174,7 +223,8 @@ function configError(message: string, path: string, hint?: string): CredentialsE
 function optionalString(config: Record<string, unknown>, key: string): string | undefined {
   const value = config[key];
   if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'string' || value === '') throw configError(`${key} must be a non-empty string`, `${CONFIG}.${key}`);
+  if (typeof value !== 'string' || value === '')
+    throw configError(`${key} must be a non-empty string`, `${CONFIG}.${key}`);
   return value;
 }
 
@@ -189,7 +239,11 @@ function parseScopes(value: unknown): string[] {
 
 function parseIssuerURL(value: string | undefined): string {
   if (value === undefined) {
-    throw configError('issuerURL is missing', `${CONFIG}.issuerURL`, 'set issuerURL in the cluster\'s client.authentication.k8s.io/exec extension and provideClusterInfo: true');
+    throw configError(
+      'issuerURL is missing',
+      `${CONFIG}.issuerURL`,
+      "set issuerURL in the cluster's client.authentication.k8s.io/exec extension and provideClusterInfo: true",
+    );
   }
   let url: URL;
   try {
@@ -197,8 +251,10 @@ function parseIssuerURL(value: string | undefined): string {
   } catch {
     throw configError(`issuerURL ${quoteUrl(value)} is not a URL`, `${CONFIG}.issuerURL`);
   }
-  if (url.protocol !== 'https:') throw configError(`issuerURL must use https, got ${url.protocol}`, `${CONFIG}.issuerURL`);
-  if (url.search !== '' || url.hash !== '') throw configError('issuerURL must not have a query or fragment', `${CONFIG}.issuerURL`);
+  if (url.protocol !== 'https:')
+    throw configError(`issuerURL must use https, got ${url.protocol}`, `${CONFIG}.issuerURL`);
+  if (url.search !== '' || url.hash !== '')
+    throw configError('issuerURL must not have a query or fragment', `${CONFIG}.issuerURL`);
   return value;
 }
 
@@ -214,14 +270,17 @@ function parseCA(value: string | undefined): string | undefined {
 function parseAlgorithms(value: unknown): string[] {
   if (value === undefined || value === null) return [...ASYMMETRIC_ALGORITHMS];
   if (!Array.isArray(value) || value.length === 0 || !value.every((v) => typeof v === 'string')) {
-    throw configError('signingAlgorithms must be a non-empty list of JWS algorithm names', `${CONFIG}.signingAlgorithms`);
+    throw configError(
+      'signingAlgorithms must be a non-empty list of JWS algorithm names',
+      `${CONFIG}.signingAlgorithms`,
+    );
   }
   for (const alg of value as string[]) {
     if (!(ASYMMETRIC_ALGORITHMS as readonly string[]).includes(alg)) {
       throw configError(
         `signing algorithm ${quote(alg)} is not allowed: only ${ASYMMETRIC_ALGORITHMS.join(', ')}`,
         `${CONFIG}.signingAlgorithms`,
-        '`none` and HMAC algorithms (HS256…) are refused: an ID token must be signed with the issuer\'s private key',
+        "`none` and HMAC algorithms (HS256…) are refused: an ID token must be signed with the issuer's private key",
       );
     }
   }
@@ -246,7 +305,11 @@ function parseSubjectTokenType(config: Record<string, unknown>, flag: string | u
 function checkParamName(name: string, path: string): void {
   if (!PARAM_NAME.test(name)) throw configError(`token parameter name ${quote(name)} is not a form field name`, path);
   if (RESERVED_TOKEN_PARAMS.includes(name)) {
-    throw configError(`the token parameter ${name} is set by the plugin itself`, path, 'scopes, audience, subjectTokenType and the client flags set these; tokenParams is for what an issuer adds, e.g. connector_id');
+    throw configError(
+      `the token parameter ${name} is set by the plugin itself`,
+      path,
+      'scopes, audience, subjectTokenType and the client flags set these; tokenParams is for what an issuer adds, e.g. connector_id',
+    );
   }
 }
 
@@ -255,18 +318,29 @@ function parseTokenParams(config: Record<string, unknown>, flags: readonly strin
   const params: Record<string, string> = {};
   const raw = config['tokenParams'];
   if (raw !== undefined && raw !== null) {
-    if (typeof raw !== 'object' || Array.isArray(raw)) throw configError('tokenParams must be an object of form parameters', `${CONFIG}.tokenParams`, 'e.g. tokenParams: {connector_id: kubernetes}');
+    if (typeof raw !== 'object' || Array.isArray(raw))
+      throw configError(
+        'tokenParams must be an object of form parameters',
+        `${CONFIG}.tokenParams`,
+        'e.g. tokenParams: {connector_id: kubernetes}',
+      );
     for (const [name, value] of Object.entries(raw as Record<string, unknown>)) {
       const path = `${CONFIG}.tokenParams${/^[A-Za-z_][A-Za-z0-9_]*$/.test(name) ? `.${name}` : `[${JSON.stringify(name)}]`}`;
       checkParamName(name, path);
-      if (typeof value !== 'string' || value === '') throw configError(`tokenParams.${name} must be a non-empty string`, path);
+      if (typeof value !== 'string' || value === '')
+        throw configError(`tokenParams.${name} must be a non-empty string`, path);
       params[name] = value;
     }
   }
   for (const entry of flags) {
     const eq = entry.indexOf('=');
     // The entry is not quoted back: its value may be a credential.
-    if (eq <= 0 || eq === entry.length - 1) throw configError('a --token-param is not NAME=VALUE (a name, =, a non-empty value)', '--token-param', 'e.g. --token-param connector_id=kubernetes');
+    if (eq <= 0 || eq === entry.length - 1)
+      throw configError(
+        'a --token-param is not NAME=VALUE (a name, =, a non-empty value)',
+        '--token-param',
+        'e.g. --token-param connector_id=kubernetes',
+      );
     const name = entry.slice(0, eq);
     checkParamName(name, '--token-param');
     params[name] = entry.slice(eq + 1);
@@ -276,7 +350,8 @@ function parseTokenParams(config: Record<string, unknown>, flags: readonly strin
 
 function positiveInt(value: string | undefined, flag: string, fallback: number, max: number): number {
   if (value === undefined) return fallback;
-  if (!/^\d+$/.test(value) || Number(value) > max) throw configError(`--${flag} must be an integer from 0 to ${max}`, `--${flag}`);
+  if (!/^\d+$/.test(value) || Number(value) > max)
+    throw configError(`--${flag} must be an integer from 0 to ${max}`, `--${flag}`);
   return Number(value);
 }
 
@@ -298,17 +373,26 @@ function parseTimeout(value: string | undefined): number {
  * parseOidcSettings(input, flags); // { issuerURL: 'https://op.example', grant: 'client_credentials', … }
  * ```
  */
-export function parseOidcSettings(input: ExecCredentialInput, flags: FlagValues<OidcFlags>, env: Env = {}): OidcSettings {
+export function parseOidcSettings(
+  input: ExecCredentialInput,
+  flags: FlagValues<OidcFlags>,
+  env: Env = {},
+): OidcSettings {
   const raw = input.spec.cluster?.config;
   if (raw === undefined || raw === null) {
-    throw configError('no OIDC settings: spec.cluster.config is missing', CONFIG, 'set provideClusterInfo: true and the cluster extension client.authentication.k8s.io/exec with issuerURL and clientID');
+    throw configError(
+      'no OIDC settings: spec.cluster.config is missing',
+      CONFIG,
+      'set provideClusterInfo: true and the cluster extension client.authentication.k8s.io/exec with issuerURL and clientID',
+    );
   }
   if (typeof raw !== 'object' || Array.isArray(raw)) throw configError('spec.cluster.config must be an object', CONFIG);
   const config = raw as Record<string, unknown>;
 
   const issuerURL = parseIssuerURL(optionalString(config, 'issuerURL'));
   const clientID = flags['client-id'] ?? optionalString(config, 'clientID');
-  if (clientID === undefined) throw configError('clientID is missing', `${CONFIG}.clientID`, 'set clientID in the config or pass --client-id');
+  if (clientID === undefined)
+    throw configError('clientID is missing', `${CONFIG}.clientID`, 'set clientID in the config or pass --client-id');
   const audience = optionalString(config, 'audience') ?? optionalString(config, 'resource');
   const issuerCA = parseCA(optionalString(config, 'issuerCA'));
   const signingAlgorithms = parseAlgorithms(config['signingAlgorithms']);
@@ -320,23 +404,41 @@ export function parseOidcSettings(input: ExecCredentialInput, flags: FlagValues<
   const hasClientCredential = flags['client-secret-file'] !== undefined || flags['private-key-file'] !== undefined;
   const grant: Grant =
     (grantFlag as Grant | undefined) ??
-    (flags['subject-token-file'] !== undefined ? 'token_exchange' : hasClientCredential ? 'client_credentials' : 'authorization_code');
+    (flags['subject-token-file'] !== undefined
+      ? 'token_exchange'
+      : hasClientCredential
+        ? 'client_credentials'
+        : 'authorization_code');
 
   const authFlag = flags['client-auth'];
   if (authFlag !== undefined && !(CLIENT_AUTH_METHODS as readonly string[]).includes(authFlag)) {
-    throw configError(`unknown --client-auth ${quote(authFlag)}: expected ${CLIENT_AUTH_METHODS.join(', ')}`, '--client-auth');
+    throw configError(
+      `unknown --client-auth ${quote(authFlag)}: expected ${CLIENT_AUTH_METHODS.join(', ')}`,
+      '--client-auth',
+    );
   }
   const clientAuth: ClientAuthMethod =
     (authFlag as ClientAuthMethod | undefined) ??
-    (flags['private-key-file'] !== undefined ? 'private_key_jwt' : flags['client-secret-file'] !== undefined ? 'client_secret_basic' : 'none');
-  if ((clientAuth === 'client_secret_basic' || clientAuth === 'client_secret_post') && flags['client-secret-file'] === undefined) {
+    (flags['private-key-file'] !== undefined
+      ? 'private_key_jwt'
+      : flags['client-secret-file'] !== undefined
+        ? 'client_secret_basic'
+        : 'none');
+  if (
+    (clientAuth === 'client_secret_basic' || clientAuth === 'client_secret_post') &&
+    flags['client-secret-file'] === undefined
+  ) {
     throw configError(`--client-auth ${clientAuth} needs --client-secret-file`, '--client-secret-file');
   }
   if (clientAuth === 'private_key_jwt' && flags['private-key-file'] === undefined) {
     throw configError('--client-auth private_key_jwt needs --private-key-file', '--private-key-file');
   }
   if (grant === 'client_credentials' && clientAuth === 'none') {
-    throw configError('the client_credentials grant needs client authentication', '--client-secret-file', 'pass --client-secret-file or --private-key-file (private_key_jwt)');
+    throw configError(
+      'the client_credentials grant needs client authentication',
+      '--client-secret-file',
+      'pass --client-secret-file or --private-key-file (private_key_jwt)',
+    );
   }
   if (grant === 'token_exchange' && flags['subject-token-file'] === undefined) {
     throw configError('the token_exchange grant needs --subject-token-file', '--subject-token-file');
@@ -386,7 +488,10 @@ export function parseOidcSettings(input: ExecCredentialInput, flags: FlagValues<
     tokenParams,
     openBrowser: flags['open-browser'],
     redirectPort: positiveInt(flags['redirect-port'], 'redirect-port', 0, 65535),
-    loginTimeoutMs: flags['login-timeout'] === undefined ? undefined : positiveInt(flags['login-timeout'], 'login-timeout', 0, 86_400) * 1000,
+    loginTimeoutMs:
+      flags['login-timeout'] === undefined
+        ? undefined
+        : positiveInt(flags['login-timeout'], 'login-timeout', 0, 86_400) * 1000,
     timeoutMs: parseTimeout(flags.timeout),
     interactive: input.spec.interactive === true,
     proxy: parseProxy(env),
@@ -427,7 +532,11 @@ function parseProxy(env: Env): OidcSettings['proxy'] {
       url = undefined;
     }
     if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
-      throw configError(`HTTPS_PROXY ${quoteUrl(httpsProxy)} is not an http(s) URL`, 'HTTPS_PROXY', 'e.g. HTTPS_PROXY=http://proxy.example:3128');
+      throw configError(
+        `HTTPS_PROXY ${quoteUrl(httpsProxy)} is not an http(s) URL`,
+        'HTTPS_PROXY',
+        'e.g. HTTPS_PROXY=http://proxy.example:3128',
+      );
     }
   }
   return { httpsProxy, noProxy: pick('NO_PROXY') };
@@ -449,6 +558,8 @@ export function oidcCacheKey(settings: OidcSettings): unknown {
     subjectTokenFile: settings.subjectTokenFile,
     subjectTokenType: settings.subjectTokenType,
     // Only when set, so the keys of entries written before tokenParams existed stay the same.
-    ...(Object.keys(settings.tokenParams).length === 0 ? {} : { tokenParams: Object.entries(settings.tokenParams).sort(([a], [b]) => (a < b ? -1 : 1)) }),
+    ...(Object.keys(settings.tokenParams).length === 0
+      ? {}
+      : { tokenParams: Object.entries(settings.tokenParams).sort(([a], [b]) => (a < b ? -1 : 1)) }),
   };
 }

@@ -32,11 +32,17 @@ export interface ValidatedToken {
 const ASYMMETRIC = /^(RS|PS|ES)(256|384|512)$|^EdDSA$|^Ed25519$/;
 
 function invalid(o: TokenExpectations, reason: string, cause?: unknown, hint?: string): CredentialsError {
-  return new CredentialsError('ERR_OIDC_TOKEN_INVALID', `the ${o.what} from ${o.issuer} failed validation: ${reason}; it was not used`, {
-    path: o.issuer,
-    hint: hint ?? 'the issuer returned a token this cluster would reject (or that was tampered with): check issuerURL, clientID, audience and the issuer\'s signing keys',
-    ...(cause === undefined ? {} : { cause }),
-  });
+  return new CredentialsError(
+    'ERR_OIDC_TOKEN_INVALID',
+    `the ${o.what} from ${o.issuer} failed validation: ${reason}; it was not used`,
+    {
+      path: o.issuer,
+      hint:
+        hint ??
+        "the issuer returned a token this cluster would reject (or that was tampered with): check issuerURL, clientID, audience and the issuer's signing keys",
+      ...(cause === undefined ? {} : { cause }),
+    },
+  );
 }
 
 /** The token's `aud` as the message shows it (the signature was good: only the audience was wrong). */
@@ -76,7 +82,12 @@ export async function validateToken(jwt: string, jwks: JSONWebKeySet, o: TokenEx
     }));
   } catch (error) {
     if (error instanceof JwsError && error.failure === 'wrong-audience') {
-      throw invalid(o, `wrong audience ("aud"): the token is for ${audienceOf(jwt)}, not ${JSON.stringify(o.audience)}`, error, AUDIENCE_HINT);
+      throw invalid(
+        o,
+        `wrong audience ("aud"): the token is for ${audienceOf(jwt)}, not ${JSON.stringify(o.audience)}`,
+        error,
+        AUDIENCE_HINT,
+      );
     }
     throw invalid(o, describe(error), error);
   }
@@ -87,24 +98,36 @@ export async function validateToken(jwt: string, jwks: JSONWebKeySet, o: TokenEx
   if (o.authorizedParty !== undefined) {
     const audiences = Array.isArray(payload.aud) ? payload.aud : [payload.aud];
     if (payload['azp'] !== undefined && payload['azp'] !== o.authorizedParty) {
-      throw invalid(o, `"azp" is ${JSON.stringify(payload['azp'])}, not the client ${JSON.stringify(o.authorizedParty)}`);
+      throw invalid(
+        o,
+        `"azp" is ${JSON.stringify(payload['azp'])}, not the client ${JSON.stringify(o.authorizedParty)}`,
+      );
     }
     if (audiences.length > 1 && payload['azp'] === undefined) throw invalid(o, 'several audiences but no "azp" claim');
   }
   if (o.nonce !== undefined && payload['nonce'] !== o.nonce) {
-    throw invalid(o, payload['nonce'] === undefined ? 'no "nonce" claim (replay protection)' : '"nonce" does not match the login (a replayed or injected token)');
+    throw invalid(
+      o,
+      payload['nonce'] === undefined
+        ? 'no "nonce" claim (replay protection)'
+        : '"nonce" does not match the login (a replayed or injected token)',
+    );
   }
   return { payload: payload as JWTPayload & { exp: number } };
 }
 
-const REASONS: Record<Exclude<JwsFailure, 'malformed' | 'missing-claim' | 'invalid-claim' | 'wrong-audience'>, string> = {
+const REASONS: Record<
+  Exclude<JwsFailure, 'malformed' | 'missing-claim' | 'invalid-claim' | 'wrong-audience'>,
+  string
+> = {
   expired: 'expired ("exp")',
   'not-yet-valid': 'not valid yet ("nbf" is in the future)',
   'wrong-issuer': 'wrong issuer ("iss")',
-  'alg-not-allowed': 'signed with an algorithm that is not allowed ("alg" must be one of the asymmetric allowlist; none and HS* are refused)',
+  'alg-not-allowed':
+    'signed with an algorithm that is not allowed ("alg" must be one of the asymmetric allowlist; none and HS* are refused)',
   'bad-signature': 'bad signature',
   'no-matching-key': 'no key of the issuer\'s JWKS matches the token ("kid" / "alg")',
-  'several-keys-none-verifies': 'several keys of the issuer\'s JWKS match and none verifies',
+  'several-keys-none-verifies': "several keys of the issuer's JWKS match and none verifies",
 };
 
 function describe(error: unknown): string {

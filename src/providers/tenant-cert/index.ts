@@ -18,7 +18,15 @@ export type { TenantCertFlagSpecs, TenantCertPluginSettings, TenantCertState } f
 export { defaultIdentityDir, identityFile, readKeyFile } from './settings.js';
 
 // wire format: cluster IDs, protocol constants, cluster keys
-export { API_VERSION, CLUSTER_ID_MAX_LENGTH, CLUSTER_ID_PATTERN, CLUSTER_ID_RULE, LIQO_API_VERSION, checkClusterId, isClusterId } from './wire/protocol.js';
+export {
+  API_VERSION,
+  CLUSTER_ID_MAX_LENGTH,
+  CLUSTER_ID_PATTERN,
+  CLUSTER_ID_RULE,
+  LIQO_API_VERSION,
+  checkClusterId,
+  isClusterId,
+} from './wire/protocol.js';
 export type { LiqoTenantDocument, TenantDocument } from './wire/protocol.js';
 export {
   KEY_ALGORITHMS,
@@ -36,12 +44,20 @@ export type { GeneratedKeyPair, KeyAlgorithm } from './wire/keys.js';
 // the heavy sides
 /** The issuer: data dir, HTTPS server, trust store, groups policy. */
 export const loadIssuer = (): Promise<typeof import('./issuer/index.js')> => import('./issuer/index.js');
-export type { IssuerServerOptions, IssuerSettings, OpenIssuer, RunningIssuer, TrustRecord, TrustedConsumer } from './issuer/index.js';
+export type {
+  IssuerServerOptions,
+  IssuerSettings,
+  OpenIssuer,
+  RunningIssuer,
+  TrustRecord,
+  TrustedConsumer,
+} from './issuer/index.js';
 /** Identity import: parsing and storing Identities, checking their certificates. */
 export const loadIdentityImport = (): Promise<typeof import('./consumer/index.js')> => import('./consumer/index.js');
 export type { CertificateExpectations, CheckedCertificate, ParsedIdentity } from './consumer/index.js';
 /** The declarative flow, consumer side: Tenant and Identity resources on the provider cluster. */
-export const loadClusterFlow = (): Promise<typeof import('./consumer/cluster-flow.js')> => import('./consumer/cluster-flow.js');
+export const loadClusterFlow = (): Promise<typeof import('./consumer/cluster-flow.js')> =>
+  import('./consumer/cluster-flow.js');
 export type { AppliedTenant } from './consumer/cluster-flow.js';
 /** Tenant documents and their CSRs. */
 export const loadTenantBuilder = (): Promise<typeof import('./wire/index.js')> => import('./wire/index.js');

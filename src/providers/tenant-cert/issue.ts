@@ -31,7 +31,11 @@ export interface IssueOptions {
   initialBackoffMs?: number;
 }
 
-function output(checked: CheckedCertificate, keyPem: string, source: TenantCertState['source']): IssuedCredential<TenantCertState> {
+function output(
+  checked: CheckedCertificate,
+  keyPem: string,
+  source: TenantCertState['source'],
+): IssuedCredential<TenantCertState> {
   return {
     status: {
       clientCertificateData: checked.pem,
@@ -78,9 +82,12 @@ export async function issueTenantCertificate(
           // With an issuer, renew at the 2/3 point; without one, serve it until shortly before it expires.
           allowPastRenewal: settings.issuerURL === undefined,
         });
-        const twoThirds = checked.notBefore.getTime() + ((checked.notAfter.getTime() - checked.notBefore.getTime()) * 2) / 3;
+        const twoThirds =
+          checked.notBefore.getTime() + ((checked.notAfter.getTime() - checked.notBefore.getTime()) * 2) / 3;
         if (checked.renewAt.getTime() > twoThirds + 1000) {
-          log(`clusterprofile-tenant-cert: the imported Identity ${imported.file} is past 2/3 of its lifetime and expires at ${formatTimestamp(checked.notAfter.getTime())}: import a renewed one`);
+          log(
+            `clusterprofile-tenant-cert: the imported Identity ${imported.file} is past 2/3 of its lifetime and expires at ${formatTimestamp(checked.notAfter.getTime())}: import a renewed one`,
+          );
         }
         return output(checked, settings.keyPem, 'imported');
       }
@@ -100,7 +107,7 @@ export async function issueTenantCertificate(
       `no Identity of ${settings.providerClusterID} for ${settings.clusterID} was imported and spec.cluster.config has no issuerURL/issuerCA`,
       {
         path: 'spec.cluster.config.issuerURL',
-        hint: 'set issuerURL and issuerCA in the cluster\'s exec extension, or run: clusterprofile identity import FILE',
+        hint: "set issuerURL and issuerCA in the cluster's exec extension, or run: clusterprofile identity import FILE",
       },
     );
   }
@@ -129,7 +136,12 @@ export async function issueTenantCertificate(
     { consumerClusterID: settings.clusterID, providerClusterID: settings.providerClusterID },
     {
       // Proof of possession: only the holder of the registered key can make the issuer hand out (and retire) nonces.
-      nonceRequest: (at) => signNonceRequest(privateKey, { consumerClusterID: settings.clusterID, providerClusterID: settings.providerClusterID }, at),
+      nonceRequest: (at) =>
+        signNonceRequest(
+          privateKey,
+          { consumerClusterID: settings.clusterID, providerClusterID: settings.providerClusterID },
+          at,
+        ),
       tenant: async (nonce) => {
         if (nonce.subject.commonName !== settings.clusterID) {
           throw new CredentialsError(

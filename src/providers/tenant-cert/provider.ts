@@ -48,16 +48,19 @@ export const tenantCertFlags = {
 
 export type TenantCertFlagSpecs = typeof tenantCertFlags;
 
-
 function parseTimeout(value: string | undefined): number {
   if (value === undefined) {
     return 30_000;
   }
   const seconds = Number(value);
   if (!Number.isFinite(seconds) || seconds <= 0 || seconds > 600) {
-    throw new CredentialsError('ERR_TENANT_CERT_FLAG', `--timeout ${JSON.stringify(value)} is not a number of seconds in (0, 600]`, {
-      path: '--timeout',
-    });
+    throw new CredentialsError(
+      'ERR_TENANT_CERT_FLAG',
+      `--timeout ${JSON.stringify(value)} is not a number of seconds in (0, 600]`,
+      {
+        path: '--timeout',
+      },
+    );
   }
   return Math.round(seconds * 1000);
 }
@@ -65,7 +68,7 @@ function parseTimeout(value: string | undefined): number {
 /** The provider; `run` in ./main.ts wraps it with the runtime. */
 export const tenantCertProvider: CredentialProvider<TenantCertFlagSpecs, TenantCertPluginSettings, TenantCertState> = {
   name: 'tenant-cert',
-  description: 'short-lived client certificates from a member cluster\'s tenant-cert issuer (Tenant/Identity handshake)',
+  description: "short-lived client certificates from a member cluster's tenant-cert issuer (Tenant/Identity handshake)",
   flags: tenantCertFlags,
   minRemainingSeconds: 60,
   // Longer than one handshake may take (`--timeout`, 30 s by default, plus start-up on a loaded machine): many parallel

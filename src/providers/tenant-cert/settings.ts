@@ -134,13 +134,21 @@ export function parseClusterConfig(config: unknown): TenantCertClusterConfig {
   try {
     parsed = new URL(url);
   } catch (cause) {
-    throw new CredentialsError('ERR_TENANT_CERT_CONFIG', `spec.cluster.config.issuerURL: ${quoteUrl(url)} is not a URL`, {
-      path: 'spec.cluster.config.issuerURL',
-      cause,
-    });
+    throw new CredentialsError(
+      'ERR_TENANT_CERT_CONFIG',
+      `spec.cluster.config.issuerURL: ${quoteUrl(url)} is not a URL`,
+      {
+        path: 'spec.cluster.config.issuerURL',
+        cause,
+      },
+    );
   }
   if (parsed.protocol !== 'https:') {
-    throw configError('issuerURL', `must be an https:// URL, got ${quoteUrl(url)}`, 'the issuer only speaks HTTPS; TLS verification is always on');
+    throw configError(
+      'issuerURL',
+      `must be an https:// URL, got ${quoteUrl(url)}`,
+      'the issuer only speaks HTTPS; TLS verification is always on',
+    );
   }
   if (parsed.search !== '' || parsed.hash !== '' || parsed.username !== '' || parsed.password !== '') {
     throw configError('issuerURL', `must not carry credentials, a query or a fragment: ${quoteUrl(url)}`);
@@ -197,7 +205,10 @@ export function readKeyFile(file: string): { keyPem: string; keyDigest: string }
 
 function keyFileError(problem: PrivacyProblem, file: string): CredentialsError {
   if (problem.kind === 'mode') {
-    const owner = problem.uid === undefined ? '' : `, owner ${problem.uid}${problem.gid === undefined ? '' : `, group ${problem.gid}`}`;
+    const owner =
+      problem.uid === undefined
+        ? ''
+        : `, owner ${problem.uid}${problem.gid === undefined ? '' : `, group ${problem.gid}`}`;
     // The hint stays one command that fixes the file; the message says what else is accepted.
     return new CredentialsError(
       'ERR_TENANT_CERT_KEY_FILE',
@@ -208,12 +219,21 @@ function keyFileError(problem: PrivacyProblem, file: string): CredentialsError {
     );
   }
   if (problem.kind === 'type') {
-    return new CredentialsError('ERR_TENANT_CERT_KEY_FILE', `the key file ${file} is ${problem.found === 'directory' ? 'a directory' : 'not a regular file'}`, {
-      path: file,
-      hint: 'pass the PKCS#8 PEM file that clusterprofile keygen --out FILE made',
-    });
+    return new CredentialsError(
+      'ERR_TENANT_CERT_KEY_FILE',
+      `the key file ${file} is ${problem.found === 'directory' ? 'a directory' : 'not a regular file'}`,
+      {
+        path: file,
+        hint: 'pass the PKCS#8 PEM file that clusterprofile keygen --out FILE made',
+      },
+    );
   }
-  const reason = problem.kind === 'io' ? (problem.cause as Error).message : problem.kind === 'missing' ? 'no such file' : problem.kind;
+  const reason =
+    problem.kind === 'io'
+      ? (problem.cause as Error).message
+      : problem.kind === 'missing'
+        ? 'no such file'
+        : problem.kind;
   return new CredentialsError('ERR_TENANT_CERT_KEY_FILE', `cannot read the key file ${file}: ${reason}`, {
     path: file,
     hint: 'make one with: clusterprofile keygen --out FILE',

@@ -9,7 +9,12 @@ export { tokenRequestFlags, tokenRequestProvider } from './provider.js';
 export type { Bootstrap, TokenRequestProviderSettings } from './provider.js';
 
 // the TokenRequest settings and wire format
-export { DEFAULT_EXPIRATION_SECONDS, MAX_EXPIRATION_SECONDS, MIN_EXPIRATION_SECONDS, parseTokenRequestSettings } from './settings.js';
+export {
+  DEFAULT_EXPIRATION_SECONDS,
+  MAX_EXPIRATION_SECONDS,
+  MIN_EXPIRATION_SECONDS,
+  parseTokenRequestSettings,
+} from './settings.js';
 export type { TokenRequestSettings, TokenRequestSettingsSources } from './settings.js';
 export { RENEW_AFTER_FRACTION, buildTokenRequest, processTokenRequestResponse } from './protocol.js';
 export type { MintedToken } from './protocol.js';

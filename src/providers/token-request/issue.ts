@@ -54,28 +54,54 @@ function reusedAccess(inputs: unknown, load: () => Promise<KubeAccess>): Promise
 /** What the kubeconfig order reads from the environment and the working directory (src/kube/kubeconfig.ts). */
 function accessInputs(context: IssueContext): unknown {
   const { env } = context;
-  return [process.cwd(), env['KUBECONFIG'], env['HOME'], env['USERPROFILE'], env['KUBERNETES_SERVICE_HOST'], env['KUBERNETES_SERVICE_PORT']];
+  return [
+    process.cwd(),
+    env['KUBECONFIG'],
+    env['HOME'],
+    env['USERPROFILE'],
+    env['KUBERNETES_SERVICE_HOST'],
+    env['KUBERNETES_SERVICE_PORT'],
+  ];
 }
 
-async function bootstrapCredential(bootstrap: Bootstrap, cluster: ExecCluster, context: IssueContext): Promise<BootstrapIdentity> {
+async function bootstrapCredential(
+  bootstrap: Bootstrap,
+  cluster: ExecCluster,
+  context: IssueContext,
+): Promise<BootstrapIdentity> {
   switch (bootstrap.kind) {
     case 'kubeconfig':
       return reusedAccess([bootstrap, accessInputs(context)], () =>
-        loadKubeAccess({ kubeconfig: bootstrap.file, flag: '--bootstrap-kubeconfig', what: 'the bootstrap kubeconfig' }, kubeDeps(context)),
+        loadKubeAccess(
+          { kubeconfig: bootstrap.file, flag: '--bootstrap-kubeconfig', what: 'the bootstrap kubeconfig' },
+          kubeDeps(context),
+        ),
       );
     case 'in-cluster':
       return reusedAccess([bootstrap, accessInputs(context)], () => loadInClusterAccess(kubeDeps(context)));
     case 'tenant-cert': {
       const { tenantCertCredential } = await import('./tenant-cert-bootstrap.js');
-      return { credential: await tenantCertCredential(bootstrap, cluster, context), source: 'the tenant-cert identity' };
+      return {
+        credential: await tenantCertCredential(bootstrap, cluster, context),
+        source: 'the tenant-cert identity',
+      };
     }
   }
 }
 
-async function readSecret(settings: Extract<TokenRequestProviderSettings, { mode: 'secret-reader' }>, context: IssueContext): Promise<IssuedCredential> {
-  const access = await loadKubeAccess({ kubeconfig: settings.hubKubeconfig, flag: '--hub-kubeconfig', what: "the hub's kubeconfig" }, kubeDeps(context));
+async function readSecret(
+  settings: Extract<TokenRequestProviderSettings, { mode: 'secret-reader' }>,
+  context: IssueContext,
+): Promise<IssuedCredential> {
+  const access = await loadKubeAccess(
+    { kubeconfig: settings.hubKubeconfig, flag: '--hub-kubeconfig', what: "the hub's kubeconfig" },
+    kubeDeps(context),
+  );
   const reader = parseSecretReaderSettings(settings.config, settings.secretNamespace ?? access.namespace ?? 'default');
-  const hub = createKubeTransport(access.endpoint, access.credential, { timeoutMs: settings.timeoutMs, retry: KUBE_RETRY });
+  const hub = createKubeTransport(access.endpoint, access.credential, {
+    timeoutMs: settings.timeoutMs,
+    retry: KUBE_RETRY,
+  });
   try {
     const response = await hub.send(buildSecretRequest(reader), { signal: context.signal });
     // No expiry: like the reference plugin, the token is handed over as the hub keeps it and never cached here.
@@ -85,23 +111,41 @@ async function readSecret(settings: Extract<TokenRequestProviderSettings, { mode
   }
 }
 
-export async function issueToken(settings: TokenRequestProviderSettings, context: IssueContext): Promise<IssuedCredential> {
+export async function issueToken(
+  settings: TokenRequestProviderSettings,
+  context: IssueContext,
+): Promise<IssuedCredential> {
   if (settings.mode === 'secret-reader') {
     return readSecret(settings, context);
   }
   const { credential, source, endpoint } = await bootstrapCredential(settings.bootstrap, settings.cluster, context);
   if (credential.kind === 'none') {
-    throw new CredentialsError('ERR_TOKEN_REQUEST_BOOTSTRAP', 'the bootstrap kubeconfig user has no credential (client certificate or token)', {
-      path: source,
-    });
+    throw new CredentialsError(
+      'ERR_TOKEN_REQUEST_BOOTSTRAP',
+      'the bootstrap kubeconfig user has no credential (client certificate or token)',
+      {
+        path: source,
+      },
+    );
   }
-  const target = endpoint === undefined ? connectionFromCluster(settings.cluster) : boundEndpoint(endpoint, settings.cluster, source);
+  const target =
+    endpoint === undefined
+      ? connectionFromCluster(settings.cluster)
+      : boundEndpoint(endpoint, settings.cluster, source);
   const member = memberTransport(target, credential, settings.timeoutMs);
   try {
     const sentAt = context.now();
     const response = await member.send(buildTokenRequest(settings.request), { signal: context.signal });
-    const minted = processTokenRequestResponse(response, settings.request, { server: settings.cluster.server, now: sentAt });
-    return { status: { token: minted.token, expirationTimestamp: formatTimestamp(minted.renewAt.getTime(), { seconds: true }) } };
+    const minted = processTokenRequestResponse(response, settings.request, {
+      server: settings.cluster.server,
+      now: sentAt,
+    });
+    return {
+      status: {
+        token: minted.token,
+        expirationTimestamp: formatTimestamp(minted.renewAt.getTime(), { seconds: true }),
+      },
+    };
   } finally {
     member.release();
   }
@@ -128,12 +172,20 @@ const transports = new Map<string, SharedTransport>();
  * its TLS connections instead of a handshake (and the CA parsed again) per token. The idle timer and the idle sockets
  * do not keep a plugin process alive.
  */
-function memberTransport(endpoint: KubeEndpoint, credential: KubeCredential, timeoutMs: number): { send: ReturnType<typeof createKubeTransport>['send']; release(): void } {
+function memberTransport(
+  endpoint: KubeEndpoint,
+  credential: KubeCredential,
+  timeoutMs: number,
+): { send: ReturnType<typeof createKubeTransport>['send']; release(): void } {
   // In memory only: the key holds the credential, as the transport does.
   const key = JSON.stringify([endpoint, credential, timeoutMs]);
   let shared = transports.get(key);
   if (shared === undefined) {
-    shared = { transport: createKubeTransport(endpoint, credential, { timeoutMs, retry: KUBE_RETRY }), users: 0, idle: undefined };
+    shared = {
+      transport: createKubeTransport(endpoint, credential, { timeoutMs, retry: KUBE_RETRY }),
+      users: 0,
+      idle: undefined,
+    };
     transports.set(key, shared);
   }
   const entry = shared;
@@ -162,7 +214,8 @@ function memberTransport(endpoint: KubeEndpoint, credential: KubeCredential, tim
 function serverKey(server: string): string | undefined {
   try {
     const url = new URL(server);
-    const port = url.port === '' ? (url.protocol === 'https:' ? '443' : url.protocol === 'http:' ? '80' : '') : url.port;
+    const port =
+      url.port === '' ? (url.protocol === 'https:' ? '443' : url.protocol === 'http:' ? '80' : '') : url.port;
     return `${url.protocol}//${url.hostname.toLowerCase()}:${port}${url.pathname.replace(/\/+$/, '')}`;
   } catch {
     return undefined;
@@ -177,9 +230,13 @@ function serverKey(server: string): string | undefined {
 function boundEndpoint(own: KubeEndpoint, cluster: ExecCluster, source: string): KubeEndpoint {
   const ownKey = serverKey(own.server);
   if (ownKey === undefined || !ownKey.startsWith('https:')) {
-    throw new CredentialsError('ERR_TOKEN_REQUEST_BOOTSTRAP_SERVER', `the bootstrap identity's API server ${clip(redactUrl(own.server))} is not an https URL: its credential is never sent in the clear`, {
-      path: source,
-    });
+    throw new CredentialsError(
+      'ERR_TOKEN_REQUEST_BOOTSTRAP_SERVER',
+      `the bootstrap identity's API server ${clip(redactUrl(own.server))} is not an https URL: its credential is never sent in the clear`,
+      {
+        path: source,
+      },
+    );
   }
   if (serverKey(cluster.server) !== ownKey) {
     throw new CredentialsError(

@@ -52,19 +52,28 @@ function describeFailure(response: KubeResponse, settings: TokenRequestSettings,
       return new CredentialsError(
         'ERR_TOKEN_REQUEST_UNAUTHORIZED',
         `the API server rejected the bootstrap credential (401 Unauthorized)${said}`,
-        { path, hint: 'check that the bootstrap credential (tenant-cert identity, --bootstrap-kubeconfig or in-cluster token) is valid for this cluster' },
+        {
+          path,
+          hint: 'check that the bootstrap credential (tenant-cert identity, --bootstrap-kubeconfig or in-cluster token) is valid for this cluster',
+        },
       );
     case 403:
       return new CredentialsError(
         'ERR_TOKEN_REQUEST_FORBIDDEN',
         `the bootstrap identity may not create tokens for service account ${account} (403 Forbidden)${said}`,
-        { path, hint: `grant verb "create" on resource "serviceaccounts/token" with resourceNames ["${settings.serviceAccount}"] in namespace "${settings.namespace}" (see deploy/token-request-rbac.yaml)` },
+        {
+          path,
+          hint: `grant verb "create" on resource "serviceaccounts/token" with resourceNames ["${settings.serviceAccount}"] in namespace "${settings.namespace}" (see deploy/token-request-rbac.yaml)`,
+        },
       );
     case 404:
       return new CredentialsError(
         'ERR_TOKEN_REQUEST_NOT_FOUND',
         `service account ${account} not found (404 Not Found)${said}`,
-        { path, hint: `create the service account "${settings.serviceAccount}" in namespace "${settings.namespace}" on the member cluster` },
+        {
+          path,
+          hint: `create the service account "${settings.serviceAccount}" in namespace "${settings.namespace}" on the member cluster`,
+        },
       );
     default:
       return new CredentialsError(
@@ -76,7 +85,9 @@ function describeFailure(response: KubeResponse, settings: TokenRequestSettings,
 }
 
 function malformed(message: string, server: string): CredentialsError {
-  return new CredentialsError('ERR_TOKEN_REQUEST_RESPONSE_INVALID', `malformed TokenRequest response: ${message}`, { path: server });
+  return new CredentialsError('ERR_TOKEN_REQUEST_RESPONSE_INVALID', `malformed TokenRequest response: ${message}`, {
+    path: server,
+  });
 }
 
 /**
@@ -109,11 +120,17 @@ export function processTokenRequestResponse(
   const expiresMs = typeof expirationTimestamp === 'string' ? parseTimestamp(expirationTimestamp) : undefined;
   const expiresAt = expiresMs === undefined ? undefined : new Date(expiresMs);
   if (expiresAt === undefined) {
-    throw malformed(`status.expirationTimestamp ${JSON.stringify(expirationTimestamp)} is not an RFC 3339 time`, context.server);
+    throw malformed(
+      `status.expirationTimestamp ${JSON.stringify(expirationTimestamp)} is not an RFC 3339 time`,
+      context.server,
+    );
   }
   const lifetime = expiresAt.getTime() - context.now.getTime();
   if (lifetime <= 0) {
-    throw malformed(`the token expired at ${expirationTimestamp}, before it was received (check the clocks)`, context.server);
+    throw malformed(
+      `the token expired at ${expirationTimestamp}, before it was received (check the clocks)`,
+      context.server,
+    );
   }
   return { token, expiresAt, renewAt: new Date(context.now.getTime() + Math.floor(lifetime * RENEW_AFTER_FRACTION)) };
 }

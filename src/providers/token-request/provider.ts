@@ -16,32 +16,74 @@ export type { Bootstrap, TokenRequestProviderSettings };
 
 export const tokenRequestFlags = {
   mode: { type: 'string', description: 'token-request (default) or secret-reader', placeholder: 'MODE' },
-  namespace: { type: 'string', description: 'namespace of the service account (default for spec.cluster.config.namespace)', placeholder: 'NS' },
-  'service-account': { type: 'string', description: 'service account name (default for spec.cluster.config.serviceAccount)', placeholder: 'NAME' },
-  audience: { type: 'string', multiple: true, description: 'token audience, repeatable (default for spec.cluster.config.audiences)', placeholder: 'AUD' },
-  'expiration-seconds': { type: 'string', description: 'requested lifetime, 600..2^32 (default 3600)', placeholder: 'SECONDS' },
+  namespace: {
+    type: 'string',
+    description: 'namespace of the service account (default for spec.cluster.config.namespace)',
+    placeholder: 'NS',
+  },
+  'service-account': {
+    type: 'string',
+    description: 'service account name (default for spec.cluster.config.serviceAccount)',
+    placeholder: 'NAME',
+  },
+  audience: {
+    type: 'string',
+    multiple: true,
+    description: 'token audience, repeatable (default for spec.cluster.config.audiences)',
+    placeholder: 'AUD',
+  },
+  'expiration-seconds': {
+    type: 'string',
+    description: 'requested lifetime, 600..2^32 (default 3600)',
+    placeholder: 'SECONDS',
+  },
   bootstrap: {
     type: 'string',
     description:
       'identity that calls TokenRequest: kubeconfig (the default: --bootstrap-kubeconfig, else KUBECONFIG, else ~/.kube/config, else in-cluster), ' +
-      'in-cluster (only the pod\'s service account) or tenant-cert (the default when --key-file is given without --bootstrap-kubeconfig)',
+      "in-cluster (only the pod's service account) or tenant-cert (the default when --key-file is given without --bootstrap-kubeconfig)",
     placeholder: 'KIND',
   },
-  'bootstrap-kubeconfig': { type: 'string', description: 'kubeconfig whose current user calls TokenRequest (implies --bootstrap kubeconfig)', placeholder: 'FILE' },
-  'cluster-id': { type: 'string', description: 'tenant-cert bootstrap: this (consumer) cluster\'s ID', placeholder: 'ID' },
-  'key-file': { type: 'string', description: 'tenant-cert bootstrap: the consumer\'s PKCS#8 PEM private key', placeholder: 'FILE' },
+  'bootstrap-kubeconfig': {
+    type: 'string',
+    description: 'kubeconfig whose current user calls TokenRequest (implies --bootstrap kubeconfig)',
+    placeholder: 'FILE',
+  },
+  'cluster-id': {
+    type: 'string',
+    description: "tenant-cert bootstrap: this (consumer) cluster's ID",
+    placeholder: 'ID',
+  },
+  'key-file': {
+    type: 'string',
+    description: "tenant-cert bootstrap: the consumer's PKCS#8 PEM private key",
+    placeholder: 'FILE',
+  },
   'identity-dir': {
     type: 'string',
-    description: 'tenant-cert bootstrap: where `clusterprofile identity import` stored Identities (default $HOME/.kube/clusterprofile/identities, else the user\'s home directory\'s)',
+    description:
+      "tenant-cert bootstrap: where `clusterprofile identity import` stored Identities (default $HOME/.kube/clusterprofile/identities, else the user's home directory's)",
     placeholder: 'DIR',
   },
-  'hub-kubeconfig': { type: 'string', description: 'secret-reader: kubeconfig of the hub (default: KUBECONFIG, else ~/.kube/config, else in-cluster)', placeholder: 'FILE' },
-  'secret-namespace': { type: 'string', description: 'secret-reader: namespace of the Secrets (default: the hub context\'s or pod\'s namespace, then "default")', placeholder: 'NS' },
-  timeout: { type: 'string', description: 'deadline for the API server exchange: connect, TLS, answer and retries (default 30)', placeholder: 'SECONDS' },
+  'hub-kubeconfig': {
+    type: 'string',
+    description: 'secret-reader: kubeconfig of the hub (default: KUBECONFIG, else ~/.kube/config, else in-cluster)',
+    placeholder: 'FILE',
+  },
+  'secret-namespace': {
+    type: 'string',
+    description:
+      'secret-reader: namespace of the Secrets (default: the hub context\'s or pod\'s namespace, then "default")',
+    placeholder: 'NS',
+  },
+  timeout: {
+    type: 'string',
+    description: 'deadline for the API server exchange: connect, TLS, answer and retries (default 30)',
+    placeholder: 'SECONDS',
+  },
 } as const;
 
 type Flags = typeof tokenRequestFlags;
-
 
 function usage(message: string, path: string): CredentialsError {
   return new CredentialsError('ERR_TOKEN_REQUEST_USAGE', message, { path });
@@ -58,7 +100,9 @@ function parseTimeout(value: string | undefined): number {
 }
 
 function chooseBootstrap(flags: FlagValues<Flags>): Bootstrap {
-  const kind = flags.bootstrap ?? (flags['key-file'] !== undefined && flags['bootstrap-kubeconfig'] === undefined ? 'tenant-cert' : 'kubeconfig');
+  const kind =
+    flags.bootstrap ??
+    (flags['key-file'] !== undefined && flags['bootstrap-kubeconfig'] === undefined ? 'tenant-cert' : 'kubeconfig');
   switch (kind) {
     case 'kubeconfig':
       return flags['bootstrap-kubeconfig'] === undefined ? { kind } : { kind, file: flags['bootstrap-kubeconfig'] };
@@ -66,11 +110,22 @@ function chooseBootstrap(flags: FlagValues<Flags>): Bootstrap {
       return { kind };
     case 'tenant-cert':
       if (flags['cluster-id'] === undefined || flags['key-file'] === undefined) {
-        throw usage('--bootstrap tenant-cert needs --cluster-id and --key-file', flags['cluster-id'] === undefined ? '--cluster-id' : '--key-file');
+        throw usage(
+          '--bootstrap tenant-cert needs --cluster-id and --key-file',
+          flags['cluster-id'] === undefined ? '--cluster-id' : '--key-file',
+        );
       }
-      return { kind, clusterId: flags['cluster-id'], keyFile: flags['key-file'], ...(flags['identity-dir'] === undefined ? {} : { identityDir: flags['identity-dir'] }) };
+      return {
+        kind,
+        clusterId: flags['cluster-id'],
+        keyFile: flags['key-file'],
+        ...(flags['identity-dir'] === undefined ? {} : { identityDir: flags['identity-dir'] }),
+      };
     default:
-      throw usage(`unknown --bootstrap ${JSON.stringify(kind)}: expected tenant-cert, kubeconfig or in-cluster`, '--bootstrap');
+      throw usage(
+        `unknown --bootstrap ${JSON.stringify(kind)}: expected tenant-cert, kubeconfig or in-cluster`,
+        '--bootstrap',
+      );
   }
 }
 
@@ -86,7 +141,8 @@ function asConfig(config: unknown): Record<string, unknown> | undefined {
 
 export const tokenRequestProvider: CredentialProvider<Flags, TokenRequestProviderSettings> = {
   name: 'token-request',
-  description: 'bound service-account tokens via the TokenRequest API, renewed before they expire (or Secret Reader mode)',
+  description:
+    'bound service-account tokens via the TokenRequest API, renewed before they expire (or Secret Reader mode)',
   flags: tokenRequestFlags,
   minRemainingSeconds: 60,
   settings({ flags, input }) {
@@ -106,7 +162,10 @@ export const tokenRequestProvider: CredentialProvider<Flags, TokenRequestProvide
     }
     const cluster = input.spec.cluster;
     if (cluster === undefined || cluster.server === '') {
-      throw usage('the member cluster is unknown: set provideClusterInfo: true in the exec config so spec.cluster reaches the plugin', 'spec.cluster');
+      throw usage(
+        'the member cluster is unknown: set provideClusterInfo: true in the exec config so spec.cluster reaches the plugin',
+        'spec.cluster',
+      );
     }
     const request = parseTokenRequestSettings({
       config: asConfig(cluster.config),

@@ -22,27 +22,41 @@ export function parseSecretReaderSettings(config: unknown, namespace: string): S
     });
   }
   if (typeof config !== 'object' || Array.isArray(config)) {
-    throw new CredentialsError('ERR_SECRET_READER_CONFIG', `invalid ExecCredential.Spec.Cluster.Config: expected an object, got ${JSON.stringify(config)}`, {
-      path: 'spec.cluster.config',
-    });
+    throw new CredentialsError(
+      'ERR_SECRET_READER_CONFIG',
+      `invalid ExecCredential.Spec.Cluster.Config: expected an object, got ${JSON.stringify(config)}`,
+      {
+        path: 'spec.cluster.config',
+      },
+    );
   }
   const clusterName = (config as Record<string, unknown>)['clusterName'];
   if (clusterName === undefined || clusterName === '') {
-    throw new CredentialsError('ERR_SECRET_READER_CONFIG', 'missing clusterName in ExecCredential.Spec.Cluster.Config', {
-      path: 'spec.cluster.config.clusterName',
-    });
+    throw new CredentialsError(
+      'ERR_SECRET_READER_CONFIG',
+      'missing clusterName in ExecCredential.Spec.Cluster.Config',
+      {
+        path: 'spec.cluster.config.clusterName',
+      },
+    );
   }
   if (typeof clusterName !== 'string') {
-    throw new CredentialsError('ERR_SECRET_READER_CONFIG', 'invalid ExecCredential.Spec.Cluster.Config: clusterName must be a string', {
-      path: 'spec.cluster.config.clusterName',
-    });
+    throw new CredentialsError(
+      'ERR_SECRET_READER_CONFIG',
+      'invalid ExecCredential.Spec.Cluster.Config: clusterName must be a string',
+      {
+        path: 'spec.cluster.config.clusterName',
+      },
+    );
   }
   try {
     checkDns1123Subdomain(clusterName, 'spec.cluster.config.clusterName', 'clusterName');
     checkDns1123Label(namespace, '--secret-namespace', 'namespace');
   } catch (error) {
     const { message, path } = error as CredentialsError;
-    throw new CredentialsError('ERR_SECRET_READER_CONFIG', `invalid ExecCredential.Spec.Cluster.Config: ${message}`, { ...(path === undefined ? {} : { path }) });
+    throw new CredentialsError('ERR_SECRET_READER_CONFIG', `invalid ExecCredential.Spec.Cluster.Config: ${message}`, {
+      ...(path === undefined ? {} : { path }),
+    });
   }
   return { namespace, clusterName };
 }
@@ -65,14 +79,18 @@ export function processSecretResponse(response: KubeResponse, settings: SecretRe
         : `HTTP ${response.status}`);
     throw new CredentialsError('ERR_SECRET_READER_GET', `failed to get secret ${name}: ${reason}`, {
       path: `secret ${name}`,
-      ...(response.status === 403 ? { hint: `grant a Role with verbs ["get"] on resource "secrets" in namespace "${settings.namespace}"` } : {}),
+      ...(response.status === 403
+        ? { hint: `grant a Role with verbs ["get"] on resource "secrets" in namespace "${settings.namespace}"` }
+        : {}),
     });
   }
   const data = (response.body as { data?: unknown } | null)?.data;
   const encoded = typeof data === 'object' && data !== null ? (data as Record<string, unknown>)['token'] : undefined;
   const token = typeof encoded === 'string' ? Buffer.from(encoded, 'base64').toString('utf8').trim() : '';
   if (token === '') {
-    throw new CredentialsError('ERR_SECRET_READER_NO_TOKEN', `secret ${name} missing "token" key`, { path: `secret ${name}` });
+    throw new CredentialsError('ERR_SECRET_READER_NO_TOKEN', `secret ${name} missing "token" key`, {
+      path: `secret ${name}`,
+    });
   }
   return token;
 }

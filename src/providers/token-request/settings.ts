@@ -94,7 +94,10 @@ function requiredName(
   const { value, fromConfig } = pick(sources, key);
   const path = where(key, fromConfig, flag);
   if (value === undefined || value === '') {
-    throw invalid(`missing ${key}: set spec.cluster.config.${key} in the ClusterProfile's exec extension or ${flag}`, path);
+    throw invalid(
+      `missing ${key}: set spec.cluster.config.${key} in the ClusterProfile's exec extension or ${flag}`,
+      path,
+    );
   }
   if (typeof value !== 'string') {
     throw invalid(`${key} must be a string`, path);
@@ -113,7 +116,10 @@ function parseExpiration(sources: TokenRequestSettingsSources): number {
     throw invalid(`expirationSeconds must be a whole number of seconds, got ${quote(value)}`, path);
   }
   if (seconds < MIN_EXPIRATION_SECONDS) {
-    throw invalid(`expirationSeconds may not specify a duration less than 10 minutes (${MIN_EXPIRATION_SECONDS} s), got ${seconds}`, path);
+    throw invalid(
+      `expirationSeconds may not specify a duration less than 10 minutes (${MIN_EXPIRATION_SECONDS} s), got ${seconds}`,
+      path,
+    );
   }
   if (seconds > MAX_EXPIRATION_SECONDS) {
     throw invalid(`expirationSeconds may not specify a duration larger than 2^32 seconds, got ${seconds}`, path);
@@ -187,6 +193,18 @@ export type Bootstrap =
 
 /** `timeoutMs`: deadline of the API server exchange (`--timeout`), connect and TLS and retries included. */
 export type TokenRequestProviderSettings =
-  | { mode: 'token-request'; cluster: ExecCluster; request: TokenRequestSettings; bootstrap: Bootstrap; timeoutMs: number }
+  | {
+      mode: 'token-request';
+      cluster: ExecCluster;
+      request: TokenRequestSettings;
+      bootstrap: Bootstrap;
+      timeoutMs: number;
+    }
   /** `hubKubeconfig`: `--hub-kubeconfig`; undefined: the order of src/kube/kubeconfig.ts. */
-  | { mode: 'secret-reader'; config: unknown; hubKubeconfig: string | undefined; secretNamespace: string | undefined; timeoutMs: number };
+  | {
+      mode: 'secret-reader';
+      config: unknown;
+      hubKubeconfig: string | undefined;
+      secretNamespace: string | undefined;
+      timeoutMs: number;
+    };

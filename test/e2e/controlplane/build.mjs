@@ -111,7 +111,12 @@ const targets = [
     moduleDir: path.resolve(here, '../upstream-plugins'),
     version: (goMod) => requiredVersion(goMod, 'sigs.k8s.io/cluster-inventory-api'),
     binaries: [`${plugin}-plugin`],
-    buildArgs: () => ['-ldflags=-s -w', '-o', `OUT/${plugin}-plugin`, `sigs.k8s.io/cluster-inventory-api/plugins/${plugin}/cmd/plugin`],
+    buildArgs: () => [
+      '-ldflags=-s -w',
+      '-o',
+      `OUT/${plugin}-plugin`,
+      `sigs.k8s.io/cluster-inventory-api/plugins/${plugin}/cmd/plugin`,
+    ],
   })),
 ];
 
@@ -168,7 +173,9 @@ async function checkGo(minimum) {
     result = await run('go', ['env', 'GOVERSION'], { env: goEnv() });
   } catch (error) {
     if (error?.code === 'ENOENT') {
-      throw new GoRequirementError(`${requirement}, but \`go\` was not found on PATH. Install it from https://go.dev/dl/.`);
+      throw new GoRequirementError(
+        `${requirement}, but \`go\` was not found on PATH. Install it from https://go.dev/dl/.`,
+      );
     }
     throw error;
   }
@@ -260,14 +267,20 @@ export async function ensureControlPlaneBinaries(options = {}) {
       const result = await run('go', args, { cwd: target.moduleDir, env });
       if (result.code !== 0) {
         await rm(staging, { recursive: true, force: true });
-        throw new Error(`controlplane: go ${args.join(' ')} failed (exit ${result.code ?? result.signal}):\n${result.stderr}`);
+        throw new Error(
+          `controlplane: go ${args.join(' ')} failed (exit ${result.code ?? result.signal}):\n${result.stderr}`,
+        );
       }
       const built = {};
       for (const b of target.binaries) built[b] = await binaryVersion(path.join(staging, b));
       const seconds = Math.round((performance.now() - started) / 100) / 10;
       await writeFile(
         path.join(staging, 'stamp.json'),
-        JSON.stringify({ target: target.name, version, goVersion, seconds, builtAt: new Date().toISOString(), binaries: built }, null, 2) + '\n',
+        JSON.stringify(
+          { target: target.name, version, goVersion, seconds, builtAt: new Date().toISOString(), binaries: built },
+          null,
+          2,
+        ) + '\n',
       );
       await rm(dir, { recursive: true, force: true });
       await rename(staging, dir);

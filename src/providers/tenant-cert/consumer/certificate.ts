@@ -90,16 +90,23 @@ export function checkCertificate(pem: string, expect: CertificateExpectations): 
   }
   const cn = commonName(certificate);
   if (cn !== expect.clusterID) {
-    throw bad(`is for CN ${JSON.stringify(cn ?? certificate.subject)}, not for our cluster ID ${JSON.stringify(expect.clusterID)}`, expect.source);
+    throw bad(
+      `is for CN ${JSON.stringify(cn ?? certificate.subject)}, not for our cluster ID ${JSON.stringify(expect.clusterID)}`,
+      expect.source,
+    );
   }
   // Compared as keys (no export: OpenSSL's encoder is not needed on a miss otherwise).
   if (!createPublicKey(expect.privateKey).equals(certificate.publicKey)) {
-    throw bad('certifies a different public key than our --key-file', expect.source, 'was the key file replaced after the Identity was made?');
+    throw bad(
+      'certifies a different public key than our --key-file',
+      expect.source,
+      'was the key file replaced after the Identity was made?',
+    );
   }
   if (expect.clientCA !== undefined && expect.clientCA.length > 0) {
     const signedByCA = expect.clientCA.some((ca) => certificate.checkIssued(ca) && certificate.verify(ca.publicKey));
     if (!signedByCA) {
-      throw bad('is not signed by the issuer\'s client CA', expect.source);
+      throw bad("is not signed by the issuer's client CA", expect.source);
     }
   }
   const notBefore = certificate.validFromDate;
@@ -134,7 +141,9 @@ export function checkCertificate(pem: string, expect: CertificateExpectations): 
     throw new CredentialsError(
       'ERR_TENANT_CERT_CLOCK_SKEW',
       `the certificate from ${expect.source} (valid ${notBefore.toISOString()} to ${notAfter.toISOString()}) is already due for renewal by our clock (${expect.now.toISOString()}${offset === 0 ? '' : `, issuer clock offset ${Math.round(offset / 1000)} s`})`,
-      { hint: 'check the clocks of this machine and the issuer (NTP), or ask the issuer for a longer certificate lifetime' },
+      {
+        hint: 'check the clocks of this machine and the issuer (NTP), or ask the issuer for a longer certificate lifetime',
+      },
     );
   }
   return { certificate, pem: `${certificate.toString().trim()}\n`, notBefore, notAfter, renewAt };

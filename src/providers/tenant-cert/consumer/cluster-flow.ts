@@ -67,12 +67,18 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 function refusal(status: TenantStatus | undefined, where: string): CredentialsError {
   const ready = status?.conditions?.find((item) => item.type === READY);
   const reason = ready?.reason ?? '';
-  const code: ErrorCode = /^ERR_[A-Z0-9_]+$/.test(reason) && errorSpec(reason) !== undefined ? (reason as ErrorCode) : 'ERR_TENANT_FLOW_API';
+  const code: ErrorCode =
+    /^ERR_[A-Z0-9_]+$/.test(reason) && errorSpec(reason) !== undefined ? (reason as ErrorCode) : 'ERR_TENANT_FLOW_API';
   return new CredentialsError(code, `${where} was refused by the issuer: ${ready?.message ?? reason}`, { path: where });
 }
 
 async function readTenant(o: ClusterFlowOptions, name: string): Promise<TenantResource | undefined> {
-  const response = await kubeCall(o.send, { method: 'GET', path: tenantPath(o.namespace, name) }, [200, 404], `reading Tenant ${o.namespace}/${name}`);
+  const response = await kubeCall(
+    o.send,
+    { method: 'GET', path: tenantPath(o.namespace, name) },
+    [200, 404],
+    `reading Tenant ${o.namespace}/${name}`,
+  );
   return response.status === 200 ? (response.body as TenantResource) : undefined;
 }
 
@@ -80,33 +86,67 @@ async function readTenant(o: ClusterFlowOptions, name: string): Promise<TenantRe
 async function writeSpec(o: ClusterFlowOptions, name: string, spec: TenantSpec): Promise<number> {
   for (let attempt = 0; ; attempt += 1) {
     const current = await readTenant(o, name);
-    const body: TenantResource = current === undefined
-      ? { apiVersion: API_VERSION, kind: 'Tenant', metadata: { name, labels: { 'liqo.io/remote-cluster-id': spec.clusterID } }, spec }
-      : { ...current, spec };
-    const response = current === undefined
-      ? await kubeCall(o.send, { method: 'POST', path: tenantsPath(o.namespace), body }, [201, 409], `creating Tenant ${o.namespace}/${name}`)
-      : await kubeCall(o.send, { method: 'PUT', path: tenantPath(o.namespace, name), body }, [200, 409], `writing Tenant ${o.namespace}/${name}`);
+    const body: TenantResource =
+      current === undefined
+        ? {
+            apiVersion: API_VERSION,
+            kind: 'Tenant',
+            metadata: { name, labels: { 'liqo.io/remote-cluster-id': spec.clusterID } },
+            spec,
+          }
+        : { ...current, spec };
+    const response =
+      current === undefined
+        ? await kubeCall(
+            o.send,
+            { method: 'POST', path: tenantsPath(o.namespace), body },
+            [201, 409],
+            `creating Tenant ${o.namespace}/${name}`,
+          )
+        : await kubeCall(
+            o.send,
+            { method: 'PUT', path: tenantPath(o.namespace, name), body },
+            [200, 409],
+            `writing Tenant ${o.namespace}/${name}`,
+          );
     if (response.status !== 409) return (response.body as TenantResource).metadata.generation ?? 0;
     if (attempt >= 4) {
-      throw new CredentialsError('ERR_TENANT_FLOW_API', `writing Tenant ${o.namespace}/${name}: it kept changing under us (409 Conflict)`, { path: tenantPath(o.namespace, name) });
+      throw new CredentialsError(
+        'ERR_TENANT_FLOW_API',
+        `writing Tenant ${o.namespace}/${name}: it kept changing under us (409 Conflict)`,
+        { path: tenantPath(o.namespace, name) },
+      );
     }
   }
 }
 
 /** The Tenant once the issuer answered `generation`, or ERR_TENANT_FLOW_TIMEOUT. */
-async function answered(o: ClusterFlowOptions, name: string, generation: number, timeoutMs: number): Promise<TenantResource> {
+async function answered(
+  o: ClusterFlowOptions,
+  name: string,
+  generation: number,
+  timeoutMs: number,
+): Promise<TenantResource> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const tenant = await readTenant(o, name);
     if (tenant === undefined) {
-      throw new CredentialsError('ERR_TENANT_FLOW_API', `Tenant ${o.namespace}/${name} was deleted while waiting for the issuer`, { path: tenantPath(o.namespace, name) });
+      throw new CredentialsError(
+        'ERR_TENANT_FLOW_API',
+        `Tenant ${o.namespace}/${name} was deleted while waiting for the issuer`,
+        { path: tenantPath(o.namespace, name) },
+      );
     }
     if ((tenant.status?.observedGeneration ?? -1) >= generation) return tenant;
     if (Date.now() >= deadline) {
-      throw new CredentialsError('ERR_TENANT_FLOW_TIMEOUT', `the issuer did not answer Tenant ${o.namespace}/${name} (generation ${generation}) within ${Math.round(timeoutMs / 1000)} s`, {
-        path: tenantPath(o.namespace, name),
-        hint: `is clusterprofile issuer serve --reconcile-tenants --namespace ${o.namespace} running on the provider cluster?`,
-      });
+      throw new CredentialsError(
+        'ERR_TENANT_FLOW_TIMEOUT',
+        `the issuer did not answer Tenant ${o.namespace}/${name} (generation ${generation}) within ${Math.round(timeoutMs / 1000)} s`,
+        {
+          path: tenantPath(o.namespace, name),
+          hint: `is clusterprofile issuer serve --reconcile-tenants --namespace ${o.namespace} running on the provider cluster?`,
+        },
+      );
     }
     await sleep(o.pollMs ?? 200);
   }
@@ -140,14 +180,26 @@ export async function applyTenant(o: ApplyTenantOptions): Promise<AppliedTenant>
 
   const ids = { providerClusterID: o.providerClusterID, consumerClusterID: o.consumerClusterID };
   const request = signNonceRequest(o.privateKey, ids, o.now());
-  const first = await writeSpec(o, name, { clusterID: o.consumerClusterID, providerClusterID: o.providerClusterID, nonceRequest: { timestamp: request.timestamp, signature: request.signature } });
+  const first = await writeSpec(o, name, {
+    clusterID: o.consumerClusterID,
+    providerClusterID: o.providerClusterID,
+    nonceRequest: { timestamp: request.timestamp, signature: request.signature },
+  });
   const withNonce = await answered(o, name, first, o.timeoutMs);
   const nonce = withNonce.status?.nonce;
-  if (withNonce.status?.conditions?.find((item) => item.type === READY)?.reason !== 'NonceIssued' || nonce === undefined) {
+  if (
+    withNonce.status?.conditions?.find((item) => item.type === READY)?.reason !== 'NonceIssued' ||
+    nonce === undefined
+  ) {
     throw refusal(withNonce.status, where);
   }
 
-  const document = await buildTenant({ privateKey: o.privateKey, ...ids, nonce: nonce.value, organizations: nonce.subject?.organizations ?? [] });
+  const document = await buildTenant({
+    privateKey: o.privateKey,
+    ...ids,
+    nonce: nonce.value,
+    organizations: nonce.subject?.organizations ?? [],
+  });
   const second = await writeSpec(o, name, document.spec);
   const done = await answered(o, name, second, o.timeoutMs);
   const final = done.status;
@@ -168,7 +220,9 @@ export async function applyTenant(o: ApplyTenantOptions): Promise<AppliedTenant>
  * The Identity the issuer wrote for this cluster's Tenant, as the text of an Identity document (what `identity
  * import` reads from a file); ERR_TENANT_FLOW_NO_IDENTITY when the Tenant has none.
  */
-export async function readIdentityFromCluster(o: ClusterFlowOptions & { consumerClusterID: string }): Promise<{ text: string; source: string }> {
+export async function readIdentityFromCluster(
+  o: ClusterFlowOptions & { consumerClusterID: string },
+): Promise<{ text: string; source: string }> {
   const name = o.tenantName ?? o.consumerClusterID;
   const tenant = await readTenant(o, name);
   const ref = tenant?.status?.identityRef;
@@ -182,13 +236,25 @@ export async function readIdentityFromCluster(o: ClusterFlowOptions & { consumer
       { path: tenantPath(o.namespace, name), hint: 'run clusterprofile tenant apply --to-cluster first' },
     );
   }
-  const response = await kubeCall(o.send, { method: 'GET', path: identityPath(o.namespace, ref.name) }, [200, 404], `reading Identity ${o.namespace}/${ref.name}`);
+  const response = await kubeCall(
+    o.send,
+    { method: 'GET', path: identityPath(o.namespace, ref.name) },
+    [200, 404],
+    `reading Identity ${o.namespace}/${ref.name}`,
+  );
   if (response.status === 404) {
-    throw new CredentialsError('ERR_TENANT_FLOW_NO_IDENTITY', `Tenant ${o.namespace}/${name} names Identity ${ref.name}, which does not exist`, {
-      path: identityPath(o.namespace, ref.name),
-      hint: 'run clusterprofile tenant apply --to-cluster --force',
-    });
+    throw new CredentialsError(
+      'ERR_TENANT_FLOW_NO_IDENTITY',
+      `Tenant ${o.namespace}/${name} names Identity ${ref.name}, which does not exist`,
+      {
+        path: identityPath(o.namespace, ref.name),
+        hint: 'run clusterprofile tenant apply --to-cluster --force',
+      },
+    );
   }
   const identity = response.body as IdentityResource;
-  return { text: `${JSON.stringify(identityDocumentOf(identity), null, 2)}\n`, source: `Identity ${o.namespace}/${ref.name}` };
+  return {
+    text: `${JSON.stringify(identityDocumentOf(identity), null, 2)}\n`,
+    source: `Identity ${o.namespace}/${ref.name}`,
+  };
 }

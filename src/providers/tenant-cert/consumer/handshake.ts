@@ -104,7 +104,11 @@ function rejectTransient(response: IssuerResponse): void {
   }
   const error = errorFromResponse(response.status, body);
   if (error.retryable) {
-    throw new CredentialsError(error.code, error.message, { path: response.url, ...(error.hint === undefined ? {} : { hint: error.hint }), cause: error });
+    throw new CredentialsError(error.code, error.message, {
+      path: response.url,
+      ...(error.hint === undefined ? {} : { hint: error.hint }),
+      cause: error,
+    });
   }
   const said = body !== null && typeof body === 'object' ? (body as { message?: unknown }).message : undefined;
   const detail = error.code === 'ERR_ISSUER_RESPONSE' ? '' : ` with ${error.code}: ${String(said)}`;
@@ -119,7 +123,11 @@ function rejectTransient(response: IssuerResponse): void {
 function annotate(error: unknown, url: string): never {
   if (isCredentialsError(error)) {
     if (error.path === undefined) {
-      throw new CredentialsError(error.code, error.message, { path: url, ...(error.hint === undefined ? {} : { hint: error.hint }), cause: error.cause });
+      throw new CredentialsError(error.code, error.message, {
+        path: url,
+        ...(error.hint === undefined ? {} : { hint: error.hint }),
+        cause: error.cause,
+      });
     }
   }
   throw error;
@@ -172,7 +180,9 @@ export async function issuerHandshake(
         const tenantRequest = toIssuerRequest(options.issuerURL, buildTenantRequest(tenant));
         const left = deadline - nowMs();
         if (left <= 0) {
-          throw retryableError('ERR_TENANT_CERT_ISSUER_TIMEOUT', 'the issuer did not answer in time', { path: tenantRequest.url.href });
+          throw retryableError('ERR_TENANT_CERT_ISSUER_TIMEOUT', 'the issuer did not answer in time', {
+            path: tenantRequest.url.href,
+          });
         }
         const identityResponse = await sendIssuerRequest(tenantRequest, {
           client,
@@ -195,7 +205,9 @@ export async function issuerHandshake(
         ...(options.maxAttempts === undefined ? {} : { maxAttempts: options.maxAttempts }),
         ...(options.signal === undefined ? {} : { signal: options.signal }),
         onRetry(error, number, waitMs) {
-          options.log?.(`clusterprofile-tenant-cert: attempt ${number} failed (${error.code}: ${error.message}); retrying in ${waitMs} ms`);
+          options.log?.(
+            `clusterprofile-tenant-cert: attempt ${number} failed (${error.code}: ${error.message}); retrying in ${waitMs} ms`,
+          );
         },
       },
     );

@@ -9,7 +9,12 @@
 import { X509Certificate } from 'node:crypto';
 import { join } from 'node:path';
 import { parseDocument } from '../../../core/document.js';
-import { checkPrivateDirectory, readPrivateFile, writeFileAtomic, type PrivacyProblem } from '../../../core/private-files.js';
+import {
+  checkPrivateDirectory,
+  readPrivateFile,
+  writeFileAtomic,
+  type PrivacyProblem,
+} from '../../../core/private-files.js';
 import { CredentialsError, isCredentialsError } from '../../../core/errors.js';
 import { readIdentity, type ReceivedIdentity } from '../wire/documents.js';
 import { identityFile } from '../settings.js';
@@ -44,10 +49,18 @@ function invalid(message: string, path: string, source: string): CredentialsErro
  * ERR_TENANT_BAD_BASE64, ERR_TENANT_BAD_PEM) with the JSON path of the bad field.
  */
 export function parseIdentity(text: string, source: string): ParsedIdentity {
-  const value = parseDocument(text, { source, code: 'ERR_TENANT_CERT_IDENTITY_INVALID', message: `${source}: not YAML/JSON` });
+  const value = parseDocument(text, {
+    source,
+    code: 'ERR_TENANT_CERT_IDENTITY_INVALID',
+    message: `${source}: not YAML/JSON`,
+  });
   const doc = value as { spec?: { type?: unknown } } | null;
   if (doc?.spec?.type !== undefined && doc.spec.type !== 'ControlPlane') {
-    throw invalid(`spec.type is ${JSON.stringify(doc.spec.type)}: only ControlPlane identities carry a client certificate for us`, '$.spec.type', source);
+    throw invalid(
+      `spec.type is ${JSON.stringify(doc.spec.type)}: only ControlPlane identities carry a client certificate for us`,
+      '$.spec.type',
+      source,
+    );
   }
   let received: ReceivedIdentity;
   try {
@@ -74,7 +87,11 @@ export function parseIdentity(text: string, source: string): ParsedIdentity {
   }
   const consumer = received.consumerClusterID ?? commonName(certificate);
   if (!isClusterId(consumer)) {
-    throw invalid(`the consumer cluster ID ${JSON.stringify(consumer)} is not a cluster ID`, '$.spec.consumerClusterID', source);
+    throw invalid(
+      `the consumer cluster ID ${JSON.stringify(consumer)} is not a cluster ID`,
+      '$.spec.consumerClusterID',
+      source,
+    );
   }
   return {
     format: received.flavour,
@@ -98,10 +115,14 @@ export async function storeIdentity(identityDir: string, identity: ParsedIdentit
   try {
     await writeFileAtomic(file, text, 0o600);
   } catch (cause) {
-    throw new CredentialsError('ERR_TENANT_CERT_IDENTITY_STORE', `cannot store the Identity: ${(cause as Error).message}`, {
-      path: file,
-      cause,
-    });
+    throw new CredentialsError(
+      'ERR_TENANT_CERT_IDENTITY_STORE',
+      `cannot store the Identity: ${(cause as Error).message}`,
+      {
+        path: file,
+        cause,
+      },
+    );
   }
   return file;
 }
@@ -142,13 +163,26 @@ function storeError(problem: PrivacyProblem, path: string, what: 'file' | 'direc
     });
   switch (problem.kind) {
     case 'mode':
-      return fail(`${subject} is accessible by others (mode ${problem.mode.toString(8).padStart(4, '0')}); refusing to use it`, `chmod ${what === 'file' ? '600' : '700'} ${path}`);
+      return fail(
+        `${subject} is accessible by others (mode ${problem.mode.toString(8).padStart(4, '0')}); refusing to use it`,
+        `chmod ${what === 'file' ? '600' : '700'} ${path}`,
+      );
     case 'owner':
-      return fail(`${subject} is owned by uid ${problem.uid}, not by you (uid ${problem.user}); refusing to use it`, `use an --identity-dir of your own, or chown ${problem.user} ${path}`);
+      return fail(
+        `${subject} is owned by uid ${problem.uid}, not by you (uid ${problem.user}); refusing to use it`,
+        `use an --identity-dir of your own, or chown ${problem.user} ${path}`,
+      );
     case 'type':
-      return fail(`${subject} is ${problem.found === 'directory' ? 'a directory' : problem.found === 'file' ? 'a file' : 'not a regular file'}`, `remove it and import the Identity again`);
+      return fail(
+        `${subject} is ${problem.found === 'directory' ? 'a directory' : problem.found === 'file' ? 'a file' : 'not a regular file'}`,
+        `remove it and import the Identity again`,
+      );
     case 'io':
-      return fail(`cannot ${problem.operation} ${subject}: ${(problem.cause as Error).message}`, undefined, problem.cause);
+      return fail(
+        `cannot ${problem.operation} ${subject}: ${(problem.cause as Error).message}`,
+        undefined,
+        problem.cause,
+      );
     default:
       return fail(`cannot use ${subject}: ${problem.kind}`);
   }

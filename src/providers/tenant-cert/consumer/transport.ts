@@ -64,8 +64,16 @@ export async function sendIssuerRequest(
 ): Promise<IssuerResponse> {
   try {
     const response = await options.client.send(
-      { method: built.method, url: built.url, headers: built.headers, ...(built.body === undefined ? {} : { body: built.body }) },
-      { timeoutMs: Math.max(1, options.timeoutMs), ...(options.signal === undefined ? {} : { signal: options.signal }) },
+      {
+        method: built.method,
+        url: built.url,
+        headers: built.headers,
+        ...(built.body === undefined ? {} : { body: built.body }),
+      },
+      {
+        timeoutMs: Math.max(1, options.timeoutMs),
+        ...(options.signal === undefined ? {} : { signal: options.signal }),
+      },
     );
     return { status: response.status, headers: response.headers, body: response.text, url: response.url };
   } catch (error) {
@@ -73,23 +81,41 @@ export async function sendIssuerRequest(
     const path = error.url;
     switch (error.kind) {
       case 'certificate':
-        throw new CredentialsError('ERR_TENANT_CERT_ISSUER_TLS', `the issuer's TLS certificate is not trusted (${error.code}): ${error.message}`, {
-          path,
-          hint: 'spec.cluster.config.issuerCA must be base64 of the issuer\'s DIR/serving-ca.crt, and issuerURL a host name or IP its certificate is for',
-          cause: error,
-        });
+        throw new CredentialsError(
+          'ERR_TENANT_CERT_ISSUER_TLS',
+          `the issuer's TLS certificate is not trusted (${error.code}): ${error.message}`,
+          {
+            path,
+            hint: "spec.cluster.config.issuerCA must be base64 of the issuer's DIR/serving-ca.crt, and issuerURL a host name or IP its certificate is for",
+            cause: error,
+          },
+        );
       case 'aborted':
-        throw new CredentialsError('ERR_TENANT_CERT_ISSUER_TIMEOUT', 'aborted while talking to the issuer', { path, cause: error });
-      case 'timeout':
-        throw retryableError('ERR_TENANT_CERT_ISSUER_TIMEOUT', 'the issuer did not answer in time', { path, cause: error });
-      case 'too-large':
-        throw retryableError('ERR_TENANT_CERT_ISSUER_ERROR', `the issuer's answer is larger than ${error.limit} bytes`, { path, cause: error });
-      default:
-        throw retryableError('ERR_TENANT_CERT_ISSUER_UNREACHABLE', `cannot reach the issuer (${error.code ?? error.message})`, {
+        throw new CredentialsError('ERR_TENANT_CERT_ISSUER_TIMEOUT', 'aborted while talking to the issuer', {
           path,
-          hint: 'is `clusterprofile issuer serve` running and spec.cluster.config.issuerURL right?',
           cause: error,
         });
+      case 'timeout':
+        throw retryableError('ERR_TENANT_CERT_ISSUER_TIMEOUT', 'the issuer did not answer in time', {
+          path,
+          cause: error,
+        });
+      case 'too-large':
+        throw retryableError(
+          'ERR_TENANT_CERT_ISSUER_ERROR',
+          `the issuer's answer is larger than ${error.limit} bytes`,
+          { path, cause: error },
+        );
+      default:
+        throw retryableError(
+          'ERR_TENANT_CERT_ISSUER_UNREACHABLE',
+          `cannot reach the issuer (${error.code ?? error.message})`,
+          {
+            path,
+            hint: 'is `clusterprofile issuer serve` running and spec.cluster.config.issuerURL right?',
+            cause: error,
+          },
+        );
     }
   }
 }
@@ -114,7 +140,10 @@ export interface RetryOptions {
  * Runs `attempt(remainingMs)` until it succeeds, fails with a non-retryable error, the attempts run out or the
  * deadline passes. The last error is thrown, its message saying how many attempts were made.
  */
-export async function withRetries<T>(attempt: (remainingMs: number, number: number) => Promise<T>, options: RetryOptions): Promise<T> {
+export async function withRetries<T>(
+  attempt: (remainingMs: number, number: number) => Promise<T>,
+  options: RetryOptions,
+): Promise<T> {
   return retryLoop(attempt, {
     attempts: options.maxAttempts ?? 5,
     baseDelayMs: options.initialBackoffMs ?? 250,

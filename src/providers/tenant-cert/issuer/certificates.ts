@@ -42,7 +42,10 @@ function extension(oid: string, critical: boolean, value: Buffer): Buffer {
 /** RFC 7093 §2 method 1: the leftmost 160 bits of SHA-256 of the subjectPublicKey bits. */
 function keyIdentifier(spki: Buffer): Buffer {
   const [, subjectPublicKey] = children(readElement(spki).value);
-  return createHash('sha256').update(subjectPublicKey?.value.subarray(1) ?? spki).digest().subarray(0, 20);
+  return createHash('sha256')
+    .update(subjectPublicKey?.value.subarray(1) ?? spki)
+    .digest()
+    .subarray(0, 20);
 }
 
 function pem(label: string, der: Buffer): string {
@@ -92,7 +95,11 @@ export interface CreatedKeyAndCertificate {
 }
 
 /** A new self-signed ECDSA P-256 CA valid for `lifetimeMs` from `now` (backdated an hour for clock skew). */
-export function createCertificateAuthority(commonName: string, now: Date, lifetimeMs: number): CreatedKeyAndCertificate {
+export function createCertificateAuthority(
+  commonName: string,
+  now: Date,
+  lifetimeMs: number,
+): CreatedKeyAndCertificate {
   const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
   const spkiDer = publicKey.export({ type: 'spki', format: 'der' });
   const subjectDer = name([{ oid: OID.commonName, value: commonName }]);
@@ -110,7 +117,10 @@ export function createCertificateAuthority(commonName: string, now: Date, lifeti
     ],
     signingKey: privateKey,
   });
-  return { certificatePem: pem('CERTIFICATE', der), keyPem: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString() };
+  return {
+    certificatePem: pem('CERTIFICATE', der),
+    keyPem: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+  };
 }
 
 /** Reads a CA written by {@link createCertificateAuthority}. */
@@ -140,7 +150,12 @@ export function pemToDer(text: string, label: string): Buffer {
 }
 
 /** The HTTPS certificate of the issuer: serverAuth, the SANs given (IP addresses and DNS names). */
-export function issueServingCertificate(ca: CertificateAuthority, sans: readonly string[], now: Date, lifetimeMs: number): CreatedKeyAndCertificate {
+export function issueServingCertificate(
+  ca: CertificateAuthority,
+  sans: readonly string[],
+  now: Date,
+  lifetimeMs: number,
+): CreatedKeyAndCertificate {
   const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
   const spkiDer = publicKey.export({ type: 'spki', format: 'der' });
   const generalNames = sans.map((san) => {
@@ -168,12 +183,16 @@ export function issueServingCertificate(ca: CertificateAuthority, sans: readonly
     ],
     signingKey: ca.key,
   });
-  return { certificatePem: pem('CERTIFICATE', der), keyPem: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString() };
+  return {
+    certificatePem: pem('CERTIFICATE', der),
+    keyPem: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+  };
 }
 
 function ipv6Bytes(address: string): Buffer {
   const [head = '', tail = ''] = address.split('::');
-  const parse = (part: string): number[] => (part === '' ? [] : part.split(':').map((group) => Number.parseInt(group, 16)));
+  const parse = (part: string): number[] =>
+    part === '' ? [] : part.split(':').map((group) => Number.parseInt(group, 16));
   const left = parse(head);
   const right = address.includes('::') ? parse(tail) : [];
   const groups = [...left, ...new Array<number>(8 - left.length - right.length).fill(0), ...right];
@@ -194,7 +213,10 @@ export interface ClientCertificateRequest {
  * A client certificate decided by the issuer: subject O = groups (in order), CN = consumer ID; key usage
  * digitalSignature (+ keyEncipherment for RSA keys), extended key usage clientAuth only, not a CA, no SANs.
  */
-export function issueClientCertificate(ca: CertificateAuthority, request: ClientCertificateRequest): { certificatePem: string; der: Buffer } {
+export function issueClientCertificate(
+  ca: CertificateAuthority,
+  request: ClientCertificateRequest,
+): { certificatePem: string; der: Buffer } {
   const keyType = createPublicKey({ key: request.spkiDer, format: 'der', type: 'spki' }).asymmetricKeyType;
   const subjectDer = name([
     ...request.subject.organizations.map((value) => ({ oid: OID.organization, value })),

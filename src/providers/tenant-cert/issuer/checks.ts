@@ -25,14 +25,21 @@ export function checkNonceRequestTime(timestamp: string, now: Date): void {
 }
 
 /** A nonce request's signature is the trusted consumer key's over (purpose, provider, consumer, timestamp). */
-export function checkNonceRequestSignature(request: NonceRequest, providerClusterID: string, trustedKey: KeyObject): void {
+export function checkNonceRequestSignature(
+  request: NonceRequest,
+  providerClusterID: string,
+  trustedKey: KeyObject,
+): void {
   const signature = decodeBase64(request.signature, '$.signature');
   const context = { providerClusterID, consumerClusterID: request.consumerClusterID, timestamp: request.timestamp };
   if (!verifyNonceRequest(trustedKey, context, signature)) {
     throw tenantError(
       'ERR_TENANT_NONCE_REQUEST_SIGNATURE_INVALID',
       `the nonce request is not signed by the key registered for ${request.consumerClusterID}`,
-      { path: '$.signature', hint: 'sign the nonce request with the cluster key the provider admin registered (clusterprofile issuer trust)' },
+      {
+        path: '$.signature',
+        hint: 'sign the nonce request with the cluster key the provider admin registered (clusterprofile issuer trust)',
+      },
     );
   }
 }
@@ -51,9 +58,13 @@ export function checkNonce(record: NonceRecord | undefined, consumerClusterID: s
     throw unknownNonce();
   }
   if (record.consumer !== consumerClusterID) {
-    throw tenantError('ERR_TENANT_NONCE_WRONG_CONSUMER', `the nonce was issued for another consumer cluster, not ${consumerClusterID}`, {
-      path: '$.spec.nonce',
-    });
+    throw tenantError(
+      'ERR_TENANT_NONCE_WRONG_CONSUMER',
+      `the nonce was issued for another consumer cluster, not ${consumerClusterID}`,
+      {
+        path: '$.spec.nonce',
+      },
+    );
   }
   if (record.expiresAt <= now.getTime()) {
     throw tenantError('ERR_TENANT_NONCE_EXPIRED', `the nonce expired at ${new Date(record.expiresAt).toISOString()}`, {
@@ -72,13 +83,21 @@ export function checkNonce(record: NonceRecord | undefined, consumerClusterID: s
 /** The Tenant's key is the key the admin registered, and the CSR asks for that same key. */
 export function checkKeys(tenant: ReceivedTenant, trustedKey: KeyObject): void {
   if (!samePublicKey(tenant.publicKey, trustedKey)) {
-    throw tenantError('ERR_TENANT_KEY_NOT_TRUSTED', `the Tenant's public key is not the key registered for ${tenant.consumerClusterID}`, {
-      path: '$.spec.publicKey',
-      hint: 'the provider admin registers the consumer key with `clusterprofile issuer trust`',
-    });
+    throw tenantError(
+      'ERR_TENANT_KEY_NOT_TRUSTED',
+      `the Tenant's public key is not the key registered for ${tenant.consumerClusterID}`,
+      {
+        path: '$.spec.publicKey',
+        hint: 'the provider admin registers the consumer key with `clusterprofile issuer trust`',
+      },
+    );
   }
   if (!samePublicKey(tenant.csr.publicKey, tenant.publicKey)) {
-    throw tenantError('ERR_TENANT_CSR_KEY_MISMATCH', 'the CSR requests a certificate for another key than the Tenant\'s', { path: '$.spec.csr' });
+    throw tenantError(
+      'ERR_TENANT_CSR_KEY_MISMATCH',
+      "the CSR requests a certificate for another key than the Tenant's",
+      { path: '$.spec.csr' },
+    );
   }
 }
 
@@ -91,9 +110,13 @@ export function checkSignature(tenant: ReceivedTenant, providerClusterID: string
     tenant.signatureFormat,
   );
   if (!valid) {
-    throw tenantError('ERR_TENANT_SIGNATURE_INVALID', `the signature is not ${tenant.consumerClusterID}'s over this nonce, provider, consumer and CSR`, {
-      path: '$.spec.signature',
-    });
+    throw tenantError(
+      'ERR_TENANT_SIGNATURE_INVALID',
+      `the signature is not ${tenant.consumerClusterID}'s over this nonce, provider, consumer and CSR`,
+      {
+        path: '$.spec.signature',
+      },
+    );
   }
 }
 
@@ -108,7 +131,9 @@ function checkExtension(extension: ParsedCsr['extensions'][number]): string | un
       }
       case OID.extKeyUsage: {
         const usages = new x509.ExtendedKeyUsageExtension(extension.raw).usages.map(String);
-        return usages.every((usage) => usage === OID.clientAuth) ? undefined : `extended key usages ${usages.join(', ')} (only clientAuth is issued)`;
+        return usages.every((usage) => usage === OID.clientAuth)
+          ? undefined
+          : `extended key usages ${usages.join(', ')} (only clientAuth is issued)`;
       }
       case OID.basicConstraints:
         return new x509.BasicConstraintsExtension(extension.raw).ca ? 'a CA certificate' : undefined;
@@ -131,42 +156,73 @@ export function checkCsr(
   options: { exactGroups: boolean; tolerate?: readonly string[] },
 ): void {
   if (!csr.signatureValid) {
-    throw tenantError('ERR_TENANT_CSR_SIGNATURE_INVALID', 'the CSR\'s self-signature is invalid (or made with an algorithm other than Ed25519, ECDSA or RSA over SHA-2)', {
-      path: '$.spec.csr',
-    });
+    throw tenantError(
+      'ERR_TENANT_CSR_SIGNATURE_INVALID',
+      "the CSR's self-signature is invalid (or made with an algorithm other than Ed25519, ECDSA or RSA over SHA-2)",
+      {
+        path: '$.spec.csr',
+      },
+    );
   }
   if (csr.commonNames.length !== 1 || csr.commonNames[0] !== granted.commonName) {
-    throw tenantError('ERR_TENANT_CSR_SUBJECT', `the CSR's subject must have exactly one CN, ${granted.commonName}; it has ${JSON.stringify(csr.commonNames)}`, {
-      path: '$.spec.csr',
-    });
+    throw tenantError(
+      'ERR_TENANT_CSR_SUBJECT',
+      `the CSR's subject must have exactly one CN, ${granted.commonName}; it has ${JSON.stringify(csr.commonNames)}`,
+      {
+        path: '$.spec.csr',
+      },
+    );
   }
   if (csr.otherSubjectTypes.length > 0) {
-    throw tenantError('ERR_TENANT_CSR_SUBJECT', `the CSR's subject may only hold CN and O; it also has ${[...new Set(csr.otherSubjectTypes)].join(', ')}`, {
-      path: '$.spec.csr',
-    });
+    throw tenantError(
+      'ERR_TENANT_CSR_SUBJECT',
+      `the CSR's subject may only hold CN and O; it also has ${[...new Set(csr.otherSubjectTypes)].join(', ')}`,
+      {
+        path: '$.spec.csr',
+      },
+    );
   }
   const tolerated = new Set(options.tolerate ?? []);
-  const requested = csr.organizations.filter((group) => !(tolerated.has(group) && !granted.organizations.includes(group)));
+  const requested = csr.organizations.filter(
+    (group) => !(tolerated.has(group) && !granted.organizations.includes(group)),
+  );
   const extra = requested.filter((group) => !granted.organizations.includes(group));
   if (extra.length > 0 || new Set(requested).size !== requested.length) {
-    throw tenantError('ERR_TENANT_CSR_GROUPS', `the CSR asks for groups the issuer does not grant: ${JSON.stringify(extra.length > 0 ? extra : requested)}`, {
-      path: '$.spec.csr',
-      hint: `this consumer is granted ${JSON.stringify(granted.organizations)}; leave O out of the CSR and the issuer fills it in`,
-    });
+    throw tenantError(
+      'ERR_TENANT_CSR_GROUPS',
+      `the CSR asks for groups the issuer does not grant: ${JSON.stringify(extra.length > 0 ? extra : requested)}`,
+      {
+        path: '$.spec.csr',
+        hint: `this consumer is granted ${JSON.stringify(granted.organizations)}; leave O out of the CSR and the issuer fills it in`,
+      },
+    );
   }
-  if (options.exactGroups && (requested.length !== granted.organizations.length || requested.length !== csr.organizations.length)) {
-    throw tenantError('ERR_TENANT_CSR_GROUPS', `with the Kubernetes signer the CSR must ask for exactly the granted groups ${JSON.stringify(granted.organizations)}`, {
-      path: '$.spec.csr',
-      hint: 'build the CSR from the subject in the nonce response',
-    });
+  if (
+    options.exactGroups &&
+    (requested.length !== granted.organizations.length || requested.length !== csr.organizations.length)
+  ) {
+    throw tenantError(
+      'ERR_TENANT_CSR_GROUPS',
+      `with the Kubernetes signer the CSR must ask for exactly the granted groups ${JSON.stringify(granted.organizations)}`,
+      {
+        path: '$.spec.csr',
+        hint: 'build the CSR from the subject in the nonce response',
+      },
+    );
   }
   if (csr.subjectAltNames.length > 0 || csr.extensions.some((e) => e.type === OID.subjectAltName)) {
-    throw tenantError('ERR_TENANT_CSR_SANS', `the CSR asks for subject alternative names (${csr.subjectAltNames.join(', ')}); a client certificate gets none`, {
-      path: '$.spec.csr',
-    });
+    throw tenantError(
+      'ERR_TENANT_CSR_SANS',
+      `the CSR asks for subject alternative names (${csr.subjectAltNames.join(', ')}); a client certificate gets none`,
+      {
+        path: '$.spec.csr',
+      },
+    );
   }
   if (csr.otherAttributes.length > 0) {
-    throw tenantError('ERR_TENANT_CSR_EXTENSIONS', `the CSR carries attributes ${csr.otherAttributes.join(', ')}`, { path: '$.spec.csr' });
+    throw tenantError('ERR_TENANT_CSR_EXTENSIONS', `the CSR carries attributes ${csr.otherAttributes.join(', ')}`, {
+      path: '$.spec.csr',
+    });
   }
   const seen = new Set<string>();
   for (const extension of csr.extensions) {

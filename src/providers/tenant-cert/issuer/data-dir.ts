@@ -40,7 +40,13 @@ export const DATA_FILES = {
 
 export const CA_LIFETIME_MS = CA_LIFETIME;
 
-async function loadOrCreateCa(dir: string, cert: string, key: string, commonName: string, now: Date): Promise<CertificateAuthority> {
+async function loadOrCreateCa(
+  dir: string,
+  cert: string,
+  key: string,
+  commonName: string,
+  now: Date,
+): Promise<CertificateAuthority> {
   const certPath = join(dir, cert);
   const keyPath = join(dir, key);
   let certificatePem = await readOptional(certPath);
@@ -62,11 +68,15 @@ async function loadOrCreateCa(dir: string, cert: string, key: string, commonName
   try {
     return loadCertificateAuthority(certificatePem, createPrivateKey(keyPem));
   } catch (cause) {
-    throw new CredentialsError('ERR_ISSUER_DATA_DIR', `${certPath} or ${keyPath} cannot be read: ${(cause as Error).message}`, {
-      path: certPath,
-      hint: 'restore both files of the pair from one backup',
-      cause,
-    });
+    throw new CredentialsError(
+      'ERR_ISSUER_DATA_DIR',
+      `${certPath} or ${keyPath} cannot be read: ${(cause as Error).message}`,
+      {
+        path: certPath,
+        hint: 'restore both files of the pair from one backup',
+        cause,
+      },
+    );
   }
 }
 
@@ -103,14 +113,35 @@ export interface DataDir {
 /** Opens (creating on first use) the data dir and its two CAs. */
 export async function openDataDir(dir: string, providerClusterID: string, now: Date): Promise<DataDir> {
   await ensurePrivateDir(dir);
-  const servingCa = await loadOrCreateCa(dir, DATA_FILES.servingCa, DATA_FILES.servingCaKey, caCommonName('serving', providerClusterID), now);
-  const clientCa = await loadOrCreateCa(dir, DATA_FILES.clientCa, DATA_FILES.clientCaKey, caCommonName('client', providerClusterID), now);
+  const servingCa = await loadOrCreateCa(
+    dir,
+    DATA_FILES.servingCa,
+    DATA_FILES.servingCaKey,
+    caCommonName('serving', providerClusterID),
+    now,
+  );
+  const clientCa = await loadOrCreateCa(
+    dir,
+    DATA_FILES.clientCa,
+    DATA_FILES.clientCaKey,
+    caCommonName('client', providerClusterID),
+    now,
+  );
   return { dir, servingCa, clientCa, noncesFile: join(dir, DATA_FILES.nonces) };
 }
 
 /** The serving CA's HTTPS certificate for `sans` when `current` (PEM pair) is missing, lacks a SAN or nears expiry. */
-export function servingFrom(ca: CertificateAuthority, current: { certificatePem?: string | undefined; keyPem?: string | undefined }, sans: readonly string[], now: Date): ServingMaterial & { fresh: boolean } {
-  if (current.certificatePem !== undefined && current.keyPem !== undefined && covers(current.certificatePem, sans, now)) {
+export function servingFrom(
+  ca: CertificateAuthority,
+  current: { certificatePem?: string | undefined; keyPem?: string | undefined },
+  sans: readonly string[],
+  now: Date,
+): ServingMaterial & { fresh: boolean } {
+  if (
+    current.certificatePem !== undefined &&
+    current.keyPem !== undefined &&
+    covers(current.certificatePem, sans, now)
+  ) {
     return { certificatePem: current.certificatePem, keyPem: current.keyPem, caPem: ca.certificatePem, fresh: false };
   }
   const issued = issueServingCertificate(ca, sans, now, SERVING_LIFETIME);
@@ -121,7 +152,12 @@ export function servingFrom(ca: CertificateAuthority, current: { certificatePem?
 export async function servingMaterial(data: DataDir, sans: readonly string[], now: Date): Promise<ServingMaterial> {
   const certPath = join(data.dir, DATA_FILES.serving);
   const keyPath = join(data.dir, DATA_FILES.servingKey);
-  const { fresh, ...material } = servingFrom(data.servingCa, { certificatePem: await readOptional(certPath), keyPem: await readOptional(keyPath) }, sans, now);
+  const { fresh, ...material } = servingFrom(
+    data.servingCa,
+    { certificatePem: await readOptional(certPath), keyPem: await readOptional(keyPath) },
+    sans,
+    now,
+  );
   if (fresh) {
     await writeFileAtomic(keyPath, material.keyPem, 0o600);
     await writeFileAtomic(certPath, material.certificatePem, 0o644);
@@ -135,9 +171,12 @@ function covers(certificatePem: string, sans: readonly string[], now: Date): boo
     if (new Date(certificate.validTo).getTime() - now.getTime() < 30 * DAY) {
       return false;
     }
-    return sans.every((san) => (isIP(san) !== 0 ? certificate.checkIP(san) !== undefined : certificate.checkHost(san, { wildcards: false }) !== undefined));
+    return sans.every((san) =>
+      isIP(san) !== 0
+        ? certificate.checkIP(san) !== undefined
+        : certificate.checkHost(san, { wildcards: false }) !== undefined,
+    );
   } catch {
     return false;
   }
 }
-

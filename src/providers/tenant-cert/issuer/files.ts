@@ -23,15 +23,23 @@ export async function ensurePrivateDir(dir: string): Promise<void> {
     case 'type':
       throw dataDirError(`${dir} is not a directory`, dir);
     case 'owner':
-      throw new CredentialsError('ERR_ISSUER_DATA_DIR', `${dir} is owned by uid ${problem.uid}, not by the issuer's user (uid ${problem.user})`, {
-        path: dir,
-        hint: `whoever owns it can replace trust records and CA keys: chown ${problem.user} ${dir}, or use a data dir of the issuer's user`,
-      });
+      throw new CredentialsError(
+        'ERR_ISSUER_DATA_DIR',
+        `${dir} is owned by uid ${problem.uid}, not by the issuer's user (uid ${problem.user})`,
+        {
+          path: dir,
+          hint: `whoever owns it can replace trust records and CA keys: chown ${problem.user} ${dir}, or use a data dir of the issuer's user`,
+        },
+      );
     case 'mode':
-      throw new CredentialsError('ERR_ISSUER_DATA_DIR', `${dir} is accessible by other users (mode ${problem.mode.toString(8)})`, {
-        path: dir,
-        hint: `chmod 700 ${dir}`,
-      });
+      throw new CredentialsError(
+        'ERR_ISSUER_DATA_DIR',
+        `${dir} is accessible by other users (mode ${problem.mode.toString(8)})`,
+        {
+          path: dir,
+          hint: `chmod 700 ${dir}`,
+        },
+      );
     case 'io':
       throw dataDirError(`cannot create ${dir}: ${(problem.cause as Error).message}`, dir, problem.cause);
     default:
@@ -90,10 +98,11 @@ export async function lockDataDir(dir: string, holder: string): Promise<DataDirL
           : `the data dir ${dir} is in use by process ${owner.pid}${owner.holder === undefined ? '' : ` (${owner.holder})`}`,
         {
           path: file,
-          hint: 'stop that process, or use the running issuer\'s HTTPS API (POST /v1/nonces, POST /v1/tenants)',
+          hint: "stop that process, or use the running issuer's HTTPS API (POST /v1/nonces, POST /v1/tenants)",
         },
       ),
-    ioError: (problem, path, cause) => dataDirError(`cannot lock ${dir}: ${problem}: ${(cause as Error).message}`, path, cause),
+    ioError: (problem, path, cause) =>
+      dataDirError(`cannot lock ${dir}: ${problem}: ${(cause as Error).message}`, path, cause),
   });
   const ours = await readFile(file, 'utf8').catch(() => undefined);
   return {

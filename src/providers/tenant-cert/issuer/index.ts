@@ -7,7 +7,14 @@ export { DATA_FILES, servingMaterial } from './data-dir.js';
 export type { IssuerState } from './state.js';
 export { checkGroups } from './policy.js';
 export { OPS_PATHS, startIssuerServer, startMetricsServer } from './server.js';
-export type { ClosedIssuer, HandshakeLogEntry, IssuerServerOptions, Readiness, ReadinessCheck, RunningIssuer } from './server.js';
+export type {
+  ClosedIssuer,
+  HandshakeLogEntry,
+  IssuerServerOptions,
+  Readiness,
+  ReadinessCheck,
+  RunningIssuer,
+} from './server.js';
 export { ISSUER_METRICS, IssuerMetrics } from './metrics.js';
 export { configError, openIssuer, openKubernetesTrust, parseListen } from './setup.js';
 export type { IssuerSettings, OpenIssuer } from './setup.js';

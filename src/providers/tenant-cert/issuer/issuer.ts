@@ -65,10 +65,14 @@ export class Issuer {
   async trusted(consumerClusterID: string, path: string): Promise<TrustedConsumer> {
     const consumer = await this.options.trust.get(consumerClusterID);
     if (consumer === undefined) {
-      throw tenantError('ERR_TENANT_UNKNOWN_CONSUMER', `consumer cluster ${consumerClusterID} is not trusted by this issuer`, {
-        path,
-        hint: `the provider admin runs: clusterprofile issuer trust --cluster-id ${consumerClusterID} --public-key FILE --data-dir DIR`,
-      });
+      throw tenantError(
+        'ERR_TENANT_UNKNOWN_CONSUMER',
+        `consumer cluster ${consumerClusterID} is not trusted by this issuer`,
+        {
+          path,
+          hint: `the provider admin runs: clusterprofile issuer trust --cluster-id ${consumerClusterID} --public-key FILE --data-dir DIR`,
+        },
+      );
     }
     return consumer;
   }
@@ -92,9 +96,13 @@ export class Issuer {
       });
       consumerForLog = request.consumerClusterID;
       if (request.providerClusterID !== this.options.providerClusterID) {
-        throw tenantError('ERR_TENANT_PROVIDER_MISMATCH', `the nonce request is for provider ${request.providerClusterID}; this issuer is ${this.options.providerClusterID}`, {
-          path: '$.providerClusterID',
-        });
+        throw tenantError(
+          'ERR_TENANT_PROVIDER_MISMATCH',
+          `the nonce request is for provider ${request.providerClusterID}; this issuer is ${this.options.providerClusterID}`,
+          {
+            path: '$.providerClusterID',
+          },
+        );
       }
       checkNonceRequestTime(request.timestamp, this.options.now());
       const consumer = await this.trusted(request.consumerClusterID, '$.consumerClusterID');
@@ -102,7 +110,10 @@ export class Issuer {
       // The replay memory is keyed by what the signature covers, not by the signature bytes (an ECDSA signature can be
       // re-encoded into another valid one), and kept until the timestamp leaves the window (then the stale check
       // refuses a replay). Only verified requests are recorded: its size is bounded by what trusted consumers send.
-      const answered = { key: `${request.consumerClusterID} ${request.timestamp}`, untilMs: Date.parse(request.timestamp) + NONCE_REQUEST_MAX_SKEW_MS };
+      const answered = {
+        key: `${request.consumerClusterID} ${request.timestamp}`,
+        untilMs: Date.parse(request.timestamp) + NONCE_REQUEST_MAX_SKEW_MS,
+      };
       return await this.nonceFor(consumer, this.options.nonceTtlMs, durable, answered);
     } catch (error) {
       this.options.log?.(`nonce request ${consumerForLog}: refused ${describe(error)}`);
@@ -115,13 +126,25 @@ export class Issuer {
    * before is ERR_TENANT_NONCE_REQUEST_REPLAYED (a captured request sent again inside its window would otherwise still
    * rotate the consumer's nonces); the Kubernetes state, which retires nothing, answers it (./kubernetes-state.ts).
    */
-  async nonceFor(consumer: TrustedConsumer, ttlMs: number, durable: boolean, request?: AnsweredRequest): Promise<NonceResponse> {
-    const issued = await this.options.nonces.issue(consumer.clusterID, ttlMs, this.options.now(), { durable, ...(request === undefined ? {} : { request }) });
+  async nonceFor(
+    consumer: TrustedConsumer,
+    ttlMs: number,
+    durable: boolean,
+    request?: AnsweredRequest,
+  ): Promise<NonceResponse> {
+    const issued = await this.options.nonces.issue(consumer.clusterID, ttlMs, this.options.now(), {
+      durable,
+      ...(request === undefined ? {} : { request }),
+    });
     if (issued === 'replayed') {
-      throw tenantError('ERR_TENANT_NONCE_REQUEST_REPLAYED', 'a nonce request of this consumer with this timestamp was already answered (a request is good for one nonce)', {
-        path: '$.signature',
-        hint: 'sign a new request',
-      });
+      throw tenantError(
+        'ERR_TENANT_NONCE_REQUEST_REPLAYED',
+        'a nonce request of this consumer with this timestamp was already answered (a request is good for one nonce)',
+        {
+          path: '$.signature',
+          hint: 'sign a new request',
+        },
+      );
     }
     const { nonce, expiresAt } = issued;
     this.options.log?.(`nonce issued for ${consumer.clusterID}, expires ${expiresAt.toISOString()}`);
@@ -141,7 +164,9 @@ export class Issuer {
       const tenant = await readTenant(body);
       consumerForLog = tenant.consumerClusterID;
       const accepted = await this.accept(tenant);
-      this.options.log?.(`tenant ${tenant.consumerClusterID}: certificate issued, valid until ${accepted.notAfter.toISOString()}`);
+      this.options.log?.(
+        `tenant ${tenant.consumerClusterID}: certificate issued, valid until ${accepted.notAfter.toISOString()}`,
+      );
       return accepted;
     } catch (error) {
       this.options.log?.(`tenant ${consumerForLog}: refused ${describe(error)}`);
@@ -152,15 +177,23 @@ export class Issuer {
   private async accept(tenant: ReceivedTenant): Promise<AcceptedTenant> {
     const { options } = this;
     if (!options.liqoCompat && (tenant.flavour === 'liqo' || tenant.signatureFormat === 'liqo-nonce')) {
-      throw tenantError('ERR_TENANT_LIQO_COMPAT_DISABLED', 'a signature over the nonce alone (Liqo\'s) binds no context; this issuer requires context-v1', {
-        path: tenant.flavour === 'liqo' ? '$.apiVersion' : '$.spec.signatureFormat',
-        hint: 'use clusterprofile tenant generate, or start the issuer with --liqo-compat',
-      });
+      throw tenantError(
+        'ERR_TENANT_LIQO_COMPAT_DISABLED',
+        "a signature over the nonce alone (Liqo's) binds no context; this issuer requires context-v1",
+        {
+          path: tenant.flavour === 'liqo' ? '$.apiVersion' : '$.spec.signatureFormat',
+          hint: 'use clusterprofile tenant generate, or start the issuer with --liqo-compat',
+        },
+      );
     }
     if (tenant.providerClusterID !== undefined && tenant.providerClusterID !== options.providerClusterID) {
-      throw tenantError('ERR_TENANT_PROVIDER_MISMATCH', `the Tenant is for provider ${tenant.providerClusterID}; this issuer is ${options.providerClusterID}`, {
-        path: '$.spec.providerClusterID',
-      });
+      throw tenantError(
+        'ERR_TENANT_PROVIDER_MISMATCH',
+        `the Tenant is for provider ${tenant.providerClusterID}; this issuer is ${options.providerClusterID}`,
+        {
+          path: '$.spec.providerClusterID',
+        },
+      );
     }
     const consumer = await this.trusted(tenant.consumerClusterID, '$.spec.clusterID');
     const now = options.now();
@@ -174,7 +207,17 @@ export class Issuer {
       checkKeys(tenant, consumer.publicKey);
       const candidates = await options.nonces.outstanding(consumer.clusterID, now);
       const found = candidates.find((candidate) =>
-        verifyTenant(tenant.publicKey, { providerClusterID: options.providerClusterID, consumerClusterID: consumer.clusterID, nonce: candidate, csrDer: tenant.csr.der }, tenant.signature, 'liqo-nonce'),
+        verifyTenant(
+          tenant.publicKey,
+          {
+            providerClusterID: options.providerClusterID,
+            consumerClusterID: consumer.clusterID,
+            nonce: candidate,
+            csrDer: tenant.csr.der,
+          },
+          tenant.signature,
+          'liqo-nonce',
+        ),
       );
       if (found === undefined) {
         throw candidates.length === 0
@@ -182,9 +225,13 @@ export class Issuer {
               path: '$.spec.signature',
               hint: 'issue a nonce (clusterprofile tenant nonce) and sign that one',
             })
-          : tenantError('ERR_TENANT_SIGNATURE_INVALID', `the signature does not verify over any outstanding nonce of ${consumer.clusterID}`, {
-              path: '$.spec.signature',
-            });
+          : tenantError(
+              'ERR_TENANT_SIGNATURE_INVALID',
+              `the signature does not verify over any outstanding nonce of ${consumer.clusterID}`,
+              {
+                path: '$.spec.signature',
+              },
+            );
       }
       nonce = found;
     }
@@ -202,7 +249,13 @@ export class Issuer {
     // Sign.
     const notBefore = new Date(now.getTime() - (options.backdateMs ?? 300_000));
     const notAfter = new Date(now.getTime() + options.certLifetimeMs);
-    const certificatePem = await options.signer.sign({ consumerClusterID: consumer.clusterID, csr: tenant.csr, subject, notBefore, notAfter });
+    const certificatePem = await options.signer.sign({
+      consumerClusterID: consumer.clusterID,
+      csr: tenant.csr,
+      subject,
+      notBefore,
+      notAfter,
+    });
     const certificate = checkIssued(certificatePem, tenant, subject);
 
     const input = {
@@ -244,7 +297,10 @@ function checkIssued(certificatePem: string, tenant: ReceivedTenant, subject: Gr
   } catch (cause) {
     throw tenantError('ERR_ISSUER_SIGNER_FAILED', 'the signer returned something that is not a certificate', { cause });
   }
-  if (!samePublicKey(certificate.publicKey, tenant.publicKey) || !certificate.subject.split('\n').includes(`CN=${subject.commonName}`)) {
+  if (
+    !samePublicKey(certificate.publicKey, tenant.publicKey) ||
+    !certificate.subject.split('\n').includes(`CN=${subject.commonName}`)
+  ) {
     throw tenantError('ERR_ISSUER_SIGNER_FAILED', 'the signer returned a certificate for another key or subject');
   }
   return certificate;

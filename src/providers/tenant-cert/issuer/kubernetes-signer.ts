@@ -42,8 +42,15 @@ interface CsrObject {
 }
 
 export function buildCreateRequest(name: string, request: SignRequest, now: Date): KubeRequest {
-  const expirationSeconds = Math.max(MIN_EXPIRATION_SECONDS, Math.ceil((request.notAfter.getTime() - now.getTime()) / 1000));
-  const usages = ['digital signature', ...(request.csr.publicKey.asymmetricKeyType === 'rsa' ? ['key encipherment'] : []), 'client auth'];
+  const expirationSeconds = Math.max(
+    MIN_EXPIRATION_SECONDS,
+    Math.ceil((request.notAfter.getTime() - now.getTime()) / 1000),
+  );
+  const usages = [
+    'digital signature',
+    ...(request.csr.publicKey.asymmetricKeyType === 'rsa' ? ['key encipherment'] : []),
+    'client auth',
+  ];
   return {
     method: 'POST',
     path: CSR_PATH,
@@ -84,9 +91,13 @@ function failure(response: KubeResponse, what: string): Error {
   const message = statusMessage(response.body);
   const detail = message === undefined ? '' : `: ${message}`;
   if (response.status === 401 || response.status === 403) {
-    return tenantError('ERR_ISSUER_SIGNER_DENIED', `the API server refused to ${what} (HTTP ${response.status})${detail}`, {
-      hint: 'the issuer\'s identity needs the RBAC of deploy/overlays/csr-signer/issuer-rbac.yaml',
-    });
+    return tenantError(
+      'ERR_ISSUER_SIGNER_DENIED',
+      `the API server refused to ${what} (HTTP ${response.status})${detail}`,
+      {
+        hint: "the issuer's identity needs the RBAC of deploy/overlays/csr-signer/issuer-rbac.yaml",
+      },
+    );
   }
   return tenantError('ERR_ISSUER_SIGNER_FAILED', `the API server could not ${what} (HTTP ${response.status})${detail}`);
 }
@@ -147,19 +158,28 @@ export function kubernetesSigner(options: KubernetesSignerOptions): Signer {
       const name = `clusterprofile-${request.consumerClusterID.slice(0, 200)}-${randomBytes(5).toString('hex')}`;
       let created = false;
       try {
-        const object = processCreateResponse(await kube.send(buildCreateRequest(name, request, options.now()), { signal: combined }));
+        const object = processCreateResponse(
+          await kube.send(buildCreateRequest(name, request, options.now()), { signal: combined }),
+        );
         created = true;
-        let approval = await kube.send(buildApprovalRequest(object, request.consumerClusterID, options.now()), { signal: combined });
+        let approval = await kube.send(buildApprovalRequest(object, request.consumerClusterID, options.now()), {
+          signal: combined,
+        });
         if (approval.status === 409) {
           // Someone (a controller) updated the object in between: approve the current version, once.
           const current = await kube.send({ method: 'GET', path: `${CSR_PATH}/${name}` }, { signal: combined });
           if (current.status === 200) {
-            approval = await kube.send(buildApprovalRequest(current.body as CsrObject, request.consumerClusterID, options.now()), { signal: combined });
+            approval = await kube.send(
+              buildApprovalRequest(current.body as CsrObject, request.consumerClusterID, options.now()),
+              { signal: combined },
+            );
           }
         }
         processApprovalResponse(approval);
         for (;;) {
-          const certificate = processPollResponse(await kube.send({ method: 'GET', path: `${CSR_PATH}/${name}` }, { signal: combined }));
+          const certificate = processPollResponse(
+            await kube.send({ method: 'GET', path: `${CSR_PATH}/${name}` }, { signal: combined }),
+          );
           if (certificate !== undefined) {
             return certificate;
           }
@@ -167,13 +187,19 @@ export function kubernetesSigner(options: KubernetesSignerOptions): Signer {
         }
       } catch (error) {
         if (deadline.aborted) {
-          throw tenantError('ERR_ISSUER_SIGNER_TIMEOUT', `no certificate for CertificateSigningRequest ${name} within ${timeoutMs / 1000}s`, {
-            hint: `is a signer for ${SIGNER_NAME} running (kube-controller-manager's csrsigning controller)? EKS has none`,
-            cause: error,
-          });
+          throw tenantError(
+            'ERR_ISSUER_SIGNER_TIMEOUT',
+            `no certificate for CertificateSigningRequest ${name} within ${timeoutMs / 1000}s`,
+            {
+              hint: `is a signer for ${SIGNER_NAME} running (kube-controller-manager's csrsigning controller)? EKS has none`,
+              cause: error,
+            },
+          );
         }
         if ((error as { code?: unknown }).code === 'ERR_KUBE_UNREACHABLE') {
-          throw tenantError('ERR_ISSUER_SIGNER_FAILED', `the API server is unreachable: ${(error as Error).message}`, { cause: error });
+          throw tenantError('ERR_ISSUER_SIGNER_FAILED', `the API server is unreachable: ${(error as Error).message}`, {
+            cause: error,
+          });
         }
         throw error;
       } finally {
@@ -190,11 +216,21 @@ export function kubernetesSigner(options: KubernetesSignerOptions): Signer {
  * The signer's identity from `--kubeconfig` (with `--context`), else KUBECONFIG (merged), else the pod's service
  * account, else ~/.kube/config (src/kube/kubeconfig.ts).
  */
-export async function kubernetesSignerFromSettings(settings: IssuerSettings, deps: { env: Env; now(): Date; cwd: string }): Promise<Signer> {
+export async function kubernetesSignerFromSettings(
+  settings: IssuerSettings,
+  deps: { env: Env; now(): Date; cwd: string },
+): Promise<Signer> {
   if (settings.certLifetimeMs < MIN_EXPIRATION_SECONDS * 1000) {
-    throw tenantError('ERR_ISSUER_SIGNER_FAILED', `the Kubernetes signer issues certificates for at least ${MIN_EXPIRATION_SECONDS}s; raise --cert-lifetime`);
+    throw tenantError(
+      'ERR_ISSUER_SIGNER_FAILED',
+      `the Kubernetes signer issues certificates for at least ${MIN_EXPIRATION_SECONDS}s; raise --cert-lifetime`,
+    );
   }
-  const load = () => loadKubeAccess({ kubeconfig: settings.kubeconfig, context: settings.kubeContext, flag: '--kubeconfig' }, { env: deps.env, cwd: deps.cwd });
+  const load = () =>
+    loadKubeAccess(
+      { kubeconfig: settings.kubeconfig, context: settings.kubeContext, flag: '--kubeconfig' },
+      { env: deps.env, cwd: deps.cwd },
+    );
   await load(); // fail at start, not at the first Tenant
   return kubernetesSigner({
     async connect() {

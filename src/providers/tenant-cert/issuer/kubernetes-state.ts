@@ -146,7 +146,10 @@ export class StateConnection {
       return await this.transport.send(request, signal === undefined ? {} : { signal });
     } catch (error) {
       if (isCredentialsError(error) && error.code.startsWith('ERR_KUBE_')) {
-        throw new CredentialsError('ERR_ISSUER_STATE_UNAVAILABLE', `${what}: ${error.message}`, { path: this.access.endpoint.server, cause: error });
+        throw new CredentialsError('ERR_ISSUER_STATE_UNAVAILABLE', `${what}: ${error.message}`, {
+          path: this.access.endpoint.server,
+          cause: error,
+        });
       }
       throw error;
     }
@@ -163,12 +166,15 @@ export function stateFailure(what: string, response: KubeResponse, path: string)
   const said = statusMessage(response.body);
   const message = `${what}: the API server answered ${response.status}${said === undefined ? '' : ` (${said})`}`;
   if (response.status === 403 && said !== undefined && /exceeded quota/i.test(said)) {
-    return new CredentialsError('ERR_ISSUER_BUSY', message, { path, hint: 'the namespace\'s ResourceQuota on ConfigMaps bounds the spent-nonce records; try again later' });
+    return new CredentialsError('ERR_ISSUER_BUSY', message, {
+      path,
+      hint: "the namespace's ResourceQuota on ConfigMaps bounds the spent-nonce records; try again later",
+    });
   }
   if (response.status === 401 || response.status === 403) {
     return new CredentialsError('ERR_ISSUER_STATE_FORBIDDEN', message, {
       path,
-      hint: 'grant the issuer\'s ServiceAccount the Role of deploy/base/issuer-state-rbac.yaml in the state namespace',
+      hint: "grant the issuer's ServiceAccount the Role of deploy/base/issuer-state-rbac.yaml in the state namespace",
     });
   }
   return new CredentialsError('ERR_ISSUER_STATE_UNAVAILABLE', message, { path });
@@ -177,13 +183,16 @@ export function stateFailure(what: string, response: KubeResponse, path: string)
 function corrupt(what: string, path: string, cause?: unknown, hint?: string): CredentialsError {
   return new CredentialsError('ERR_ISSUER_STATE_CORRUPT', what, {
     path,
-    hint: hint ?? 'the object was not written by the issuer: restore it, or delete it (a CA Secret deleted makes a new CA nothing trusts yet)',
+    hint:
+      hint ??
+      'the object was not written by the issuer: restore it, or delete it (a CA Secret deleted makes a new CA nothing trusts yet)',
     ...(cause === undefined ? {} : { cause }),
   });
 }
 
 const b64 = (text: string): string => Buffer.from(text).toString('base64');
-const unb64 = (text: string | undefined): string | undefined => (text === undefined ? undefined : Buffer.from(text, 'base64').toString('utf8'));
+const unb64 = (text: string | undefined): string | undefined =>
+  text === undefined ? undefined : Buffer.from(text, 'base64').toString('utf8');
 const expiresLabel = (ms: number): string => String(Math.ceil(ms / 1000));
 
 /** The Kubernetes API paths of NS. */
@@ -204,7 +213,12 @@ class Paths {
 }
 
 /** Every item of a label-selected ConfigMap list, page by page (500 a page). */
-async function* listConfigMaps(conn: StateConnection, paths: Paths, selector: string, what: string): AsyncGenerator<KubeObject> {
+async function* listConfigMaps(
+  conn: StateConnection,
+  paths: Paths,
+  selector: string,
+  what: string,
+): AsyncGenerator<KubeObject> {
   let next: string | undefined;
   do {
     const query = `?labelSelector=${encodeURIComponent(selector)}&limit=500${next === undefined ? '' : `&continue=${encodeURIComponent(next)}`}`;
@@ -233,7 +247,8 @@ export async function ensureCaSecret(
     read(secret) {
       const certificatePem = unb64(secret.data?.['tls.crt']);
       const keyPem = unb64(secret.data?.['tls.key']);
-      if (certificatePem === undefined || keyPem === undefined) throw corrupt(`the ${path} lacks tls.crt or tls.key`, path);
+      if (certificatePem === undefined || keyPem === undefined)
+        throw corrupt(`the ${path} lacks tls.crt or tls.key`, path);
       try {
         return loadCertificateAuthority(certificatePem, createPrivateKey(keyPem));
       } catch (cause) {
@@ -257,13 +272,22 @@ export async function ensureCaSecret(
  * it when there is none — as {@link ensureCaSecret}, the API server accepts one replica's create and the others read
  * the winner's. Never updated or logged. Deleting the Secret rotates it (see docs/issuer.md).
  */
-export async function ensureNonceKey(conn: StateConnection, paths: Paths, providerClusterID: string): Promise<NonceSeal> {
+export async function ensureNonceKey(
+  conn: StateConnection,
+  paths: Paths,
+  providerClusterID: string,
+): Promise<NonceSeal> {
   const path = `secret ${paths.namespace}/${NONCE_KEY_SECRET}`;
   return ensureSecret(conn, paths, NONCE_KEY_SECRET, providerClusterID, {
     read(secret) {
       const key = Buffer.from(secret.data?.['key'] ?? '', 'base64');
       if (key.length !== NONCE_KEY_BYTES) {
-        throw corrupt(`the ${path} holds no ${NONCE_KEY_BYTES}-byte key`, path, undefined, 'delete it and restart every replica: the first makes a new key (nonces outstanding are then refused; consumers fetch new ones)');
+        throw corrupt(
+          `the ${path} holds no ${NONCE_KEY_BYTES}-byte key`,
+          path,
+          undefined,
+          'delete it and restart every replica: the first makes a new key (nonces outstanding are then refused; consumers fetch new ones)',
+        );
       }
       return new NonceSeal(key);
     },
@@ -283,16 +307,23 @@ async function ensureSecret<T>(
   paths: Paths,
   name: string,
   providerClusterID: string,
-  how: { read(secret: KubeObject): T; make(): { type: string; kind: string; data: Record<string, string>; value(): T } },
+  how: {
+    read(secret: KubeObject): T;
+    make(): { type: string; kind: string; data: Record<string, string>; value(): T };
+  },
 ): Promise<T> {
   const path = `secret ${paths.namespace}/${name}`;
   const read = (secret: KubeObject): T => {
     const owner = secret.metadata?.annotations?.[ANNOTATION_PROVIDER];
     if (owner !== providerClusterID) {
-      throw new CredentialsError('ERR_ISSUER_CONFIG', `the ${path} belongs to provider ${owner ?? '(none)'}, not ${providerClusterID}`, {
-        path: '--namespace',
-        hint: 'one namespace holds the state of one provider cluster: use another --namespace',
-      });
+      throw new CredentialsError(
+        'ERR_ISSUER_CONFIG',
+        `the ${path} belongs to provider ${owner ?? '(none)'}, not ${providerClusterID}`,
+        {
+          path: '--namespace',
+          hint: 'one namespace holds the state of one provider cluster: use another --namespace',
+        },
+      );
     }
     return how.read(secret);
   };
@@ -308,7 +339,11 @@ async function ensureSecret<T>(
         apiVersion: 'v1',
         kind: 'Secret',
         type: made.type,
-        metadata: { name, labels: { [LABEL_KIND]: made.kind }, annotations: { [ANNOTATION_PROVIDER]: providerClusterID } },
+        metadata: {
+          name,
+          labels: { [LABEL_KIND]: made.kind },
+          annotations: { [ANNOTATION_PROVIDER]: providerClusterID },
+        },
         data: made.data,
       },
     },
@@ -346,7 +381,10 @@ export class KubernetesTrustStore implements TrustSource {
   private parse(clusterID: string, object: KubeObject): TrustedConsumer {
     const where = this.where(clusterID);
     const text = object.data?.['record.json'];
-    if (text === undefined) throw new CredentialsError('ERR_ISSUER_TRUST_RECORD', `the trust record ${where} has no record.json`, { path: where });
+    if (text === undefined)
+      throw new CredentialsError('ERR_ISSUER_TRUST_RECORD', `the trust record ${where} has no record.json`, {
+        path: where,
+      });
     return parseTrustRecord(text, clusterID, where);
   }
 
@@ -355,16 +393,21 @@ export class KubernetesTrustStore implements TrustSource {
     const readAt = Date.now();
     const fresh = this.cache.get(clusterID);
     if (fresh !== undefined && readAt - fresh.readAt < this.maxAgeMs) return fresh.consumer;
-    const response = await this.conn.send({ method: 'GET', path: this.paths.configMap(trustObjectName(clusterID)) }, `reading the trust record of ${clusterID}`);
+    const response = await this.conn.send(
+      { method: 'GET', path: this.paths.configMap(trustObjectName(clusterID)) },
+      `reading the trust record of ${clusterID}`,
+    );
     if (response.status === 404) {
       this.cache.delete(clusterID);
       return undefined;
     }
-    if (response.status !== 200) throw stateFailure(`reading the trust record of ${clusterID}`, response, this.where(clusterID));
+    if (response.status !== 200)
+      throw stateFailure(`reading the trust record of ${clusterID}`, response, this.where(clusterID));
     const object = response.body as KubeObject;
     const version = object.metadata?.resourceVersion ?? '';
     const cached = this.cache.get(clusterID);
-    const consumer = cached !== undefined && cached.version === version ? cached.consumer : this.parse(clusterID, object);
+    const consumer =
+      cached !== undefined && cached.version === version ? cached.consumer : this.parse(clusterID, object);
     this.cache.set(clusterID, { version, consumer, readAt });
     return consumer;
   }
@@ -381,10 +424,16 @@ export class KubernetesTrustStore implements TrustSource {
       data: { 'record.json': text },
     };
     const where = this.where(clusterID);
-    const made = await this.conn.send({ method: 'POST', path: this.paths.configMaps(), body: object }, `creating the trust record ${where}`);
+    const made = await this.conn.send(
+      { method: 'POST', path: this.paths.configMaps(), body: object },
+      `creating the trust record ${where}`,
+    );
     if (made.status === 201) return record;
     if (made.status !== 409) throw stateFailure(`creating the trust record ${where}`, made, where);
-    const replaced = await this.conn.send({ method: 'PUT', path: this.paths.configMap(trustObjectName(clusterID)), body: object }, `replacing the trust record ${where}`);
+    const replaced = await this.conn.send(
+      { method: 'PUT', path: this.paths.configMap(trustObjectName(clusterID)), body: object },
+      `replacing the trust record ${where}`,
+    );
     if (replaced.status !== 200) throw stateFailure(`replacing the trust record ${where}`, replaced, where);
     return record;
   }
@@ -394,15 +443,24 @@ export class KubernetesTrustStore implements TrustSource {
     checkClusterId(clusterID, '--cluster-id');
     this.cache.delete(clusterID);
     const where = this.where(clusterID);
-    const response = await this.conn.send({ method: 'DELETE', path: this.paths.configMap(trustObjectName(clusterID)) }, `deleting the trust record ${where}`);
+    const response = await this.conn.send(
+      { method: 'DELETE', path: this.paths.configMap(trustObjectName(clusterID)) },
+      `deleting the trust record ${where}`,
+    );
     if (response.status === 404) return false;
-    if (response.status !== 200 && response.status !== 202) throw stateFailure(`deleting the trust record ${where}`, response, where);
+    if (response.status !== 200 && response.status !== 202)
+      throw stateFailure(`deleting the trust record ${where}`, response, where);
     return true;
   }
 
   async list(): Promise<TrustedConsumer[]> {
     const consumers: TrustedConsumer[] = [];
-    for await (const object of listConfigMaps(this.conn, this.paths, `${LABEL_KIND}=trust`, 'listing the trust records')) {
+    for await (const object of listConfigMaps(
+      this.conn,
+      this.paths,
+      `${LABEL_KIND}=trust`,
+      'listing the trust records',
+    )) {
       const id = object.metadata?.labels?.[LABEL_CONSUMER];
       if (id !== undefined && isClusterId(id)) consumers.push(this.parse(id, object));
     }
@@ -455,7 +513,12 @@ export class KubernetesNonces implements NonceBook {
    * A sealed nonce: no API call. `request` is not remembered (see the module comment: a replayed nonce request is
    * answered, which is harmless here), so this never answers 'replayed'.
    */
-  async issue(consumer: string, ttlMs: number, now: Date, _options: { durable: boolean; request?: AnsweredRequest }): Promise<{ nonce: string; expiresAt: Date }> {
+  async issue(
+    consumer: string,
+    ttlMs: number,
+    now: Date,
+    _options: { durable: boolean; request?: AnsweredRequest },
+  ): Promise<{ nonce: string; expiresAt: Date }> {
     const expiresAt = now.getTime() + ttlMs;
     const { nonce, id } = this.seal.seal(consumer, expiresAt, this.random);
     if (this.recordIssued) await this.record(nonce, id, consumer, expiresAt);
@@ -479,7 +542,10 @@ export class KubernetesNonces implements NonceBook {
     }
     if (made.status === 409) {
       this.issued.delete(id);
-      throw tenantError('ERR_TENANT_NONCE_REUSED', 'the nonce was already used (a nonce is good for one Tenant)', { path: '$.spec.nonce', hint: 'ask for a new nonce' });
+      throw tenantError('ERR_TENANT_NONCE_REUSED', 'the nonce was already used (a nonce is good for one Tenant)', {
+        path: '$.spec.nonce',
+        hint: 'ask for a new nonce',
+      });
     }
     throw stateFailure(what, made, `configmap ${this.paths.namespace}/${name}`);
   }
@@ -488,14 +554,40 @@ export class KubernetesNonces implements NonceBook {
   private async record(nonce: string, id: string, consumer: string, expiresAt: number): Promise<void> {
     const what = `recording a nonce of ${consumer}`;
     const made = await this.createNonceObject(issuedObjectName(id), consumer, 'issued', expiresAt, { nonce }, what);
-    if (made.status !== 201) throw stateFailure(what, made, `configmap ${this.paths.namespace}/${issuedObjectName(id)}`);
+    if (made.status !== 201)
+      throw stateFailure(what, made, `configmap ${this.paths.namespace}/${issuedObjectName(id)}`);
   }
 
   /** Creates a nonce object, collectable SPENT_GRACE_MS after the nonce's expiry; the API server's answer as it is. */
-  private createNonceObject(name: string, consumer: string, state: 'spent' | 'issued', expiresAt: number, data: Record<string, string> | undefined, what: string): Promise<KubeResponse> {
+  private createNonceObject(
+    name: string,
+    consumer: string,
+    state: 'spent' | 'issued',
+    expiresAt: number,
+    data: Record<string, string> | undefined,
+    what: string,
+  ): Promise<KubeResponse> {
     const keepUntil = expiresAt + SPENT_GRACE_MS;
-    const labels = { [LABEL_KIND]: 'nonce', [LABEL_CONSUMER]: consumer, [LABEL_NONCE_STATE]: state, [LABEL_EXPIRES]: expiresLabel(keepUntil), [LABEL_EXPIRES_MINUTE]: String(Math.ceil(keepUntil / 60_000)) };
-    return this.conn.send({ method: 'POST', path: this.paths.configMaps(), body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, labels }, ...(data === undefined ? {} : { data }) } }, what);
+    const labels = {
+      [LABEL_KIND]: 'nonce',
+      [LABEL_CONSUMER]: consumer,
+      [LABEL_NONCE_STATE]: state,
+      [LABEL_EXPIRES]: expiresLabel(keepUntil),
+      [LABEL_EXPIRES_MINUTE]: String(Math.ceil(keepUntil / 60_000)),
+    };
+    return this.conn.send(
+      {
+        method: 'POST',
+        path: this.paths.configMaps(),
+        body: {
+          apiVersion: 'v1',
+          kind: 'ConfigMap',
+          metadata: { name, labels },
+          ...(data === undefined ? {} : { data }),
+        },
+      },
+      what,
+    );
   }
 
   /**
@@ -545,7 +637,8 @@ export class KubernetesNonces implements NonceBook {
     const nowSeconds = now.getTime() / 1000;
     const minute = Math.floor(now.getTime() / 60_000);
     const minutes = Array.from({ length: COLLECT_MINUTES }, (_, back) => minute - back).join(',');
-    const selector = options.sweep === true ? `${LABEL_KIND}=nonce` : `${LABEL_KIND}=nonce,${LABEL_EXPIRES_MINUTE} in (${minutes})`;
+    const selector =
+      options.sweep === true ? `${LABEL_KIND}=nonce` : `${LABEL_KIND}=nonce,${LABEL_EXPIRES_MINUTE} in (${minutes})`;
     const expired: ObjectMeta[] = [];
     for await (const object of listConfigMaps(this.conn, this.paths, selector, 'listing nonces to collect')) {
       const until = Number(object.metadata?.labels?.[LABEL_EXPIRES]);
@@ -559,7 +652,11 @@ export class KubernetesNonces implements NonceBook {
             {
               method: 'DELETE',
               path: this.paths.configMap(meta.name ?? ''),
-              body: { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { uid: meta.uid, resourceVersion: meta.resourceVersion } },
+              body: {
+                apiVersion: 'v1',
+                kind: 'DeleteOptions',
+                preconditions: { uid: meta.uid, resourceVersion: meta.resourceVersion },
+              },
             },
             'collecting an expired nonce',
           ),
@@ -567,7 +664,8 @@ export class KubernetesNonces implements NonceBook {
       );
       for (const answer of answers) {
         if (answer.status === 200 || answer.status === 202) deleted += 1;
-        else if (answer.status !== 404 && answer.status !== 409) throw stateFailure('collecting an expired nonce', answer, this.paths.configMaps());
+        else if (answer.status !== 404 && answer.status !== 409)
+          throw stateFailure('collecting an expired nonce', answer, this.paths.configMaps());
       }
     }
     return deleted;
@@ -588,11 +686,17 @@ export interface KubernetesStateOptions {
 }
 
 /** Opens the state in NS: the client CA (and serving CA) and the nonce key created or read, the collector started. */
-export async function kubernetesState(conn: StateConnection, options: KubernetesStateOptions): Promise<IssuerState & { nonceBook: KubernetesNonces; trustStore: KubernetesTrustStore }> {
+export async function kubernetesState(
+  conn: StateConnection,
+  options: KubernetesStateOptions,
+): Promise<IssuerState & { nonceBook: KubernetesNonces; trustStore: KubernetesTrustStore }> {
   const paths = new Paths(options.namespace);
   const now = options.now();
   const clientCa = await ensureCaSecret(conn, paths, CLIENT_CA_SECRET, 'client', options.providerClusterID, now);
-  const servingCa = options.tls === undefined ? await ensureCaSecret(conn, paths, SERVING_CA_SECRET, 'serving', options.providerClusterID, now) : undefined;
+  const servingCa =
+    options.tls === undefined
+      ? await ensureCaSecret(conn, paths, SERVING_CA_SECRET, 'serving', options.providerClusterID, now)
+      : undefined;
   const seal = await ensureNonceKey(conn, paths, options.providerClusterID);
   const nonces = new KubernetesNonces(conn, options.namespace, seal, { recordIssued: options.liqoCompat === true });
   const trust = new KubernetesTrustStore(conn, options.namespace);
@@ -603,12 +707,15 @@ export async function kubernetesState(conn: StateConnection, options: Kubernetes
   let runs = 0;
   const schedule = (): void => {
     if (every <= 0 || closed) return;
-    timer = setTimeout(() => {
-      collecting = nonces
-        .collect(options.now(), { sweep: runs++ % 10 === 0 })
-        .catch((error: unknown) => options.log?.(`collecting expired nonces failed: ${(error as Error).message}`))
-        .finally(schedule);
-    }, every * (0.5 + Math.random()));
+    timer = setTimeout(
+      () => {
+        collecting = nonces
+          .collect(options.now(), { sweep: runs++ % 10 === 0 })
+          .catch((error: unknown) => options.log?.(`collecting expired nonces failed: ${(error as Error).message}`))
+          .finally(schedule);
+      },
+      every * (0.5 + Math.random()),
+    );
     timer.unref();
   };
   schedule();
@@ -632,7 +739,14 @@ export async function kubernetesState(conn: StateConnection, options: Kubernetes
       `state in namespace ${options.namespace} (${conn.source}); ${tls === undefined ? `trust secret ${SERVING_CA_SECRET} tls.crt` : `certificate ${tls.source}`} for HTTPS; client CA secret ${CLIENT_CA_SECRET} tls.crt`,
     async checkReady(signal) {
       const what = 'checking the state namespace';
-      const response = await conn.send({ method: 'GET', path: paths.configMaps(`?labelSelector=${encodeURIComponent(`${LABEL_KIND}=nonce`)}&limit=1`) }, what, signal);
+      const response = await conn.send(
+        {
+          method: 'GET',
+          path: paths.configMaps(`?labelSelector=${encodeURIComponent(`${LABEL_KIND}=nonce`)}&limit=1`),
+        },
+        what,
+        signal,
+      );
       if (response.status !== 200) throw stateFailure(what, response, paths.configMaps());
     },
     outstandingNonces: (at) => nonces.count(at),
@@ -647,19 +761,35 @@ export async function kubernetesState(conn: StateConnection, options: Kubernetes
 }
 
 /** The connection for `--state kubernetes` from the flags: kubectl's order (in a pod: its ServiceAccount). */
-export async function stateConnection(settings: IssuerSettings, deps: { env: Env; cwd: string }): Promise<{ conn: StateConnection; namespace: string }> {
+export async function stateConnection(
+  settings: IssuerSettings,
+  deps: { env: Env; cwd: string },
+): Promise<{ conn: StateConnection; namespace: string }> {
   const load = () =>
     loadKubeAccess(
-      { kubeconfig: settings.kubeconfig, context: settings.kubeContext, flag: '--kubeconfig', what: "the issuer state's kubeconfig" },
+      {
+        kubeconfig: settings.kubeconfig,
+        context: settings.kubeContext,
+        flag: '--kubeconfig',
+        what: "the issuer state's kubeconfig",
+      },
       { env: deps.env, cwd: deps.cwd },
     );
   const access = await load();
   const namespace = settings.namespace ?? access.namespace;
   if (namespace === undefined || namespace === '') {
-    throw new CredentialsError('ERR_USAGE', '--state kubernetes needs --namespace (the kubeconfig context names none)', { path: '--namespace' });
+    throw new CredentialsError(
+      'ERR_USAGE',
+      '--state kubernetes needs --namespace (the kubeconfig context names none)',
+      { path: '--namespace' },
+    );
   }
   if (!DNS_LABEL.test(namespace) || namespace.length > 63) {
-    throw new CredentialsError('ERR_USAGE', `--namespace ${JSON.stringify(namespace)} is not a namespace name (a DNS label)`, { path: '--namespace' });
+    throw new CredentialsError(
+      'ERR_USAGE',
+      `--namespace ${JSON.stringify(namespace)} is not a namespace name (a DNS label)`,
+      { path: '--namespace' },
+    );
   }
   return { conn: new StateConnection(access, load), namespace };
 }

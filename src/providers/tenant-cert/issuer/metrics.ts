@@ -45,7 +45,7 @@ export class IssuerMetrics {
     });
     this.#duration = new Histogram({
       name: ISSUER_METRICS.duration,
-      help: 'Time from a handshake request\'s headers to its answer, by step and result.',
+      help: "Time from a handshake request's headers to its answer, by step and result.",
       labelNames: ['step', 'result'],
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers,

@@ -98,7 +98,12 @@ export class NonceStore {
   }
 
   private apply(entry: JournalEntry): void {
-    if (entry.op === 'issue' && typeof entry.nonce === 'string' && typeof entry.consumer === 'string' && typeof entry.expiresAt === 'number') {
+    if (
+      entry.op === 'issue' &&
+      typeof entry.nonce === 'string' &&
+      typeof entry.consumer === 'string' &&
+      typeof entry.expiresAt === 'number'
+    ) {
       if (!this.records.has(entry.nonce)) {
         this.records.set(entry.nonce, { consumer: entry.consumer, expiresAt: entry.expiresAt, consumed: false });
         this.openSet(entry.consumer).add(entry.nonce);
@@ -175,7 +180,12 @@ export class NonceStore {
    * A new nonce for `consumer`, valid for `ttlMs`. `durable`: wait for fsync (the CLI, which exits right after);
    * the server does not, since a lost unsynced nonce only makes one handshake retry.
    */
-  async issue(consumer: string, ttlMs: number, now: Date, durable = false): Promise<{ nonce: string; expiresAt: Date }> {
+  async issue(
+    consumer: string,
+    ttlMs: number,
+    now: Date,
+    durable = false,
+  ): Promise<{ nonce: string; expiresAt: Date }> {
     const nowMs = now.getTime();
     if (this.records.size >= this.maxEntries) {
       this.prune(nowMs);

@@ -43,14 +43,18 @@ export interface OpenedNonce {
   expiresAt: number;
 }
 
-const consumerTag = (consumer: string): Buffer => createHash('sha256').update(`clusterprofile nonce consumer\0${consumer}`).digest().subarray(0, TAG_BYTES);
+const consumerTag = (consumer: string): Buffer =>
+  createHash('sha256').update(`clusterprofile nonce consumer\0${consumer}`).digest().subarray(0, TAG_BYTES);
 
 export class NonceSeal {
   readonly #key: Buffer;
 
   constructor(key: Buffer) {
     if (key.length !== NONCE_KEY_BYTES) {
-      throw new CredentialsError('ERR_ISSUER_STATE_CORRUPT', `the nonce key has ${key.length} bytes, not ${NONCE_KEY_BYTES}`);
+      throw new CredentialsError(
+        'ERR_ISSUER_STATE_CORRUPT',
+        `the nonce key has ${key.length} bytes, not ${NONCE_KEY_BYTES}`,
+      );
     }
     this.#key = Buffer.from(key);
   }
@@ -60,7 +64,11 @@ export class NonceSeal {
   }
 
   /** A new nonce for `consumer` that expires at `expiresAt` (ms). */
-  seal(consumer: string, expiresAt: number, random: (size: number) => Buffer = randomBytes): { nonce: string; id: string } {
+  seal(
+    consumer: string,
+    expiresAt: number,
+    random: (size: number) => Buffer = randomBytes,
+  ): { nonce: string; id: string } {
     const bytes = Buffer.alloc(NONCE_BYTES);
     bytes[0] = VERSION;
     bytes.writeUIntBE(expiresAt, 1, 6);

@@ -4,7 +4,12 @@
  * `/readyz` readiness, `/metrics` Prometheus text) and the graceful stop. The logic lives in ./issuer.ts.
  */
 import { createServer, type Server } from 'node:https';
-import { createServer as createPlainServer, type IncomingMessage, type Server as PlainServer, type ServerResponse } from 'node:http';
+import {
+  createServer as createPlainServer,
+  type IncomingMessage,
+  type Server as PlainServer,
+  type ServerResponse,
+} from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { parseDocument } from '../../../core/document.js';
@@ -111,14 +116,16 @@ function send(response: ServerResponse, status: number, body: unknown, headers: 
  * message only: the answer goes to unauthenticated clients, the details go to the issuer's log.
  */
 const CLIENT_FACING: ReadonlySet<string> = new Set(
-  Object.keys(ERRORS).filter((code) => code.startsWith('ERR_TENANT_') && errorSpec(code)?.http !== undefined).concat([
-    'ERR_ISSUER_NOT_FOUND',
-    'ERR_ISSUER_METHOD_NOT_ALLOWED',
-    'ERR_ISSUER_BODY_TOO_LARGE',
-    'ERR_ISSUER_UNSUPPORTED_MEDIA_TYPE',
-    'ERR_ISSUER_BUSY',
-    'ERR_ISSUER_NOT_READY',
-  ]),
+  Object.keys(ERRORS)
+    .filter((code) => code.startsWith('ERR_TENANT_') && errorSpec(code)?.http !== undefined)
+    .concat([
+      'ERR_ISSUER_NOT_FOUND',
+      'ERR_ISSUER_METHOD_NOT_ALLOWED',
+      'ERR_ISSUER_BODY_TOO_LARGE',
+      'ERR_ISSUER_UNSUPPORTED_MEDIA_TYPE',
+      'ERR_ISSUER_BUSY',
+      'ERR_ISSUER_NOT_READY',
+    ]),
 );
 
 /** What a client is told for a code that is not {@link CLIENT_FACING}. */
@@ -127,7 +134,8 @@ const GENERIC_MESSAGES: Readonly<Record<string, string>> = {
   ERR_ISSUER_SIGNER_DENIED: 'the certificate signer refused to sign (details in the issuer log)',
   ERR_ISSUER_SIGNER_TIMEOUT: 'the certificate signer did not answer in time; try again later',
   ERR_ISSUER_STATE_UNAVAILABLE: "the issuer's state store is unavailable; try again later",
-  ERR_ISSUER_STATE_FORBIDDEN: "the issuer's state store refused the issuer; try again later (details in the issuer log)",
+  ERR_ISSUER_STATE_FORBIDDEN:
+    "the issuer's state store refused the issuer; try again later (details in the issuer log)",
 };
 const GENERIC_MESSAGE = 'internal error (details in the issuer log)';
 
@@ -154,7 +162,9 @@ export function errorAnswer(error: unknown): { status: number; body: ErrorRespon
 
 function sendError(response: ServerResponse, error: unknown, log?: (line: string) => void): void {
   if (!isCredentialsError(error)) {
-    log?.(`internal error: ${(error instanceof Error ? (error.stack ?? error.message) : String(error)).replace(/[\r\n]+\s*/g, ' | ')}`);
+    log?.(
+      `internal error: ${(error instanceof Error ? (error.stack ?? error.message) : String(error)).replace(/[\r\n]+\s*/g, ' | ')}`,
+    );
   }
   const { status, body } = errorAnswer(error);
   send(response, status, body);
@@ -179,7 +189,13 @@ async function readJson(request: IncomingMessage): Promise<unknown> {
     chunks.push(chunk);
   }
   // `$`: the error's path, which the answer carries (JSON paths into the request only).
-  return parseDocument(Buffer.concat(chunks).toString('utf8'), { source: '$', code: 'ERR_TENANT_INVALID_DOCUMENT', format: 'json', message: 'the body is not JSON', maxBytes: MAX_BODY_BYTES });
+  return parseDocument(Buffer.concat(chunks).toString('utf8'), {
+    source: '$',
+    code: 'ERR_TENANT_INVALID_DOCUMENT',
+    format: 'json',
+    message: 'the body is not JSON',
+    maxBytes: MAX_BODY_BYTES,
+  });
 }
 
 const ROUTES: Readonly<Record<string, string>> = {
@@ -203,7 +219,10 @@ async function runCheck(check: ReadinessCheck, timeoutMs: number, log?: (line: s
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_resolve, reject) => {
     timer = setTimeout(() => {
-      const error = tenantError('ERR_ISSUER_NOT_READY', `readiness check ${check.name} took longer than ${timeoutMs} ms`);
+      const error = tenantError(
+        'ERR_ISSUER_NOT_READY',
+        `readiness check ${check.name} took longer than ${timeoutMs} ms`,
+      );
       controller.abort(error);
       reject(error);
     }, timeoutMs);
@@ -247,7 +266,9 @@ export async function startIssuerServer(options: IssuerServerOptions): Promise<R
       send(response, 200, { status: 'ready', checks: result.checks });
       return;
     }
-    const failing = Object.entries(result.checks).filter(([, outcome]) => outcome !== 'ok').map(([name]) => name);
+    const failing = Object.entries(result.checks)
+      .filter(([, outcome]) => outcome !== 'ok')
+      .map(([name]) => name);
     send(response, 503, {
       code: 'ERR_ISSUER_NOT_READY',
       message: closing ? 'the issuer is shutting down' : `not ready: ${failing.join(', ')} (details in the issuer log)`,
@@ -257,11 +278,20 @@ export async function startIssuerServer(options: IssuerServerOptions): Promise<R
 
   async function answerMetrics(response: ServerResponse): Promise<void> {
     if (metrics === undefined) {
-      sendError(response, tenantError('ERR_ISSUER_NOT_FOUND', `no such path ${OPS_PATHS.metrics}`, { hint: 'this issuer serves no metrics here' }));
+      sendError(
+        response,
+        tenantError('ERR_ISSUER_NOT_FOUND', `no such path ${OPS_PATHS.metrics}`, {
+          hint: 'this issuer serves no metrics here',
+        }),
+      );
       return;
     }
     const text = await metrics.text();
-    response.writeHead(200, { 'content-type': metrics.contentType, 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store' });
+    response.writeHead(200, {
+      'content-type': metrics.contentType,
+      'content-length': Buffer.byteLength(text),
+      'cache-control': 'no-store',
+    });
     response.end(text);
   }
 
@@ -320,7 +350,12 @@ export async function startIssuerServer(options: IssuerServerOptions): Promise<R
         response.setHeader('connection', 'close');
       }
       if (method === undefined) {
-        sendError(response, tenantError('ERR_ISSUER_NOT_FOUND', `no such path ${path}`, { hint: `the API: POST ${API_PATHS.nonces}, POST ${API_PATHS.tenants}, GET ${API_PATHS.healthz}, GET ${OPS_PATHS.readyz}, GET ${OPS_PATHS.metrics}` }));
+        sendError(
+          response,
+          tenantError('ERR_ISSUER_NOT_FOUND', `no such path ${path}`, {
+            hint: `the API: POST ${API_PATHS.nonces}, POST ${API_PATHS.tenants}, GET ${API_PATHS.healthz}, GET ${OPS_PATHS.readyz}, GET ${OPS_PATHS.metrics}`,
+          }),
+        );
         request.resume();
         return;
       }
@@ -412,12 +447,21 @@ export async function startIssuerServer(options: IssuerServerOptions): Promise<R
 }
 
 /** A plain-HTTP listener that serves GET /metrics only (`--metrics-listen`, for Prometheus inside a cluster). */
-export async function startMetricsServer(metrics: IssuerMetrics, host: string, port: number): Promise<{ url: string; port: number; server: PlainServer; close(): Promise<void> }> {
+export async function startMetricsServer(
+  metrics: IssuerMetrics,
+  host: string,
+  port: number,
+): Promise<{ url: string; port: number; server: PlainServer; close(): Promise<void> }> {
   const server = createPlainServer((request, response) => {
     const path = (request.url ?? '/').split('?')[0] ?? '/';
     request.resume();
     if (path !== OPS_PATHS.metrics) {
-      sendError(response, tenantError('ERR_ISSUER_NOT_FOUND', `no such path ${path}`, { hint: `this listener serves GET ${OPS_PATHS.metrics} only` }));
+      sendError(
+        response,
+        tenantError('ERR_ISSUER_NOT_FOUND', `no such path ${path}`, {
+          hint: `this listener serves GET ${OPS_PATHS.metrics} only`,
+        }),
+      );
       return;
     }
     if (request.method !== 'GET') {
@@ -427,7 +471,11 @@ export async function startMetricsServer(metrics: IssuerMetrics, host: string, p
     }
     void metrics.text().then(
       (text) => {
-        response.writeHead(200, { 'content-type': metrics.contentType, 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store' });
+        response.writeHead(200, {
+          'content-type': metrics.contentType,
+          'content-length': Buffer.byteLength(text),
+          'cache-control': 'no-store',
+        });
         response.end(text);
       },
       (error: unknown) => sendError(response, error),

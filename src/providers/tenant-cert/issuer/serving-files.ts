@@ -10,7 +10,11 @@ import { CredentialsError, isCredentialsError } from '../../../core/errors.js';
 import type { ServingMaterial } from './data-dir.js';
 
 function tlsError(message: string, path: string, cause?: unknown): CredentialsError {
-  return new CredentialsError('ERR_ISSUER_CONFIG', message, { path, hint: 'give the PEM certificate (chain) and its private key, e.g. tls.crt and tls.key of a kubernetes.io/tls Secret', ...(cause === undefined ? {} : { cause }) });
+  return new CredentialsError('ERR_ISSUER_CONFIG', message, {
+    path,
+    hint: 'give the PEM certificate (chain) and its private key, e.g. tls.crt and tls.key of a kubernetes.io/tls Secret',
+    ...(cause === undefined ? {} : { cause }),
+  });
 }
 
 async function readPair(certPath: string, keyPath: string): Promise<{ certificatePem: string; keyPem: string }> {
@@ -24,7 +28,12 @@ async function readPair(certPath: string, keyPath: string): Promise<{ certificat
 }
 
 /** The checks of a pair: a PEM certificate (leaf first) valid at `now` and the private key that matches it. */
-function checkPair(pair: { certificatePem: string; keyPem: string }, certPath: string, keyPath: string, now: Date): ServingMaterial {
+function checkPair(
+  pair: { certificatePem: string; keyPem: string },
+  certPath: string,
+  keyPath: string,
+  now: Date,
+): ServingMaterial {
   const { certificatePem, keyPem } = pair;
   let leaf: X509Certificate;
   try {
@@ -43,13 +52,21 @@ function checkPair(pair: { certificatePem: string; keyPem: string }, certPath: s
     throw tlsError(`--tls-key-file ${keyPath} is not the key of the certificate in ${certPath}`, '--tls-key-file');
   }
   if (Date.parse(leaf.validTo) <= now.getTime() || Date.parse(leaf.validFrom) > now.getTime()) {
-    throw tlsError(`the certificate in ${certPath} is not valid now (${leaf.validFrom} .. ${leaf.validTo})`, '--tls-cert-file');
+    throw tlsError(
+      `the certificate in ${certPath} is not valid now (${leaf.validFrom} .. ${leaf.validTo})`,
+      '--tls-cert-file',
+    );
   }
   return { certificatePem, keyPem, caPem: certificatePem };
 }
 
 /** Reads and checks the pair: a PEM certificate (leaf first) that is valid now and the private key that matches it. */
-export async function servingMaterialFromFiles(certFile: string, keyFile: string, cwd: string, now: Date): Promise<ServingMaterial> {
+export async function servingMaterialFromFiles(
+  certFile: string,
+  keyFile: string,
+  cwd: string,
+  now: Date,
+): Promise<ServingMaterial> {
   const certPath = resolve(cwd, certFile);
   const keyPath = resolve(cwd, keyFile);
   return checkPair(await readPair(certPath, keyPath), certPath, keyPath, now);
@@ -135,7 +152,9 @@ export function watchServingFiles(options: ServingFilesWatchOptions): ServingFil
         lastRefusal = '';
         return 'reloaded';
       } catch (error) {
-        failure = isCredentialsError(error) ? error : tlsError(`the pair in ${certPath} and ${keyPath} was refused`, '--tls-cert-file', error);
+        failure = isCredentialsError(error)
+          ? error
+          : tlsError(`the pair in ${certPath} and ${keyPath} was refused`, '--tls-cert-file', error);
         failedHash = hash;
       }
     }

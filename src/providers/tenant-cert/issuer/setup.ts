@@ -36,7 +36,6 @@ export function parseListen(text: string, flag = '--listen'): { host: string; po
   return { host: match[1] ?? (match[2] === '' ? '0.0.0.0' : (match[2] ?? '0.0.0.0')), port };
 }
 
-
 export interface OpenIssuer {
   issuer: Issuer;
   state: IssuerState;
@@ -58,7 +57,13 @@ interface IssuerRecord {
 
 function parseRecord(text: string, file: string): IssuerRecord {
   const hint = 'restore it from a backup, or write {"providerClusterID": "<the provider cluster ID>"}';
-  const record = parseDocument(text, { source: file, code: 'ERR_ISSUER_DATA_DIR', format: 'json', message: `${file} does not name a provider cluster ID`, hint });
+  const record = parseDocument(text, {
+    source: file,
+    code: 'ERR_ISSUER_DATA_DIR',
+    format: 'json',
+    message: `${file} does not name a provider cluster ID`,
+    hint,
+  });
   const id = (record as { providerClusterID?: unknown } | null | undefined)?.providerClusterID;
   if (!isClusterId(id)) {
     throw new CredentialsError('ERR_ISSUER_DATA_DIR', `${file} does not name a provider cluster ID`, {
@@ -83,7 +88,11 @@ function recordedProvider(recorded: string | undefined, settings: IssuerSettings
     return record.providerClusterID;
   }
   if (settings.providerClusterID === undefined) {
-    throw configError(`the data dir ${dataDir} has no issuer yet`, '--data-dir', 'run clusterprofile issuer serve --cluster-id PROVIDER_ID first, or pass --provider-cluster-id');
+    throw configError(
+      `the data dir ${dataDir} has no issuer yet`,
+      '--data-dir',
+      'run clusterprofile issuer serve --cluster-id PROVIDER_ID first, or pass --provider-cluster-id',
+    );
   }
   return checkClusterId(settings.providerClusterID, '--cluster-id');
 }
@@ -102,7 +111,10 @@ export async function openIssuer(settings: IssuerSettings, deps: IssuerDeps): Pr
       url = undefined;
     }
     if (url?.protocol !== 'https:') {
-      throw configError(`--api-server-url ${JSON.stringify(settings.apiServer)} is not an https URL`, '--api-server-url');
+      throw configError(
+        `--api-server-url ${JSON.stringify(settings.apiServer)} is not an https URL`,
+        '--api-server-url',
+      );
     }
   }
   let apiServerCaPem: string | undefined;
@@ -116,7 +128,8 @@ export async function openIssuer(settings: IssuerSettings, deps: IssuerDeps): Pr
     }
   }
 
-  const { state, providerClusterID } = settings.state === 'kubernetes' ? await openKubernetes(settings, deps) : await openDataDirState(settings, deps);
+  const { state, providerClusterID } =
+    settings.state === 'kubernetes' ? await openKubernetes(settings, deps) : await openDataDirState(settings, deps);
   let signer: Signer;
   try {
     if (settings.signer === 'kubernetes') {
@@ -154,7 +167,10 @@ export async function openIssuer(settings: IssuerSettings, deps: IssuerDeps): Pr
   };
 }
 
-async function openKubernetes(settings: IssuerSettings, deps: IssuerDeps): Promise<{ state: IssuerState; providerClusterID: string }> {
+async function openKubernetes(
+  settings: IssuerSettings,
+  deps: IssuerDeps,
+): Promise<{ state: IssuerState; providerClusterID: string }> {
   if (settings.providerClusterID === undefined) {
     throw configError('--state kubernetes needs --cluster-id', '--cluster-id');
   }
@@ -174,7 +190,10 @@ export async function openKubernetesTrust(
 }
 
 /** Opens the data dir (creating it), locks it and replays the nonce journal. */
-async function openDataDirState(settings: IssuerSettings, deps: IssuerDeps): Promise<{ state: IssuerState; providerClusterID: string }> {
+async function openDataDirState(
+  settings: IssuerSettings,
+  deps: IssuerDeps,
+): Promise<{ state: IssuerState; providerClusterID: string }> {
   if (settings.dataDir === undefined) {
     throw new CredentialsError('ERR_USAGE', '--state data-dir needs --data-dir', { path: '--data-dir' });
   }
@@ -183,7 +202,10 @@ async function openDataDirState(settings: IssuerSettings, deps: IssuerDeps): Pro
   // The HTTPS pair from files is checked before anything is created or locked.
   const tls =
     settings.tlsCertFile !== undefined && settings.tlsKeyFile !== undefined
-      ? { material: await servingMaterialFromFiles(settings.tlsCertFile, settings.tlsKeyFile, deps.cwd, now), source: settings.tlsCertFile }
+      ? {
+          material: await servingMaterialFromFiles(settings.tlsCertFile, settings.tlsKeyFile, deps.cwd, now),
+          source: settings.tlsCertFile,
+        }
       : undefined;
   const recordFile = join(dataDir, 'issuer.json');
   await ensurePrivateDir(dataDir);
@@ -199,14 +221,20 @@ async function openDataDirState(settings: IssuerSettings, deps: IssuerDeps): Pro
     }
     nonces = await NonceStore.open(data.noncesFile, now, { now: deps.now });
     const opened = nonces;
-    const state = dataDirState(data, new TrustStore(dataDir), opened, {
-      // Ready while the data dir is still locked by this process and writable.
-      checkReady: () => lock.check(),
-      async close() {
-        await opened.close();
-        await lock.release();
+    const state = dataDirState(
+      data,
+      new TrustStore(dataDir),
+      opened,
+      {
+        // Ready while the data dir is still locked by this process and writable.
+        checkReady: () => lock.check(),
+        async close() {
+          await opened.close();
+          await lock.release();
+        },
       },
-    }, tls);
+      tls,
+    );
     return { state, providerClusterID };
   } catch (error) {
     await nonces?.close();

@@ -28,7 +28,12 @@ export interface NonceBook {
    * survives a restart), else records it with the nonce. The Kubernetes state keeps neither (its nonces cost no
    * storage, so a replayed request only obtains another nonce the consumer's key alone can use).
    */
-  issue(consumer: string, ttlMs: number, now: Date, options: { durable: boolean; request?: AnsweredRequest }): Promise<{ nonce: string; expiresAt: Date } | 'replayed'>;
+  issue(
+    consumer: string,
+    ttlMs: number,
+    now: Date,
+    options: { durable: boolean; request?: AnsweredRequest },
+  ): Promise<{ nonce: string; expiresAt: Date } | 'replayed'>;
   /**
    * Checks the nonce (issued, to `consumer`, unexpired, unused: the ERR_TENANT_NONCE_* codes) and spends it: it
    * succeeds for exactly one caller, across every process sharing the state, once that is durable. A nonce of another
@@ -67,7 +72,10 @@ export interface IssuerState {
 export function journalBook(store: NonceStore): NonceBook {
   return {
     async issue(consumer, ttlMs, now, options) {
-      if (options.request !== undefined && !store.remember(options.request.key, options.request.untilMs, now.getTime())) {
+      if (
+        options.request !== undefined &&
+        !store.remember(options.request.key, options.request.untilMs, now.getTime())
+      ) {
         return 'replayed';
       }
       return store.issue(consumer, ttlMs, now, options.durable);
@@ -76,7 +84,9 @@ export function journalBook(store: NonceStore): NonceBook {
       checkNonce(store.get(nonce), consumer, now);
       const spent = store.consume(nonce);
       if (!spent.first) {
-        throw tenantError('ERR_TENANT_NONCE_REUSED', 'the nonce was already used (a nonce is good for one Tenant)', { path: '$.spec.nonce' });
+        throw tenantError('ERR_TENANT_NONCE_REUSED', 'the nonce was already used (a nonce is good for one Tenant)', {
+          path: '$.spec.nonce',
+        });
       }
       await spent.durable;
     },

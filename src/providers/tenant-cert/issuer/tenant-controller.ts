@@ -93,8 +93,14 @@ export const kubeconfigSecretName = (identity: string): string => `kubeconfig-${
  * A transport that loads its identity again when the API server answers 401 (a rotated ServiceAccount token or
  * token file) and sends that request once more.
  */
-function reloadingTransport(first: KubeAccess, load: () => Promise<KubeAccess>, timeoutMs: number, retry: boolean): { send: SendKubeRequest; close(): Promise<void> } {
-  const open = (access: KubeAccess) => createKubeTransport(access.endpoint, access.credential, { timeoutMs, ...(retry ? { retry: KUBE_RETRY } : {}) });
+function reloadingTransport(
+  first: KubeAccess,
+  load: () => Promise<KubeAccess>,
+  timeoutMs: number,
+  retry: boolean,
+): { send: SendKubeRequest; close(): Promise<void> } {
+  const open = (access: KubeAccess) =>
+    createKubeTransport(access.endpoint, access.credential, { timeoutMs, ...(retry ? { retry: KUBE_RETRY } : {}) });
   let current = open(first);
   const send: SendKubeRequest = async (request, options) => {
     const used = current;
@@ -127,7 +133,9 @@ export function startTenantControllerFor(
     watchSend: watches.send,
     watchTimeoutSeconds,
     ...(options.apiServer === undefined ? { apiServer: access.endpoint.server } : {}),
-    ...(options.apiServerCaPem === undefined && access.endpoint.caPem !== undefined ? { apiServerCaPem: access.endpoint.caPem } : {}),
+    ...(options.apiServerCaPem === undefined && access.endpoint.caPem !== undefined
+      ? { apiServerCaPem: access.endpoint.caPem }
+      : {}),
   });
   return {
     async stop() {
@@ -147,7 +155,8 @@ export function startTenantController(options: TenantControllerOptions): Running
       pending.delete(timer);
       const running = check()
         .catch((error: unknown) => {
-          if (!stop.signal.aborted) options.log?.(`tenant ${options.namespace}: a deferred refusal was not written: ${describe(error)}`);
+          if (!stop.signal.aborted)
+            options.log?.(`tenant ${options.namespace}: a deferred refusal was not written: ${describe(error)}`);
         })
         .finally(() => checks.delete(running));
       checks.add(running);
@@ -167,7 +176,10 @@ export function startTenantController(options: TenantControllerOptions): Running
         await reconcile(reconciling, tenant, stop.signal);
       } catch (error) {
         // Only the API server failing us gets here (a status that cannot be written): the next event or relist retries.
-        if (!stop.signal.aborted) options.log?.(`tenant ${options.namespace}/${tenant.metadata?.name ?? '?'}: not answered: ${describe(error)}`);
+        if (!stop.signal.aborted)
+          options.log?.(
+            `tenant ${options.namespace}/${tenant.metadata?.name ?? '?'}: not answered: ${describe(error)}`,
+          );
       }
     },
   });
@@ -182,14 +194,22 @@ export function startTenantController(options: TenantControllerOptions): Running
   };
 }
 
-function condition(previous: TenantStatus | undefined, next: Omit<TenantCondition, 'lastTransitionTime'>, now: Date): TenantCondition {
+function condition(
+  previous: TenantStatus | undefined,
+  next: Omit<TenantCondition, 'lastTransitionTime'>,
+  now: Date,
+): TenantCondition {
   const before = previous?.conditions?.find((item) => item.type === next.type);
   const same = before !== undefined && before.status === next.status && before.reason === next.reason;
   return { ...next, lastTransitionTime: same ? before.lastTransitionTime : now.toISOString() };
 }
 
 /** Answers one Tenant (see the module comment); throws only when the status cannot be written. */
-export async function reconcile(options: TenantControllerOptions, tenant: TenantResource, signal?: AbortSignal): Promise<void> {
+export async function reconcile(
+  options: TenantControllerOptions,
+  tenant: TenantResource,
+  signal?: AbortSignal,
+): Promise<void> {
   const name = tenant.metadata?.name;
   if (name === undefined || tenant.metadata.deletionTimestamp !== undefined) return;
   const generation = tenant.metadata.generation ?? 0;
@@ -201,7 +221,10 @@ export async function reconcile(options: TenantControllerOptions, tenant: Tenant
   let refused = false;
   let reused = false;
   try {
-    assertDocument<TenantResource>('tenant-resource', tenant, { code: 'ERR_TENANT_INVALID_DOCUMENT', what: 'the Tenant resource' });
+    assertDocument<TenantResource>('tenant-resource', tenant, {
+      code: 'ERR_TENANT_INVALID_DOCUMENT',
+      what: 'the Tenant resource',
+    });
     const step = tenantStep(tenant.spec);
     if (step === 'tenant') {
       const answered = await answerTenant(options, tenant, signal);
@@ -212,14 +235,32 @@ export async function reconcile(options: TenantControllerOptions, tenant: Tenant
         kubeconfigSecretRef: { name: answered.secret },
         notBefore: answered.notBefore.toISOString(),
         notAfter: answered.notAfter.toISOString(),
-        renewAfter: new Date(answered.notBefore.getTime() + ((answered.notAfter.getTime() - answered.notBefore.getTime()) * 2) / 3).toISOString(),
-        conditions: [condition(previous, { type: READY, status: 'True', reason: 'Issued', message: `Identity ${answered.identity} holds a certificate valid until ${answered.notAfter.toISOString()}`, observedGeneration: generation }, now)],
+        renewAfter: new Date(
+          answered.notBefore.getTime() + ((answered.notAfter.getTime() - answered.notBefore.getTime()) * 2) / 3,
+        ).toISOString(),
+        conditions: [
+          condition(
+            previous,
+            {
+              type: READY,
+              status: 'True',
+              reason: 'Issued',
+              message: `Identity ${answered.identity} holds a certificate valid until ${answered.notAfter.toISOString()}`,
+              observedGeneration: generation,
+            },
+            now,
+          ),
+        ],
       };
       options.log?.(`${where}: answered with Identity ${answered.identity} and Secret ${answered.secret}`);
     } else if (step === 'nonce-request') {
       const request = tenant.spec.nonceRequest!;
       if (tenant.spec.providerClusterID === undefined) {
-        throw tenantError('ERR_TENANT_INVALID_DOCUMENT', 'a nonce request names the provider it is for: spec.providerClusterID is required', { path: '$.spec.providerClusterID' });
+        throw tenantError(
+          'ERR_TENANT_INVALID_DOCUMENT',
+          'a nonce request names the provider it is for: spec.providerClusterID is required',
+          { path: '$.spec.providerClusterID' },
+        );
       }
       const nonce = await options.issuer.issueNonce({
         consumerClusterID: tenant.spec.clusterID,
@@ -231,17 +272,25 @@ export async function reconcile(options: TenantControllerOptions, tenant: Tenant
         observedGeneration: generation,
         nonce: { value: nonce.nonce, expiresAt: nonce.expiresAt, subject: nonce.subject },
         conditions: [
-          condition(previous, {
-            type: READY,
-            status: 'False',
-            reason: 'NonceIssued',
-            message: `sign status.nonce into spec (nonce, publicKey, csr, signature) before ${nonce.expiresAt}`,
-            observedGeneration: generation,
-          }, now),
+          condition(
+            previous,
+            {
+              type: READY,
+              status: 'False',
+              reason: 'NonceIssued',
+              message: `sign status.nonce into spec (nonce, publicKey, csr, signature) before ${nonce.expiresAt}`,
+              observedGeneration: generation,
+            },
+            now,
+          ),
         ],
       };
     } else {
-      throw tenantError('ERR_TENANT_INVALID_DOCUMENT', 'the spec holds neither a nonceRequest (step 1) nor a signed Tenant: nonce, publicKey, csr, signature (step 2)', { path: '$.spec' });
+      throw tenantError(
+        'ERR_TENANT_INVALID_DOCUMENT',
+        'the spec holds neither a nonceRequest (step 1) nor a signed Tenant: nonce, publicKey, csr, signature (step 2)',
+        { path: '$.spec' },
+      );
     }
   } catch (error) {
     if (signal?.aborted === true) return;
@@ -253,13 +302,17 @@ export async function reconcile(options: TenantControllerOptions, tenant: Tenant
       observedGeneration: generation,
       nonce: null,
       conditions: [
-        condition(previous, {
-          type: READY,
-          status: 'False',
-          reason: body.code,
-          message: `${body.message}${body.path === undefined ? '' : ` (at ${body.path})`}${body.hint === undefined ? '' : `; ${body.hint}`}`,
-          observedGeneration: generation,
-        }, now),
+        condition(
+          previous,
+          {
+            type: READY,
+            status: 'False',
+            reason: body.code,
+            message: `${body.message}${body.path === undefined ? '' : ` (at ${body.path})`}${body.hint === undefined ? '' : `; ${body.hint}`}`,
+            observedGeneration: generation,
+          },
+          now,
+        ),
       ],
     };
   }
@@ -267,9 +320,20 @@ export async function reconcile(options: TenantControllerOptions, tenant: Tenant
     // Another replica may have spent it for this very generation and be writing its answer: look again later.
     const refusal = status;
     options.later(async () => {
-      const found = await kubeCall(options.send, { method: 'GET', path: tenantPath(options.namespace, name) }, [200, 404], `reading ${where}`, signal);
+      const found = await kubeCall(
+        options.send,
+        { method: 'GET', path: tenantPath(options.namespace, name) },
+        [200, 404],
+        `reading ${where}`,
+        signal,
+      );
       const current = found.status === 200 ? (found.body as TenantResource) : undefined;
-      if (current === undefined || current.metadata.uid !== tenant.metadata.uid || current.metadata.generation !== generation) return;
+      if (
+        current === undefined ||
+        current.metadata.uid !== tenant.metadata.uid ||
+        current.metadata.generation !== generation
+      )
+        return;
       if (current.status?.observedGeneration === generation) {
         options.log?.(`${where}: answered by another replica; its nonce-reused refusal is dropped`);
         return;
@@ -286,7 +350,14 @@ export async function reconcile(options: TenantControllerOptions, tenant: Tenant
 }
 
 /** A merge patch of the status subresource; with `resourceVersion`, only over that version (a 409 is logged, not thrown). */
-async function writeStatus(options: TenantControllerOptions, name: string, status: Record<string, unknown>, resourceVersion: string | undefined, where: string, signal?: AbortSignal): Promise<void> {
+async function writeStatus(
+  options: TenantControllerOptions,
+  name: string,
+  status: Record<string, unknown>,
+  resourceVersion: string | undefined,
+  where: string,
+  signal?: AbortSignal,
+): Promise<void> {
   const written = await kubeCall(
     options.send,
     {
@@ -299,7 +370,8 @@ async function writeStatus(options: TenantControllerOptions, name: string, statu
     `writing the status of ${where}`,
     signal,
   );
-  if (written.status === 409) options.log?.(`${where}: the Tenant changed since; its refusal is not written over the newer version`);
+  if (written.status === 409)
+    options.log?.(`${where}: the Tenant changed since; its refusal is not written over the newer version`);
 }
 
 interface Answered {
@@ -310,21 +382,46 @@ interface Answered {
 }
 
 /** Step 2: the Identity and Secret for this generation, issued now or found written by an earlier run. */
-async function answerTenant(options: TenantControllerOptions, tenant: TenantResource, signal?: AbortSignal): Promise<Answered> {
+async function answerTenant(
+  options: TenantControllerOptions,
+  tenant: TenantResource,
+  signal?: AbortSignal,
+): Promise<Answered> {
   const { namespace } = options;
   const identityName = tenant.metadata.name;
-  const found = await kubeCall(options.send, { method: 'GET', path: identityPath(namespace, identityName) }, [200, 404], `reading Identity ${namespace}/${identityName}`, signal);
+  const found = await kubeCall(
+    options.send,
+    { method: 'GET', path: identityPath(namespace, identityName) },
+    [200, 404],
+    `reading Identity ${namespace}/${identityName}`,
+    signal,
+  );
   const existing = found.status === 200 ? (found.body as IdentityResource) : undefined;
   const annotations = existing?.metadata.annotations;
-  if (existing !== undefined && annotations?.[TENANT_UID_ANNOTATION] === tenant.metadata.uid && annotations?.[TENANT_GENERATION_ANNOTATION] === String(tenant.metadata.generation ?? 0)) {
+  if (
+    existing !== undefined &&
+    annotations?.[TENANT_UID_ANNOTATION] === tenant.metadata.uid &&
+    annotations?.[TENANT_GENERATION_ANNOTATION] === String(tenant.metadata.generation ?? 0)
+  ) {
     const secret = kubeconfigSecretName(identityName);
-    return { identity: identityName, secret, notBefore: new Date(existing.spec.notBefore), notAfter: new Date(existing.spec.notAfter) };
+    return {
+      identity: identityName,
+      secret,
+      notBefore: new Date(existing.spec.notBefore),
+      notAfter: new Date(existing.spec.notAfter),
+    };
   }
   const accepted = await options.issuer.acceptTenant(tenantDocumentOf(tenant));
   return writeAnswer(options, tenant, accepted, existing, signal);
 }
 
-async function writeAnswer(options: TenantControllerOptions, tenant: TenantResource, accepted: AcceptedTenant, existing: IdentityResource | undefined, signal?: AbortSignal): Promise<Answered> {
+async function writeAnswer(
+  options: TenantControllerOptions,
+  tenant: TenantResource,
+  accepted: AcceptedTenant,
+  existing: IdentityResource | undefined,
+  signal?: AbortSignal,
+): Promise<Answered> {
   const { namespace } = options;
   const identityName = tenant.metadata.name;
   const secretName = kubeconfigSecretName(identityName);
@@ -334,8 +431,12 @@ async function writeAnswer(options: TenantControllerOptions, tenant: TenantResou
   const answeredParams = accepted.identity.spec.authParams as AuthParams;
   const authParams: AuthParams = {
     ...answeredParams,
-    ...(answeredParams.apiServer === undefined && options.apiServer !== undefined ? { apiServer: options.apiServer } : {}),
-    ...(answeredParams.ca === undefined && options.apiServerCaPem !== undefined ? { ca: encodeBase64(options.apiServerCaPem) } : {}),
+    ...(answeredParams.apiServer === undefined && options.apiServer !== undefined
+      ? { apiServer: options.apiServer }
+      : {}),
+    ...(answeredParams.ca === undefined && options.apiServerCaPem !== undefined
+      ? { ca: encodeBase64(options.apiServerCaPem) }
+      : {}),
   };
   const providerClusterID = options.issuer.options.providerClusterID;
   const labels = { [MANAGED_BY_LABEL]: MANAGED_BY, 'liqo.io/remote-cluster-id': providerClusterID };
@@ -346,9 +447,22 @@ async function writeAnswer(options: TenantControllerOptions, tenant: TenantResou
       name: identityName,
       namespace,
       labels,
-      annotations: { [TENANT_UID_ANNOTATION]: tenant.metadata.uid ?? '', [TENANT_GENERATION_ANNOTATION]: String(tenant.metadata.generation ?? 0) },
-      ownerReferences: [{ apiVersion: API_VERSION, kind: 'Tenant', name: tenant.metadata.name, uid: tenant.metadata.uid ?? '', controller: true }],
-      ...(existing?.metadata.resourceVersion === undefined ? {} : { resourceVersion: existing.metadata.resourceVersion }),
+      annotations: {
+        [TENANT_UID_ANNOTATION]: tenant.metadata.uid ?? '',
+        [TENANT_GENERATION_ANNOTATION]: String(tenant.metadata.generation ?? 0),
+      },
+      ownerReferences: [
+        {
+          apiVersion: API_VERSION,
+          kind: 'Tenant',
+          name: tenant.metadata.name,
+          uid: tenant.metadata.uid ?? '',
+          controller: true,
+        },
+      ],
+      ...(existing?.metadata.resourceVersion === undefined
+        ? {}
+        : { resourceVersion: existing.metadata.resourceVersion }),
     },
     spec: {
       clusterID: providerClusterID,
@@ -358,18 +472,47 @@ async function writeAnswer(options: TenantControllerOptions, tenant: TenantResou
       notAfter: notAfter.toISOString(),
     },
   };
-  const written = existing === undefined
-    ? await kubeCall(options.send, { method: 'POST', path: identitiesPath(namespace), body: identity }, [201], `creating Identity ${namespace}/${identityName}`, signal)
-    : await kubeCall(options.send, { method: 'PUT', path: identityPath(namespace, identityName), body: identity }, [200], `replacing Identity ${namespace}/${identityName}`, signal);
+  const written =
+    existing === undefined
+      ? await kubeCall(
+          options.send,
+          { method: 'POST', path: identitiesPath(namespace), body: identity },
+          [201],
+          `creating Identity ${namespace}/${identityName}`,
+          signal,
+        )
+      : await kubeCall(
+          options.send,
+          { method: 'PUT', path: identityPath(namespace, identityName), body: identity },
+          [200],
+          `replacing Identity ${namespace}/${identityName}`,
+          signal,
+        );
   const identityUid = (written.body as IdentityResource).metadata.uid ?? '';
 
   const kubeconfig = {
     apiVersion: 'v1',
     kind: 'Config',
-    clusters: [{ name: providerClusterID, cluster: { ...(authParams.apiServer === undefined ? {} : { server: authParams.apiServer }), ...(authParams.ca === undefined ? {} : { 'certificate-authority-data': authParams.ca }), ...(authParams.proxyURL === undefined ? {} : { 'proxy-url': authParams.proxyURL }) } }],
+    clusters: [
+      {
+        name: providerClusterID,
+        cluster: {
+          ...(authParams.apiServer === undefined ? {} : { server: authParams.apiServer }),
+          ...(authParams.ca === undefined ? {} : { 'certificate-authority-data': authParams.ca }),
+          ...(authParams.proxyURL === undefined ? {} : { 'proxy-url': authParams.proxyURL }),
+        },
+      },
+    ],
     // client-key-data is the consumer's to add: the private key never leaves it.
-    users: [{ name: accepted.consumerClusterID, user: { 'client-certificate-data': encodeBase64(accepted.certificatePem) } }],
-    contexts: [{ name: `${accepted.consumerClusterID}@${providerClusterID}`, context: { cluster: providerClusterID, user: accepted.consumerClusterID } }],
+    users: [
+      { name: accepted.consumerClusterID, user: { 'client-certificate-data': encodeBase64(accepted.certificatePem) } },
+    ],
+    contexts: [
+      {
+        name: `${accepted.consumerClusterID}@${providerClusterID}`,
+        context: { cluster: providerClusterID, user: accepted.consumerClusterID },
+      },
+    ],
     'current-context': `${accepted.consumerClusterID}@${providerClusterID}`,
   };
   const secret = {
@@ -380,7 +523,9 @@ async function writeAnswer(options: TenantControllerOptions, tenant: TenantResou
       name: secretName,
       namespace,
       labels,
-      ownerReferences: [{ apiVersion: API_VERSION, kind: 'Identity', name: identityName, uid: identityUid, controller: true }],
+      ownerReferences: [
+        { apiVersion: API_VERSION, kind: 'Identity', name: identityName, uid: identityUid, controller: true },
+      ],
     },
     data: {
       kubeconfig: encodeBase64(`${JSON.stringify(kubeconfig, null, 2)}\n`),
@@ -389,14 +534,31 @@ async function writeAnswer(options: TenantControllerOptions, tenant: TenantResou
       ...(authParams.ca === undefined ? {} : { 'ca.crt': authParams.ca }),
     },
   };
-  const created = await kubeCall(options.send, { method: 'POST', path: secretsPath(namespace), body: secret }, [201, 409], `creating Secret ${namespace}/${secretName}`, signal);
+  const created = await kubeCall(
+    options.send,
+    { method: 'POST', path: secretsPath(namespace), body: secret },
+    [201, 409],
+    `creating Secret ${namespace}/${secretName}`,
+    signal,
+  );
   if (created.status === 409) {
     // It exists (a renewal): replace it whole, ownership included.
-    await kubeCall(options.send, { method: 'PUT', path: secretPath(namespace, secretName), body: secret }, [200], `replacing Secret ${namespace}/${secretName}`, signal);
+    await kubeCall(
+      options.send,
+      { method: 'PUT', path: secretPath(namespace, secretName), body: secret },
+      [200],
+      `replacing Secret ${namespace}/${secretName}`,
+      signal,
+    );
   }
   await kubeCall(
     options.send,
-    { method: 'PATCH', path: `${identityPath(namespace, identityName)}/status`, contentType: 'application/merge-patch+json', body: { status: { kubeconfigSecretRef: { name: secretName } } } },
+    {
+      method: 'PATCH',
+      path: `${identityPath(namespace, identityName)}/status`,
+      contentType: 'application/merge-patch+json',
+      body: { status: { kubeconfigSecretRef: { name: secretName } } },
+    },
     [200],
     `writing the status of Identity ${namespace}/${identityName}`,
     signal,

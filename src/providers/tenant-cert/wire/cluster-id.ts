@@ -19,7 +19,8 @@ import { CredentialsError } from '../../../core/errors.js';
 export const CLUSTER_ID_PATTERN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 export const CLUSTER_ID_MAX_LENGTH = 63;
 /** {@link CLUSTER_ID_PATTERN} and {@link CLUSTER_ID_MAX_LENGTH} in words, for messages. */
-export const CLUSTER_ID_RULE = "lower-case letters, digits and '-', starting and ending with a letter or digit, at most 63 characters";
+export const CLUSTER_ID_RULE =
+  "lower-case letters, digits and '-', starting and ending with a letter or digit, at most 63 characters";
 
 /** True when `id` is a cluster ID (which also makes it a safe file name). */
 export function isClusterId(id: unknown): id is string {
@@ -32,7 +33,11 @@ export function isClusterId(id: unknown): id is string {
  */
 export function checkClusterId(id: string, flag: string): string {
   if (!isClusterId(id)) {
-    throw new CredentialsError<'ERR_TENANT_CERT_FLAG'>('ERR_TENANT_CERT_FLAG', `${flag} ${JSON.stringify(id)} is not a cluster ID (${CLUSTER_ID_RULE})`, { path: flag });
+    throw new CredentialsError<'ERR_TENANT_CERT_FLAG'>(
+      'ERR_TENANT_CERT_FLAG',
+      `${flag} ${JSON.stringify(id)} is not a cluster ID (${CLUSTER_ID_RULE})`,
+      { path: flag },
+    );
   }
   return id;
 }

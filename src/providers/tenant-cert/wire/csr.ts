@@ -6,7 +6,18 @@
  * ~10 MiB and tens of milliseconds to load.
  */
 import { createPublicKey, verify, type KeyObject } from 'node:crypto';
-import { bitString, children, decodeObjectIdentifier, objectIdentifier, readElement, sequence, set, splitSigned, tlv, type DerElement } from './der.js';
+import {
+  bitString,
+  children,
+  decodeObjectIdentifier,
+  objectIdentifier,
+  readElement,
+  sequence,
+  set,
+  splitSigned,
+  tlv,
+  type DerElement,
+} from './der.js';
 import { tenantError } from './protocol.js';
 import { keyAlgorithm, signBytes, spkiDer } from './keys.js';
 
@@ -56,8 +67,13 @@ const directoryString = (value: string): Buffer => tlv(PRINTABLE.test(value) ? 0
  * ```
  */
 export async function buildCsr(privateKey: KeyObject, subject: CsrSubject): Promise<BuiltCsr> {
-  const attributes = [...(subject.organizations ?? []).map((value) => ({ oid: OID.organization, value })), { oid: OID.commonName, value: subject.commonName }];
-  const name = sequence(...attributes.map(({ oid, value }) => set(sequence(objectIdentifier(oid), directoryString(value)))));
+  const attributes = [
+    ...(subject.organizations ?? []).map((value) => ({ oid: OID.organization, value })),
+    { oid: OID.commonName, value: subject.commonName },
+  ];
+  const name = sequence(
+    ...attributes.map(({ oid, value }) => set(sequence(objectIdentifier(oid), directoryString(value)))),
+  );
   // CertificationRequestInfo: version 0, subject, the public key, no attributes ([0] IMPLICIT SET OF, empty).
   const info = sequence(tlv(0x02, Buffer.from([0])), name, spkiDer(privateKey), tlv(0xa0));
   const der = sequence(info, SIGNED_WITH[keyAlgorithm(privateKey)], bitString(signBytes(privateKey, info)));
@@ -131,7 +147,7 @@ export function parseCsrSync(input: string | Uint8Array, path?: string): ParsedC
   try {
     publicKey = createPublicKey({ key: info.spki, format: 'der', type: 'spki' });
   } catch (cause) {
-    throw tenantError('ERR_TENANT_UNSUPPORTED_KEY', 'the CSR\'s public key cannot be read', { ...at, cause });
+    throw tenantError('ERR_TENANT_UNSUPPORTED_KEY', "the CSR's public key cannot be read", { ...at, cause });
   }
   keyAlgorithm(publicKey, path);
   const { subject, extensions, subjectAltNames, otherAttributes } = info;
@@ -141,7 +157,9 @@ export function parseCsrSync(input: string | Uint8Array, path?: string): ParsedC
     subject,
     commonNames: subject.filter((a) => a.type === OID.commonName).map((a) => a.value),
     organizations: subject.filter((a) => a.type === OID.organization).map((a) => a.value),
-    otherSubjectTypes: subject.filter((a) => a.type !== OID.commonName && a.type !== OID.organization).map((a) => a.type),
+    otherSubjectTypes: subject
+      .filter((a) => a.type !== OID.commonName && a.type !== OID.organization)
+      .map((a) => a.type),
     extensions,
     subjectAltNames,
     otherAttributes,
@@ -184,7 +202,9 @@ function generalName(element: DerElement): string {
     case 0x86:
       return `url:${element.value.toString('latin1')}`;
     case 0x87:
-      return element.value.length === 4 ? `ip:${[...element.value].join('.')}` : `ip:${element.value.toString('hex').replace(/(.{4})(?!$)/g, '$1:')}`;
+      return element.value.length === 4
+        ? `ip:${[...element.value].join('.')}`
+        : `ip:${element.value.toString('hex').replace(/(.{4})(?!$)/g, '$1:')}`;
     default:
       return `other:[${element.tag & 0x1f}]`;
   }
@@ -197,7 +217,9 @@ function readRequestInfo(der: Buffer) {
     throw new RangeError('not a DER SEQUENCE');
   }
   const [infoElement] = children(outer.value);
-  const [version, name, spki, attributes, ...rest] = children(expectTag(infoElement, 0x30, 'CertificationRequestInfo').value);
+  const [version, name, spki, attributes, ...rest] = children(
+    expectTag(infoElement, 0x30, 'CertificationRequestInfo').value,
+  );
   if (expectTag(version, 0x02, 'version').value.toString('hex') !== '00' || rest.length > 0) {
     throw new RangeError('unsupported CSR version');
   }
@@ -205,7 +227,10 @@ function readRequestInfo(der: Buffer) {
   for (const rdn of children(expectTag(name, 0x30, 'subject Name').value)) {
     for (const pair of children(expectTag(rdn, 0x31, 'RDN').value)) {
       const [type, value] = children(expectTag(pair, 0x30, 'AttributeTypeAndValue').value);
-      subject.push({ type: decodeObjectIdentifier(expectTag(type, 0x06, 'attribute type').value), value: decodeString(value ?? expectTag(undefined, 0, 'value')) });
+      subject.push({
+        type: decodeObjectIdentifier(expectTag(type, 0x06, 'attribute type').value),
+        value: decodeString(value ?? expectTag(undefined, 0, 'value')),
+      });
     }
   }
   const extensions: ParsedCsr['extensions'] = [];
@@ -234,7 +259,13 @@ function readRequestInfo(der: Buffer) {
       }
     }
   }
-  return { subject, spki: Buffer.from(expectTag(spki, 0x30, 'SubjectPublicKeyInfo').raw), extensions, subjectAltNames, otherAttributes };
+  return {
+    subject,
+    spki: Buffer.from(expectTag(spki, 0x30, 'SubjectPublicKeyInfo').raw),
+    extensions,
+    subjectAltNames,
+    otherAttributes,
+  };
 }
 
 /** Signature algorithms a CSR may be signed with, by OID: the digest for node:crypto (null: Ed25519) and key type. */
@@ -256,7 +287,11 @@ export function verifySelfSignature(der: Buffer, publicKey: KeyObject): boolean 
   try {
     const parts = splitSigned(der);
     const algorithm = SIGNATURE_ALGORITHMS[parts.algorithm];
-    if (algorithm === undefined || algorithm.keyType !== publicKey.asymmetricKeyType || parts.algorithmParameters !== undefined) {
+    if (
+      algorithm === undefined ||
+      algorithm.keyType !== publicKey.asymmetricKeyType ||
+      parts.algorithmParameters !== undefined
+    ) {
       return false;
     }
     const key = algorithm.keyType === 'ec' ? { key: publicKey, dsaEncoding: 'der' as const } : publicKey;
@@ -268,6 +303,8 @@ export function verifySelfSignature(der: Buffer, publicKey: KeyObject): boolean 
 
 /** PEM text of a DER CSR. */
 export function csrPem(der: Uint8Array): string {
-  const body = Buffer.from(der).toString('base64').replace(/.{1,64}/g, '$&\n');
+  const body = Buffer.from(der)
+    .toString('base64')
+    .replace(/.{1,64}/g, '$&\n');
   return `-----BEGIN CERTIFICATE REQUEST-----\n${body}-----END CERTIFICATE REQUEST-----\n`;
 }

@@ -63,12 +63,16 @@ export function time(date: Date): Buffer {
   const iso = date.toISOString(); // 2026-01-02T03:04:05.678Z
   const digits = iso.slice(0, 19).replace(/[-T:]/g, ''); // 20260102030405
   const year = date.getUTCFullYear();
-  return year < 2050 && year >= 1950 ? tlv(0x17, Buffer.from(`${digits.slice(2)}Z`)) : tlv(0x18, Buffer.from(`${digits}Z`));
+  return year < 2050 && year >= 1950
+    ? tlv(0x17, Buffer.from(`${digits.slice(2)}Z`))
+    : tlv(0x18, Buffer.from(`${digits}Z`));
 }
 
 /** A Name of single-valued RDNs, UTF8String values, in the order given. */
 export function name(attributes: ReadonlyArray<{ oid: string; value: string }>): Buffer {
-  return sequence(...attributes.map((attribute) => set(sequence(objectIdentifier(attribute.oid), utf8String(attribute.value)))));
+  return sequence(
+    ...attributes.map((attribute) => set(sequence(objectIdentifier(attribute.oid), utf8String(attribute.value)))),
+  );
 }
 
 export interface DerElement {

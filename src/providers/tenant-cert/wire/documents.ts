@@ -64,12 +64,21 @@ export interface ReceivedTenant {
  * The CSR's self-signature is only reported (`csr.signatureValid`): judging is the issuer's job.
  */
 export async function readTenant(document: unknown): Promise<ReceivedTenant> {
-  const tenant = assertWith<TenantDocument | LiqoTenantDocument, 'tenant-cert-tenant'>(tenantSchema, 'tenant-cert-tenant', document, {
-    code: 'ERR_TENANT_INVALID_DOCUMENT',
-    what: 'the Tenant',
-  });
-  const publicKey = cached(publicKeys, tenant.spec.publicKey, () => parsePublicKey(decodeBase64(tenant.spec.publicKey, '$.spec.publicKey'), '$.spec.publicKey'));
-  const csr = cached(csrs, tenant.spec.csr, () => parseCsrSync(decodeBase64(tenant.spec.csr, '$.spec.csr'), '$.spec.csr'));
+  const tenant = assertWith<TenantDocument | LiqoTenantDocument, 'tenant-cert-tenant'>(
+    tenantSchema,
+    'tenant-cert-tenant',
+    document,
+    {
+      code: 'ERR_TENANT_INVALID_DOCUMENT',
+      what: 'the Tenant',
+    },
+  );
+  const publicKey = cached(publicKeys, tenant.spec.publicKey, () =>
+    parsePublicKey(decodeBase64(tenant.spec.publicKey, '$.spec.publicKey'), '$.spec.publicKey'),
+  );
+  const csr = cached(csrs, tenant.spec.csr, () =>
+    parseCsrSync(decodeBase64(tenant.spec.csr, '$.spec.csr'), '$.spec.csr'),
+  );
   const signature = decodeBase64(tenant.spec.signature, '$.spec.signature');
   if (tenant.apiVersion === LIQO_API_VERSION) {
     return {
@@ -217,14 +226,21 @@ export interface ReceivedIdentity {
 
 /** Validates and decodes an Identity document (ours or Liqo's). */
 export function readIdentity(document: unknown): ReceivedIdentity {
-  const identity = assertWith<IdentityDocument | LiqoIdentityDocument, 'tenant-cert-identity'>(identitySchema, 'tenant-cert-identity', document, {
-    code: 'ERR_TENANT_INVALID_DOCUMENT',
-    what: 'the Identity',
-  });
+  const identity = assertWith<IdentityDocument | LiqoIdentityDocument, 'tenant-cert-identity'>(
+    identitySchema,
+    'tenant-cert-identity',
+    document,
+    {
+      code: 'ERR_TENANT_INVALID_DOCUMENT',
+      what: 'the Identity',
+    },
+  );
   const params = identity.spec.authParams;
   const certificatePem = decodeBase64(params.signedCRT, '$.spec.authParams.signedCRT').toString('utf8');
   if (!certificatePem.includes('-----BEGIN CERTIFICATE-----')) {
-    throw tenantError('ERR_TENANT_BAD_PEM', 'signedCRT is not a PEM certificate', { path: '$.spec.authParams.signedCRT' });
+    throw tenantError('ERR_TENANT_BAD_PEM', 'signedCRT is not a PEM certificate', {
+      path: '$.spec.authParams.signedCRT',
+    });
   }
   let apiServerCaPem: string | undefined;
   if (params.ca !== undefined && params.ca !== '') {

@@ -68,16 +68,27 @@ export function keyAlgorithm(key: KeyObject, path?: string): KeyAlgorithm {
   if (type === 'rsa' && (details.modulusLength ?? 0) >= 2048 && (details.modulusLength ?? 0) <= 8192) {
     return 'rsa-2048';
   }
-  const what = type === 'ec' ? `EC ${String(details.namedCurve)}` : type === 'rsa' ? `RSA-${String(details.modulusLength)}` : String(type);
-  throw tenantError('ERR_TENANT_UNSUPPORTED_KEY', `${what} keys are not supported: use Ed25519, ECDSA P-256 or RSA (2048 bits or more)`, {
-    ...(path === undefined ? {} : { path }),
-  });
+  const what =
+    type === 'ec'
+      ? `EC ${String(details.namedCurve)}`
+      : type === 'rsa'
+        ? `RSA-${String(details.modulusLength)}`
+        : String(type);
+  throw tenantError(
+    'ERR_TENANT_UNSUPPORTED_KEY',
+    `${what} keys are not supported: use Ed25519, ECDSA P-256 or RSA (2048 bits or more)`,
+    {
+      ...(path === undefined ? {} : { path }),
+    },
+  );
 }
 
 /** A private key from PEM (PKCS#8; the traditional `EC`/`RSA PRIVATE KEY` forms are read too). Never logs it. */
 export function parsePrivateKeyPem(pem: string, path?: string): KeyObject {
   if (!pem.includes('-----BEGIN') || !pem.includes('PRIVATE KEY-----')) {
-    throw tenantError('ERR_TENANT_BAD_PEM', 'the private key is not a PEM "PRIVATE KEY"', { ...(path === undefined ? {} : { path }) });
+    throw tenantError('ERR_TENANT_BAD_PEM', 'the private key is not a PEM "PRIVATE KEY"', {
+      ...(path === undefined ? {} : { path }),
+    });
   }
   let key: KeyObject;
   try {
@@ -85,9 +96,13 @@ export function parsePrivateKeyPem(pem: string, path?: string): KeyObject {
   } catch (cause) {
     // The cause of a failed private key parse can quote key material: keep only its code.
     const code = (cause as { code?: unknown }).code;
-    throw tenantError('ERR_TENANT_BAD_PEM', `the private key PEM cannot be read${typeof code === 'string' ? ` (${code})` : ''}`, {
-      ...(path === undefined ? {} : { path }),
-    });
+    throw tenantError(
+      'ERR_TENANT_BAD_PEM',
+      `the private key PEM cannot be read${typeof code === 'string' ? ` (${code})` : ''}`,
+      {
+        ...(path === undefined ? {} : { path }),
+      },
+    );
   }
   keyAlgorithm(key, path);
   return key;
@@ -103,11 +118,18 @@ export function parsePublicKey(input: string | Uint8Array, path?: string): KeyOb
     if (typeof input === 'string' || looksLikePem(input)) {
       const text = typeof input === 'string' ? input : Buffer.from(input).toString('utf8');
       if (!/-----BEGIN PUBLIC KEY-----/.test(text)) {
-        throw tenantError('ERR_TENANT_BAD_PEM', 'the public key is not a PEM "PUBLIC KEY" (SPKI, as `openssl pkey -pubout` writes)', at);
+        throw tenantError(
+          'ERR_TENANT_BAD_PEM',
+          'the public key is not a PEM "PUBLIC KEY" (SPKI, as `openssl pkey -pubout` writes)',
+          at,
+        );
       }
       key = createPublicKey({ key: text, format: 'pem' });
     } else if (input.length === 32) {
-      key = createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(input).toString('base64url') }, format: 'jwk' });
+      key = createPublicKey({
+        key: { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(input).toString('base64url') },
+        format: 'jwk',
+      });
     } else {
       key = createPublicKey({ key: Buffer.from(input), format: 'der', type: 'spki' });
     }
@@ -115,10 +137,14 @@ export function parsePublicKey(input: string | Uint8Array, path?: string): KeyOb
     if (isCredentialsError(cause)) {
       throw cause;
     }
-    throw tenantError('ERR_TENANT_BAD_PEM', 'the public key cannot be read (expected PEM SPKI, SPKI DER or a raw 32-byte Ed25519 key)', {
-      ...at,
-      cause,
-    });
+    throw tenantError(
+      'ERR_TENANT_BAD_PEM',
+      'the public key cannot be read (expected PEM SPKI, SPKI DER or a raw 32-byte Ed25519 key)',
+      {
+        ...at,
+        cause,
+      },
+    );
   }
   if (key.type !== 'public') {
     throw tenantError('ERR_TENANT_BAD_PEM', 'expected a public key', at);
@@ -181,14 +207,21 @@ export function verifyBytes(publicKey: KeyObject, data: Uint8Array, signature: U
     const algorithm = keyAlgorithm(publicKey);
     return algorithm === 'ed25519'
       ? cryptoVerify(null, data, publicKey, signature)
-      : cryptoVerify('sha256', data, algorithm === 'ecdsa-p256' ? { key: publicKey, dsaEncoding: 'der' } : publicKey, signature);
+      : cryptoVerify(
+          'sha256',
+          data,
+          algorithm === 'ecdsa-p256' ? { key: publicKey, dsaEncoding: 'der' } : publicKey,
+          signature,
+        );
   } catch {
     return false;
   }
 }
 
 /** WebCrypto algorithm parameters of a key, for @peculiar/x509 (signing and key import). */
-export function webCryptoAlgorithm(key: KeyObject): webcrypto.EcKeyImportParams & webcrypto.RsaHashedImportParams & { hash: string } {
+export function webCryptoAlgorithm(
+  key: KeyObject,
+): webcrypto.EcKeyImportParams & webcrypto.RsaHashedImportParams & { hash: string } {
   const algorithm = keyAlgorithm(key);
   switch (algorithm) {
     case 'ed25519':

@@ -69,7 +69,11 @@ export function tenantMessage(context: TenantContext, format: SignatureFormat = 
 }
 
 /** Signs a Tenant's context with the consumer's cluster key; returns the raw signature bytes. */
-export function signTenant(privateKey: KeyObject, context: TenantContext, format: SignatureFormat = 'context-v1'): Buffer {
+export function signTenant(
+  privateKey: KeyObject,
+  context: TenantContext,
+  format: SignatureFormat = 'context-v1',
+): Buffer {
   return signBytes(privateKey, tenantMessage(context, format));
 }
 
@@ -115,7 +119,11 @@ export function signNonceRequest(
   ids: { providerClusterID: string; consumerClusterID: string },
   at: Date,
 ): NonceRequest {
-  const context = { providerClusterID: ids.providerClusterID, consumerClusterID: ids.consumerClusterID, timestamp: formatTimestamp(at.getTime()) };
+  const context = {
+    providerClusterID: ids.providerClusterID,
+    consumerClusterID: ids.consumerClusterID,
+    timestamp: formatTimestamp(at.getTime()),
+  };
   return { ...context, signature: signBytes(privateKey, nonceRequestMessage(context)).toString('base64') };
 }
 

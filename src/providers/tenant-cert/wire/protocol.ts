@@ -29,7 +29,13 @@ export const LIQO_API_VERSION = 'authentication.liqo.io/v1beta1';
 export const MAX_BODY_BYTES = 64 * 1024;
 // The cluster-ID rule is part of this wire format; it lives in its own small module because the plugin's cache-hit
 // path checks --cluster-id and must not load the rest of this file.
-export { CLUSTER_ID_MAX_LENGTH, CLUSTER_ID_PATTERN, CLUSTER_ID_RULE, checkClusterId, isClusterId } from './cluster-id.js';
+export {
+  CLUSTER_ID_MAX_LENGTH,
+  CLUSTER_ID_PATTERN,
+  CLUSTER_ID_RULE,
+  checkClusterId,
+  isClusterId,
+} from './cluster-id.js';
 
 export function tenantError(
   code: ErrorCode,
@@ -230,7 +236,10 @@ export function processNonceResponse(
     throw tenantError('ERR_ISSUER_RESPONSE', 'the issuer answered a nonce document of an unexpected shape');
   }
   if (document.consumerClusterID !== expected.consumerClusterID) {
-    throw tenantError('ERR_ISSUER_RESPONSE', `the issuer issued a nonce for ${document.consumerClusterID}, not for ${expected.consumerClusterID}`);
+    throw tenantError(
+      'ERR_ISSUER_RESPONSE',
+      `the issuer issued a nonce for ${document.consumerClusterID}, not for ${expected.consumerClusterID}`,
+    );
   }
   if (expected.providerClusterID !== undefined && document.providerClusterID !== expected.providerClusterID) {
     throw tenantError(
@@ -260,7 +269,11 @@ function parseJsonBody(response: HttpResponseSpec): unknown {
   try {
     body = JSON.parse(response.body);
   } catch (cause) {
-    throw tenantError('ERR_ISSUER_RESPONSE', `the issuer answered HTTP ${response.status} with a body that is not JSON`, { cause });
+    throw tenantError(
+      'ERR_ISSUER_RESPONSE',
+      `the issuer answered HTTP ${response.status} with a body that is not JSON`,
+      { cause },
+    );
   }
   if (response.status < 200 || response.status > 299) {
     throw errorFromResponse(response.status, body);
@@ -274,12 +287,21 @@ function parseJsonBody(response: HttpResponseSpec): unknown {
  */
 export function errorFromResponse(status: number, body: unknown): CredentialsError {
   const document = body as Partial<ErrorResponse> | null;
-  if (document !== null && typeof document === 'object' && typeof document.code === 'string' && /^ERR_[A-Z0-9_]+$/.test(document.code)) {
+  if (
+    document !== null &&
+    typeof document === 'object' &&
+    typeof document.code === 'string' &&
+    /^ERR_[A-Z0-9_]+$/.test(document.code)
+  ) {
     // The issuer's code as sent: possibly one this copy does not know (then neither exit code nor retry is derived).
-    return new CredentialsError(document.code as ErrorCode, `the issuer refused (HTTP ${status}): ${String(document.message)}`, {
-      ...(typeof document.path === 'string' ? { path: document.path } : {}),
-      ...(typeof document.hint === 'string' ? { hint: document.hint } : {}),
-    });
+    return new CredentialsError(
+      document.code as ErrorCode,
+      `the issuer refused (HTTP ${status}): ${String(document.message)}`,
+      {
+        ...(typeof document.path === 'string' ? { path: document.path } : {}),
+        ...(typeof document.hint === 'string' ? { hint: document.hint } : {}),
+      },
+    );
   }
   return tenantError('ERR_ISSUER_RESPONSE', `the issuer answered HTTP ${status} without an error document`);
 }

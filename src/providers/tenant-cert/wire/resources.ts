@@ -7,7 +7,15 @@
 import { CredentialsError } from '../../../core/errors.js';
 import { statusMessage } from '../../../kube/status.js';
 import type { KubeRequest, KubeResponse, SendKubeRequest } from '../../../kube/types.js';
-import { API_VERSION, LIQO_API_VERSION, type GrantedSubject, type IdentityDocument, type LiqoTenantDocument, type SignatureFormat, type TenantDocument } from './protocol.js';
+import {
+  API_VERSION,
+  LIQO_API_VERSION,
+  type GrantedSubject,
+  type IdentityDocument,
+  type LiqoTenantDocument,
+  type SignatureFormat,
+  type TenantDocument,
+} from './protocol.js';
 
 export const FLOW_GROUP = 'credentials.clusterprofile.io';
 export const FLOW_VERSION = 'v1alpha1';
@@ -19,12 +27,17 @@ export const TENANT_GENERATION_ANNOTATION = 'credentials.clusterprofile.io/tenan
 export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
 export const MANAGED_BY = 'clusterprofile-issuer';
 
-export const tenantsPath = (namespace: string): string => `/apis/${FLOW_GROUP}/${FLOW_VERSION}/namespaces/${encodeURIComponent(namespace)}/tenants`;
-export const tenantPath = (namespace: string, name: string): string => `${tenantsPath(namespace)}/${encodeURIComponent(name)}`;
-export const identitiesPath = (namespace: string): string => `/apis/${FLOW_GROUP}/${FLOW_VERSION}/namespaces/${encodeURIComponent(namespace)}/identities`;
-export const identityPath = (namespace: string, name: string): string => `${identitiesPath(namespace)}/${encodeURIComponent(name)}`;
+export const tenantsPath = (namespace: string): string =>
+  `/apis/${FLOW_GROUP}/${FLOW_VERSION}/namespaces/${encodeURIComponent(namespace)}/tenants`;
+export const tenantPath = (namespace: string, name: string): string =>
+  `${tenantsPath(namespace)}/${encodeURIComponent(name)}`;
+export const identitiesPath = (namespace: string): string =>
+  `/apis/${FLOW_GROUP}/${FLOW_VERSION}/namespaces/${encodeURIComponent(namespace)}/identities`;
+export const identityPath = (namespace: string, name: string): string =>
+  `${identitiesPath(namespace)}/${encodeURIComponent(name)}`;
 export const secretsPath = (namespace: string): string => `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets`;
-export const secretPath = (namespace: string, name: string): string => `${secretsPath(namespace)}/${encodeURIComponent(name)}`;
+export const secretPath = (namespace: string, name: string): string =>
+  `${secretsPath(namespace)}/${encodeURIComponent(name)}`;
 
 export interface ObjectMeta {
   name: string;
@@ -101,7 +114,13 @@ export interface IdentityResource {
 
 /** Which step a Tenant's spec is at: the signed Tenant (step 2) wins over a nonce request (step 1). */
 export function tenantStep(spec: TenantSpec): 'tenant' | 'nonce-request' | 'none' {
-  if (spec.csr !== undefined || spec.signature !== undefined || spec.nonce !== undefined || spec.publicKey !== undefined) return 'tenant';
+  if (
+    spec.csr !== undefined ||
+    spec.signature !== undefined ||
+    spec.nonce !== undefined ||
+    spec.publicKey !== undefined
+  )
+    return 'tenant';
   return spec.nonceRequest !== undefined ? 'nonce-request' : 'none';
 }
 
@@ -113,12 +132,27 @@ export function tenantStep(spec: TenantSpec): 'tenant' | 'nonce-request' | 'none
 export function tenantDocumentOf(resource: TenantResource): TenantDocument | LiqoTenantDocument {
   const { spec } = resource;
   const pick = <K extends keyof TenantSpec>(...keys: K[]): Partial<Pick<TenantSpec, K>> =>
-    Object.fromEntries(keys.filter((key) => spec[key] !== undefined).map((key) => [key, spec[key]])) as Partial<Pick<TenantSpec, K>>;
-  const metadata = { name: resource.metadata.name, ...(resource.metadata.labels === undefined ? {} : { labels: resource.metadata.labels }) };
+    Object.fromEntries(keys.filter((key) => spec[key] !== undefined).map((key) => [key, spec[key]])) as Partial<
+      Pick<TenantSpec, K>
+    >;
+  const metadata = {
+    name: resource.metadata.name,
+    ...(resource.metadata.labels === undefined ? {} : { labels: resource.metadata.labels }),
+  };
   if (spec.nonce === undefined && spec.providerClusterID === undefined) {
-    return { apiVersion: LIQO_API_VERSION, kind: 'Tenant', metadata, spec: pick('clusterID', 'publicKey', 'csr', 'signature', 'proxyURL', 'authzPolicy', 'tenantCondition') } as LiqoTenantDocument;
+    return {
+      apiVersion: LIQO_API_VERSION,
+      kind: 'Tenant',
+      metadata,
+      spec: pick('clusterID', 'publicKey', 'csr', 'signature', 'proxyURL', 'authzPolicy', 'tenantCondition'),
+    } as LiqoTenantDocument;
   }
-  return { apiVersion: API_VERSION, kind: 'Tenant', metadata, spec: pick('clusterID', 'providerClusterID', 'nonce', 'publicKey', 'csr', 'signature', 'signatureFormat') } as TenantDocument;
+  return {
+    apiVersion: API_VERSION,
+    kind: 'Tenant',
+    metadata,
+    spec: pick('clusterID', 'providerClusterID', 'nonce', 'publicKey', 'csr', 'signature', 'signatureFormat'),
+  } as TenantDocument;
 }
 
 /** The Identity document an Identity resource is (what `identity import` reads from a file). */
@@ -126,7 +160,10 @@ export function identityDocumentOf(resource: IdentityResource): IdentityDocument
   return {
     apiVersion: API_VERSION,
     kind: 'Identity',
-    metadata: { name: resource.metadata.name, ...(resource.metadata.labels === undefined ? {} : { labels: resource.metadata.labels }) },
+    metadata: {
+      name: resource.metadata.name,
+      ...(resource.metadata.labels === undefined ? {} : { labels: resource.metadata.labels }),
+    },
     spec: resource.spec,
   };
 }
@@ -136,11 +173,19 @@ export function identityDocumentOf(resource: IdentityResource): IdentityDocument
  * `ERR_TENANT_FLOW_API` naming the request and quoting the API server's message (never a credential: the transport
  * redacts the bearer token from error answers).
  */
-export async function kubeCall(send: SendKubeRequest, request: KubeRequest, expected: readonly number[], what: string, signal?: AbortSignal): Promise<KubeResponse> {
+export async function kubeCall(
+  send: SendKubeRequest,
+  request: KubeRequest,
+  expected: readonly number[],
+  what: string,
+  signal?: AbortSignal,
+): Promise<KubeResponse> {
   const response = await send(request, signal === undefined ? {} : { signal });
   // A 404 is "no such object" only when the Status names the object; without a name the resource type itself is
   // unknown to the API server (the CRDs are not installed).
-  const missingType = response.status === 404 && typeof (response.body as { details?: { name?: unknown } } | null)?.details?.name !== 'string';
+  const missingType =
+    response.status === 404 &&
+    typeof (response.body as { details?: { name?: unknown } } | null)?.details?.name !== 'string';
   if (!expected.includes(response.status) || missingType) {
     const message = statusMessage(response.body);
     const hint =
@@ -149,10 +194,14 @@ export async function kubeCall(send: SendKubeRequest, request: KubeRequest, expe
         : response.status === 403
           ? 'grant the rights of deploy/base/tenant-flow-rbac.yaml'
           : undefined;
-    throw new CredentialsError('ERR_TENANT_FLOW_API', `${what}: the API server answered ${response.status}${message === undefined ? '' : `: ${message}`}`, {
-      path: request.path.split('?', 1)[0] ?? request.path,
-      ...(hint === undefined ? {} : { hint }),
-    });
+    throw new CredentialsError(
+      'ERR_TENANT_FLOW_API',
+      `${what}: the API server answered ${response.status}${message === undefined ? '' : `: ${message}`}`,
+      {
+        path: request.path.split('?', 1)[0] ?? request.path,
+        ...(hint === undefined ? {} : { hint }),
+      },
+    );
   }
   return response;
 }
