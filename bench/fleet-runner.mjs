@@ -137,23 +137,21 @@ if (config.updates > 0) {
   let last = '0';
   for (let i = 0; i < names.length; i += 32) {
     const rvs = await Promise.all(
-      names
-        .slice(i, i + 32)
-        .map((name) =>
-          patch(name, {
-            status: {
-              conditions: [
-                {
-                  type: 'ControlPlaneHealthy',
-                  status: 'True',
-                  reason: 'Probe',
-                  message: 'bench',
-                  lastTransitionTime: stamp,
-                },
-              ],
-            },
-          }),
-        ),
+      names.slice(i, i + 32).map((name) =>
+        patch(name, {
+          status: {
+            conditions: [
+              {
+                type: 'ControlPlaneHealthy',
+                status: 'True',
+                reason: 'Probe',
+                message: 'bench',
+                lastTransitionTime: stamp,
+              },
+            ],
+          },
+        }),
+      ),
     );
     for (const rv of rvs) if (BigInt(rv) > BigInt(last)) last = rv;
   }

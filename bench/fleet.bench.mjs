@@ -79,7 +79,7 @@ log(
 );
 /** The memory cgroup the limited processes' cgroups are made in (LIMITS given and one is writable), else undefined. */
 let memoryCgroup;
-if (LIMITS !== undefined && LIMITS.some((limit) => limit.bytes !== undefined)) {
+if (LIMITS?.some((limit) => limit.bytes !== undefined)) {
   const found = findMemoryCgroup();
   if (found.unavailable !== undefined) {
     log(
@@ -168,7 +168,7 @@ try {
       }),
     );
   };
-  let t = performance.now();
+  const t = performance.now();
   await create('bench-fleet', N, 0);
   log(`created ${N} ClusterProfiles (with status) in ${((performance.now() - t) / 1000).toFixed(1)} s`);
   await create('bench-sample', EXEC_SAMPLE, 1_000_000);

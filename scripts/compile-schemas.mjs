@@ -50,14 +50,14 @@ export function walkSchema(schema, visit, pointer = '#') {
   }
   visit(schema, pointer);
   // As ajv writes schemaPath segments (its escapeFragment): JSON-pointer escaped, then URI-encoded.
-  const escape = (key) => encodeURIComponent(key.replaceAll('~', '~0').replaceAll('/', '~1'));
+  const escapeSegment = (key) => encodeURIComponent(key.replaceAll('~', '~0').replaceAll('/', '~1'));
   for (const key of schemaMaps) {
     for (const [name, child] of Object.entries(schema[key] ?? {})) {
-      walkSchema(child, visit, `${pointer}/${key}/${escape(name)}`);
+      walkSchema(child, visit, `${pointer}/${key}/${escapeSegment(name)}`);
     }
   }
   for (const key of schemaLists) {
-    (schema[key] ?? []).forEach((child, index) => walkSchema(child, visit, `${pointer}/${key}/${index}`));
+    for (const [index, child] of (schema[key] ?? []).entries()) walkSchema(child, visit, `${pointer}/${key}/${index}`);
   }
   for (const key of schemaValues) {
     walkSchema(schema[key], visit, `${pointer}/${key}`);

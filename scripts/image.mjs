@@ -113,6 +113,7 @@ try {
     if (owner === undefined)
       fail(`no Debian package owns ${library.path} (dpkg -S): cannot record its version and licence`);
     const pkg = owner.stdout.split(':')[0];
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: dpkg-query's own format syntax, not a JavaScript template
     const pkgVersion = tool('dpkg-query', ['-W', '-f', '${Version}', pkg]);
     packages.set(pkg, pkgVersion);
     library.package = `${pkg} ${pkgVersion}`;

@@ -28,7 +28,7 @@ export type CommandArgs = { readonly [key: string]: unknown; readonly _: readonl
  *   input the user must change). Write to `ctx.io.stdout` only once everything succeeded.
  */
 export interface CommandModule {
-  builder(parser: Argv): Argv<any>;
+  builder(parser: Argv): Argv<object>;
   run(args: CommandArgs, ctx: CommandContext): Promise<number>;
   /**
    * The actions of a command whose first positional is `<action>` (`issuer serve`): `<command> <action> --help`

@@ -156,7 +156,7 @@ function unknownWord(
 }
 
 /** The help of one action: its usage line and description, and only the flags it reads. */
-function forAction(parser: Argv<any>, action: ActionSpec): Argv<any> {
+function forAction(parser: Argv<object>, action: ActionSpec): Argv<object> {
   if (action.flags !== undefined) {
     const shown = new Set([...action.flags, 'help', 'version']);
     // getOptions() is yargs' (missing from @types/yargs 17): every key the builder declared.

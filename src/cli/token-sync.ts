@@ -121,7 +121,7 @@ async function listProfiles(
   deps: TokenSyncDependencies,
   namespace: string,
 ): Promise<{ name: string; profile?: ClusterProfile; error?: CredentialsError }[]> {
-  let listed;
+  let listed: Awaited<ReturnType<typeof listClusterProfiles>>;
   try {
     listed = await listClusterProfiles({ send: deps.hub, server: deps.hubServer }, namespace);
   } catch (error) {

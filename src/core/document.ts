@@ -136,9 +136,11 @@ function firstDuplicateKey(text: string): number | undefined {
       }
       at = end;
     } else if (char === 0x7b /* { */) {
-      scopes.push((keys = new Set()));
+      keys = new Set();
+      scopes.push(keys);
     } else if (char === 0x5b /* [ */) {
-      scopes.push((keys = undefined));
+      keys = undefined;
+      scopes.push(keys);
     } else if (char === 0x7d /* } */ || char === 0x5d /* ] */) {
       scopes.pop();
       keys = scopes[scopes.length - 1];
@@ -178,7 +180,7 @@ function yaml(): typeof import('yaml') {
 
 function parseYaml(text: string, multiple: boolean): Parsed {
   const { isScalar, parseAllDocuments } = yaml();
-  let documents;
+  let documents: ReturnType<typeof parseAllDocuments<import('yaml').ParsedNode, true>>;
   try {
     documents = parseAllDocuments(text, YAML_OPTIONS);
   } catch (error) {

@@ -282,18 +282,29 @@ function describe(errors: Error[], fallback: unknown): string {
 
 function classify(errors: Error[]): { kind: HttpFailureKind; code: string | undefined } {
   const codes = errors.map(codeOf).filter((code): code is string => code !== undefined);
-  const find = (test: (code: string) => boolean): string | undefined => codes.find(test);
-  let code: string | undefined;
-  if ((code = find((c) => CERTIFICATE_CODES.test(c))) !== undefined) return { kind: 'certificate', code };
-  if ((code = find((c) => TLS_CODES.test(c))) !== undefined) return { kind: 'tls', code };
+  const byCode = (kinds: readonly (readonly [HttpFailureKind, (code: string) => boolean])[]) => {
+    for (const [kind, test] of kinds) {
+      const code = codes.find(test);
+      if (code !== undefined) return { kind, code };
+    }
+    return undefined;
+  };
+  const tls = byCode([
+    ['certificate', (c) => CERTIFICATE_CODES.test(c)],
+    ['tls', (c) => TLS_CODES.test(c)],
+  ]);
+  if (tls !== undefined) return tls;
   if (errors.some((e) => /^(Secure)?ProxyConnectionError$/.test(e.name) || /^Proxy response \(\d+\)/.test(e.message))) {
     return { kind: 'proxy', code: codes[0] };
   }
-  if ((code = find((c) => TIMEOUT_CODES.has(c))) !== undefined) return { kind: 'timeout', code };
-  if ((code = find((c) => c === 'ECONNREFUSED')) !== undefined) return { kind: 'refused', code };
-  if ((code = find((c) => DNS_CODES.has(c))) !== undefined) return { kind: 'dns', code };
-  if ((code = find((c) => RESET_CODES.has(c))) !== undefined) return { kind: 'reset', code };
-  return { kind: 'network', code: codes.at(-1) };
+  return (
+    byCode([
+      ['timeout', (c) => TIMEOUT_CODES.has(c)],
+      ['refused', (c) => c === 'ECONNREFUSED'],
+      ['dns', (c) => DNS_CODES.has(c)],
+      ['reset', (c) => RESET_CODES.has(c)],
+    ]) ?? { kind: 'network', code: codes.at(-1) }
+  );
 }
 
 /** The one place where node's errors become {@link HttpFailure}s. */
@@ -525,7 +536,7 @@ function ipv6Bytes(address: string): Buffer {
   const back = tail === undefined ? [] : words(tail);
   const all = [...front, ...new Array<number>(8 - front.length - back.length).fill(0), ...back];
   const bytes = Buffer.alloc(16);
-  all.forEach((word, index) => bytes.writeUInt16BE(word, index * 2));
+  for (const [index, word] of all.entries()) bytes.writeUInt16BE(word, index * 2);
   return bytes;
 }
 
@@ -687,13 +698,11 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
     const proxyHost = connectHost(route.proxy);
     const overTls = route.proxy.protocol === 'https:';
     const toProxy: Socket = overTls
-      ? process
-          .getBuiltinModule('node:tls')
-          .connect({
-            host: proxyHost,
-            port: portOf(route.proxy),
-            ...(net.isIP(proxyHost) === 0 ? { servername: proxyHost } : {}),
-          })
+      ? process.getBuiltinModule('node:tls').connect({
+          host: proxyHost,
+          port: portOf(route.proxy),
+          ...(net.isIP(proxyHost) === 0 ? { servername: proxyHost } : {}),
+        })
       : net.connect({ host: proxyHost, port: portOf(route.proxy), noDelay: true });
     // Its errors reach whoever reads it (the tunnel's steps, then the TLS socket over it); none may go uncaught.
     toProxy.on('error', () => undefined);
@@ -771,7 +780,10 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
    */
   function keepIdle(key: string, socket: Socket, idleMs: number | undefined): void {
     let pool = idle.get(key);
-    if (pool === undefined) idle.set(key, (pool = new Map()));
+    if (pool === undefined) {
+      pool = new Map();
+      idle.set(key, pool);
+    }
     const drop = (): void => {
       take();
       socket.destroy();
@@ -816,7 +828,7 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
           reject(error);
         }
       };
-      const attempt = (work: () => boolean | void): void => {
+      const attempt = (work: () => boolean | undefined): void => {
         try {
           if (work() === true) finish();
         } catch (error) {
@@ -824,7 +836,11 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
         }
       };
       const onData = (chunk: Buffer): void => attempt(() => reader.push(chunk));
-      const onEnd = (): void => attempt(() => (reader.end(), true));
+      const onEnd = (): void =>
+        attempt(() => {
+          reader.end();
+          return true;
+        });
       const onAbort = (): void => finish(signal.reason);
       if (signal.aborted) {
         onAbort();

@@ -120,7 +120,7 @@ export function checkPrivateDirectory(dir: string, options: { create?: boolean }
       if (errno(cause) !== 'EEXIST') return { kind: 'io', operation: 'create', cause };
     }
   }
-  let stats;
+  let stats: ReturnType<typeof statSync>;
   try {
     stats = statSync(dir);
   } catch (cause) {
@@ -360,9 +360,9 @@ export interface HeldLock {
 
 // Tokens of the locks this process holds, shared by every copy of this module in the process: a lock file naming our
 // own pid with another token was left by an earlier process that had our pid (a container's pid 1 restarted).
-const held: Set<string> = ((globalThis as Record<symbol, unknown>)[
-  Symbol.for('clusterprofile-credentials.held-locks')
-] ??= new Set<string>()) as Set<string>;
+const heldLocksKey = Symbol.for('clusterprofile-credentials.held-locks');
+(globalThis as Record<symbol, unknown>)[heldLocksKey] ??= new Set<string>();
+const held = (globalThis as Record<symbol, unknown>)[heldLocksKey] as Set<string>;
 
 /**
  * Takes the lock at `file`, waiting up to `timeoutMs` for a live owner to release it; a stale lock is taken over.

@@ -51,8 +51,7 @@ export class WatchLines {
 
   push(chunk: Buffer, onLine: (line: string) => void): boolean {
     this.#pending += chunk.toString('utf8');
-    let newline: number;
-    while ((newline = this.#pending.indexOf('\n')) >= 0) {
+    for (let newline = this.#pending.indexOf('\n'); newline >= 0; newline = this.#pending.indexOf('\n')) {
       const line = this.#pending.slice(0, newline).trim();
       this.#pending = this.#pending.slice(newline + 1);
       if (line !== '') onLine(line);

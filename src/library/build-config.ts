@@ -41,7 +41,8 @@ let defaultCache: ExecCredentialCache | undefined;
 
 /** The process-wide credential cache {@link buildConfigFromClusterProfile} uses unless given one. */
 export function defaultExecCredentialCache(): ExecCredentialCache {
-  return (defaultCache ??= new ExecCredentialCache());
+  defaultCache ??= new ExecCredentialCache();
+  return defaultCache;
 }
 
 /** undici's 401 signal, on both handler generations (`onResponseStart` since undici 7, `onHeaders` before). */
@@ -194,7 +195,8 @@ export class ClusterProfileKubeConfig extends KubeConfig {
 
   /** The authenticator of this cluster's plugin input (shared through the cache). */
   get authenticator(): ExecAuthenticator {
-    return (this.#authenticator ??= this.#cache.authenticatorFor(this.access.exec, this.access.cluster));
+    this.#authenticator ??= this.#cache.authenticatorFor(this.access.exec, this.access.cluster);
+    return this.#authenticator;
   }
 
   #tls(credential: ExecCredential): TlsMaterial {

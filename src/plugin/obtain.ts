@@ -215,10 +215,11 @@ export async function obtain<F extends FlagSpecs, Settings, State>(
       // Getters: the streams are made only for a provider that reads or writes them (process.stderr costs a
       // miss ~6 ms to create).
       get stdin() {
-        return (stdin ??=
+        stdin ??=
           interactive && options.stdin !== undefined
             ? options.stdin
-            : process.getBuiltinModule('node:stream').Readable.from([]));
+            : process.getBuiltinModule('node:stream').Readable.from([]);
+        return stdin;
       },
       get stderr() {
         return diagnostics();

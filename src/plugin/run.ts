@@ -99,7 +99,8 @@ export function runPlugin<F extends FlagSpecs, Settings, State>(
           now,
           // Getters: a hit needs none of these, and touching process.stdin/stderr creates the stream (start-up time).
           get signal() {
-            return (controller ??= new AbortController()).signal;
+            controller ??= new AbortController();
+            return controller.signal;
           },
           get stdin() {
             return io.stdin;
@@ -126,7 +127,10 @@ export function runPlugin<F extends FlagSpecs, Settings, State>(
             (await import('./schemas.js')).assertExecInfo(input);
             stage = 'credential';
           },
-          whileLocked: (lock) => releaseOnSignal(lock, (controller ??= new AbortController())),
+          whileLocked: (lock) => {
+            controller ??= new AbortController();
+            return releaseOnSignal(lock, controller);
+          },
         },
       );
       writeStdout(io, renderExecCredential(input.apiVersion, status));

@@ -61,7 +61,7 @@ export function deepEqual(a: unknown, b: unknown): boolean {
     return true;
   }
   if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) {
-    return a !== a && b !== b; // NaN
+    return Number.isNaN(a) && Number.isNaN(b);
   }
   if (Array.isArray(a) !== Array.isArray(b)) {
     return false;

@@ -166,6 +166,7 @@ export function handCases(pki: Pki): Case[] {
       [withExt(ext(ARGS, ['x']))],
     ),
     resolve('scalars become their text', file(appendBoth), [
+      // biome-ignore lint/correctness/noPrecisionLoss: a number past 2^53 on purpose, as a providers file may hold one
       withExt(ext(ARGS, [8080, true, 1.5, 1e21, 12345678901234567890]), ext(ENVS, { N: 1, B: false })),
     ]),
     resolve('null items of an additional-args list are dropped', file(appendArgs), [
@@ -991,7 +992,7 @@ function randomOutputCase(r: Random, pki: Pki, index: number): OutputCase {
   const status: Record<string, Json> = {};
   const yaml = r.chance(0.3);
   if (r.chance(0.7))
-    status.token = yaml && r.chance(0.5) ? r.pick(YAML_TOKENS) : r.pick(['tok-' + index, '', 'eyJ.a.b']);
+    status.token = yaml && r.chance(0.5) ? r.pick(YAML_TOKENS) : r.pick([`tok-${index}`, '', 'eyJ.a.b']);
   const pair = r.next();
   if (pair < 0.2) {
     status.clientCertificateData = pki.alice.cert;

@@ -64,7 +64,7 @@ export async function runDriver(binary: string, requests: readonly DriverRequest
   });
   // A driver that dies early closes its stdin: the exit code below reports it.
   child.stdin.on('error', () => undefined);
-  child.stdin.end(requests.map((request) => JSON.stringify(request)).join('\n') + '\n');
+  child.stdin.end(`${requests.map((request) => JSON.stringify(request)).join('\n')}\n`);
   const code = await exit;
   if (code !== 0) throw new Error(`differential driver exited with ${code}: ${stderr}`);
   const responses = stdout

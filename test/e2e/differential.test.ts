@@ -91,7 +91,7 @@ function errorOf(error: unknown): { code: string; message: string } {
 }
 
 function oursResolve(c: ResolveCase): Ours[] {
-  let accessConfig;
+  let accessConfig: ReturnType<typeof parseAccessConfig>;
   try {
     accessConfig = parseAccessConfig(c.providersFile, 'case');
   } catch (error) {

@@ -82,7 +82,7 @@ function issuerFor(caCert: x509.X509Certificate, caKeys: CryptoKeyPair, certPem:
         ...extensions,
       ],
     });
-    return { cert: cert.toString('pem') + '\n', key: await keyPem(keys.privateKey) };
+    return { cert: `${cert.toString('pem')}\n`, key: await keyPem(keys.privateKey) };
   }
   return {
     cert: certPem,
@@ -126,7 +126,7 @@ export async function createCa(name: string, options: IssueOptions = {}): Promis
       await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
     ],
   });
-  return issuerFor(cert, keys, cert.toString('pem') + '\n', await keyPem(keys.privateKey));
+  return issuerFor(cert, keys, `${cert.toString('pem')}\n`, await keyPem(keys.privateKey));
 }
 
 /** A CA from its PEM certificate and PKCS#8 P-256 private key (as {@link createCa} writes them). */
@@ -155,5 +155,5 @@ export async function createCsr(user: string, groups: string[] = []): Promise<{ 
     keys,
     signingAlgorithm: algorithm,
   });
-  return { csr: request.toString('pem') + '\n', key: await keyPem(keys.privateKey) };
+  return { csr: `${request.toString('pem')}\n`, key: await keyPem(keys.privateKey) };
 }

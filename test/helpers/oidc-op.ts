@@ -120,7 +120,7 @@ export interface TestOpenIdProvider {
   close(): Promise<void>;
 }
 
-/* eslint-disable @typescript-eslint/no-explicit-any */
+/* The oidc-provider API is untyped here (test/types/oidc-provider.d.ts): biome allows `any` under test/. */
 type AdapterPayload = Record<string, any>;
 type KoaContextWithOIDC = any;
 type OidcProvider = any;
@@ -165,7 +165,7 @@ export async function createTestCertificate(): Promise<{ cert: string; key: stri
   });
   const pkcs8 = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', leafKeys.privateKey)).toString('base64');
   const key = `-----BEGIN PRIVATE KEY-----\n${pkcs8.match(/.{1,64}/g)!.join('\n')}\n-----END PRIVATE KEY-----\n`;
-  return { cert: leaf.toString('pem') + '\n', key, ca: caCert.toString('pem') + '\n' };
+  return { cert: `${leaf.toString('pem')}\n`, key, ca: `${caCert.toString('pem')}\n` };
 }
 
 /** An in-memory adapter we can enumerate (for `revokeRefreshTokens`), one per provider instance. */

@@ -54,9 +54,7 @@ export function runOidcPlugin(
 }
 
 /** The cache entries (`<key>.json`) in a cache directory, parsed. */
-export function cacheEntries(
-  dir: string,
-): {
+export function cacheEntries(dir: string): {
   file: string;
   entry: { status: { token: string; expirationTimestamp: string }; state?: { refreshToken?: string } };
 }[] {

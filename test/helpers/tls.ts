@@ -88,7 +88,7 @@ export async function createTestCa(name = 'cpc-test-ca', options: IssueOptions =
       await x509.SubjectKeyIdentifierExtension.create(caKeys.publicKey),
     ],
   });
-  const caPem = caCert.toString('pem') + '\n';
+  const caPem = `${caCert.toString('pem')}\n`;
 
   async function issue(subject: string, extensions: x509.Extension[], o: IssueOptions): Promise<KeyPairPem> {
     const keys = await keyPair();
@@ -107,7 +107,7 @@ export async function createTestCa(name = 'cpc-test-ca', options: IssueOptions =
         ...extensions,
       ],
     });
-    return { cert: cert.toString('pem') + '\n', key: await privateKeyPem(keys.privateKey) };
+    return { cert: `${cert.toString('pem')}\n`, key: await privateKeyPem(keys.privateKey) };
   }
 
   return {

@@ -45,7 +45,7 @@ function apiHandler(accepted: Set<string>) {
     }
     if (req.url?.includes('watch=true')) {
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ type: 'ADDED', object: { kind: 'Namespace', metadata: { name: 'default' } } }) + '\n');
+      res.end(`${JSON.stringify({ type: 'ADDED', object: { kind: 'Namespace', metadata: { name: 'default' } } })}\n`);
       return;
     }
     res.writeHead(200, { 'content-type': 'application/json' });

@@ -830,7 +830,7 @@ describe('HTTP/1.1 connections (src/core/http1.ts on real sockets)', () => {
   });
 
   it('refuses a header value with a line break before anything is sent, without quoting the value', async () => {
-    const server = await rawServer((n, socket) => socket.write('HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n'));
+    const server = await rawServer((_n, socket) => socket.write('HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n'));
     try {
       const { failure } = await sendOnce(
         {},
@@ -868,7 +868,7 @@ await client.close();`,
   });
 
   it('an idle kept-alive connection does not keep a process alive', async () => {
-    const server = await rawServer((n, socket) => socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok'));
+    const server = await rawServer((_n, socket) => socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok'));
     try {
       // A child that sends once and never closes its client.
       const result = await runSeam(

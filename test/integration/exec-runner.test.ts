@@ -66,7 +66,7 @@ describe('runExecPlugin: real plugin processes', () => {
         ...process.env,
         SHARED: 'parent',
         FROM_PARENT: 'p',
-        ECHO_VARS: 'FROM_EXEC,SHARED,FROM_PARENT,' + EXEC_DEPTH_ENV,
+        ECHO_VARS: `FROM_EXEC,SHARED,FROM_PARENT,${EXEC_DEPTH_ENV}`,
       },
     });
     const seen = JSON.parse(Buffer.from(credential.token!, 'base64').toString('utf8'));

@@ -124,9 +124,7 @@ function context(interactive = false) {
   return { ctx, sleep: async (ms: number) => void (now += ms), stderr: () => text, clock: () => now };
 }
 
-async function failure(
-  promise: Promise<unknown>,
-): Promise<{
+async function failure(promise: Promise<unknown>): Promise<{
   code: string;
   message: string;
   path: string | undefined;

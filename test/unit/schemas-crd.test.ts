@@ -167,7 +167,7 @@ describe('the ClusterProfile CRD', () => {
         return;
       }
       if (Array.isArray(doc)) {
-        doc.forEach((item, index) => check(item, schema.items, `${path}[${index}]`));
+        for (const [index, item] of doc.entries()) check(item, schema.items, `${path}[${index}]`);
         return;
       }
       for (const [key, value] of Object.entries(doc)) {

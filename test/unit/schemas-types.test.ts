@@ -37,7 +37,9 @@ const sources = ['src/library/types.ts', 'src/core/exec-credential.ts'].map((fil
   ts.createSourceFile(file, readFileSync(`${root}${file}`, 'utf8'), ts.ScriptTarget.Latest),
 );
 const source = {
-  forEachChild: (visit: (node: ts.Node) => void) => sources.forEach((file) => file.forEachChild(visit)),
+  forEachChild: (visit: (node: ts.Node) => void) => {
+    for (const file of sources) file.forEachChild(visit);
+  },
 };
 
 /** Keys of an interface (or of an inline object type of one of its members: `ClusterProfile.metadata`). */

@@ -38,7 +38,7 @@ describe('tenant-cert keys', () => {
     const publicKey = parsePublicKey(pair.publicKeyPem);
     const signature = signBytes(privateKey, Buffer.from(NONCE));
     expect(verifyBytes(publicKey, Buffer.from(NONCE), signature)).toBe(true);
-    expect(verifyBytes(publicKey, Buffer.from(NONCE + 'x'), signature)).toBe(false);
+    expect(verifyBytes(publicKey, Buffer.from(`${NONCE}x`), signature)).toBe(false);
     if (algorithm === 'ed25519') expect(signature).toHaveLength(64);
     if (algorithm === 'ecdsa-p256') expect(signature[0]).toBe(0x30); // ASN.1 SEQUENCE, not r||s
   });

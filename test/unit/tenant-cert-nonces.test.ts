@@ -43,7 +43,7 @@ describe('nonce journal', () => {
     let store = await NonceStore.open(file, clock.now());
     const a = await store.issue('c1', 60_000, clock.now(), true);
     await store.close();
-    await appendFile(file, '{"op":"consume","nonce":"' + a.nonce.slice(0, 20));
+    await appendFile(file, `{"op":"consume","nonce":"${a.nonce.slice(0, 20)}`);
     store = await NonceStore.open(file, clock.now());
     expect(store.get(a.nonce)).toMatchObject({ consumed: false });
     await store.close();

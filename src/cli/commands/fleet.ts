@@ -20,7 +20,7 @@ import { PROVIDER_FILE_OPTION, withProviderFileOption } from '../../library/prov
 import { parseDuration } from '../duration.js';
 import type { CommandArgs, CommandContext } from '../command.js';
 
-export function builder(parser: Argv): Argv<any> {
+export function builder(parser: Argv): Argv<object> {
   return withProviderFileOption(parser)
     .positional('action', {
       choices: ['status', 'watch'] as const,
@@ -198,7 +198,7 @@ export function statusTable(status: FleetStatus, now: number): string {
     rows.push([row.name, row.provider ?? '<none>', row.state, expires, error]);
   }
   const widths = [0, 1, 2, 3].map((column) => Math.max(...rows.map((row) => row[column]!.length)) + 3);
-  return rows.map((row) => pad(row, widths)).join('\n') + '\n';
+  return `${rows.map((row) => pad(row, widths)).join('\n')}\n`;
 }
 
 function pad(cells: string[], widths: number[]): string {

@@ -42,7 +42,7 @@ export const actions = {
   },
 } as const satisfies Record<string, ActionSpec>;
 
-export function builder(parser: Argv): Argv<any> {
+export function builder(parser: Argv): Argv<object> {
   return parser
     .usage(actionsUsage(actions, 'The consumer side of the manual tenant-cert flow.'))
     .positional('action', { type: 'string', choices: Object.keys(actions), describe: 'what to do' })

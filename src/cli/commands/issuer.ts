@@ -80,7 +80,7 @@ export const actions = {
 const MINUTE = 60_000;
 const DAY = 1440 * MINUTE;
 
-export function builder(parser: Argv): Argv<any> {
+export function builder(parser: Argv): Argv<object> {
   return parser
     .usage(
       actionsUsage(

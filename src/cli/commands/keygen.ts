@@ -71,7 +71,7 @@ export async function keygen(options: KeygenOptions): Promise<string> {
   return pair.publicKeyPem;
 }
 
-export function builder(parser: Argv): Argv<any> {
+export function builder(parser: Argv): Argv<object> {
   return parser
     .usage(
       '$0 keygen --out FILE [--algorithm ed25519|ecdsa-p256|rsa-2048] [--force]\n\nMake a cluster key pair: the private key (PKCS#8 PEM, mode 0600) goes to FILE, the public key (PEM SPKI, for `clusterprofile issuer trust --public-key`) to stdout.',

@@ -25,7 +25,7 @@ const INTERACTIVE_MODES: readonly InteractiveMode[] = ['IfAvailable', 'Always', 
 /** ERR_PROFILE_READ and the other reading errors come from src/kube/cluster-profile.ts. */
 export type KubeconfigCommandErrorCode = 'ERR_PROFILE_PARSE';
 
-export function builder(parser: Argv): Argv<any> {
+export function builder(parser: Argv): Argv<object> {
   return withProviderFileOption(parser)
     .option('profile', {
       type: 'string',

@@ -87,7 +87,7 @@ export const actions = {
   },
 } as const satisfies Record<string, ActionSpec>;
 
-export function builder(parser: Argv): Argv<any> {
+export function builder(parser: Argv): Argv<object> {
   return parser
     .usage(
       actionsUsage(

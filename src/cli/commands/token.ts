@@ -25,7 +25,7 @@ export const actions = {
   },
 } as const satisfies Record<string, ActionSpec>;
 
-export function builder(parser: Argv): Argv<any> {
+export function builder(parser: Argv): Argv<object> {
   return withProviderFileOption(parser)
     .usage(actionsUsage(actions, 'Tokens for member clusters, kept in hub Secrets.'))
     .positional('action', { choices: Object.keys(actions), describe: 'sync: mint member tokens into hub Secrets' })

@@ -84,7 +84,8 @@ export class ExecAuthenticator {
     if (fresh !== undefined) {
       return Promise.resolve(fresh);
     }
-    return (this.#inflight ??= this.#refresh());
+    this.#inflight ??= this.#refresh();
+    return this.#inflight;
   }
 
   async #refresh(): Promise<ExecCredential> {

@@ -3,7 +3,8 @@
  * ({@link parseExecCredential}). stdout is buffered (bounded), stderr captured (bounded) into errors and optionally
  * passed on, stdin only when interactive, a timeout kills the plugin's whole process group.
  */
-import { spawn } from 'node:child_process';
+import { type ChildProcessByStdio, spawn } from 'node:child_process';
+import type { Readable } from 'node:stream';
 import type { ExecCluster, ExecConfig } from '../types.js';
 import { execError, type ExecError } from './errors.js';
 import { parseExecCredential, type ExecCredential } from './output.js';
@@ -85,7 +86,7 @@ export function spawnExecRequest(request: ExecRequest, options: ExecRunOptions =
       return;
     }
 
-    let child;
+    let child: ChildProcessByStdio<null, Readable, Readable>;
     try {
       child = spawn(request.executable ?? command, request.args, {
         env: request.env,

@@ -32,7 +32,7 @@ import { backoffDelay, DueQueue, refreshTime, Semaphore, type FleetClock, type R
 export type CredentialMode = 'in-process' | 'exec';
 
 /** A credential provider of any flags, settings and state (what the fleet accepts for in-process use). */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: providers differ in all three type parameters; the fleet only passes them through
 export type AnyCredentialProvider = CredentialProvider<any, any, any>;
 
 /** This package's plugins by binary name; loaded on first use (a provider's door pulls in its whole folder). */
@@ -433,7 +433,7 @@ export class FleetCredentials {
   }
 
   /** The plugin as a process: a process place first (so waiting for one holds no fetch place), then a fetch place. */
-  async #exec(slot: CredentialSlot, exec: ExecConfig, cluster: ExecCluster | undefined): Promise<ExecCredential> {
+  async #exec(_slot: CredentialSlot, exec: ExecConfig, cluster: ExecCluster | undefined): Promise<ExecCredential> {
     return this.#processes.run(() =>
       this.#fetches.run(() =>
         runExecPlugin(exec, cluster, {

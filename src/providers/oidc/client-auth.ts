@@ -196,7 +196,7 @@ export async function clientAuthentication(
     case 'private_key_jwt': {
       const { createPrivateKey } = await import('node:crypto');
       const { importPKCS8, SignJWT } = await import('jose');
-      let keyObject;
+      let keyObject: ReturnType<typeof createPrivateKey>;
       try {
         keyObject = createPrivateKey(credential.privateKeyPem);
       } catch (error) {
@@ -206,7 +206,7 @@ export async function clientAuthentication(
         });
       }
       const alg = credential.alg ?? defaultAlg(keyObject.asymmetricKeyType, keyObject.asymmetricKeyDetails?.namedCurve);
-      let key;
+      let key: Awaited<ReturnType<typeof importPKCS8>>;
       try {
         key = await importPKCS8(keyObject.export({ type: 'pkcs8', format: 'pem' }).toString(), alg);
       } catch (error) {

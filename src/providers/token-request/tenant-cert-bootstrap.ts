@@ -65,7 +65,7 @@ export async function tenantCertCredential(
   home: () => string = homeDirectory,
 ): Promise<KubeCredential> {
   const { identityDir } = bootstrapDirectories(bootstrap, context.env, home);
-  let status;
+  let status: Awaited<ReturnType<typeof obtainCredential>>['status'];
   try {
     ({ status } = await obtainCredential(tenantCertProvider, {
       input: {

@@ -276,11 +276,11 @@ export async function ensureControlPlaneBinaries(options = {}) {
       const seconds = Math.round((performance.now() - started) / 100) / 10;
       await writeFile(
         path.join(staging, 'stamp.json'),
-        JSON.stringify(
+        `${JSON.stringify(
           { target: target.name, version, goVersion, seconds, builtAt: new Date().toISOString(), binaries: built },
           null,
           2,
-        ) + '\n',
+        )}\n`,
       );
       await rm(dir, { recursive: true, force: true });
       await rename(staging, dir);
@@ -312,7 +312,7 @@ if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(path.reso
   const started = performance.now();
   try {
     const result = await ensureControlPlaneBinaries();
-    process.stdout.write(JSON.stringify(result, null, 2) + '\n');
+    process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
     process.stderr.write(`controlplane: done in ${Math.round(performance.now() - started) / 1000}s\n`);
   } catch (error) {
     process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);

@@ -197,7 +197,7 @@ function ipv6Bytes(address: string): Buffer {
   const right = address.includes('::') ? parse(tail) : [];
   const groups = [...left, ...new Array<number>(8 - left.length - right.length).fill(0), ...right];
   const bytes = Buffer.alloc(16);
-  groups.forEach((group, index) => bytes.writeUInt16BE(group, index * 2));
+  for (const [index, group] of groups.entries()) bytes.writeUInt16BE(group, index * 2);
   return bytes;
 }
 

@@ -254,7 +254,7 @@ export async function startIssuerServer(options: IssuerServerOptions): Promise<R
     }
     const results = await Promise.all(checks.map((check) => runCheck(check, readinessTimeoutMs, log)));
     const answer: Record<string, string> = { serving: 'ok' };
-    checks.forEach((check, index) => (answer[check.name] = results[index] ?? 'ERR_ISSUER_INTERNAL'));
+    for (const [index, check] of checks.entries()) answer[check.name] = results[index] ?? 'ERR_ISSUER_INTERNAL';
     lastReady = !closing && results.every((result) => result === 'ok');
     return { ready: lastReady, checks: answer };
   }
