@@ -687,13 +687,11 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
     const proxyHost = connectHost(route.proxy);
     const overTls = route.proxy.protocol === 'https:';
     const toProxy: Socket = overTls
-      ? process
-          .getBuiltinModule('node:tls')
-          .connect({
-            host: proxyHost,
-            port: portOf(route.proxy),
-            ...(net.isIP(proxyHost) === 0 ? { servername: proxyHost } : {}),
-          })
+      ? process.getBuiltinModule('node:tls').connect({
+          host: proxyHost,
+          port: portOf(route.proxy),
+          ...(net.isIP(proxyHost) === 0 ? { servername: proxyHost } : {}),
+        })
       : net.connect({ host: proxyHost, port: portOf(route.proxy), noDelay: true });
     // Its errors reach whoever reads it (the tunnel's steps, then the TLS socket over it); none may go uncaught.
     toProxy.on('error', () => undefined);
