@@ -5,7 +5,7 @@
 //
 // A new wire format needs no edit here: drop schemas/<id>.schema.json (JSON Schema 2020-12) and rebuild; `<id>` becomes
 // a SchemaId. Formats come from src/schemas/formats.ts (Go semantics); `x-...` keys are annotations, and
-// `x-messages` (docs/schemas.md) replaces ajv's message for one keyword of the schema object that holds it.
+// `x-messages` (docs/reference/schemas.md) replaces ajv's message for one keyword of the schema object that holds it.
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import Ajv2020Module from 'ajv/dist/2020.js';

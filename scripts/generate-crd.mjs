@@ -29,7 +29,7 @@ export const crdPath = 'schemas/crd/multicluster.x-k8s.io_clusterprofiles.yaml';
  */
 const storageVersion = 'v1alpha1';
 
-/** The upstream sources the schemas follow (docs/schemas.md, "Upstream it follows"). */
+/** The upstream sources the schemas follow (docs/reference/schemas.md, "Upstream it follows"). */
 const upstreamPins =
   'sigs.k8s.io/cluster-inventory-api v0.1.0 (v1alpha1), apis/v1alpha2 markers at 2c9add11d437cd535d559a6d636800f4aa69a1cc (v1alpha2)';
 

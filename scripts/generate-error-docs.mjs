@@ -1,8 +1,8 @@
-// Generates docs/errors.md, the table of every error code, from the registry src/core/error-registry.ts (the single
+// Generates docs/reference/errors.md, the table of every error code, from the registry src/core/error-registry.ts (the single
 // source of truth for codes, exit codes, the issuer's HTTP statuses and retryability).
 //
-//   npm run docs:errors                              write docs/errors.md
-//   node scripts/generate-error-docs.mjs --check     exit 1 if docs/errors.md differs from what the registry gives
+//   npm run docs:errors                              write docs/reference/errors.md
+//   node scripts/generate-error-docs.mjs --check     exit 1 if docs/reference/errors.md differs from what the registry gives
 //
 // The registry (exit, HTTP, retryable) and src/core/error-docs.ts (area, meaning) are TypeScript whose only import is a
 // type: esbuild transpiles them in memory, no build needed.
@@ -13,7 +13,7 @@ import { transform } from 'esbuild';
 const root = fileURLToPath(new URL('..', import.meta.url));
 export const registryPath = 'src/core/error-registry.ts';
 export const errorDocsPath = 'src/core/error-docs.ts';
-export const docsPath = 'docs/errors.md';
+export const docsPath = 'docs/reference/errors.md';
 
 /** Section titles, in document order: every area of the registry needs one. */
 const AREAS = {
@@ -43,7 +43,7 @@ export async function loadRegistry() {
 
 const cell = (text) => String(text).replaceAll('|', '\\|');
 
-/** The Markdown of docs/errors.md for a registry object. */
+/** The Markdown of docs/reference/errors.md for a registry object. */
 export function renderErrorDocs(errors) {
   const byArea = new Map(Object.keys(AREAS).map((area) => [area, []]));
   for (const [code, spec] of Object.entries(errors)) {
@@ -99,7 +99,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
       process.exit(1);
     }
   } else {
-    mkdirSync(`${root}docs`, { recursive: true });
+    mkdirSync(`${root}docs/reference`, { recursive: true });
     writeFileSync(`${root}${docsPath}`, text);
     console.log(`wrote ${docsPath}`);
   }

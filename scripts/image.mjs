@@ -1,4 +1,4 @@
-// Builds the images (docs/images.md) in one OCI image layout, without a container engine: one per plugin, and one of
+// Builds the images (docs/guides/images.md) in one OCI image layout, without a container engine: one per plugin, and one of
 // the `clusterprofile` CLI (the issuer's Deployment runs it). Each image holds
 //   /bin/<name>                                the static launcher (scripts/image/launcher.c), <name> being
 //                                              clusterprofile-<type>-plugin, or clusterprofile in the CLI image

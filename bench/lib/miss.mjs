@@ -11,7 +11,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { formatSummary, loadText, summary, verdict } from './report.mjs';
+import { formatSummary, loadText, PLUGIN_TARGETS, summary, verdict } from './report.mjs';
 
 export const TIME_BIN = '/usr/bin/time';
 const TICK_MS = 10;
@@ -132,9 +132,6 @@ export const BASELINE_ROOT =
     ? undefined
     : process.env.CPC_BENCH_BASELINE;
 
-/** The cache-miss targets of every plugin, against a warm issuer / API server / OP. */
-export const MISS_TARGET = { wallMs: 60, rssMiB: 55 };
-
 const FLOOR_SCRIPT = fileURLToPath(new URL('./https-floor.mjs', import.meta.url));
 
 /** The name under which the benches run {@link floorCommand}. */
@@ -154,58 +151,39 @@ function roundRatio(a, b) {
 }
 
 /**
- * Prints the two cache-miss verdicts (wall and peak RSS, each judged on the median) for one command's results, and,
- * with `floor` (the {@link floorCommand} results of the same run), how far the miss is above that floor and where the
- * targets lie relative to it.
+ * Prints the two cache-miss verdicts for one command's results against `floor` (the {@link floorCommand} results of
+ * the same run): wall, as the median of the per-round ratios to the floor (<= PLUGIN_TARGETS.missWallRatio), and peak
+ * RSS, as the median above the floor's median (<= PLUGIN_TARGETS.missRssAboveFloorMiB).
  * @returns {{ met: boolean, measured: boolean }}  measured is false when the peak RSS could not be measured
  */
 export function judgeMiss(what, result, floor) {
   const load = loadText();
-  if (floor !== undefined) {
-    const ratio = roundRatio(result.samples.wall, floor.samples.wall);
-    const cpu =
-      result.cpu === undefined || floor.cpu === undefined
-        ? ''
-        : `, CPU ${result.cpu.mean.toFixed(1)} vs ${floor.cpu.mean.toFixed(1)} ms (mean)`;
-    console.log(
-      `  ${what} vs its floor (bare node:https, the same requests, same run): wall ${result.wall.median.toFixed(1)} vs ${floor.wall.median.toFixed(1)} ms, per round ${formatSummary(ratio, 2, 'x')}${cpu}`,
-    );
-    if (result.rss !== undefined && floor.rss !== undefined) {
-      console.log(`  peak RSS ${result.rss.median.toFixed(1)} vs ${floor.rss.median.toFixed(1)} MiB`);
-      console.log(
-        `  the targets leave ${(MISS_TARGET.wallMs - floor.wall.median).toFixed(1)} ms and ${(MISS_TARGET.rssMiB - floor.rss.median).toFixed(1)} MiB above this floor; the miss uses ${(result.wall.median - floor.wall.median).toFixed(1)} ms and ${(result.rss.median - floor.rss.median).toFixed(1)} MiB`,
-      );
-      const below = [
-        floor.wall.median > MISS_TARGET.wallMs
-          ? `the floor's wall ${floor.wall.median.toFixed(1)} ms is above ${MISS_TARGET.wallMs} ms`
-          : undefined,
-        floor.rss.median > MISS_TARGET.rssMiB
-          ? `the floor's peak RSS ${floor.rss.median.toFixed(1)} MiB is above ${MISS_TARGET.rssMiB} MiB`
-          : undefined,
-      ].filter(Boolean);
-      if (below.length > 0)
-        console.log(
-          `  on this machine now ${below.join(' and ')}: no plugin doing these requests in Node.js can meet that target here`,
-        );
-    }
-  }
-  const wallMet = verdict(
-    result.wall.median <= MISS_TARGET.wallMs,
-    `${what} wall`,
-    `${formatSummary(result.wall, 1, ' ms')}, load ${load}`,
-    `<= ${MISS_TARGET.wallMs} ms`,
+  const ratio = roundRatio(result.samples.wall, floor.samples.wall);
+  const cpu =
+    result.cpu === undefined || floor.cpu === undefined
+      ? ''
+      : `, CPU ${result.cpu.mean.toFixed(1)} vs ${floor.cpu.mean.toFixed(1)} ms (mean)`;
+  console.log(
+    `  ${what} vs its floor (bare node:https, the same requests, same run): wall ${result.wall.median.toFixed(1)} vs ${floor.wall.median.toFixed(1)} ms${cpu}`,
   );
-  if (result.rss === undefined) {
+  const wallMet = verdict(
+    ratio.median <= PLUGIN_TARGETS.missWallRatio,
+    `${what} wall / floor wall`,
+    `${formatSummary(ratio, 2, 'x')} per round (miss ${formatSummary(result.wall, 1, ' ms')}, floor ${formatSummary(floor.wall, 1, ' ms')}), load ${load}`,
+    `<= ${PLUGIN_TARGETS.missWallRatio.toFixed(2)}x`,
+  );
+  if (result.rss === undefined || floor.rss === undefined) {
     console.log(
-      `  TARGET NOT MEASURED  ${what} peak RSS: ${TIME_BIN} is not installed  (target <= ${MISS_TARGET.rssMiB} MiB)`,
+      `  TARGET NOT MEASURED  ${what} peak RSS: ${TIME_BIN} is not installed  (target <= floor + ${PLUGIN_TARGETS.missRssAboveFloorMiB} MiB)`,
     );
     return { met: false, measured: false };
   }
+  const above = result.rss.median - floor.rss.median;
   const rssMet = verdict(
-    result.rss.median <= MISS_TARGET.rssMiB,
-    `${what} peak RSS`,
-    `${formatSummary(result.rss, 1, ' MiB')}, load ${load}`,
-    `<= ${MISS_TARGET.rssMiB} MiB`,
+    above <= PLUGIN_TARGETS.missRssAboveFloorMiB,
+    `${what} peak RSS - floor peak RSS`,
+    `${above >= 0 ? '+' : ''}${above.toFixed(1)} MiB (miss ${formatSummary(result.rss, 1, ' MiB')}, floor ${formatSummary(floor.rss, 1, ' MiB')}; ${(result.rss.median / floor.rss.median).toFixed(2)}x), load ${load}`,
+    `<= floor + ${PLUGIN_TARGETS.missRssAboveFloorMiB} MiB`,
   );
   return { met: wallMet && rssMet, measured: true };
 }

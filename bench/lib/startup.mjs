@@ -24,7 +24,7 @@ function childCpuTicks() {
  * @param {Record<string, string>} o.env
  * @param {number} o.runs     rounds
  * @param {string} o.subject  the command whose ratio is judged against `target`
- * @param {number} o.target   e.g. 1.15: the subject's median per-round wall-time ratio to the baseline must not exceed it
+ * @param {number} o.target   e.g. 1.2: the subject's median per-round wall-time ratio to the baseline must not exceed it
  * @param {string} [o.what]   how the verdict names the subject (default: `${subject} wall / ${baseline} wall`)
  * @param {(name: string, result: import('node:child_process').SpawnSyncReturns<string>) => void} [o.check]
  *   throws if a run's output is not what a measured run must produce (e.g. not the cached credential)

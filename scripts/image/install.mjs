@@ -1,5 +1,5 @@
 // /bin/clusterprofile-image-install TARGET_DIR (the launcher runs this file): copies the image's own files (bin/,
-// lib/, share/ of the root above this file) into TARGET_DIR. The initContainer variant of docs/images.md: a cluster
+// lib/, share/ of the root above this file) into TARGET_DIR. The initContainer variant of docs/guides/images.md: a cluster
 // without image volumes runs the plugin image as an initContainer that fills an emptyDir, which the controller's
 // container then mounts where an image volume would be. Modes are kept (the launchers stay executable).
 const { cpSync } = process.getBuiltinModule('node:fs');

@@ -1,5 +1,5 @@
 /*
- * /bin/clusterprofile-<type>-plugin in a plugin image (scripts/image.mjs, docs/images.md).
+ * /bin/clusterprofile-<type>-plugin in a plugin image (scripts/image.mjs, docs/guides/images.md).
  *
  * Why it exists: an image volume is mounted wherever the pod spec says (/plugins, /opt/x, ...) into a container that
  * may hold no libc, no shell and no Node.js. The runtime the image carries (Node.js and the shared libraries it

@@ -1,7 +1,7 @@
 /**
- * What every error code means, for people: the area that raises it (groups docs/errors.md) and one line saying when
+ * What every error code means, for people: the area that raises it (groups docs/reference/errors.md) and one line saying when
  * it happens and what to do. Kept apart from ./error-registry.ts so that no binary loads these sentences on start;
- * `npm run docs:errors` joins both into docs/errors.md, and the type below makes a code without an entry (or an entry
+ * `npm run docs:errors` joins both into docs/reference/errors.md, and the type below makes a code without an entry (or an entry
  * for a code that does not exist) a compile error.
  */
 import type { ErrorCode } from './error-registry.js';

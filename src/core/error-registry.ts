@@ -4,7 +4,7 @@
  * tenant-cert issuer answers it with (codes the issuer sends only) and whether trying again later, unchanged, may
  * succeed. `CredentialsError` reads `exitCode`, `httpStatus` and `retryable` from here. What each code means, and the
  * area that raises it, is in ./error-docs.ts (every code must have an entry there: the compiler checks it);
- * `docs/errors.md` is generated from both (`npm run docs:errors`).
+ * `docs/reference/errors.md` is generated from both (`npm run docs:errors`).
  *
  * Plugins load this module on every start: it stays one small object literal with no imports, and the sentences
  * live in ./error-docs.ts, which no binary loads.

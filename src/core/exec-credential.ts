@@ -256,8 +256,8 @@ export function parseTimestamp(value: string): number | undefined {
 /**
  * `ms` since the epoch as RFC 3339 in UTC — `2026-01-02T03:04:05.678Z`, or `2026-01-02T03:04:05Z` when `seconds` —,
  * what `Date#toISOString` gives for the years 0–9999 (others: its extended form). Not toISOString itself: V8's first
- * Date-to-string conversion of a process sets up its time-zone cache from ICU's data, 0.8 MiB of a plugin's miss
- * (measured side by side); the UTC getters do not.
+ * Date-to-string conversion of a process sets up its time-zone cache from ICU's data, which a plugin's miss would
+ * pay for in peak RSS; the UTC getters do not.
  */
 export function formatTimestamp(ms: number, options: { seconds?: boolean } = {}): string {
   const date = new Date(ms);

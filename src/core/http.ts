@@ -6,8 +6,8 @@
  * errors into a classified {@link HttpFailure}; and retries with backoff that never run past the deadline.
  *
  * Built-ins are taken on the first send: modules on a plugin's cache-hit path may import this one for free. (undici,
- * used here before, cost a cache miss 40-60 ms and 25 MiB to load; node:http after it, 1 MiB of peak RSS and ~7 ms of
- * a token-request miss.)
+ * used here before, and node:http after it cost a cache miss more to load than the exchange itself; see
+ * docs/explanation/plugin-startup.md.)
  *
  * @example
  * ```ts

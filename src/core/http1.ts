@@ -5,8 +5,8 @@
  * pipelining), no upgrades, request bodies of known length.
  *
  * Why not node:http: in a plugin's one-shot process, loading node:http and sending through its ClientRequest cost
- * 3.3 MiB of peak RSS and more start-up than the exchange itself needs (a bare TLS request: 51.9 MiB peak, the same
- * request through node:https: 55.2 MiB; see docs/benchmarks.md). Everything below HTTP — sockets, TLS, proxy tunnels,
+ * more peak RSS and start-up than the exchange itself needs (a bare TLS request is lighter than the same request
+ * through node:https; the miss targets are in docs/performance.md). Everything below HTTP — sockets, TLS, proxy tunnels,
  * deadlines — stays in the seam.
  */
 

@@ -15,7 +15,7 @@ export const monotonicMs = (): number => Number(process.hrtime.bigint()) / 1e6;
 
 /**
  * The user's home directory as `os.homedir()` finds it — `$HOME` first, outside Windows — without loading node:os
- * when HOME is set (the module costs a plugin's start 0.3 MiB of peak RSS).
+ * when HOME is set (the module would add to a plugin's peak RSS).
  */
 export function homeDirectory(): string {
   const home = process.platform === 'win32' ? undefined : process.env['HOME'];

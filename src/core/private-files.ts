@@ -13,7 +13,7 @@
  *
  * Built-ins come from process.getBuiltinModule, not `import`: an ESM import of a built-in builds its namespace,
  * which runs every lazy getter (fs.promises, streams, WebCrypto...) and loads ~30 more internal modules on each
- * plugin start (docs/plugin-runtime.md, "Start-up"); this module is on the plugin's cache-hit path.
+ * plugin start (docs/explanation/plugin-startup.md); this module is on the plugin's cache-hit path.
  */
 import { CredentialsError, errno } from './errors.js';
 import { hostName, monotonicMs } from './io.js';

@@ -8,7 +8,7 @@
  * authors keeps `profileSourcedEnvVarsPolicy` at `Ignore`.
  */
 
-/** Why a variable is refused; the groups of docs/security.md. */
+/** Why a variable is refused; the groups of docs/explanation/security.md. */
 export type EnvDenialReason = 'loads code' | 'chooses the program' | 'changes trust' | 'moves credentials';
 
 /** Denied names (upper case; names are compared in upper case: Windows ignores case, and so do some readers). */

@@ -21,7 +21,7 @@ import {
 
 // Built-ins come from process.getBuiltinModule, not `import`: an ESM import of a built-in builds its namespace,
 // which runs every lazy getter (fs.promises, streams, WebCrypto...) and loads ~30 more internal modules on each
-// plugin start (docs/plugin-runtime.md, "Start-up").
+// plugin start (docs/explanation/plugin-startup.md).
 const { readdirSync, unlinkSync } = process.getBuiltinModule('node:fs');
 const { join } = process.getBuiltinModule('node:path');
 

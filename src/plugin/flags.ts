@@ -2,7 +2,7 @@
  * The command line of every plugin: the provider's flags plus the runtime's own, with `node:util` `parseArgs`'s
  * rules (yargs costs tens of milliseconds to import; a plugin runs on every kubectl call). What kubectl passes — long
  * flags with their values — is read by {@link readCommonForm}; anything else (short flags, `--`, mistakes) goes to
- * `parseArgs` itself, whose first use costs a cache hit about 0.4 ms.
+ * `parseArgs` itself, whose first use is a noticeable part of a cache hit.
  */
 import type { ParseArgsOptionsConfig } from 'node:util';
 import { CredentialsError, type ErrorCodes } from '../core/errors.js';

@@ -212,8 +212,8 @@ export async function obtain<F extends FlagSpecs, Settings, State>(
     const issued = await provider.issue(settings, {
       now,
       interactive,
-      // Getters: the streams are made only for a provider that reads or writes them (process.stderr costs a
-      // miss ~6 ms to create).
+      // Getters: the streams are made only for a provider that reads or writes them (creating process.stderr is a
+      // noticeable part of a miss).
       get stdin() {
         stdin ??=
           interactive && options.stdin !== undefined

@@ -1,7 +1,7 @@
 /**
  * The authoritative check of KUBERNETES_EXEC_INFO against schemas/execcredential-input.<version>.schema.json, made on
- * a cache miss only (run.ts imports this module lazily). It loads the two exec-input validators alone (~13 KB), not
- * the module of every schema (~180 KB: 3.5 MiB and several ms of a miss).
+ * a cache miss only (run.ts imports this module lazily). It loads the two exec-input validators alone, not the
+ * module of every schema, many times larger, which a miss would pay for in memory and time.
  */
 import type { ExecCredentialInput } from '../core/exec-credential.js';
 import * as v1 from '../generated/validator.execcredential-input.v1.js';

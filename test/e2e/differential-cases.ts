@@ -1,6 +1,6 @@
 /**
  * Cases of the differential test (test/e2e/differential.test.ts): hand-written ones, one or more per rule of
- * docs/library.md "Semantics (as upstream)" and per listed difference, and a seeded generator of mixed ones.
+ * docs/reference/providers-file.md "Semantics (as upstream)" and per listed difference, and a seeded generator of mixed ones.
  *
  * A hand case says what the comparison must find: `expect: []` = full agreement, or the exact set of listed
  * difference classes (`env-order` is always optional: upstream's env order is random).

@@ -10,7 +10,7 @@
  *   exec authenticator whose plugin prints the same bytes).
  *
  * Any difference must belong to a listed class (LISTED below), each a row of the differences tables in
- * docs/library.md or docs/exec.md. Seed: CPC_DIFF_SEED (printed), random cases: CPC_DIFF_CASES (400);
+ * docs/explanation/upstream.md or docs/reference/exec.md. Seed: CPC_DIFF_SEED (printed), random cases: CPC_DIFF_CASES (400);
  * CPC_DIFF_VERBOSE=1 also lists the cases both refuse for reasons that do not correspond (validation order differs).
  */
 import { readFile } from 'node:fs/promises';
@@ -44,20 +44,20 @@ import {
 } from './differential-driver.js';
 
 /** Listed difference classes → the document whose differences table names them (in backticks). */
-const LISTED: Readonly<Record<string, 'docs/library.md' | 'docs/exec.md'>> = {
-  'no-mutation': 'docs/library.md',
-  'env-order': 'docs/library.md',
-  'tls-fields-carried': 'docs/library.md',
-  'install-hint-kept': 'docs/library.md',
-  'validated-earlier': 'docs/library.md',
-  'profile-schema': 'docs/library.md',
-  'yaml-providers-file': 'docs/library.md',
-  'field-name-case': 'docs/library.md',
-  'nel-refused': 'docs/library.md',
-  'upstream-panic': 'docs/library.md',
-  'env-denied': 'docs/library.md',
-  'insecure-refused': 'docs/library.md',
-  'exec-info-config-null': 'docs/exec.md',
+const LISTED: Readonly<Record<string, 'docs/explanation/upstream.md' | 'docs/reference/exec.md'>> = {
+  'no-mutation': 'docs/explanation/upstream.md',
+  'env-order': 'docs/explanation/upstream.md',
+  'tls-fields-carried': 'docs/explanation/upstream.md',
+  'install-hint-kept': 'docs/explanation/upstream.md',
+  'validated-earlier': 'docs/explanation/upstream.md',
+  'profile-schema': 'docs/explanation/upstream.md',
+  'yaml-providers-file': 'docs/explanation/upstream.md',
+  'field-name-case': 'docs/explanation/upstream.md',
+  'nel-refused': 'docs/explanation/upstream.md',
+  'upstream-panic': 'docs/explanation/upstream.md',
+  'env-denied': 'docs/explanation/upstream.md',
+  'insecure-refused': 'docs/explanation/upstream.md',
+  'exec-info-config-null': 'docs/reference/exec.md',
 };
 
 interface View {

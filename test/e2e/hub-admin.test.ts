@@ -1,5 +1,5 @@
 /**
- * docs/hub-admin.md, run as it is written against the real API server: its files (```yaml title="…") are written to a
+ * docs/guides/hub-admin.md, run as it is written against the real API server: its files (```yaml title="…") are written to a
  * directory, its shell lines run there one by one with the admin kubeconfig as KUBECONFIG, `clusterprofile` on PATH
  * and the package at node_modules/clusterprofile-credentials. Then both ClusterProfiles (v1alpha1 and v1alpha2) carry
  * their status and `clusterprofile kubeconfig --name` renders each one's server.
@@ -14,14 +14,14 @@ import { e2eContext, kubectl } from '../helpers/controlplane-e2e.js';
 import { codeBlocks, runLines, shellLines, writeFiles, type ShellRun } from '../helpers/markdown-run.js';
 
 const repo = fileURLToPath(new URL('../../', import.meta.url));
-const blocks = codeBlocks(readFileSync(join(repo, 'docs', 'hub-admin.md'), 'utf8'));
+const blocks = codeBlocks(readFileSync(join(repo, 'docs', 'guides', 'hub-admin.md'), 'utf8'));
 const lines = shellLines(blocks);
 
 let dir = '';
 let files: string[] = [];
 let ran: ShellRun[] = [];
 
-describe('docs/hub-admin.md on a real API server', () => {
+describe('docs/guides/hub-admin.md on a real API server', () => {
   beforeAll(async () => {
     const { controlPlane } = e2eContext();
     dir = mkdtempSync(join(tmpdir(), 'cpc-hub-admin-'));

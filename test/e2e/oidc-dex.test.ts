@@ -2,7 +2,7 @@
  * oidc against Dex, the OpenID Provider Kubernetes fleets run (test/helpers/dex.ts; kube-apiserver trusts it as a
  * second jwt issuer with audience `kubernetes`, prefix `dex:`). Every grant Dex and the plugin both support, driven
  * through OUR plugin as a child process: client_credentials (basic, chosen from discovery, and post), RFC 8693 token
- * exchange as docs/oidc.md's workload-identity example writes it (subjectTokenType id_token, connector_id, the
+ * exchange as docs/guides/oidc.md's workload-identity example writes it (subjectTokenType id_token, connector_id, the
  * audience from a cross-client scope), the device flow with a confidential client (the client in the form body: Dex
  * reads it only there) and with the public client, refresh, and authorization code + PKCE through the loopback
  * redirect. Each token is then shown to the real kube-apiserver. What Dex answers where it differs from the RFCs
@@ -229,8 +229,8 @@ describe('Dex: controller grants', () => {
   });
 });
 
-describe("Dex: docs/oidc.md's workload-identity example (token exchange, no secret)", () => {
-  /** The example's ClusterProfile extension for Dex, as docs/oidc.md writes it (issuer and CA are this Dex's). */
+describe("Dex: docs/guides/oidc.md's workload-identity example (token exchange, no secret)", () => {
+  /** The example's ClusterProfile extension for Dex, as docs/guides/oidc.md writes it (issuer and CA are this Dex's). */
   const extension = (): Record<string, unknown> => {
     const { dex } = e2eContext();
     expect([dex.clients.fleetExchange.clientId, dex.audience, DEX_EXCHANGE_CONNECTOR]).toEqual([

@@ -71,7 +71,7 @@ describe('the token-request image in an empty root filesystem (real kube-apiserv
       },
     });
     // No HOME and no user database, as in a distroless pod: KUBECACHEDIR places both caches, --identity-dir the
-    // imported Identities the in-process tenant-cert bootstrap looks for (docs/images.md).
+    // imported Identities the in-process tenant-cert bootstrap looks for (docs/guides/images.md).
     const run = await runInRoot(
       root,
       [

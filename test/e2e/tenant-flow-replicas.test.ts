@@ -87,7 +87,7 @@ beforeAll(async () => {
     ['apply', '-f', '-'],
     await templatedManifest('deploy/base/tenant-flow-rbac.yaml', [['clusterprofile-system', NS]]),
   );
-  // The admin's client CA for the state (docs/issuer.md: a CA the API server already trusts, in the Secret's shape).
+  // The admin's client CA for the state (docs/guides/issuer-kubernetes.md: a CA the API server already trusts, in the Secret's shape).
   await applyAsAdmin({
     apiVersion: 'v1',
     kind: 'Secret',

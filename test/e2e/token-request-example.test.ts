@@ -1,5 +1,5 @@
 /**
- * "A complete example" of docs/token-request.md, run as written against the real API server (which plays the member
+ * "A complete example" of docs/guides/token-request.md, run as written against the real API server (which plays the member
  * cluster): the RBAC of deploy/token-request-rbac.yaml applied by the member's admin, the providers file and the
  * ClusterProfile of the page (with this server, its CA and the test's directory in place of the example's), a
  * bootstrap kubeconfig for the user `hub-cluster`, and the check: kubectl reaches the member as the service account.
@@ -14,7 +14,7 @@ import { clientCertKubeconfig, e2eContext } from '../helpers/controlplane-e2e.js
 import { codeBlocks, runLines, shellLines, writeFiles, type ShellRun } from '../helpers/markdown-run.js';
 
 const repo = fileURLToPath(new URL('../../', import.meta.url));
-const page = readFileSync(join(repo, 'docs', 'token-request.md'), 'utf8');
+const page = readFileSync(join(repo, 'docs', 'guides', 'token-request.md'), 'utf8');
 const section = page.slice(
   page.indexOf('## A complete example'),
   page.indexOf('\n## ', page.indexOf('## A complete example') + 1),
@@ -26,7 +26,7 @@ let dir = '';
 let files: string[] = [];
 let ran: ShellRun[] = [];
 
-describe('docs/token-request.md, a complete example, on a real API server', () => {
+describe('docs/guides/token-request.md, a complete example, on a real API server', () => {
   beforeAll(async () => {
     const { controlPlane } = e2eContext();
     dir = mkdtempSync(join(tmpdir(), 'cpc-tr-example-'));

@@ -1,4 +1,4 @@
-// The CLI image (scripts/image.mjs, ref `cli`; docs/images.md) as the issuer's Deployment (deploy/base) runs it: built
+// The CLI image (scripts/image.mjs, ref `cli`; docs/guides/images.md) as the issuer's Deployment (deploy/base) runs it: built
 // into one OCI layout with a plugin image, checked with skopeo, unpacked with umoci into a root filesystem that holds
 // nothing but the image, the Secret the Deployment mounts and a /tmp, and run there with chroot as the Deployment's
 // user, with the image's environment only (PATH=/bin, no HOME) and the Deployment's command.

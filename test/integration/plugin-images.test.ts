@@ -1,4 +1,4 @@
-// The plugin images (scripts/image.mjs, docs/images.md) as a controller's pod sees them: each image is built into an
+// The plugin images (scripts/image.mjs, docs/guides/images.md) as a controller's pod sees them: each image is built into an
 // OCI layout, checked by skopeo and umoci, unpacked by umoci into a root filesystem that holds nothing but the image
 // (mounted at /plugins, as an image volume would be) and the files a pod would mount (a Secret, an emptyDir) — no
 // libc, no shell, no Node.js, no PATH, no HOME — and run there with chroot, answering a real KUBERNETES_EXEC_INFO

@@ -333,7 +333,7 @@ describe('cache-hit path', () => {
     for (const heavy of ['http', 'https', 'tls', 'http2', 'zlib']) {
       expect(onHit.builtins).not.toContain(heavy);
     }
-    // The start-up levers hold: no node:crypto, no stdio streams, no fs.promises (docs/plugin-runtime.md, "Start-up").
+    // The start-up levers hold: no node:crypto, no stdio streams, no fs.promises (docs/explanation/plugin-startup.md).
     for (const avoidable of ['crypto', 'stream', 'internal/fs/promises', 'internal/readline/interface']) {
       expect(onHit.builtins).not.toContain(avoidable);
     }

@@ -1,5 +1,5 @@
 /**
- * The layering of src/ (docs/architecture.md): imports only point down, and no module imports itself back through
+ * The layering of src/ (docs/explanation/architecture.md): imports only point down, and no module imports itself back through
  * a chain of others (static, dynamic and type-only imports all count: a type import still ties two rooms together).
  * Each provider (`src/providers/<type>/`) is entered through its door, `index.ts`, and nowhere else.
  */

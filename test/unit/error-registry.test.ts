@@ -141,11 +141,12 @@ describe('the error registry', () => {
     }
   });
 
-  it('docs/errors.md is what scripts/generate-error-docs.mjs makes of it (run `npm run docs:errors`)', async () => {
+  it('docs/reference/errors.md is what scripts/generate-error-docs.mjs makes of it (run `npm run docs:errors`)', async () => {
     const expected = renderErrorDocs(await loadRegistry());
-    expect(readFileSync(join(root, docsPath), 'utf8'), 'docs/errors.md is stale: run `npm run docs:errors`').toBe(
-      expected,
-    );
+    expect(
+      readFileSync(join(root, docsPath), 'utf8'),
+      'docs/reference/errors.md is stale: run `npm run docs:errors`',
+    ).toBe(expected);
     for (const code of codes) expect(expected).toContain(`| \`${code}\` |`);
   });
 });

@@ -1,4 +1,4 @@
-// What a ClusterProfile's author must not control (a difference from upstream, docs/library.md): environment
+// What a ClusterProfile's author must not control (a difference from upstream, docs/explanation/upstream.md): environment
 // variables that take over the plugin or move its credentials, and `insecure-skip-tls-verify: true` — unless the
 // operator's providers file allows them.
 import { describe, expect, it } from 'vitest';

@@ -3,7 +3,7 @@
  * served/storage versions, and every schema keyword but descriptions at every path. Upstream, as checked-in copies
  * (test/fixtures/upstream/README.md): v1alpha1 from release v0.1.0's CRD file (sha256-pinned), v1alpha2 from the
  * kubebuilder markers at commit 2c9add1 (unreleased). A difference is a failure unless `intended` below lists it; the
- * same list is in docs/schemas.md.
+ * same list is in docs/reference/schemas.md.
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -172,7 +172,7 @@ describe('the ClusterProfile CRD against upstream cluster-inventory-api', () => 
       expect(markers(mine)).toEqual(expected);
     });
 
-    test('differs from upstream only where docs/schemas.md says so (descriptions aside)', () => {
+    test('differs from upstream only where docs/reference/schemas.md says so (descriptions aside)', () => {
       const found = differences(theirs, mine).map((entry) => ({
         ...entry,
         key: `${name} ${entry.path} ${entry.keyword}`,

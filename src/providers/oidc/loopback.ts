@@ -24,8 +24,8 @@ export async function awaitLoopbackRedirect(o: {
   signal: AbortSignal;
 }): Promise<LoopbackListener> {
   let waiter: { isOurs: (url: URL) => boolean; resolve: (url: URL) => void } | undefined;
-  // node:http taken here, not imported: only the authorization code flow listens, and loading it costs every other
-  // grant's miss ~1 MiB of peak RSS.
+  // node:http taken here, not imported: only the authorization code flow listens, and loading it would add to the
+  // peak RSS of every other grant's miss.
   const server = process.getBuiltinModule('node:http').createServer((req: IncomingMessage, res: ServerResponse) => {
     const url = new URL(req.url ?? '/', `http://127.0.0.1`);
     res.setHeader('content-type', 'text/html; charset=utf-8');

@@ -513,7 +513,7 @@ export async function assertOidcClusterConfig(config: Record<string, unknown>): 
       .map((issue) => `${CONFIG}${issue.path.slice(1)}: ${issue.message}`)
       .join('; ')}`,
     `${CONFIG}${first.path.slice(1)}`,
-    'the keys and their types: docs/oidc.md, "Cluster settings"',
+    'the keys and their types: docs/reference/plugins.md, "Cluster settings"',
   );
 }
 

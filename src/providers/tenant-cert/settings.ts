@@ -1,6 +1,6 @@
 /**
  * The tenant-cert plugin's settings. Runs on every invocation (the cache-hit path included), so it uses only
- * `node:fs` and `node:path` — not even `node:crypto` (loading it costs a cache hit ~40 ms of CPU): CA bundles are
+ * `node:fs` and `node:path` — not even `node:crypto` (loading it would be most of a cache hit's CPU): CA bundles are
  * checked for shape here (PEM blocks of DER SEQUENCEs) and parsed as X.509 on a cache miss
  * ({@link parseCertificateBundle}).
  *

@@ -270,7 +270,7 @@ export async function ensureCaSecret(
 /**
  * The key that seals nonces, in the Secret {@link NONCE_KEY_SECRET} (data `key`: 32 random bytes): read it, or create
  * it when there is none — as {@link ensureCaSecret}, the API server accepts one replica's create and the others read
- * the winner's. Never updated or logged. Deleting the Secret rotates it (see docs/issuer.md).
+ * the winner's. Never updated or logged. Deleting the Secret rotates it (see docs/explanation/issuer-state.md).
  */
 export async function ensureNonceKey(
   conn: StateConnection,

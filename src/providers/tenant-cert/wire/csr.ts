@@ -2,8 +2,8 @@
  * PKCS#10 certification requests: build one with the cluster key (the private key never leaves the process), and
  * read one into plain data the issuer can judge: subject attributes, requested SANs and extensions, other
  * attributes, the public key, and whether the self-signature is valid. Both by hand over ./der.ts and node:crypto:
- * the consumer's cache miss builds one, and @peculiar/x509 (with its ASN.1 schema layer and WebCrypto) cost it
- * ~10 MiB and tens of milliseconds to load.
+ * the consumer's cache miss builds one, and loading @peculiar/x509 (with its ASN.1 schema layer and WebCrypto) would
+ * cost it more memory and time than building the request.
  */
 import { createPublicKey, verify, type KeyObject } from 'node:crypto';
 import {

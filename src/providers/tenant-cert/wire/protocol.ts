@@ -12,7 +12,7 @@
  * Documents are JSON (`content-type: application/json`, at most {@link MAX_BODY_BYTES}); every `[]byte` field is
  * standard base64, as in Liqo's `authentication.liqo.io/v1beta1` documents, which the issuer accepts as input.
  *
- * @see docs/issuer.md
+ * @see docs/reference/issuer-api.md
  */
 import { CredentialsError, type ErrorCode } from '../../../core/errors.js';
 
