@@ -24,6 +24,7 @@ export function errorSpec(code: string): ErrorSpec | undefined {
   return Object.hasOwn(ERRORS, code) ? (ERRORS as Readonly<Record<string, ErrorSpec>>)[code] : undefined;
 }
 
+/** The error of every user-visible failure: a stable `code` to match on, where it is (`path`), what to do (`hint`). */
 export class CredentialsError<C extends ErrorCode = ErrorCode> extends Error {
   override readonly name = 'CredentialsError';
   readonly code: C;

@@ -9,7 +9,9 @@ import type { Env } from './io.js';
 /** The exec credential API versions a client may speak, newest first. */
 export const EXEC_API_VERSIONS = ['client.authentication.k8s.io/v1', 'client.authentication.k8s.io/v1beta1'] as const;
 
+/** The exec credential API version a plugin is run with and answers in. */
 export type ExecApiVersion = 'client.authentication.k8s.io/v1' | 'client.authentication.k8s.io/v1beta1';
+/** Whether an exec plugin may use the terminal: its exec config's `interactiveMode`. */
 export type InteractiveMode = 'Never' | 'IfAvailable' | 'Always';
 
 /**

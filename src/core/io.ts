@@ -8,6 +8,7 @@ export interface ProcessIo {
   stderr: NodeJS.WritableStream;
 }
 
+/** Environment variables, as `process.env` holds them. */
 export type Env = Readonly<Record<string, string | undefined>>;
 
 /** Monotonic milliseconds; not `performance.now()`, whose first use loads perf_hooks (8 modules) into a plugin's miss. */

@@ -20,6 +20,7 @@ export interface AccessConfigFs {
   readFile(path: string, encoding: 'utf8'): Promise<string>;
 }
 
+/** Options of {@link loadAccessConfig}. */
 export interface LoadAccessConfigOptions {
   /** Defaults to the file system (a file of at most 4 MiB). */
   fs?: AccessConfigFs;

@@ -19,6 +19,7 @@ import type { ExecCredential } from './exec/output.js';
 import { resolveClusterAccess, type ResolveOptions } from './resolve.js';
 import type { AccessConfig, ClusterProfile, ResolvedClusterAccess } from './types.js';
 
+/** Options of {@link buildConfigFromClusterProfile}: the resolution options plus the credential cache. */
 export interface BuildConfigOptions extends ResolveOptions {
   /**
    * Where credentials live. Default: one process-wide cache (so every KubeConfig for the same plugin input shares a

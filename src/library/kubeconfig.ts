@@ -9,6 +9,7 @@ import { stringify } from 'yaml';
 import { EXEC_EXTENSION_NAME } from './resolve.js';
 import type { InteractiveMode, ResolvedClusterAccess } from './types.js';
 
+/** Options of {@link kubeconfigFromAccess} and {@link renderKubeconfig}. */
 export interface KubeconfigOptions {
   /** The name of the cluster, user and context. Default: `<namespace>/<name>` of the profile, or `<name>`. */
   name?: string;

@@ -42,6 +42,7 @@ export const ADDITIONAL_ARGS_EXTENSION_NAME = 'clusterprofiles.multicluster.x-k8
 /** KEP-5339 reserved extension: a string map merged into the plugin's env under `AppendIfNotExists` / `Replace`. */
 export const ADDITIONAL_ENVS_EXTENSION_NAME = 'clusterprofiles.multicluster.x-k8s.io/exec/additional-envs';
 
+/** Options of {@link resolveClusterAccess}. */
 export interface ResolveOptions {
   /**
    * Receives the deprecation warning for each `status.credentialProviders` entry (upstream logs it with klog).

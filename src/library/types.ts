@@ -19,17 +19,20 @@ export interface Cluster {
   extensions?: NamedExtension[];
 }
 
+/** A named extension of a cluster: the ClusterProfile's (and kubeconfig's) `extensions` entry. */
 export interface NamedExtension {
   name: string;
   extension: unknown;
 }
 
+/** One access provider of a ClusterProfile's status: its name (matched against the providers file) and its cluster. */
 export interface AccessProvider {
   name: string;
   /** Required by v1alpha2; v1alpha1 allows an entry without it (resolution then fails with ERR_PROFILE_INVALID). */
   cluster?: Cluster;
 }
 
+/** A ClusterProfile object (multicluster.x-k8s.io v1alpha1 or v1alpha2): what this package reads of it. */
 export interface ClusterProfile {
   apiVersion: 'multicluster.x-k8s.io/v1alpha1' | 'multicluster.x-k8s.io/v1alpha2';
   kind: 'ClusterProfile';
@@ -58,7 +61,12 @@ export interface ExecConfig {
   interactiveMode?: InteractiveMode;
 }
 
+/** How a provider takes the profile's additional-args extension: `Append` to the plugin's args, or `Ignore` (unset). */
 export type CLIArgsPolicy = '' | 'Append' | 'Ignore';
+/**
+ * How a provider takes the profile's additional-envs extension: merged into the plugin's env (`AppendIfNotExists`,
+ * `Replace`), or `Ignore` (or unset).
+ */
 export type EnvVarsPolicy = '' | 'AppendIfNotExists' | 'Replace' | 'Ignore';
 
 /** One entry of the providers file. */

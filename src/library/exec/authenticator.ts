@@ -20,6 +20,7 @@ export type ExecRun = (
   options: ExecRunOptions,
 ) => Promise<ExecCredential>;
 
+/** Options of {@link ExecAuthenticator} and {@link ExecCredentialCache}: how the plugin runs, and when to refresh. */
 export interface ExecAuthenticatorOptions extends ExecRunOptions {
   /** Epoch ms. Default `Date.now`. */
   now?: () => number;

@@ -25,6 +25,7 @@ export interface ExecRequestOptions {
   maxDepth?: number;
 }
 
+/** How to start a plugin, from {@link buildExecRequest}: command, args, environment and its KUBERNETES_EXEC_INFO. */
 export interface ExecRequest {
   /** The configured command: what messages name. */
   command: string;

@@ -17,6 +17,7 @@ export const DEFAULT_EXEC_TIMEOUT_MS = 60_000;
 export const DEFAULT_MAX_STDOUT_BYTES = 4 * 1024 * 1024;
 export const DEFAULT_MAX_STDERR_BYTES = 64 * 1024;
 
+/** Options of {@link runExecPlugin}: environment, limits and the credential plugin policy. */
 export interface ExecRunOptions {
   /** The parent environment. Default: `process.env`. */
   env?: Env;

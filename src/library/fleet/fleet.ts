@@ -37,6 +37,7 @@ import { backoffDelay, DEFAULT_REFRESH_POLICY, systemClock, type FleetClock, typ
 /** A member's state: `invalid` (its profile does not resolve), `pending` (first credential on its way), `failing`
  * (no usable credential, the last fetch failed), `unhealthy` (ControlPlaneHealthy is not True), `ready`. */
 export type FleetClusterState = 'pending' | 'ready' | 'unhealthy' | 'failing' | 'invalid';
+/** Every {@link FleetClusterState}, in the order of `status().counts`. */
 export const FLEET_CLUSTER_STATES: readonly FleetClusterState[] = [
   'pending',
   'ready',
@@ -78,6 +79,7 @@ export interface FleetMember {
   readonly fetches: number;
 }
 
+/** What {@link ClusterProfileFleet} reports about its members and the hub, told apart by `type`. */
 export type FleetEvent =
   | { type: 'added'; name: string; member: FleetMember }
   /** The resolved access changed: `member.client` is a new client; the previous one is closed. */
@@ -97,7 +99,9 @@ export type FleetEvent =
   /** Listing or watching the hub failed; retried with backoff. */
   | { type: 'hubError'; error: unknown; failures: number };
 
+/** The `type` of a {@link FleetEvent}: what {@link ClusterProfileFleet.on} listens for. */
 export type FleetEventType = FleetEvent['type'];
+/** The {@link FleetEvent} of one `type`: what a listener of {@link ClusterProfileFleet.on} receives. */
 export type FleetEventOf<T extends FleetEventType> = Extract<FleetEvent, { type: T }>;
 
 /** One member's row of {@link ClusterProfileFleet.status}: plain data (JSON-ready). */
@@ -117,6 +121,7 @@ export interface FleetClusterStatus {
   rebuilds: number;
 }
 
+/** The whole fleet at one moment, from {@link ClusterProfileFleet.status}: plain data (JSON-ready). */
 export interface FleetStatus {
   namespace: string;
   hub: {
@@ -134,6 +139,7 @@ export interface FleetStatus {
   clusters: FleetClusterStatus[];
 }
 
+/** Options of {@link ClusterProfileFleet}: the inventory namespace, the providers file, hub access and tuning. */
 export interface ClusterProfileFleetOptions {
   /** The inventory: the namespace of ClusterProfiles on the hub. */
   namespace: string;

@@ -47,6 +47,7 @@ export class HubGoneError extends Error {
   override readonly name = 'HubGoneError';
 }
 
+/** How a fleet reaches its hub: a kubeconfig and context or loaded access, plus list and watch tuning. */
 export interface FleetHubOptions {
   /** The hub's kubeconfig file (alone); default: KUBECONFIG, else ~/.kube/config, else in-cluster. */
   kubeconfig?: string;

@@ -46,6 +46,7 @@ export interface RefreshPolicy {
   backoffMaxMs: number;
 }
 
+/** The refresh policy a fleet uses where its `refresh` option sets nothing. */
 export const DEFAULT_REFRESH_POLICY: Readonly<RefreshPolicy> = Object.freeze({
   marginMs: 60_000,
   jitterFraction: 0.1,
