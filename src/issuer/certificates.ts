@@ -18,9 +18,9 @@ import {
   unsignedInteger,
   children,
   readElement,
-} from '../wire/der.js';
-import { OID } from '../wire/csr.js';
-import type { GrantedSubject } from '../wire/protocol.js';
+} from '../wire/tenant-cert/der.js';
+import { OID } from '../wire/tenant-cert/csr.js';
+import type { GrantedSubject } from '../wire/tenant-cert/protocol.js';
 
 const ECDSA_WITH_SHA256 = sequence(objectIdentifier('1.2.840.10045.4.3.2'));
 const SERVER_AUTH = '1.3.6.1.5.5.7.3.1';

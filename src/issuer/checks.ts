@@ -4,13 +4,18 @@
  * {@link import('./issuer.js').Issuer.acceptTenant}.
  */
 import type { KeyObject } from 'node:crypto';
-import type { ReceivedTenant } from '../wire/documents.js';
-import { OID, type ParsedCsr } from '../wire/csr.js';
-import { decodeBase64, samePublicKey } from '../wire/keys.js';
-import { verifyNonceRequest, verifyTenant } from '../wire/message.js';
-import { NONCE_REQUEST_MAX_SKEW_MS, tenantError, type GrantedSubject, type NonceRequest } from '../wire/protocol.js';
-import { x509 } from '../wire/x509.js';
-import type { NonceRecord } from './nonces.js';
+import type { ReceivedTenant } from '../wire/tenant-cert/documents.js';
+import { OID, type ParsedCsr } from '../wire/tenant-cert/csr.js';
+import { decodeBase64, samePublicKey } from '../wire/tenant-cert/keys.js';
+import { verifyNonceRequest, verifyTenant } from '../wire/tenant-cert/message.js';
+import {
+  NONCE_REQUEST_MAX_SKEW_MS,
+  tenantError,
+  type GrantedSubject,
+  type NonceRequest,
+} from '../wire/tenant-cert/protocol.js';
+import { x509 } from '../wire/tenant-cert/x509.js';
+import type { NonceRecord } from './state/data-dir/nonces.js';
 
 /** A nonce request's timestamp is within {@link NONCE_REQUEST_MAX_SKEW_MS} of the issuer's clock (either way). */
 export function checkNonceRequestTime(timestamp: string, now: Date): void {

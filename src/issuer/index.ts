@@ -1,10 +1,10 @@
 /**
- * The issuer side as the door's {@link import('../index.js').loadIssuer} hands it out: opening a data dir, serving,
+ * The issuer side as the door's {@link import('../providers/tenant-cert/index.js').loadIssuer} hands it out: opening a data dir, serving,
  * the trust store, the groups policy (`clusterprofile issuer`, `tenant nonce|accept`). Heavy (the HTTPS server,
  * X.509, the schemas): loaded only by the commands that need it.
  */
-export { DATA_FILES, servingMaterial } from './data-dir.js';
-export type { IssuerState } from './state.js';
+export { DATA_FILES, servingMaterial } from './state/data-dir/data-dir.js';
+export type { IssuerState } from './state/issuer-state.js';
 export { checkGroups } from './policy.js';
 export { OPS_PATHS, startIssuerServer, startMetricsServer } from './server.js';
 export type {
@@ -18,7 +18,7 @@ export type {
 export { ISSUER_METRICS, IssuerMetrics } from './metrics.js';
 export { configError, openIssuer, openKubernetesTrust, parseListen } from './setup.js';
 export type { IssuerSettings, OpenIssuer } from './setup.js';
-export { TrustStore } from './trust.js';
-export type { TrustRecord, TrustedConsumer } from './trust.js';
+export { TrustStore } from './state/data-dir/trust-store.js';
+export type { TrustRecord, TrustedConsumer } from './state/data-dir/trust-store.js';
 export { startTenantControllerFor } from './tenant-controller.js';
 export type { RunningTenantController } from './tenant-controller.js';

@@ -10,9 +10,9 @@
  * Liqo-shaped Tenants name no nonce: the consumer's outstanding nonces are tried and the one that verifies is spent.
  */
 import { X509Certificate } from 'node:crypto';
-import { readTenant, buildIdentity, buildLiqoIdentity, type ReceivedTenant } from '../wire/documents.js';
-import { assertDocument } from '../../../schemas/index.js';
-import { verifyTenant } from '../wire/message.js';
+import { readTenant, buildIdentity, buildLiqoIdentity, type ReceivedTenant } from '../wire/tenant-cert/documents.js';
+import { assertDocument } from '../schemas/index.js';
+import { verifyTenant } from '../wire/tenant-cert/message.js';
 import {
   tenantError,
   type IdentityDocument,
@@ -21,13 +21,13 @@ import {
   type NonceResponse,
   type GrantedSubject,
   NONCE_REQUEST_MAX_SKEW_MS,
-} from '../wire/protocol.js';
-import { samePublicKey } from '../wire/keys.js';
+} from '../wire/tenant-cert/protocol.js';
+import { samePublicKey } from '../wire/tenant-cert/keys.js';
 import { checkCsr, checkKeys, checkNonceRequestSignature, checkNonceRequestTime, checkSignature } from './checks.js';
 import { grantedSubject } from './policy.js';
-import type { Signer } from './signer.js';
-import type { AnsweredRequest, NonceBook, TrustSource } from './state.js';
-import type { TrustedConsumer } from './trust.js';
+import type { Signer } from './signer/signer.js';
+import type { AnsweredRequest, NonceBook, TrustSource } from './state/issuer-state.js';
+import type { TrustedConsumer } from './state/data-dir/trust-store.js';
 
 export interface IssuerOptions {
   providerClusterID: string;

@@ -12,11 +12,11 @@ import {
 } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import { parseDocument } from '../../../core/document.js';
-import { ERRORS, errorSpec, isCredentialsError } from '../../../core/errors.js';
-import { isClusterId } from '../wire/cluster-id.js';
-import { API_PATHS, MAX_BODY_BYTES, tenantError, type ErrorResponse } from '../wire/protocol.js';
-import type { ServingMaterial } from './data-dir.js';
+import { parseDocument } from '../core/document.js';
+import { ERRORS, errorSpec, isCredentialsError } from '../core/errors.js';
+import { isClusterId } from '../wire/tenant-cert/cluster-id.js';
+import { API_PATHS, MAX_BODY_BYTES, tenantError, type ErrorResponse } from '../wire/tenant-cert/protocol.js';
+import type { ServingMaterial } from './state/data-dir/data-dir.js';
 import { servedCertificate, watchServingFiles, type ServingFilesWatch } from './serving-files.js';
 import { describe, type Issuer } from './issuer.js';
 import type { HandshakeStep, IssuerMetrics } from './metrics.js';

@@ -4,23 +4,29 @@
  */
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { parseDocument } from '../../../core/document.js';
-import { CredentialsError } from '../../../core/errors.js';
-import type { Env } from '../../../core/io.js';
-import { openDataDir } from './data-dir.js';
-import { embeddedSigner } from './embedded-signer.js';
-import { ensurePrivateDir, lockDataDir, readOptional, writeFileAtomic, type DataDirLock } from './files.js';
+import { parseDocument } from '../core/document.js';
+import { CredentialsError } from '../core/errors.js';
+import type { Env } from '../core/io.js';
+import { openDataDir } from './state/data-dir/data-dir.js';
+import { embeddedSigner } from './signer/embedded-signer.js';
+import {
+  ensurePrivateDir,
+  lockDataDir,
+  readOptional,
+  writeFileAtomic,
+  type DataDirLock,
+} from './state/data-dir/files.js';
 import { Issuer } from './issuer.js';
-import { NonceStore } from './nonces.js';
+import { NonceStore } from './state/data-dir/nonces.js';
 import { checkGroups } from './policy.js';
 import { servingMaterialFromFiles } from './serving-files.js';
 import type { IssuerSettings } from './settings.js';
-import type { Signer } from './signer.js';
-import { dataDirState, type IssuerState } from './state.js';
+import type { Signer } from './signer/signer.js';
+import { dataDirState, type IssuerState } from './state/issuer-state.js';
 
 export type { IssuerSettings };
-import { TrustStore } from './trust.js';
-import { checkClusterId, isClusterId } from '../wire/cluster-id.js';
+import { TrustStore } from './state/data-dir/trust-store.js';
+import { checkClusterId, isClusterId } from '../wire/tenant-cert/cluster-id.js';
 
 export function configError(message: string, path: string, hint?: string): CredentialsError {
   return new CredentialsError('ERR_ISSUER_CONFIG', message, { path, ...(hint === undefined ? {} : { hint }) });
@@ -133,7 +139,7 @@ export async function openIssuer(settings: IssuerSettings, deps: IssuerDeps): Pr
   let signer: Signer;
   try {
     if (settings.signer === 'kubernetes') {
-      const { kubernetesSignerFromSettings } = await import('./kubernetes-signer.js');
+      const { kubernetesSignerFromSettings } = await import('./signer/kubernetes-signer.js');
       signer = await kubernetesSignerFromSettings(settings, deps);
     } else {
       signer = embeddedSigner(state.clientCa);
@@ -175,7 +181,7 @@ async function openKubernetes(
     throw configError('--state kubernetes needs --cluster-id', '--cluster-id');
   }
   const providerClusterID = checkClusterId(settings.providerClusterID, '--cluster-id');
-  const { openKubernetesState } = await import('./kubernetes-state.js');
+  const { openKubernetesState } = await import('./state/kubernetes/kubernetes-state.js');
   return { state: await openKubernetesState(settings, providerClusterID, deps), providerClusterID };
 }
 
@@ -183,8 +189,8 @@ async function openKubernetes(
 export async function openKubernetesTrust(
   settings: IssuerSettings,
   deps: { env: Env; cwd: string },
-): Promise<{ store: import('./kubernetes-state.js').KubernetesTrustStore; close(): Promise<void> }> {
-  const { KubernetesTrustStore, stateConnection } = await import('./kubernetes-state.js');
+): Promise<{ store: import('./state/kubernetes/kubernetes-state.js').KubernetesTrustStore; close(): Promise<void> }> {
+  const { KubernetesTrustStore, stateConnection } = await import('./state/kubernetes/kubernetes-state.js');
   const { conn, namespace } = await stateConnection(settings, deps);
   return { store: new KubernetesTrustStore(conn, namespace), close: () => conn.close() };
 }

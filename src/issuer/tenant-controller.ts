@@ -22,13 +22,13 @@
  * never leaves the consumer, which adds it), `tls.crt` and `ca.crt`.
  */
 import { X509Certificate } from 'node:crypto';
-import type { KubeAccess } from '../../../kube/kubeconfig.js';
-import { KUBE_RETRY, createKubeTransport } from '../../../kube/transport.js';
-import type { SendKubeRequest } from '../../../kube/types.js';
-import { listAndWatch } from '../../../kube/watch.js';
-import { assertDocument } from '../../../schemas/index.js';
-import { encodeBase64 } from '../wire/keys.js';
-import { API_VERSION, tenantError, type AuthParams } from '../wire/protocol.js';
+import type { KubeAccess } from '../kube/kubeconfig.js';
+import { KUBE_RETRY, createKubeTransport } from '../kube/transport.js';
+import type { SendKubeRequest } from '../kube/types.js';
+import { listAndWatch } from '../kube/watch.js';
+import { assertDocument } from '../schemas/index.js';
+import { encodeBase64 } from '../wire/tenant-cert/keys.js';
+import { API_VERSION, tenantError, type AuthParams } from '../wire/tenant-cert/protocol.js';
 import {
   MANAGED_BY,
   MANAGED_BY_LABEL,
@@ -48,7 +48,7 @@ import {
   type TenantCondition,
   type TenantResource,
   type TenantStatus,
-} from '../wire/resources.js';
+} from '../wire/tenant-cert/resources.js';
 import { describe, type AcceptedTenant, type Issuer } from './issuer.js';
 import { errorAnswer } from './server.js';
 

@@ -16,8 +16,8 @@ import {
   LABEL_EXPIRES,
   LABEL_NONCE_STATE,
   StateConnection,
-} from '../../src/providers/tenant-cert/issuer/kubernetes-state.js';
-import { NONCE_KEY_BYTES, NonceSeal } from '../../src/providers/tenant-cert/issuer/sealed-nonces.js';
+} from '../../src/issuer/state/kubernetes/kubernetes-state.js';
+import { NONCE_KEY_BYTES, NonceSeal } from '../../src/issuer/state/kubernetes/sealed-nonces.js';
 import { rejection } from '../helpers/errors.js';
 import { frozenClock } from '../helpers/issuer-fixtures.js';
 import { createTestCa, startHttpsServer, type TestHttpsServer } from '../helpers/tls.js';

@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { caCommonName, openDataDir } from '../../src/providers/tenant-cert/issuer/data-dir.js';
+import { caCommonName, openDataDir } from '../../src/issuer/state/data-dir/data-dir.js';
 
 describe('issuer CA common names', () => {
   it('stay as they were for provider IDs that fit', () => {

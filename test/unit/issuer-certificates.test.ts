@@ -5,9 +5,9 @@ import {
   issueClientCertificate,
   issueServingCertificate,
   loadCertificateAuthority,
-} from '../../src/providers/tenant-cert/issuer/certificates.js';
-import { generateClusterKeyPair, KEY_ALGORITHMS } from '../../src/providers/tenant-cert/wire/keys.js';
-import { x509 } from '../../src/providers/tenant-cert/wire/x509.js';
+} from '../../src/issuer/certificates.js';
+import { generateClusterKeyPair, KEY_ALGORITHMS } from '../../src/wire/tenant-cert/keys.js';
+import { x509 } from '../../src/wire/tenant-cert/x509.js';
 
 const NOW = new Date('2026-03-01T12:00:00Z');
 

@@ -2,7 +2,7 @@ import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ensurePrivateDir } from '../../src/providers/tenant-cert/issuer/files.js';
+import { ensurePrivateDir } from '../../src/issuer/state/data-dir/files.js';
 
 const root = mkdtempSync(join(tmpdir(), 'issuer-data-dir-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -29,7 +29,7 @@ describe('issuer data dir ownership and mode', () => {
 
 describe('an issuer starting on a data dir another issuer holds', () => {
   it('is refused before it writes anything (no second CA raced onto the disk under the running issuer)', async () => {
-    const { openIssuer } = await import('../../src/providers/tenant-cert/issuer/setup.js');
+    const { openIssuer } = await import('../../src/issuer/setup.js');
     const { readdirSync, writeFileSync } = await import('node:fs');
     const dataDir = join(root, 'held');
     mkdirSync(dataDir, { mode: 0o700 });
@@ -57,7 +57,7 @@ describe('a damaged issuer.json', () => {
   it.each(['{"providerClusterID": "p1"', 'null', '{"providerClusterID": 7}'])(
     '%s is ERR_ISSUER_DATA_DIR naming the file, lock released',
     async (text) => {
-      const { openIssuer } = await import('../../src/providers/tenant-cert/issuer/setup.js');
+      const { openIssuer } = await import('../../src/issuer/setup.js');
       const { existsSync, writeFileSync } = await import('node:fs');
       const dataDir = mkdtempSync(join(root, 'record-'));
       writeFileSync(join(dataDir, 'issuer.json'), text, { mode: 0o600 });
@@ -82,7 +82,7 @@ describe('a damaged issuer.json', () => {
 
 describe('a data dir whose CA key and certificate do not belong together', () => {
   it('is refused at start (the issuer would sign client certificates no API server trusting client-ca.crt accepts)', async () => {
-    const { openDataDir } = await import('../../src/providers/tenant-cert/issuer/data-dir.js');
+    const { openDataDir } = await import('../../src/issuer/state/data-dir/data-dir.js');
     const { copyFileSync } = await import('node:fs');
     const now = new Date('2026-03-01T12:00:00Z');
     const first = mkdtempSync(join(root, 'ca-a-'));

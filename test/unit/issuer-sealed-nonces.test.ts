@@ -1,10 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import {
-  MAX_SEALED_LIFETIME_MS,
-  NONCE_KEY_BYTES,
-  NonceSeal,
-} from '../../src/providers/tenant-cert/issuer/sealed-nonces.js';
+import { MAX_SEALED_LIFETIME_MS, NONCE_KEY_BYTES, NonceSeal } from '../../src/issuer/state/kubernetes/sealed-nonces.js';
 import { frozenClock } from '../helpers/issuer-fixtures.js';
 
 const key = randomBytes(NONCE_KEY_BYTES);

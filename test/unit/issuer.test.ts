@@ -1,14 +1,14 @@
 import { X509Certificate, createPublicKey } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { buildCsr } from '../../src/providers/tenant-cert/wire/csr.js';
+import { buildCsr } from '../../src/wire/tenant-cert/csr.js';
 import {
   encodeBase64,
   generateClusterKeyPair,
   KEY_ALGORITHMS,
   parsePrivateKeyPem,
   signBytes,
-} from '../../src/providers/tenant-cert/wire/keys.js';
-import type { IdentityDocument, TenantDocument } from '../../src/providers/tenant-cert/wire/protocol.js';
+} from '../../src/wire/tenant-cert/keys.js';
+import type { IdentityDocument, TenantDocument } from '../../src/wire/tenant-cert/protocol.js';
 import {
   customCsrPem,
   issuerFixture,
@@ -16,7 +16,7 @@ import {
   buildTenant,
   type IssuerFixture,
 } from '../helpers/issuer-fixtures.js';
-import { x509 } from '../../src/providers/tenant-cert/wire/x509.js';
+import { x509 } from '../../src/wire/tenant-cert/x509.js';
 
 let f: IssuerFixture;
 afterEach(async () => {

@@ -2,10 +2,10 @@
 // built them before, writes for the same key and subject — and what openssl-compatible readers accept.
 import { generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { buildCsr, parseCsrSync } from '../../src/providers/tenant-cert/wire/csr.js';
-import { splitSigned } from '../../src/providers/tenant-cert/wire/der.js';
-import { toCryptoKeyPair, webCryptoAlgorithm } from '../../src/providers/tenant-cert/wire/keys.js';
-import { x509 } from '../../src/providers/tenant-cert/wire/x509.js';
+import { buildCsr, parseCsrSync } from '../../src/wire/tenant-cert/csr.js';
+import { splitSigned } from '../../src/wire/tenant-cert/der.js';
+import { toCryptoKeyPair, webCryptoAlgorithm } from '../../src/wire/tenant-cert/keys.js';
+import { x509 } from '../../src/wire/tenant-cert/x509.js';
 
 async function peculiar(privateKey: KeyObject, commonName: string, organizations: string[]) {
   const request = await x509.Pkcs10CertificateRequestGenerator.create({

@@ -6,8 +6,8 @@ import {
   buildIdentity,
   readIdentity,
   buildLiqoIdentity,
-} from '../../src/providers/tenant-cert/wire/documents.js';
-import { buildCsr, parseCsr } from '../../src/providers/tenant-cert/wire/csr.js';
+} from '../../src/wire/tenant-cert/documents.js';
+import { buildCsr, parseCsr } from '../../src/wire/tenant-cert/csr.js';
 import {
   decodeBase64,
   generateClusterKeyPair,
@@ -19,13 +19,8 @@ import {
   signBytes,
   verifyBytes,
   KEY_ALGORITHMS,
-} from '../../src/providers/tenant-cert/wire/keys.js';
-import {
-  SIGNATURE_PURPOSE,
-  signTenant,
-  tenantMessage,
-  verifyTenant,
-} from '../../src/providers/tenant-cert/wire/message.js';
+} from '../../src/wire/tenant-cert/keys.js';
+import { SIGNATURE_PURPOSE, signTenant, tenantMessage, verifyTenant } from '../../src/wire/tenant-cert/message.js';
 
 const NONCE = Buffer.alloc(64, 7).toString('base64');
 

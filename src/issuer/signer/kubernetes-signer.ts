@@ -15,14 +15,14 @@
  */
 import { randomBytes } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
-import { loadKubeAccess } from '../../../kube/kubeconfig.js';
-import { statusMessage } from '../../../kube/status.js';
-import { createKubeTransport } from '../../../kube/transport.js';
-import type { KubeRequest, KubeResponse, SendKubeRequest } from '../../../kube/types.js';
-import type { Env } from '../../../core/io.js';
-import { csrPem } from '../wire/csr.js';
-import { tenantError } from '../wire/protocol.js';
-import type { IssuerSettings } from './settings.js';
+import { loadKubeAccess } from '../../kube/kubeconfig.js';
+import { statusMessage } from '../../kube/status.js';
+import { createKubeTransport } from '../../kube/transport.js';
+import type { KubeRequest, KubeResponse, SendKubeRequest } from '../../kube/types.js';
+import type { Env } from '../../core/io.js';
+import { csrPem } from '../../wire/tenant-cert/csr.js';
+import { tenantError } from '../../wire/tenant-cert/protocol.js';
+import type { IssuerSettings } from '../settings.js';
 import type { SignRequest, Signer } from './signer.js';
 
 export const SIGNER_NAME = 'kubernetes.io/kube-apiserver-client';

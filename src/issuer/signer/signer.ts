@@ -3,8 +3,8 @@
  * the embedded CA of the data dir (./embedded-signer.ts, the default) and the Kubernetes CSR API
  * (./kubernetes-signer.ts).
  */
-import type { ParsedCsr } from '../wire/csr.js';
-import type { GrantedSubject } from '../wire/protocol.js';
+import type { ParsedCsr } from '../../wire/tenant-cert/csr.js';
+import type { GrantedSubject } from '../../wire/tenant-cert/protocol.js';
 
 export interface SignRequest {
   consumerClusterID: string;

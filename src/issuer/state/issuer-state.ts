@@ -7,13 +7,13 @@
  *   the provider cluster; nonces are sealed (no write to issue one) and single use is decided by the API server's
  *   create of a spent record, never by a lock of ours.
  */
-import { tenantError } from '../wire/protocol.js';
-import type { CertificateAuthority } from './certificates.js';
-import { checkNonce } from './checks.js';
+import { tenantError } from '../../wire/tenant-cert/protocol.js';
+import type { CertificateAuthority } from '../certificates.js';
+import { checkNonce } from '../checks.js';
 import { join } from 'node:path';
-import { DATA_FILES, servingMaterial, type DataDir, type ServingMaterial } from './data-dir.js';
-import type { NonceStore } from './nonces.js';
-import type { TrustStore, TrustedConsumer } from './trust.js';
+import { DATA_FILES, servingMaterial, type DataDir, type ServingMaterial } from './data-dir/data-dir.js';
+import type { NonceStore } from './data-dir/nonces.js';
+import type { TrustStore, TrustedConsumer } from './data-dir/trust-store.js';
 
 /** The signed nonce request a nonce answers: what its signature covers, remembered until `untilMs`. */
 export interface AnsweredRequest {

@@ -26,8 +26,8 @@ export {
   LIQO_API_VERSION,
   checkClusterId,
   isClusterId,
-} from './wire/protocol.js';
-export type { LiqoTenantDocument, TenantDocument } from './wire/protocol.js';
+} from '../../wire/tenant-cert/protocol.js';
+export type { LiqoTenantDocument, TenantDocument } from '../../wire/tenant-cert/protocol.js';
 export {
   KEY_ALGORITHMS,
   encodeBase64,
@@ -38,12 +38,12 @@ export {
   publicKeyPem,
   signBytes,
   spkiDer,
-} from './wire/keys.js';
-export type { GeneratedKeyPair, KeyAlgorithm } from './wire/keys.js';
+} from '../../wire/tenant-cert/keys.js';
+export type { GeneratedKeyPair, KeyAlgorithm } from '../../wire/tenant-cert/keys.js';
 
 // the heavy sides
 /** The issuer: data dir, HTTPS server, trust store, groups policy. */
-export const loadIssuer = (): Promise<typeof import('./issuer/index.js')> => import('./issuer/index.js');
+export const loadIssuer = (): Promise<typeof import('../../issuer/index.js')> => import('../../issuer/index.js');
 export type {
   IssuerServerOptions,
   IssuerSettings,
@@ -51,7 +51,7 @@ export type {
   RunningIssuer,
   TrustRecord,
   TrustedConsumer,
-} from './issuer/index.js';
+} from '../../issuer/index.js';
 /** Identity import: parsing and storing Identities, checking their certificates. */
 export const loadIdentityImport = (): Promise<typeof import('./consumer/index.js')> => import('./consumer/index.js');
 export type { CertificateExpectations, CheckedCertificate, ParsedIdentity } from './consumer/index.js';
@@ -60,5 +60,6 @@ export const loadClusterFlow = (): Promise<typeof import('./consumer/cluster-flo
   import('./consumer/cluster-flow.js');
 export type { AppliedTenant } from './consumer/cluster-flow.js';
 /** Tenant documents and their CSRs. */
-export const loadTenantBuilder = (): Promise<typeof import('./wire/index.js')> => import('./wire/index.js');
-export type { BuiltCsr, CsrSubject, TenantInput } from './wire/index.js';
+export const loadTenantBuilder = (): Promise<typeof import('../../wire/tenant-cert/tenant-builder.js')> =>
+  import('../../wire/tenant-cert/tenant-builder.js');
+export type { BuiltCsr, CsrSubject, TenantInput } from '../../wire/tenant-cert/tenant-builder.js';

@@ -4,9 +4,9 @@
  * base64/PEM fields and reports which one is bad by JSON path.
  */
 import type { KeyObject } from 'node:crypto';
-import * as identitySchema from '../../../generated/validator.tenant-cert-identity.js';
-import * as tenantSchema from '../../../generated/validator.tenant-cert-tenant.js';
-import { assertWith } from '../../../schemas/issues.js';
+import * as identitySchema from '../../generated/validator.tenant-cert-identity.js';
+import * as tenantSchema from '../../generated/validator.tenant-cert-tenant.js';
+import { assertWith } from '../../schemas/issues.js';
 import { buildCsr, parseCsrSync, type CsrSubject, type ParsedCsr } from './csr.js';
 import { decodeBase64, encodeBase64, parsePublicKey, publicKeyPem } from './keys.js';
 import { signTenant } from './message.js';

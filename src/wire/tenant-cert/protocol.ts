@@ -14,7 +14,7 @@
  *
  * @see docs/issuer.md
  */
-import { CredentialsError, type ErrorCode } from '../../../core/errors.js';
+import { CredentialsError, type ErrorCode } from '../../core/errors.js';
 
 export const API_PATHS = {
   nonces: '/v1/nonces',

@@ -4,9 +4,9 @@
  * Paths, shapes, the conversion between a resource and the documents of the HTTPS API, and one call helper that
  * turns an unexpected answer into `ERR_TENANT_FLOW_API`. Shared by the issuer's reconciler and the consumer commands.
  */
-import { CredentialsError } from '../../../core/errors.js';
-import { statusMessage } from '../../../kube/status.js';
-import type { KubeRequest, KubeResponse, SendKubeRequest } from '../../../kube/types.js';
+import { CredentialsError } from '../../core/errors.js';
+import { statusMessage } from '../../kube/status.js';
+import type { KubeRequest, KubeResponse, SendKubeRequest } from '../../kube/types.js';
 import {
   API_VERSION,
   LIQO_API_VERSION,

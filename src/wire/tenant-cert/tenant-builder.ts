@@ -1,5 +1,5 @@
 /**
- * The Tenant document and its CSR, as the door's {@link import('../index.js').loadTenantBuilder} hands them out
+ * The Tenant document and its CSR, as the door's {@link import('../../providers/tenant-cert/index.js').loadTenantBuilder} hands them out
  * (`clusterprofile tenant generate`). Heavy: the CSR is built with @peculiar/x509.
  */
 export { buildTenant } from './documents.js';

@@ -21,7 +21,7 @@ import {
   issueServingCertificate,
   loadCertificateAuthority,
   type CertificateAuthority,
-} from './certificates.js';
+} from '../../certificates.js';
 import { ensurePrivateDir, readOptional, writeFileAtomic } from './files.js';
 
 const DAY = 86_400_000;

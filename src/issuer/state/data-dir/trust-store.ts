@@ -10,8 +10,8 @@ import { join } from 'node:path';
 import { parseDocument } from '../../../core/document.js';
 import { CredentialsError } from '../../../core/errors.js';
 import { assertDocument } from '../../../schemas/index.js';
-import { parsePublicKey, publicKeyPem } from '../wire/keys.js';
-import { checkClusterId, isClusterId } from '../wire/cluster-id.js';
+import { parsePublicKey, publicKeyPem } from '../../../wire/tenant-cert/keys.js';
+import { checkClusterId, isClusterId } from '../../../wire/tenant-cert/cluster-id.js';
 import { ensurePrivateDir, readOptional, writeFileAtomic } from './files.js';
 
 export interface TrustRecord {

@@ -30,7 +30,7 @@ import {
   type NonceRequest,
   type NonceResponse,
   type TenantDocument,
-} from '../wire/protocol.js';
+} from '../../../wire/tenant-cert/protocol.js';
 import type { HttpClient } from '../../../core/http.js';
 import {
   issuerClient,
