@@ -1,7 +1,9 @@
 /**
- * The issuer side as the door's {@link import('../providers/tenant-cert/index.js').loadIssuer} hands it out: opening a data dir, serving,
- * the trust store, the groups policy (`clusterprofile issuer`, `tenant nonce|accept`). Heavy (the HTTPS server,
- * X.509, the schemas): loaded only by the commands that need it.
+ * The issuer, the provider side of tenant-cert, as the CLI's {@link import('../cli/commands/issuer.js').loadIssuer}
+ * hands it out: opening a data dir or the Kubernetes state, serving, the trust store, the groups policy, the Tenant
+ * reconciler (`clusterprofile issuer`, `tenant nonce|accept`). Heavy (the HTTPS server, X.509, the schemas): loaded
+ * only by the commands that need it. It speaks the documents of src/wire/tenant-cert/ and imports nothing of the
+ * client side (src/plugin/, src/providers/).
  */
 export { DATA_FILES, servingMaterial } from './state/data-dir/data-dir.js';
 export type { IssuerState } from './state/issuer-state.js';
