@@ -37,7 +37,6 @@ import {
   TENANT_UID_ANNOTATION,
   identitiesPath,
   identityPath,
-  kubeCall,
   secretPath,
   secretsPath,
   tenantDocumentOf,
@@ -49,6 +48,7 @@ import {
   type TenantResource,
   type TenantStatus,
 } from '../wire/tenant-cert/resources.js';
+import { kubeCall } from '../kube/tenant-flow-call.js';
 import { describe, type AcceptedTenant, type Issuer } from './issuer.js';
 import { errorAnswer } from './server.js';
 

@@ -1,12 +1,10 @@
 /**
  * The declarative flow's resources on the provider cluster: Tenant and Identity of `credentials.clusterprofile.io/v1alpha1`
  * (schemas `tenant-resource`, `identity-resource`; CRDs in deploy/crds/) and the kubeconfig Secret an Identity owns.
- * Paths, shapes, the conversion between a resource and the documents of the HTTPS API, and one call helper that
- * turns an unexpected answer into `ERR_TENANT_FLOW_API`. Shared by the issuer's reconciler and the consumer commands.
+ * Paths, shapes and the conversion between a resource and the documents of the HTTPS API. Shared by the issuer's
+ * reconciler and the consumer commands; the call helper that turns an unexpected answer into `ERR_TENANT_FLOW_API`
+ * needs the Kubernetes client, so it is src/kube/tenant-flow-call.ts (this room imports only core and schemas).
  */
-import { CredentialsError } from '../../core/errors.js';
-import { statusMessage } from '../../kube/status.js';
-import type { KubeRequest, KubeResponse, SendKubeRequest } from '../../kube/types.js';
 import {
   API_VERSION,
   LIQO_API_VERSION,
@@ -166,42 +164,4 @@ export function identityDocumentOf(resource: IdentityResource): IdentityDocument
     },
     spec: resource.spec,
   };
-}
-
-/**
- * Sends one request and returns the answer when its status is one of `expected`; any other status is
- * `ERR_TENANT_FLOW_API` naming the request and quoting the API server's message (never a credential: the transport
- * redacts the bearer token from error answers).
- */
-export async function kubeCall(
-  send: SendKubeRequest,
-  request: KubeRequest,
-  expected: readonly number[],
-  what: string,
-  signal?: AbortSignal,
-): Promise<KubeResponse> {
-  const response = await send(request, signal === undefined ? {} : { signal });
-  // A 404 is "no such object" only when the Status names the object; without a name the resource type itself is
-  // unknown to the API server (the CRDs are not installed).
-  const missingType =
-    response.status === 404 &&
-    typeof (response.body as { details?: { name?: unknown } } | null)?.details?.name !== 'string';
-  if (!expected.includes(response.status) || missingType) {
-    const message = statusMessage(response.body);
-    const hint =
-      response.status === 404 && request.path.includes(`/apis/${FLOW_GROUP}/`)
-        ? 'install the CRDs: kubectl apply --server-side -f deploy/crds/'
-        : response.status === 403
-          ? 'grant the rights of deploy/base/tenant-flow-rbac.yaml'
-          : undefined;
-    throw new CredentialsError(
-      'ERR_TENANT_FLOW_API',
-      `${what}: the API server answered ${response.status}${message === undefined ? '' : `: ${message}`}`,
-      {
-        path: request.path.split('?', 1)[0] ?? request.path,
-        ...(hint === undefined ? {} : { hint }),
-      },
-    );
-  }
-  return response;
 }

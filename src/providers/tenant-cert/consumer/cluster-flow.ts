@@ -22,7 +22,6 @@ import {
   READY,
   identityDocumentOf,
   identityPath,
-  kubeCall,
   tenantPath,
   tenantsPath,
   type IdentityResource,
@@ -30,6 +29,7 @@ import {
   type TenantSpec,
   type TenantStatus,
 } from '../../../wire/tenant-cert/resources.js';
+import { kubeCall } from '../../../kube/tenant-flow-call.js';
 
 export interface ClusterFlowOptions {
   send: SendKubeRequest;
