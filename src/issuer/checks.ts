@@ -15,7 +15,7 @@ import {
   type NonceRequest,
 } from '../wire/tenant-cert/protocol.js';
 import { x509 } from '../wire/tenant-cert/x509.js';
-import type { NonceRecord } from './state/data-dir/nonces.js';
+import type { NonceRecord } from './state/issuer-state.js';
 
 /** A nonce request's timestamp is within {@link NONCE_REQUEST_MAX_SKEW_MS} of the issuer's clock (either way). */
 export function checkNonceRequestTime(timestamp: string, now: Date): void {

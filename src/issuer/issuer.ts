@@ -27,7 +27,7 @@ import { checkCsr, checkKeys, checkNonceRequestSignature, checkNonceRequestTime,
 import { grantedSubject } from './policy.js';
 import type { Signer } from './signer/signer.js';
 import type { AnsweredRequest, NonceBook, TrustSource } from './state/issuer-state.js';
-import type { TrustedConsumer } from './state/data-dir/trust-store.js';
+import type { TrustedConsumer } from './state/trust-record.js';
 
 export interface IssuerOptions {
   providerClusterID: string;

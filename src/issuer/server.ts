@@ -16,7 +16,7 @@ import { parseDocument } from '../core/document.js';
 import { ERRORS, errorSpec, isCredentialsError } from '../core/errors.js';
 import { isClusterId } from '../wire/tenant-cert/cluster-id.js';
 import { API_PATHS, MAX_BODY_BYTES, tenantError, type ErrorResponse } from '../wire/tenant-cert/protocol.js';
-import type { ServingMaterial } from './state/data-dir/data-dir.js';
+import type { ServingMaterial } from './state/issuer-cas.js';
 import { servedCertificate, watchServingFiles, type ServingFilesWatch } from './serving-files.js';
 import { describe, type Issuer } from './issuer.js';
 import type { HandshakeStep, IssuerMetrics } from './metrics.js';

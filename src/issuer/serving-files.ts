@@ -7,7 +7,7 @@ import { X509Certificate, createHash, createPrivateKey } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { CredentialsError, isCredentialsError } from '../core/errors.js';
-import type { ServingMaterial } from './state/data-dir/data-dir.js';
+import type { ServingMaterial } from './state/issuer-cas.js';
 
 function tlsError(message: string, path: string, cause?: unknown): CredentialsError {
   return new CredentialsError('ERR_ISSUER_CONFIG', message, {

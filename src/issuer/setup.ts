@@ -22,7 +22,8 @@ import { checkGroups } from './policy.js';
 import { servingMaterialFromFiles } from './serving-files.js';
 import type { IssuerSettings } from './settings.js';
 import type { Signer } from './signer/signer.js';
-import { dataDirState, type IssuerState } from './state/issuer-state.js';
+import { dataDirState } from './state/data-dir/data-dir-state.js';
+import type { IssuerState } from './state/issuer-state.js';
 
 export type { IssuerSettings };
 import { TrustStore } from './state/data-dir/trust-store.js';
@@ -189,8 +190,11 @@ async function openKubernetes(
 export async function openKubernetesTrust(
   settings: IssuerSettings,
   deps: { env: Env; cwd: string },
-): Promise<{ store: import('./state/kubernetes/kubernetes-state.js').KubernetesTrustStore; close(): Promise<void> }> {
-  const { KubernetesTrustStore, stateConnection } = await import('./state/kubernetes/kubernetes-state.js');
+): Promise<{ store: import('./state/kubernetes/trust-store.js').KubernetesTrustStore; close(): Promise<void> }> {
+  const [{ KubernetesTrustStore }, { stateConnection }] = await Promise.all([
+    import('./state/kubernetes/trust-store.js'),
+    import('./state/kubernetes/connection.js'),
+  ]);
   const { conn, namespace } = await stateConnection(settings, deps);
   return { store: new KubernetesTrustStore(conn, namespace), close: () => conn.close() };
 }

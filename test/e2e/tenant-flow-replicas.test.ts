@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTenant } from '../../src/wire/tenant-cert/documents.js';
 import { generateClusterKeyPair } from '../../src/wire/tenant-cert/keys.js';
 import { signNonceRequest } from '../../src/wire/tenant-cert/message.js';
-import { ANNOTATION_PROVIDER, CLIENT_CA_SECRET } from '../../src/issuer/state/kubernetes/kubernetes-state.js';
+import { ANNOTATION_PROVIDER, CLIENT_CA_SECRET } from '../../src/issuer/state/kubernetes/secrets.js';
 import { applyAsAdmin, e2eContext, kubectl, tempFile, tokenKubeconfig, whoami } from '../helpers/controlplane-e2e.js';
 import { cli, startIssuerProcess, type IssuerProcess } from '../helpers/issuer-process.js';
 import { REPO, adminKubectl, templatedManifest } from './fixtures/tenant-cert-issuer.js';

@@ -3,7 +3,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { caCommonName, openDataDir } from '../../src/issuer/state/data-dir/data-dir.js';
+import { openDataDir } from '../../src/issuer/state/data-dir/data-dir.js';
+import { caCommonName } from '../../src/issuer/state/issuer-cas.js';
 
 describe('issuer CA common names', () => {
   it('stay as they were for provider IDs that fit', () => {

@@ -1,19 +1,27 @@
 /**
  * Where an issuer keeps its state, behind one interface: the trust records, the nonces (issued, spent), the embedded
  * CAs. Two backends:
- * - `data-dir` (this file): one process, files in a private directory (./data-dir.ts, ./nonces.ts, ./trust.ts),
+ * - `data-dir` (./data-dir/): one process, files in a private directory (./data-dir/data-dir.ts, ./data-dir/nonces.ts,
+ *   ./data-dir/trust-store.ts; as this interface: ./data-dir/data-dir-state.ts),
  *   guarded by a pid lock; it also remembers the signed nonce requests it answered (the replay memory);
- * - `kubernetes` (./kubernetes-state.ts): any number of replicas sharing ConfigMaps and Secrets in one namespace of
+ * - `kubernetes` (./kubernetes/kubernetes-state.ts): any number of replicas sharing ConfigMaps and Secrets in one namespace of
  *   the provider cluster; nonces are sealed (no write to issue one) and single use is decided by the API server's
  *   create of a spent record, never by a lock of ours.
  */
-import { tenantError } from '../../wire/tenant-cert/protocol.js';
 import type { CertificateAuthority } from '../certificates.js';
-import { checkNonce } from '../checks.js';
-import { join } from 'node:path';
-import { DATA_FILES, servingMaterial, type DataDir, type ServingMaterial } from './data-dir/data-dir.js';
-import type { NonceStore } from './data-dir/nonces.js';
-import type { TrustStore, TrustedConsumer } from './data-dir/trust-store.js';
+import type { ServingMaterial } from './issuer-cas.js';
+import type { TrustedConsumer } from './trust-record.js';
+
+/** 64 random bytes, standard base64: 88 characters (both backends). */
+export const NONCE_BYTES = 64;
+
+/** What a backend knows of a nonce it issued, for {@link import('../checks.js').checkNonce}. */
+export interface NonceRecord {
+  consumer: string;
+  /** Milliseconds since the epoch. */
+  expiresAt: number;
+  consumed: boolean;
+}
 
 /** The signed nonce request a nonce answers: what its signature covers, remembered until `untilMs`. */
 export interface AnsweredRequest {
@@ -66,55 +74,4 @@ export interface IssuerState {
    */
   outstandingNonces(now: Date): Promise<number>;
   close(): Promise<void>;
-}
-
-/** The data-dir nonce journal as a {@link NonceBook}. */
-export function journalBook(store: NonceStore): NonceBook {
-  return {
-    async issue(consumer, ttlMs, now, options) {
-      if (
-        options.request !== undefined &&
-        !store.remember(options.request.key, options.request.untilMs, now.getTime())
-      ) {
-        return 'replayed';
-      }
-      return store.issue(consumer, ttlMs, now, options.durable);
-    },
-    async take(nonce, consumer, now) {
-      checkNonce(store.get(nonce), consumer, now);
-      const spent = store.consume(nonce);
-      if (!spent.first) {
-        throw tenantError('ERR_TENANT_NONCE_REUSED', 'the nonce was already used (a nonce is good for one Tenant)', {
-          path: '$.spec.nonce',
-        });
-      }
-      await spent.durable;
-    },
-    outstanding: async (consumer, now) => store.outstanding(consumer, now),
-  };
-}
-
-/**
- * The data dir as an {@link IssuerState}; `close` releases what the caller opened (journal, lock). With `tls` (the
- * `--tls-cert-file` pair) HTTPS uses that pair instead of a certificate from the data dir's serving CA.
- */
-export function dataDirState(
-  data: DataDir,
-  trust: TrustStore,
-  store: NonceStore,
-  lifecycle: { checkReady(): Promise<void>; close(): Promise<void> },
-  tls?: { material: ServingMaterial; source: string },
-): IssuerState {
-  return {
-    kind: 'data-dir',
-    trust,
-    nonces: journalBook(store),
-    clientCa: data.clientCa,
-    servingMaterial: async (sans, now) => tls?.material ?? servingMaterial(data, sans, now),
-    describe: () =>
-      `trust ${tls === undefined ? join(data.dir, DATA_FILES.servingCa) : `the CA of ${tls.source}`} for HTTPS; client CA ${join(data.dir, DATA_FILES.clientCa)}`,
-    checkReady: () => lifecycle.checkReady(),
-    outstandingNonces: async (now) => store.count(now.getTime()),
-    close: () => lifecycle.close(),
-  };
 }

@@ -12,21 +12,12 @@
  * issuer.lock      held by the process using nonces.journal
  * ```
  */
-import { X509Certificate, createHash, createPrivateKey } from 'node:crypto';
-import { isIP } from 'node:net';
+import { createPrivateKey } from 'node:crypto';
 import { join } from 'node:path';
 import { CredentialsError } from '../../../core/errors.js';
-import {
-  createCertificateAuthority,
-  issueServingCertificate,
-  loadCertificateAuthority,
-  type CertificateAuthority,
-} from '../../certificates.js';
+import { createCertificateAuthority, loadCertificateAuthority, type CertificateAuthority } from '../../certificates.js';
+import { CA_LIFETIME_MS, caCommonName, servingFrom, type ServingMaterial } from '../issuer-cas.js';
 import { ensurePrivateDir, readOptional, writeFileAtomic } from './files.js';
-
-const DAY = 86_400_000;
-const CA_LIFETIME = 10 * 365 * DAY;
-const SERVING_LIFETIME = 365 * DAY;
 
 export const DATA_FILES = {
   servingCa: 'serving-ca.crt',
@@ -37,8 +28,6 @@ export const DATA_FILES = {
   clientCaKey: 'client-ca.key',
   nonces: 'nonces.journal',
 } as const;
-
-export const CA_LIFETIME_MS = CA_LIFETIME;
 
 async function loadOrCreateCa(
   dir: string,
@@ -58,7 +47,7 @@ async function loadOrCreateCa(
         hint: 'restore the missing file from a backup; removing both makes a new CA that nothing trusts yet',
       });
     }
-    const created = createCertificateAuthority(commonName, now, CA_LIFETIME);
+    const created = createCertificateAuthority(commonName, now, CA_LIFETIME_MS);
     // Key first: a crash between the two leaves a key without certificate, reported above rather than silently replaced.
     await writeFileAtomic(keyPath, created.keyPem, 0o600);
     await writeFileAtomic(certPath, created.certificatePem, 0o644);
@@ -78,29 +67,6 @@ async function loadOrCreateCa(
       },
     );
   }
-}
-
-/** X.520 ub-common-name: a CN is at most 64 characters. */
-const MAX_COMMON_NAME = 64;
-
-/**
- * `clusterprofile issuer <what> CA <provider ID>`, made to fit 64 characters: a provider ID too long for it is cut and
- * ends in `~` and 8 hex digits of its SHA-256, so two long IDs with the same start still name different CAs.
- */
-export function caCommonName(what: 'serving' | 'client', providerClusterID: string): string {
-  const prefix = `clusterprofile issuer ${what} CA `;
-  const full = `${prefix}${providerClusterID}`;
-  if (full.length <= MAX_COMMON_NAME) {
-    return full;
-  }
-  const tag = `~${createHash('sha256').update(providerClusterID).digest('hex').slice(0, 8)}`;
-  return `${prefix}${providerClusterID.slice(0, MAX_COMMON_NAME - prefix.length - tag.length)}${tag}`;
-}
-
-export interface ServingMaterial {
-  certificatePem: string;
-  keyPem: string;
-  caPem: string;
 }
 
 export interface DataDir {
@@ -130,24 +96,6 @@ export async function openDataDir(dir: string, providerClusterID: string, now: D
   return { dir, servingCa, clientCa, noncesFile: join(dir, DATA_FILES.nonces) };
 }
 
-/** The serving CA's HTTPS certificate for `sans` when `current` (PEM pair) is missing, lacks a SAN or nears expiry. */
-export function servingFrom(
-  ca: CertificateAuthority,
-  current: { certificatePem?: string | undefined; keyPem?: string | undefined },
-  sans: readonly string[],
-  now: Date,
-): ServingMaterial & { fresh: boolean } {
-  if (
-    current.certificatePem !== undefined &&
-    current.keyPem !== undefined &&
-    covers(current.certificatePem, sans, now)
-  ) {
-    return { certificatePem: current.certificatePem, keyPem: current.keyPem, caPem: ca.certificatePem, fresh: false };
-  }
-  const issued = issueServingCertificate(ca, sans, now, SERVING_LIFETIME);
-  return { certificatePem: issued.certificatePem, keyPem: issued.keyPem, caPem: ca.certificatePem, fresh: true };
-}
-
 /** The HTTPS key and certificate, re-issued from the serving CA when missing, lacking a SAN, or within 30 days of expiry. */
 export async function servingMaterial(data: DataDir, sans: readonly string[], now: Date): Promise<ServingMaterial> {
   const certPath = join(data.dir, DATA_FILES.serving);
@@ -163,20 +111,4 @@ export async function servingMaterial(data: DataDir, sans: readonly string[], no
     await writeFileAtomic(certPath, material.certificatePem, 0o644);
   }
   return material;
-}
-
-function covers(certificatePem: string, sans: readonly string[], now: Date): boolean {
-  try {
-    const certificate = new X509Certificate(certificatePem);
-    if (new Date(certificate.validTo).getTime() - now.getTime() < 30 * DAY) {
-      return false;
-    }
-    return sans.every((san) =>
-      isIP(san) !== 0
-        ? certificate.checkIP(san) !== undefined
-        : certificate.checkHost(san, { wildcards: false }) !== undefined,
-    );
-  } catch {
-    return false;
-  }
 }

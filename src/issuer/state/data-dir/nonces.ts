@@ -12,17 +12,8 @@
 import { randomBytes } from 'node:crypto';
 import { open, type FileHandle } from 'node:fs/promises';
 import { CredentialsError } from '../../../core/errors.js';
+import { NONCE_BYTES, type NonceRecord } from '../issuer-state.js';
 import { readOptional, writeFileAtomic } from './files.js';
-
-/** 64 random bytes, standard base64: 88 characters. */
-export const NONCE_BYTES = 64;
-
-export interface NonceRecord {
-  consumer: string;
-  /** Milliseconds since the epoch. */
-  expiresAt: number;
-  consumed: boolean;
-}
 
 type JournalEntry =
   | { op: 'issue'; nonce: string; consumer: string; expiresAt: number }

@@ -18,7 +18,7 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { CredentialsError } from '../../../core/errors.js';
 import { checkNonce, unknownNonce } from '../../checks.js';
-import { NONCE_BYTES } from '../data-dir/nonces.js';
+import { NONCE_BYTES } from '../issuer-state.js';
 
 /** Bytes of the HMAC key (the state's Secret holds exactly this many). */
 export const NONCE_KEY_BYTES = 32;
