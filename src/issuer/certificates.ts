@@ -1,6 +1,6 @@
 /**
  * X.509 certificates the issuer makes: its two CAs (serving, client), its HTTPS serving certificate and the client
- * certificates of the embedded signer. Encoded with ../der.ts and signed with node:crypto (ECDSA P-256 / SHA-256):
+ * certificates of the embedded signer. Encoded with ../wire/tenant-cert/der.ts and signed with node:crypto (ECDSA P-256 / SHA-256):
  * one client certificate costs ~0.1 ms.
  */
 import { createHash, createPublicKey, generateKeyPairSync, randomBytes, sign, type KeyObject } from 'node:crypto';

@@ -32,7 +32,7 @@ import type { TrustedConsumer } from './state/trust-record.js';
 export interface IssuerOptions {
   providerClusterID: string;
   trust: TrustSource;
-  /** The nonces, and the replay memory of signed nonce requests (./state.ts). */
+  /** The nonces, and the replay memory of signed nonce requests (./state/issuer-state.ts). */
   nonces: NonceBook;
   signer: Signer;
   /** Issuer-wide group templates (`{clusterID}` is replaced). */
@@ -124,7 +124,7 @@ export class Issuer {
   /**
    * A nonce for `consumer`. `request`: the signed nonce request it answers; with the data dir a request answered
    * before is ERR_TENANT_NONCE_REQUEST_REPLAYED (a captured request sent again inside its window would otherwise still
-   * rotate the consumer's nonces); the Kubernetes state, which retires nothing, answers it (./kubernetes-state.ts).
+   * rotate the consumer's nonces); the Kubernetes state, which retires nothing, answers it (./state/kubernetes/kubernetes-state.ts).
    */
   async nonceFor(
     consumer: TrustedConsumer,

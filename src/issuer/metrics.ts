@@ -21,7 +21,7 @@ export type HandshakeStep = 'nonce' | 'tenant';
 
 /** What the gauges read when scraped. */
 export interface IssuerGaugeSource {
-  /** Unconsumed, unexpired nonces (of every consumer; with --state kubernetes, this replica's: ./state.ts). */
+  /** Unconsumed, unexpired nonces (of every consumer; with --state kubernetes, this replica's: ./state/issuer-state.ts). */
   noncesOutstanding(): number | Promise<number>;
 }
 

@@ -1,6 +1,6 @@
 /** What `clusterprofile issuer serve` (and the other issuer actions) are configured with: flags after parsing. */
 export interface IssuerSettings {
-  /** Where the state lives (default `data-dir`): ./state.ts. */
+  /** Where the state lives (default `data-dir`): ./state/issuer-state.ts. */
   state?: 'data-dir' | 'kubernetes';
   /** `--state data-dir` (required there). */
   dataDir?: string;

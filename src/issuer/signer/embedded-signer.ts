@@ -1,4 +1,4 @@
-/** The default signer: the client CA in the data dir signs what the issuer decided (see ./certificates.ts). */
+/** The default signer: the client CA in the data dir signs what the issuer decided (see ../certificates.ts). */
 import { issueClientCertificate, type CertificateAuthority } from '../certificates.js';
 import type { SignRequest, Signer } from './signer.js';
 import { spkiDer } from '../../wire/tenant-cert/keys.js';

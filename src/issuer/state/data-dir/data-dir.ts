@@ -7,7 +7,7 @@
  * serving.key
  * client-ca.crt    the CA of the certificates the embedded signer issues (an API server's --client-ca-file)
  * client-ca.key
- * trusted/<id>.json  the consumers the admin trusts (./trust.ts)
+ * trusted/<id>.json  the consumers the admin trusts (./trust-store.ts)
  * nonces.journal   outstanding and spent nonces (./nonces.ts)
  * issuer.lock      held by the process using nonces.journal
  * ```
