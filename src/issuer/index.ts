@@ -20,7 +20,7 @@ export type {
 export { ISSUER_METRICS, IssuerMetrics } from './metrics.js';
 export { configError, openIssuer, openKubernetesTrust, parseListen } from './setup.js';
 export type { IssuerSettings, OpenIssuer } from './setup.js';
-export { TrustStore } from './state/data-dir/trust-store.js';
+export { TrustStore } from './state/data-dir/trust-files.js';
 export type { TrustRecord, TrustedConsumer } from './state/trust-record.js';
 export { startTenantControllerFor } from './tenant-controller.js';
 export type { RunningTenantController } from './tenant-controller.js';

@@ -17,7 +17,7 @@ import {
   type DataDirLock,
 } from './state/data-dir/files.js';
 import { Issuer } from './issuer.js';
-import { NonceStore } from './state/data-dir/nonces.js';
+import { NonceStore } from './state/data-dir/nonce-journal.js';
 import { checkGroups } from './policy.js';
 import { servingMaterialFromFiles } from './serving-files.js';
 import type { IssuerSettings } from './settings.js';
@@ -26,7 +26,7 @@ import { dataDirState } from './state/data-dir/data-dir-state.js';
 import type { IssuerState } from './state/issuer-state.js';
 
 export type { IssuerSettings };
-import { TrustStore } from './state/data-dir/trust-store.js';
+import { TrustStore } from './state/data-dir/trust-files.js';
 import { checkClusterId, isClusterId } from '../wire/tenant-cert/cluster-id.js';
 
 export function configError(message: string, path: string, hint?: string): CredentialsError {
@@ -190,9 +190,9 @@ async function openKubernetes(
 export async function openKubernetesTrust(
   settings: IssuerSettings,
   deps: { env: Env; cwd: string },
-): Promise<{ store: import('./state/kubernetes/trust-store.js').KubernetesTrustStore; close(): Promise<void> }> {
+): Promise<{ store: import('./state/kubernetes/trust-config-maps.js').KubernetesTrustStore; close(): Promise<void> }> {
   const [{ KubernetesTrustStore }, { stateConnection }] = await Promise.all([
-    import('./state/kubernetes/trust-store.js'),
+    import('./state/kubernetes/trust-config-maps.js'),
     import('./state/kubernetes/connection.js'),
   ]);
   const { conn, namespace } = await stateConnection(settings, deps);

@@ -16,7 +16,7 @@ import { isCredentialsError } from '../../src/core/errors.js';
 import { loadKubeAccess } from '../../src/kube/kubeconfig.js';
 import { issuerHandshake } from '../../src/providers/tenant-cert/consumer/handshake.js';
 import { StateConnection } from '../../src/issuer/state/kubernetes/connection.js';
-import { KubernetesNonces } from '../../src/issuer/state/kubernetes/nonces.js';
+import { KubernetesNonces } from '../../src/issuer/state/kubernetes/nonce-book.js';
 import { LABEL_KIND } from '../../src/issuer/state/kubernetes/objects.js';
 import { NONCE_KEY_BYTES, NonceSeal } from '../../src/issuer/state/kubernetes/sealed-nonces.js';
 import { buildCsr, type BuiltCsr } from '../../src/wire/tenant-cert/csr.js';

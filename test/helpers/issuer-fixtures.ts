@@ -19,10 +19,10 @@ import type { NonceRequest, TenantDocument } from '../../src/wire/tenant-cert/pr
 import { openDataDir } from '../../src/issuer/state/data-dir/data-dir.js';
 import { embeddedSigner } from '../../src/issuer/signer/embedded-signer.js';
 import { Issuer, type IssuerOptions } from '../../src/issuer/issuer.js';
-import { NonceStore } from '../../src/issuer/state/data-dir/nonces.js';
+import { NonceStore } from '../../src/issuer/state/data-dir/nonce-journal.js';
 import { journalBook } from '../../src/issuer/state/data-dir/data-dir-state.js';
 import type { Signer } from '../../src/issuer/signer/signer.js';
-import { TrustStore } from '../../src/issuer/state/data-dir/trust-store.js';
+import { TrustStore } from '../../src/issuer/state/data-dir/trust-files.js';
 import { x509 } from '../../src/wire/tenant-cert/x509.js';
 
 export interface Clock {

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { loadKubeAccess } from '../../src/kube/kubeconfig.js';
 import { StateConnection } from '../../src/issuer/state/kubernetes/connection.js';
-import { KubernetesNonces, LABEL_EXPIRES, LABEL_NONCE_STATE } from '../../src/issuer/state/kubernetes/nonces.js';
+import { KubernetesNonces, LABEL_EXPIRES, LABEL_NONCE_STATE } from '../../src/issuer/state/kubernetes/nonce-book.js';
 import { NONCE_KEY_BYTES, NonceSeal } from '../../src/issuer/state/kubernetes/sealed-nonces.js';
 import { rejection } from '../helpers/errors.js';
 import { frozenClock } from '../helpers/issuer-fixtures.js';

@@ -2,7 +2,7 @@ import { appendFile, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { NonceStore } from '../../src/issuer/state/data-dir/nonces.js';
+import { NonceStore } from '../../src/issuer/state/data-dir/nonce-journal.js';
 import { frozenClock } from '../helpers/issuer-fixtures.js';
 
 let dir: string;

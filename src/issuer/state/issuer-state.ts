@@ -1,8 +1,8 @@
 /**
  * Where an issuer keeps its state, behind one interface: the trust records, the nonces (issued, spent), the embedded
  * CAs. Two backends:
- * - `data-dir` (./data-dir/): one process, files in a private directory (./data-dir/data-dir.ts, ./data-dir/nonces.ts,
- *   ./data-dir/trust-store.ts; as this interface: ./data-dir/data-dir-state.ts),
+ * - `data-dir` (./data-dir/): one process, files in a private directory (./data-dir/data-dir.ts, ./data-dir/nonce-journal.ts,
+ *   ./data-dir/trust-files.ts; as this interface: ./data-dir/data-dir-state.ts),
  *   guarded by a pid lock; it also remembers the signed nonce requests it answered (the replay memory);
  * - `kubernetes` (./kubernetes/kubernetes-state.ts): any number of replicas sharing ConfigMaps and Secrets in one namespace of
  *   the provider cluster; nonces are sealed (no write to issue one) and single use is decided by the API server's

@@ -5,8 +5,8 @@ import { checkNonce } from '../../checks.js';
 import type { ServingMaterial } from '../issuer-cas.js';
 import type { IssuerState, NonceBook } from '../issuer-state.js';
 import { DATA_FILES, servingMaterial, type DataDir } from './data-dir.js';
-import type { NonceStore } from './nonces.js';
-import type { TrustStore } from './trust-store.js';
+import type { NonceStore } from './nonce-journal.js';
+import type { TrustStore } from './trust-files.js';
 
 /** The data-dir nonce journal as a {@link NonceBook}. */
 export function journalBook(store: NonceStore): NonceBook {

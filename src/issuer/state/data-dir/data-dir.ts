@@ -7,8 +7,8 @@
  * serving.key
  * client-ca.crt    the CA of the certificates the embedded signer issues (an API server's --client-ca-file)
  * client-ca.key
- * trusted/<id>.json  the consumers the admin trusts (./trust-store.ts)
- * nonces.journal   outstanding and spent nonces (./nonces.ts)
+ * trusted/<id>.json  the consumers the admin trusts (./trust-files.ts)
+ * nonces.journal   outstanding and spent nonces (./nonce-journal.ts)
  * issuer.lock      held by the process using nonces.journal
  * ```
  */

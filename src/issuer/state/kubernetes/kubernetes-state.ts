@@ -42,10 +42,10 @@ import type { IssuerSettings } from '../../settings.js';
 import { servingFrom, type ServingMaterial } from '../issuer-cas.js';
 import type { IssuerState } from '../issuer-state.js';
 import { stateConnection, type StateConnection } from './connection.js';
-import { KubernetesNonces, startCollecting } from './nonces.js';
+import { KubernetesNonces, startCollecting } from './nonce-book.js';
 import { LABEL_KIND, Paths, stateFailure } from './objects.js';
 import { CLIENT_CA_SECRET, SERVING_CA_SECRET, ensureCaSecret, ensureNonceKey } from './secrets.js';
-import { KubernetesTrustStore } from './trust-store.js';
+import { KubernetesTrustStore } from './trust-config-maps.js';
 
 export interface KubernetesStateOptions {
   namespace: string;
