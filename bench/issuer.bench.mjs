@@ -27,9 +27,9 @@ import { loadStartControlPlane } from './lib/test-helpers.mjs';
 import { formatSummary, loadText, summary, verdict } from './lib/report.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const { generateClusterKeyPair } = await import(`${root}dist/providers/tenant-cert/wire/keys.js`);
-const { buildCsr } = await import(`${root}dist/providers/tenant-cert/wire/csr.js`);
-const { signNonceRequest, signTenant } = await import(`${root}dist/providers/tenant-cert/wire/message.js`);
+const { generateClusterKeyPair } = await import(`${root}dist/wire/tenant-cert/keys.js`);
+const { buildCsr } = await import(`${root}dist/wire/tenant-cert/csr.js`);
+const { signNonceRequest, signTenant } = await import(`${root}dist/wire/tenant-cert/message.js`);
 
 const CLI = join(root, 'bin', 'clusterprofile.mjs');
 const LEVELS = String(process.env.ISSUER_BENCH_CONCURRENCY ?? '4,8,16')

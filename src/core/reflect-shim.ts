@@ -1,5 +1,5 @@
 // Minimal Reflect metadata (only what tsyringe, a dependency of @peculiar/x509, calls). Imported for its side
-// effect before '@peculiar/x509' is evaluated: by src/providers/tenant-cert/wire/x509.ts, and first thing by the CLI (whose
+// effect before '@peculiar/x509' is evaluated: by src/wire/tenant-cert/x509.ts, and first thing by the CLI (whose
 // bundle imports @peculiar/x509 from node_modules, hoisted above any bundled code of the chunk). Keeps existing implementations.
 type MetadataTable = Map<string, unknown>;
 const tables = new WeakMap<object, MetadataTable>();

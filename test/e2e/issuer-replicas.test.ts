@@ -15,15 +15,13 @@ import { parse, stringify } from 'yaml';
 import { isCredentialsError } from '../../src/core/errors.js';
 import { loadKubeAccess } from '../../src/kube/kubeconfig.js';
 import { issuerHandshake } from '../../src/providers/tenant-cert/consumer/handshake.js';
-import {
-  KubernetesNonces,
-  StateConnection,
-  LABEL_KIND,
-} from '../../src/providers/tenant-cert/issuer/kubernetes-state.js';
-import { NONCE_KEY_BYTES, NonceSeal } from '../../src/providers/tenant-cert/issuer/sealed-nonces.js';
-import { buildCsr, type BuiltCsr } from '../../src/providers/tenant-cert/wire/csr.js';
-import { generateClusterKeyPair } from '../../src/providers/tenant-cert/wire/keys.js';
-import { signNonceRequest } from '../../src/providers/tenant-cert/wire/message.js';
+import { StateConnection } from '../../src/issuer/state/kubernetes/connection.js';
+import { KubernetesNonces } from '../../src/issuer/state/kubernetes/nonce-book.js';
+import { LABEL_KIND } from '../../src/issuer/state/kubernetes/objects.js';
+import { NONCE_KEY_BYTES, NonceSeal } from '../../src/issuer/state/kubernetes/sealed-nonces.js';
+import { buildCsr, type BuiltCsr } from '../../src/wire/tenant-cert/csr.js';
+import { generateClusterKeyPair } from '../../src/wire/tenant-cert/keys.js';
+import { signNonceRequest } from '../../src/wire/tenant-cert/message.js';
 import { e2eContext, kubectl, tempFile, tokenKubeconfig } from '../helpers/controlplane-e2e.js';
 import { tenantWithCsr } from '../helpers/issuer-fixtures.js';
 import { createTestCa } from '../helpers/tls.js';

@@ -23,10 +23,10 @@ import {
 } from '../helpers/controlplane-e2e.js';
 import { customCsrPem, tenantWithCsr } from '../helpers/issuer-fixtures.js';
 import { CLI, runNode, startIssuer, type RunningIssuer } from '../helpers/tenant-cert-plugin-run.js';
-import { buildTenant } from '../../src/providers/tenant-cert/wire/documents.js';
-import { generateClusterKeyPair, signBytes } from '../../src/providers/tenant-cert/wire/keys.js';
-import { signNonceRequest } from '../../src/providers/tenant-cert/wire/message.js';
-import { x509 } from '../../src/providers/tenant-cert/wire/x509.js';
+import { buildTenant } from '../../src/wire/tenant-cert/documents.js';
+import { generateClusterKeyPair, signBytes } from '../../src/wire/tenant-cert/keys.js';
+import { signNonceRequest } from '../../src/wire/tenant-cert/message.js';
+import { x509 } from '../../src/wire/tenant-cert/x509.js';
 import { REPO, TENANT_CERT_BIN, adminKubectl, tempDir, templatedManifest } from './fixtures/tenant-cert-issuer.js';
 
 const PROVIDER = 'member-tf';

@@ -14,7 +14,7 @@
  */
 import { generateKeyPairSync, webcrypto } from 'node:crypto';
 // @peculiar/x509 configured once for the whole project (crypto provider, the Reflect shim it needs).
-import { x509 } from '../../src/providers/tenant-cert/wire/x509.js';
+import { x509 } from '../../src/wire/tenant-cert/x509.js';
 
 type CryptoKeyPair = webcrypto.CryptoKeyPair;
 type CryptoKey = webcrypto.CryptoKey;

@@ -6,24 +6,24 @@ import { createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { buildTenant } from '../../src/providers/tenant-cert/wire/documents.js';
+import { buildTenant } from '../../src/wire/tenant-cert/documents.js';
 import {
   encodeBase64,
   generateClusterKeyPair,
   toCryptoKeyPair,
   webCryptoAlgorithm,
   type KeyAlgorithm,
-} from '../../src/providers/tenant-cert/wire/keys.js';
-import { signNonceRequest, signTenant } from '../../src/providers/tenant-cert/wire/message.js';
-import type { NonceRequest, TenantDocument } from '../../src/providers/tenant-cert/wire/protocol.js';
-import { openDataDir } from '../../src/providers/tenant-cert/issuer/data-dir.js';
-import { embeddedSigner } from '../../src/providers/tenant-cert/issuer/embedded-signer.js';
-import { Issuer, type IssuerOptions } from '../../src/providers/tenant-cert/issuer/issuer.js';
-import { NonceStore } from '../../src/providers/tenant-cert/issuer/nonces.js';
-import { journalBook } from '../../src/providers/tenant-cert/issuer/state.js';
-import type { Signer } from '../../src/providers/tenant-cert/issuer/signer.js';
-import { TrustStore } from '../../src/providers/tenant-cert/issuer/trust.js';
-import { x509 } from '../../src/providers/tenant-cert/wire/x509.js';
+} from '../../src/wire/tenant-cert/keys.js';
+import { signNonceRequest, signTenant } from '../../src/wire/tenant-cert/message.js';
+import type { NonceRequest, TenantDocument } from '../../src/wire/tenant-cert/protocol.js';
+import { openDataDir } from '../../src/issuer/state/data-dir/data-dir.js';
+import { embeddedSigner } from '../../src/issuer/signer/embedded-signer.js';
+import { Issuer, type IssuerOptions } from '../../src/issuer/issuer.js';
+import { NonceStore } from '../../src/issuer/state/data-dir/nonce-journal.js';
+import { journalBook } from '../../src/issuer/state/data-dir/data-dir-state.js';
+import type { Signer } from '../../src/issuer/signer/signer.js';
+import { TrustStore } from '../../src/issuer/state/data-dir/trust-files.js';
+import { x509 } from '../../src/wire/tenant-cert/x509.js';
 
 export interface Clock {
   now(): Date;

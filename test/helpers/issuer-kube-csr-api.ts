@@ -11,7 +11,7 @@ import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { webcrypto } from 'node:crypto';
-import { x509 } from '../../src/providers/tenant-cert/wire/x509.js';
+import { x509 } from '../../src/wire/tenant-cert/x509.js';
 import { createTestCa } from './tls.js';
 
 const BASE = '/apis/certificates.k8s.io/v1/certificatesigningrequests';

@@ -8,8 +8,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'undici';
-import { signNonceRequest } from '../../src/providers/tenant-cert/wire/message.js';
-import type { NonceRequest } from '../../src/providers/tenant-cert/wire/protocol.js';
+import { signNonceRequest } from '../../src/wire/tenant-cert/message.js';
+import type { NonceRequest } from '../../src/wire/tenant-cert/protocol.js';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const CLI = join(ROOT, 'bin', 'clusterprofile.mjs');

@@ -24,7 +24,7 @@ import { randomBytes, webcrypto } from 'node:crypto';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 // The project's ready-to-use @peculiar/x509 (crypto provider + the Reflect metadata subset tsyringe needs).
-import { x509 } from '../../src/providers/tenant-cert/wire/x509.js';
+import { x509 } from '../../src/wire/tenant-cert/x509.js';
 import { exportJWK, exportPKCS8, generateKeyPair, importJWK, jwtVerify, SignJWT, type JWK } from 'jose';
 // oidc-provider ships no type declarations: the few shapes used here are declared locally.
 import Provider, { errors } from 'oidc-provider';

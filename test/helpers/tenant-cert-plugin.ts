@@ -4,8 +4,8 @@ import { createPrivateKey, createPublicKey, webcrypto, type KeyObject } from 'no
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { x509 } from '../../src/providers/tenant-cert/wire/x509.js';
-import { generateClusterKeyPair, type KeyAlgorithm } from '../../src/providers/tenant-cert/wire/keys.js';
+import { x509 } from '../../src/wire/tenant-cert/x509.js';
+import { generateClusterKeyPair, type KeyAlgorithm } from '../../src/wire/tenant-cert/keys.js';
 
 const ecdsa = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
 

@@ -16,7 +16,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 // @peculiar/x509 configured once for the whole project (crypto provider, the Reflect shim it needs).
-import { x509 } from '../../src/providers/tenant-cert/wire/x509.js';
+import { x509 } from '../../src/wire/tenant-cert/x509.js';
 
 const algorithm = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
 

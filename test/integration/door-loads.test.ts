@@ -1,7 +1,7 @@
 // A provider's door (src/providers/<type>/index.ts) is imported by the CLI and by other providers; what it loads
-// statically is paid by every one of them. The tenant-cert door re-exports only light modules and hands out the
-// issuer, Identity import and the Tenant builder (X.509) through loaders: checked on the built binaries with the
-// recorder of the plugin runtime tests (every module URL resolved).
+// statically is paid by every one of them. The tenant-cert door re-exports only light modules and hands out Identity
+// import and the Tenant builder through loaders; the issuer (src/issuer/) the CLI's issuer command loads itself:
+// checked on the built binaries with the recorder of the plugin runtime tests (every module URL resolved).
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

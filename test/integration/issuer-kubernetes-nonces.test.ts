@@ -11,13 +11,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { loadKubeAccess } from '../../src/kube/kubeconfig.js';
-import {
-  KubernetesNonces,
-  LABEL_EXPIRES,
-  LABEL_NONCE_STATE,
-  StateConnection,
-} from '../../src/providers/tenant-cert/issuer/kubernetes-state.js';
-import { NONCE_KEY_BYTES, NonceSeal } from '../../src/providers/tenant-cert/issuer/sealed-nonces.js';
+import { StateConnection } from '../../src/issuer/state/kubernetes/connection.js';
+import { KubernetesNonces, LABEL_EXPIRES, LABEL_NONCE_STATE } from '../../src/issuer/state/kubernetes/nonce-book.js';
+import { NONCE_KEY_BYTES, NonceSeal } from '../../src/issuer/state/kubernetes/sealed-nonces.js';
 import { rejection } from '../helpers/errors.js';
 import { frozenClock } from '../helpers/issuer-fixtures.js';
 import { createTestCa, startHttpsServer, type TestHttpsServer } from '../helpers/tls.js';

@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createKubeTransport } from '../../src/kube/transport.js';
-import { buildTenant } from '../../src/providers/tenant-cert/wire/documents.js';
-import type { IdentityDocument } from '../../src/providers/tenant-cert/wire/protocol.js';
-import { kubernetesSigner } from '../../src/providers/tenant-cert/issuer/kubernetes-signer.js';
+import { buildTenant } from '../../src/wire/tenant-cert/documents.js';
+import type { IdentityDocument } from '../../src/wire/tenant-cert/protocol.js';
+import { kubernetesSigner } from '../../src/issuer/signer/kubernetes-signer.js';
 import { issuerFixture, type IssuerFixture } from '../helpers/issuer-fixtures.js';
 import {
   fakeKubeconfig,

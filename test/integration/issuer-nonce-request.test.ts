@@ -9,8 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { issuerHandshake } from '../../src/providers/tenant-cert/consumer/handshake.js';
-import { buildTenant } from '../../src/providers/tenant-cert/wire/documents.js';
-import { signNonceRequest } from '../../src/providers/tenant-cert/wire/message.js';
+import { buildTenant } from '../../src/wire/tenant-cert/documents.js';
+import { signNonceRequest } from '../../src/wire/tenant-cert/message.js';
 import {
   cli,
   issuerClient,

@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { signTenant } from '../../src/providers/tenant-cert/wire/message.js';
+import { signTenant } from '../../src/wire/tenant-cert/message.js';
 import { cli, issuerClient, serveIssuer, type IssuerProcess } from '../helpers/issuer-process.js';
 
 const work = mkdtempSync(join(tmpdir(), 'cpc-issuer-openssl-'));

@@ -10,7 +10,7 @@ import { Agent, request as httpsRequest, type RequestOptions } from 'node:https'
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { buildTenant } from '../../src/providers/tenant-cert/wire/documents.js';
+import { buildTenant } from '../../src/wire/tenant-cert/documents.js';
 import { createTestCa } from '../helpers/tls.js';
 import { cli, issuerClient, nonceRequest, serveIssuer, type IssuerProcess } from '../helpers/issuer-process.js';
 

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { Agent, request } from 'undici';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { buildTenant } from '../../src/providers/tenant-cert/wire/documents.js';
+import { buildTenant } from '../../src/wire/tenant-cert/documents.js';
 import { createTestCa } from '../helpers/tls.js';
 import { cli, issuerClient, nonceRequest, serveIssuer, type IssuerProcess } from '../helpers/issuer-process.js';
 

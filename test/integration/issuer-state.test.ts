@@ -13,8 +13,8 @@ import { stringify } from 'yaml';
 import { freePort } from '../helpers/controlplane.js';
 import { cli, issuerClient, nonceRequest, serveIssuer, startIssuerProcess } from '../helpers/issuer-process.js';
 import { createTestCa, startHttpsServer, type TestCa, type TestHttpsServer } from '../helpers/tls.js';
-import { createCertificateAuthority } from '../../src/providers/tenant-cert/issuer/certificates.js';
-import { generateClusterKeyPair } from '../../src/providers/tenant-cert/wire/keys.js';
+import { createCertificateAuthority } from '../../src/issuer/certificates.js';
+import { generateClusterKeyPair } from '../../src/wire/tenant-cert/keys.js';
 
 let dir: string;
 let apiCa: TestCa;

@@ -7,8 +7,8 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { buildTenant } from '../../src/providers/tenant-cert/wire/documents.js';
-import { tenantMessage } from '../../src/providers/tenant-cert/wire/message.js';
+import { buildTenant } from '../../src/wire/tenant-cert/documents.js';
+import { tenantMessage } from '../../src/wire/tenant-cert/message.js';
 import { CLI, runNode } from '../helpers/tenant-cert-plugin-run.js';
 
 const openssl = (args: string[]): string =>

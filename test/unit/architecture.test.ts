@@ -1,7 +1,9 @@
 /**
  * The layering of src/ (docs/explanation/architecture.md): imports only point down, and no module imports itself back through
  * a chain of others (static, dynamic and type-only imports all count: a type import still ties two rooms together).
- * Each provider (`src/providers/<type>/`) is entered through its door, `index.ts`, and nowhere else.
+ * Each provider (`src/providers/<type>/`) is entered through its door, `index.ts`, and nowhere else. The issuer
+ * (`src/issuer/`, the provider side of tenant-cert) shares with the client side only the documents both ends speak
+ * (`src/wire/`): it never imports plugin/ or providers/, and only the CLI imports it.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, normalize, relative } from 'node:path';
@@ -10,8 +12,12 @@ import { describe, expect, it } from 'vitest';
 
 const src = fileURLToPath(new URL('../../src/', import.meta.url));
 
-/** Lowest first. A module may import from its own layer or any layer below. */
-const LAYERS = ['core', 'schemas', 'kube', 'plugin', 'providers', 'library', 'cli'] as const;
+/**
+ * Lowest first. A module may import from its own layer or any layer below. `wire` (the documents both ends of a
+ * protocol speak) sits on core and schemas only; `issuer` on core, schemas, wire and kube — the rules below keep the
+ * layers above it (plugin, providers, library) from importing it although the order alone would let them.
+ */
+const LAYERS = ['core', 'schemas', 'wire', 'kube', 'issuer', 'plugin', 'providers', 'library', 'cli'] as const;
 const LAYER_OF: Record<string, number> = {
   ...Object.fromEntries(LAYERS.map((name, rank) => [name, rank])),
   generated: 1,
@@ -90,7 +96,7 @@ function cycles(): string[][] {
   return found;
 }
 
-/** `tenant-cert` for src/providers/tenant-cert/issuer/trust.ts; undefined outside src/providers/. */
+/** `tenant-cert` for src/providers/tenant-cert/consumer/identity.ts; undefined outside src/providers/. */
 const providerOf = (file: string): string | undefined => {
   const parts = relative(src, file).split('/');
   return parts[0] === 'providers' && parts.length > 2 ? parts[1] : undefined;
@@ -115,6 +121,26 @@ function doorViolations(importers: 'others' | 'providers'): string[] {
   return found;
 }
 
+/** Rooms the issuer never imports: it is the provider side, and what it shares with the client is in src/wire/. */
+const NEVER_FROM_ISSUER = new Set(['plugin', 'providers']);
+/** The only rooms that import the issuer: the issuer itself, and the CLI that runs it. */
+const IMPORTERS_OF_ISSUER = new Set(['issuer', 'cli']);
+
+/** Imports by the issuer of plugin/ or providers/ (`from: 'issuer'`), or of the issuer by a room other than the CLI. */
+function issuerViolations(direction: 'from' | 'to'): string[] {
+  const found: string[] = [];
+  for (const [file, targets] of graph) {
+    for (const target of targets) {
+      const broken =
+        direction === 'from'
+          ? room(file) === 'issuer' && NEVER_FROM_ISSUER.has(room(target))
+          : room(target) === 'issuer' && !IMPORTERS_OF_ISSUER.has(room(file));
+      if (broken) found.push(`${relative(src, file)} -> ${relative(src, target)}`);
+    }
+  }
+  return found;
+}
+
 describe('src/ architecture', () => {
   it('every module is in a known room', () => {
     const unknown = files.map(room).filter((name) => LAYER_OF[name] === undefined);
@@ -125,7 +151,7 @@ describe('src/ architecture', () => {
     expect(cycles()).toEqual([]);
   });
 
-  it('imports only point down the layers (core < schemas < kube < plugin < providers < library < cli)', () => {
+  it('imports only point down the layers (core < schemas < wire < kube < issuer < plugin < providers < library < cli)', () => {
     const upward: string[] = [];
     for (const [file, targets] of graph) {
       for (const target of targets) {
@@ -159,14 +185,50 @@ describe('src/ architecture', () => {
     const saved = new Map(graph);
     const cli = join(src, 'cli', 'commands', 'keygen.ts');
     const tokenRequest = join(src, 'providers', 'token-request', 'provider.ts');
-    const keys = join(src, 'providers', 'tenant-cert', 'wire', 'keys.ts');
+    const keys = join(src, 'providers', 'tenant-cert', 'settings.ts');
     const door = join(src, 'providers', 'tenant-cert', 'index.ts');
     try {
       graph.set(cli, [...(graph.get(cli) ?? []), keys]);
       graph.set(tokenRequest, [...(graph.get(tokenRequest) ?? []), keys, door]);
-      expect(doorViolations('others')).toEqual(['cli/commands/keygen.ts -> providers/tenant-cert/wire/keys.ts']);
+      expect(doorViolations('others')).toEqual(['cli/commands/keygen.ts -> providers/tenant-cert/settings.ts']);
       expect(doorViolations('providers')).toEqual([
-        'providers/token-request/provider.ts -> providers/tenant-cert/wire/keys.ts',
+        'providers/token-request/provider.ts -> providers/tenant-cert/settings.ts',
+      ]);
+    } finally {
+      for (const [key, value] of saved) graph.set(key, value);
+    }
+  });
+
+  it('the issuer never imports plugin/ or providers/ (the client side)', () => {
+    expect(issuerViolations('from')).toEqual([]);
+  });
+
+  it('only the CLI imports the issuer (the library, the plugin runtime and the providers never do)', () => {
+    expect(issuerViolations('to')).toEqual([]);
+  });
+
+  it('detects an issuer import of the client side, and an import of the issuer by the library or the plugin (the check itself can fail)', () => {
+    const saved = new Map(graph);
+    const setup = join(src, 'issuer', 'setup.ts');
+    const library = join(src, 'library', 'index.ts');
+    const plugin = join(src, 'plugin', 'run.ts');
+    const cli = join(src, 'cli', 'commands', 'keygen.ts');
+    const issuer = join(src, 'issuer', 'index.ts');
+    const settings = join(src, 'providers', 'tenant-cert', 'settings.ts');
+    const provider = join(src, 'plugin', 'provider.ts');
+    const wire = join(src, 'wire', 'tenant-cert', 'keys.ts');
+    try {
+      graph.set(setup, [...(graph.get(setup) ?? []), settings, provider, wire]);
+      graph.set(library, [...(graph.get(library) ?? []), issuer]);
+      graph.set(plugin, [...(graph.get(plugin) ?? []), issuer]);
+      graph.set(cli, [...(graph.get(cli) ?? []), issuer]);
+      expect(issuerViolations('from')).toEqual([
+        'issuer/setup.ts -> providers/tenant-cert/settings.ts',
+        'issuer/setup.ts -> plugin/provider.ts',
+      ]);
+      expect(issuerViolations('to').sort()).toEqual([
+        'library/index.ts -> issuer/index.ts',
+        'plugin/run.ts -> issuer/index.ts',
       ]);
     } finally {
       for (const [key, value] of saved) graph.set(key, value);

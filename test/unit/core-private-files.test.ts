@@ -26,7 +26,7 @@ import {
   writeFileAtomicSync,
   type LockOptions,
 } from '../../src/core/private-files.js';
-import { lockDataDir } from '../../src/providers/tenant-cert/issuer/files.js';
+import { lockDataDir } from '../../src/issuer/state/data-dir/files.js';
 
 const posix = process.platform !== 'win32';
 const root = mkdtempSync(join(tmpdir(), 'cpc-private-files-'));

@@ -4,16 +4,16 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CredentialsError } from '../../src/core/errors.js';
-import { generateClusterKeyPair, parsePrivateKeyPem } from '../../src/providers/tenant-cert/wire/keys.js';
+import { generateClusterKeyPair, parsePrivateKeyPem } from '../../src/wire/tenant-cert/keys.js';
 import {
   nonceRequestMessage,
   NONCE_REQUEST_PURPOSE,
   SIGNATURE_PURPOSE,
   tenantMessage,
   verifyTenant,
-} from '../../src/providers/tenant-cert/wire/message.js';
-import { processPollResponse } from '../../src/providers/tenant-cert/issuer/kubernetes-signer.js';
-import { errorAnswer } from '../../src/providers/tenant-cert/issuer/server.js';
+} from '../../src/wire/tenant-cert/message.js';
+import { processPollResponse } from '../../src/issuer/signer/kubernetes-signer.js';
+import { errorAnswer } from '../../src/issuer/server.js';
 import { buildTenant, issuerFixture, type IssuerFixture } from '../helpers/issuer-fixtures.js';
 
 let f: IssuerFixture;
@@ -149,7 +149,7 @@ describe('POST /v1/nonces needs proof of possession (nonce starvation)', () => {
       path: '$.providerClusterID',
     });
     // Made for p2 but relabelled p1: the signature does not cover p1.
-    const { signNonceRequest } = await import('../../src/providers/tenant-cert/wire/message.js');
+    const { signNonceRequest } = await import('../../src/wire/tenant-cert/message.js');
     const forP2 = signNonceRequest(key, { providerClusterID: 'p2', consumerClusterID: 'victim' }, f.clock.now());
     await expect(f.issuer.issueNonce({ ...forP2, providerClusterID: 'p1' })).rejects.toMatchObject({
       code: 'ERR_TENANT_NONCE_REQUEST_SIGNATURE_INVALID',
@@ -189,7 +189,7 @@ describe('POST /v1/nonces needs proof of possession (nonce starvation)', () => {
       });
     }
     // Another valid signature over the same request (ECDSA signs with fresh randomness): still the same request.
-    const { signNonceRequest } = await import('../../src/providers/tenant-cert/wire/message.js');
+    const { signNonceRequest } = await import('../../src/wire/tenant-cert/message.js');
     const resigned = signNonceRequest(
       key,
       { providerClusterID: 'p1', consumerClusterID: 'victim' },

@@ -5,9 +5,9 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { CredentialsError } from '../../src/core/errors.js';
 import { clockOffset, toIssuerRequest } from '../../src/providers/tenant-cert/consumer/handshake.js';
 import { retryableError, withRetries } from '../../src/providers/tenant-cert/consumer/transport.js';
-import { buildNonceRequest } from '../../src/providers/tenant-cert/wire/protocol.js';
-import { generateClusterKeyPair, parsePrivateKeyPem } from '../../src/providers/tenant-cert/wire/keys.js';
-import { signNonceRequest } from '../../src/providers/tenant-cert/wire/message.js';
+import { buildNonceRequest } from '../../src/wire/tenant-cert/protocol.js';
+import { generateClusterKeyPair, parsePrivateKeyPem } from '../../src/wire/tenant-cert/keys.js';
+import { signNonceRequest } from '../../src/wire/tenant-cert/message.js';
 import {
   identityFile,
   loadImportedIdentity,

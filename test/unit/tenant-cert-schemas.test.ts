@@ -2,10 +2,10 @@
 // refuse is refused with a JSON path.
 import { describe, expect, it } from 'vitest';
 import { validateDocument } from '../../src/schemas/index.js';
-import { buildIdentity, buildLiqoIdentity, buildTenant } from '../../src/providers/tenant-cert/wire/documents.js';
-import { generateClusterKeyPair, parsePrivateKeyPem } from '../../src/providers/tenant-cert/wire/keys.js';
+import { buildIdentity, buildLiqoIdentity, buildTenant } from '../../src/wire/tenant-cert/documents.js';
+import { generateClusterKeyPair, parsePrivateKeyPem } from '../../src/wire/tenant-cert/keys.js';
 import { parseDuration } from '../../src/cli/duration.js';
-import { parseListen } from '../../src/providers/tenant-cert/issuer/setup.js';
+import { parseListen } from '../../src/issuer/setup.js';
 import { issuerFixture } from '../helpers/issuer-fixtures.js';
 
 describe('tenant-cert documents against their schemas', () => {

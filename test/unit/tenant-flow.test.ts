@@ -12,20 +12,16 @@ import { parse } from 'yaml';
 import { generateTenantCrds } from '../../scripts/generate-tenant-crds.mjs';
 import type { KubeRequest, KubeResponse, SendKubeRequest } from '../../src/kube/types.js';
 import { listAndWatch, type WatchEventType } from '../../src/kube/watch.js';
-import {
-  REUSED_GRACE_MS,
-  reconcile,
-  type TenantControllerOptions,
-} from '../../src/providers/tenant-cert/issuer/tenant-controller.js';
+import { REUSED_GRACE_MS, reconcile, type TenantControllerOptions } from '../../src/issuer/tenant-controller.js';
 import { applyTenant } from '../../src/providers/tenant-cert/consumer/cluster-flow.js';
-import { encodeBase64, publicKeyPem, signBytes } from '../../src/providers/tenant-cert/wire/keys.js';
-import { buildCsr } from '../../src/providers/tenant-cert/wire/csr.js';
-import { buildTenant } from '../../src/providers/tenant-cert/wire/documents.js';
+import { encodeBase64, publicKeyPem, signBytes } from '../../src/wire/tenant-cert/keys.js';
+import { buildCsr } from '../../src/wire/tenant-cert/csr.js';
+import { buildTenant } from '../../src/wire/tenant-cert/documents.js';
 import {
   TENANT_GENERATION_ANNOTATION,
   TENANT_UID_ANNOTATION,
   type TenantResource,
-} from '../../src/providers/tenant-cert/wire/resources.js';
+} from '../../src/wire/tenant-cert/resources.js';
 import { issuerFixture, type IssuerFixture } from '../helpers/issuer-fixtures.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));

@@ -16,15 +16,8 @@ import { resolve } from 'node:path';
 import type { Argv } from 'yargs';
 import { CredentialsError } from '../../core/errors.js';
 import { loadKubeAccess } from '../../kube/kubeconfig.js';
-import {
-  checkClusterId,
-  keyAlgorithm,
-  loadIssuer,
-  parsePublicKey,
-  spkiDer,
-  type IssuerSettings,
-  type OpenIssuer,
-} from '../../providers/tenant-cert/index.js';
+import type { IssuerSettings, OpenIssuer } from '../../issuer/index.js';
+import { checkClusterId, keyAlgorithm, parsePublicKey, spkiDer } from '../../providers/tenant-cert/index.js';
 import { parseDuration } from '../duration.js';
 import { readInput } from '../input.js';
 import { actionsUsage, requiredFlag, type ActionSpec, type CommandArgs, type CommandContext } from '../command.js';
@@ -79,6 +72,13 @@ export const actions = {
 } as const satisfies Record<string, ActionSpec>;
 const MINUTE = 60_000;
 const DAY = 1440 * MINUTE;
+
+/**
+ * The issuer (src/issuer/: data dir or Kubernetes state, HTTPS server, trust store, groups policy), loaded only by
+ * the commands that run it (`issuer`, `tenant nonce|accept`): a chunk of its own in the CLI bundle, so `keygen` and
+ * the consumer's commands never read it.
+ */
+export const loadIssuer = (): Promise<typeof import('../../issuer/index.js')> => import('../../issuer/index.js');
 
 export function builder(parser: Argv): Argv<object> {
   return parser

@@ -25,7 +25,6 @@ import {
   checkClusterId,
   encodeBase64,
   loadClusterFlow,
-  loadIssuer,
   loadTenantBuilder,
   readKeyFile,
   parsePrivateKeyPem,
@@ -33,7 +32,7 @@ import {
   signBytes,
   type LiqoTenantDocument,
 } from '../../providers/tenant-cert/index.js';
-import { issuerSettings } from './issuer.js';
+import { issuerSettings, loadIssuer } from './issuer.js';
 import { providerCluster } from '../provider-cluster.js';
 import { parseDuration } from '../duration.js';
 import { readInput } from '../input.js';

@@ -1,13 +1,14 @@
 /**
  * The door of the tenant-cert provider: the only module of this folder that code outside it imports (the CLI,
- * another provider). What it exports statically is light — the credential provider, the key file, the cluster-ID
- * rule and protocol constants, cluster keys (node:crypto) — so importing it costs a command or token-request's
- * `--bootstrap tenant-cert` little. The heavy sides come through async loaders, each a separate chunk in a bundle:
+ * another provider). It holds the client side only; the issuer (the provider side) is a room of its own, src/issuer/,
+ * which the CLI loads itself. What the door exports statically is light — the credential provider, the key file, the
+ * cluster-ID rule and protocol constants, cluster keys (node:crypto) — so importing it costs a command or
+ * token-request's `--bootstrap tenant-cert` little. The heavy sides come through async loaders, each a separate chunk
+ * in a bundle:
  *
- * - {@link loadIssuer}: opening a data dir, serving, the trust store, groups policy (`clusterprofile issuer`,
- *   `tenant nonce|accept`);
  * - {@link loadIdentityImport}: Identity parsing and storage, the certificate checks (`clusterprofile identity import`);
- * - {@link loadTenantBuilder}: Tenant documents and their CSRs, built with @peculiar/x509 (`tenant generate`).
+ * - {@link loadClusterFlow}: the declarative flow's consumer side (`tenant apply`, `identity import --from-cluster`);
+ * - {@link loadTenantBuilder}: Tenant documents and their CSRs, from the shared wire room (`tenant generate`).
  *
  * A plugin's cache hit loads none of this: the binary starts from ./main.ts.
  */
@@ -26,8 +27,8 @@ export {
   LIQO_API_VERSION,
   checkClusterId,
   isClusterId,
-} from './wire/protocol.js';
-export type { LiqoTenantDocument, TenantDocument } from './wire/protocol.js';
+} from '../../wire/tenant-cert/protocol.js';
+export type { LiqoTenantDocument, TenantDocument } from '../../wire/tenant-cert/protocol.js';
 export {
   KEY_ALGORITHMS,
   encodeBase64,
@@ -38,20 +39,10 @@ export {
   publicKeyPem,
   signBytes,
   spkiDer,
-} from './wire/keys.js';
-export type { GeneratedKeyPair, KeyAlgorithm } from './wire/keys.js';
+} from '../../wire/tenant-cert/keys.js';
+export type { GeneratedKeyPair, KeyAlgorithm } from '../../wire/tenant-cert/keys.js';
 
 // the heavy sides
-/** The issuer: data dir, HTTPS server, trust store, groups policy. */
-export const loadIssuer = (): Promise<typeof import('./issuer/index.js')> => import('./issuer/index.js');
-export type {
-  IssuerServerOptions,
-  IssuerSettings,
-  OpenIssuer,
-  RunningIssuer,
-  TrustRecord,
-  TrustedConsumer,
-} from './issuer/index.js';
 /** Identity import: parsing and storing Identities, checking their certificates. */
 export const loadIdentityImport = (): Promise<typeof import('./consumer/index.js')> => import('./consumer/index.js');
 export type { CertificateExpectations, CheckedCertificate, ParsedIdentity } from './consumer/index.js';
@@ -60,5 +51,6 @@ export const loadClusterFlow = (): Promise<typeof import('./consumer/cluster-flo
   import('./consumer/cluster-flow.js');
 export type { AppliedTenant } from './consumer/cluster-flow.js';
 /** Tenant documents and their CSRs. */
-export const loadTenantBuilder = (): Promise<typeof import('./wire/index.js')> => import('./wire/index.js');
-export type { BuiltCsr, CsrSubject, TenantInput } from './wire/index.js';
+export const loadTenantBuilder = (): Promise<typeof import('../../wire/tenant-cert/tenant-builder.js')> =>
+  import('../../wire/tenant-cert/tenant-builder.js');
+export type { BuiltCsr, CsrSubject, TenantInput } from '../../wire/tenant-cert/tenant-builder.js';

@@ -16,7 +16,7 @@ import { CredentialsError, quote, quoteUrl } from '../../core/errors.js';
 import type { Env } from '../../core/io.js';
 import { sha256Hex } from '../../core/sha256.js';
 import { readPrivateFile, type PrivacyProblem } from '../../core/private-files.js';
-import { checkClusterId, CLUSTER_ID_RULE, isClusterId } from './wire/cluster-id.js';
+import { checkClusterId, CLUSTER_ID_RULE, isClusterId } from '../../wire/tenant-cert/cluster-id.js';
 
 export interface TenantCertClusterConfig {
   /** The issuer's base URL (https only), normalised, without a trailing slash. Absent: imported identities only. */

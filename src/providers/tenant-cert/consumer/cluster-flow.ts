@@ -15,21 +15,21 @@
 import type { KeyObject } from 'node:crypto';
 import { CredentialsError, errorSpec, type ErrorCode } from '../../../core/errors.js';
 import type { SendKubeRequest } from '../../../kube/types.js';
-import { buildTenant } from '../wire/documents.js';
-import { signNonceRequest } from '../wire/message.js';
-import { API_VERSION } from '../wire/protocol.js';
+import { buildTenant } from '../../../wire/tenant-cert/documents.js';
+import { signNonceRequest } from '../../../wire/tenant-cert/message.js';
+import { API_VERSION } from '../../../wire/tenant-cert/protocol.js';
 import {
   READY,
   identityDocumentOf,
   identityPath,
-  kubeCall,
   tenantPath,
   tenantsPath,
   type IdentityResource,
   type TenantResource,
   type TenantSpec,
   type TenantStatus,
-} from '../wire/resources.js';
+} from '../../../wire/tenant-cert/resources.js';
+import { kubeCall } from '../../../kube/tenant-flow-call.js';
 
 export interface ClusterFlowOptions {
   send: SendKubeRequest;

@@ -2,7 +2,7 @@
  * The consumer's client of the tenant-cert issuer: one handshake (signed nonce request → nonce → Tenant → Identity) over HTTPS that
  * trusts only the issuer's CA, retried as a whole — with a fresh nonce — when the issuer is down, slow, answers 5xx
  * or the nonce went stale, inside one overall deadline. Requests are built and responses processed by the pure
- * functions of ./protocol.ts (conventions: build, send, process); this module is the seam in between.
+ * functions of src/wire/tenant-cert/protocol.ts (conventions: build, send, process); this module is the seam in between.
  *
  * @example
  * ```ts
@@ -30,7 +30,7 @@ import {
   type NonceRequest,
   type NonceResponse,
   type TenantDocument,
-} from '../wire/protocol.js';
+} from '../../../wire/tenant-cert/protocol.js';
 import type { HttpClient } from '../../../core/http.js';
 import {
   issuerClient,

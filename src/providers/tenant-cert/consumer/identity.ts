@@ -16,9 +16,9 @@ import {
   type PrivacyProblem,
 } from '../../../core/private-files.js';
 import { CredentialsError, isCredentialsError } from '../../../core/errors.js';
-import { readIdentity, type ReceivedIdentity } from '../wire/documents.js';
+import { readIdentity, type ReceivedIdentity } from '../../../wire/tenant-cert/documents.js';
 import { identityFile } from '../settings.js';
-import { isClusterId } from '../wire/cluster-id.js';
+import { isClusterId } from '../../../wire/tenant-cert/cluster-id.js';
 
 export { identityFile };
 import { commonName } from './certificate.js';
