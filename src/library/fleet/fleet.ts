@@ -30,7 +30,7 @@ import {
   type CredentialMode,
   type CredentialSlot,
 } from './credentials.js';
-import { FleetHub, HubGoneError, type FleetHubOptions, type HubWatchEvent } from './hub.js';
+import { HubConnection, HubGoneError, type FleetHubOptions, type HubWatchEvent } from './hub-connection.js';
 import { FleetMetrics } from './metrics.js';
 import { backoffDelay, DEFAULT_REFRESH_POLICY, systemClock, type FleetClock, type RefreshPolicy } from './scheduler.js';
 
@@ -261,7 +261,7 @@ export class ClusterProfileFleet implements AsyncIterable<FleetEvent> {
   readonly #listeners = new Map<FleetEventType, Set<(event: FleetEvent) => void>>();
   readonly #subscribers = new Set<(event: FleetEvent | undefined) => void>();
   readonly #stop = new AbortController();
-  #hub: FleetHub | undefined;
+  #hub: HubConnection | undefined;
   #Client: ClientConstructor | undefined;
   #loop: Promise<void> | undefined;
   #started = false;
@@ -341,7 +341,7 @@ export class ClusterProfileFleet implements AsyncIterable<FleetEvent> {
     this.#started = true;
     this.#throwIfClosed();
     const env = this.#options.env ?? process.env;
-    const hub = await FleetHub.open(this.#options.hub ?? {}, {
+    const hub = await HubConnection.open(this.#options.hub ?? {}, {
       env,
       cwd: this.#options.cwd ?? process.cwd(),
       random: this.#random,
@@ -587,7 +587,7 @@ export class ClusterProfileFleet implements AsyncIterable<FleetEvent> {
    * A full list, applied page by page: every item applied, then every member the list no longer has removed.
    * Resolves with the list's resourceVersion.
    */
-  async #listAll(hub: FleetHub): Promise<string> {
+  async #listAll(hub: HubConnection): Promise<string> {
     let seen = new Set<string>();
     const { resourceVersion } = await hub.list(this.namespace, this.#stop.signal, {
       onStart: () => {

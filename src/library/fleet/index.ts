@@ -12,7 +12,7 @@ export type {
   HealthCondition,
 } from './fleet.js';
 export type { AnyCredentialProvider, CredentialMode } from './credentials.js';
-export type { FleetHubOptions } from './hub.js';
+export type { FleetHubOptions } from './hub-connection.js';
 export { FLEET_METRICS } from './metrics.js';
 export { DEFAULT_REFRESH_POLICY, systemClock } from './scheduler.js';
 export type { FleetClock, RefreshPolicy } from './scheduler.js';
