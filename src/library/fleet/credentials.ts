@@ -26,7 +26,10 @@ import { parseExecCredential, type ExecCredential } from '../exec/output.js';
 import { buildExecRequest } from '../exec/request.js';
 import { runExecPlugin } from '../exec/runner.js';
 import type { AccessConfig, ExecCluster, ExecConfig, ResolvedClusterAccess } from '../types.js';
-import { backoffDelay, DueQueue, refreshTime, Semaphore, type FleetClock, type RefreshPolicy } from './scheduler.js';
+import type { FleetClock } from './scheduler/clock.js';
+import { DueQueue } from './scheduler/due-queue.js';
+import { backoffDelay, refreshTime, type RefreshPolicy } from './scheduler/refresh-time.js';
+import { Semaphore } from './scheduler/semaphore.js';
 
 /** How a slot's credential is obtained. */
 export type CredentialMode = 'in-process' | 'exec';

@@ -32,7 +32,8 @@ import {
 } from './credentials.js';
 import { HubConnection, HubGoneError, type FleetHubOptions, type HubWatchEvent } from './hub-connection.js';
 import { FleetMetrics } from './metrics.js';
-import { backoffDelay, DEFAULT_REFRESH_POLICY, systemClock, type FleetClock, type RefreshPolicy } from './scheduler.js';
+import { systemClock, type FleetClock } from './scheduler/clock.js';
+import { backoffDelay, DEFAULT_REFRESH_POLICY, type RefreshPolicy } from './scheduler/refresh-time.js';
 
 /** A member's state: `invalid` (its profile does not resolve), `pending` (first credential on its way), `failing`
  * (no usable credential, the last fetch failed), `unhealthy` (ControlPlaneHealthy is not True), `ready`. */

@@ -14,5 +14,7 @@ export type {
 export type { AnyCredentialProvider, CredentialMode } from './credentials.js';
 export type { FleetHubOptions } from './hub-connection.js';
 export { FLEET_METRICS } from './metrics.js';
-export { DEFAULT_REFRESH_POLICY, systemClock } from './scheduler.js';
-export type { FleetClock, RefreshPolicy } from './scheduler.js';
+export { systemClock } from './scheduler/clock.js';
+export type { FleetClock } from './scheduler/clock.js';
+export { DEFAULT_REFRESH_POLICY } from './scheduler/refresh-time.js';
+export type { RefreshPolicy } from './scheduler/refresh-time.js';
