@@ -27,8 +27,8 @@ import { buildExecRequest } from '../exec/request.js';
 import { runExecPlugin } from '../exec/runner.js';
 import type { AccessConfig, ExecCluster, ExecConfig, ResolvedClusterAccess } from '../types.js';
 import type { FleetClock } from './scheduler/clock.js';
-import { DueQueue } from './scheduler/due-queue.js';
 import { backoffDelay, refreshTime, type RefreshPolicy } from './scheduler/refresh-time.js';
+import { RefreshScheduler } from './scheduler/refresh-scheduler.js';
 import { Semaphore } from './scheduler/semaphore.js';
 
 /** How a slot's credential is obtained. */
@@ -139,7 +139,7 @@ export class FleetCredentials {
   readonly cache: ExecCredentialCache;
   readonly #options: FleetCredentialsOptions;
   readonly #slots = new Map<string, CredentialSlot>();
-  readonly #queue: DueQueue;
+  readonly #scheduler: RefreshScheduler;
   readonly #fetches: Semaphore;
   readonly #processes: Semaphore;
   /** This package's providers, loaded by {@link prepare}, by binary name. */
@@ -149,22 +149,18 @@ export class FleetCredentials {
   readonly #plans = new Map<string, InProcessPlan>();
   /** Aborted by {@link close}: plugin processes still running are killed (a closing CLI would orphan them). */
   readonly #closing = new AbortController();
-  /**
-   * Slots whose scheduled fetch came due and waits for a place, in the order they came due ({@link #pending} holds
-   * the keys still waiting; {@link #order} may hold keys already started or dropped, skipped when reached). Not the
-   * Set's own order: taking its first key after many deletions walks past every deleted entry (100 000 keys: 0.9 s).
-   */
-  readonly #pending = new Set<string>();
-  #order: string[] = [];
-  #orderHead = 0;
-  /** Scheduled fetches started and not ended: at most twice `maxConcurrentFetches`. */
-  #started = 0;
 
   constructor(options: FleetCredentialsOptions) {
     this.#options = options;
     this.#fetches = new Semaphore(options.maxConcurrentFetches);
     this.#processes = new Semaphore(options.maxConcurrentProcesses);
-    this.#queue = new DueQueue(options.clock, (key) => this.#due(key));
+    this.#scheduler = new RefreshScheduler({
+      clock: options.clock,
+      // Twice the fetch bound: the next ones wait at the semaphore, so a place that frees up is taken at once.
+      maxStarted: 2 * options.maxConcurrentFetches,
+      isLive: (key) => this.#slots.get(key)?.closed === false,
+      start: (key) => this.#refresh(key),
+    });
     this.#authenticatorOptions = {
       run: (exec, cluster) => this.#run(exec, cluster),
       now: () => options.clock.now(),
@@ -183,9 +179,9 @@ export class FleetCredentials {
   get load(): { fetching: number; waiting: number; processes: number; scheduled: number } {
     return {
       fetching: this.#fetches.held,
-      waiting: this.#fetches.waiting + this.#processes.waiting + this.#pending.size,
+      waiting: this.#fetches.waiting + this.#processes.waiting + this.#scheduler.waiting,
       processes: this.#processes.held,
-      scheduled: this.#queue.size,
+      scheduled: this.#scheduler.scheduled,
     };
   }
 
@@ -237,7 +233,7 @@ export class FleetCredentials {
       closed: false,
     };
     this.#slots.set(key, slot);
-    this.#queue.schedule(key, this.#options.clock.now());
+    this.#scheduler.schedule(key, this.#options.clock.now());
     return slot;
   }
 
@@ -247,15 +243,14 @@ export class FleetCredentials {
     if (slot.refs > 0 || slot.closed) return;
     slot.closed = true;
     this.#slots.delete(slot.key);
-    this.#queue.cancel(slot.key);
-    this.#pending.delete(slot.key);
+    this.#scheduler.cancel(slot.key);
     slot.authenticator.clear();
     slot.credential = undefined;
   }
 
   /** When the scheduler fetches `slot` next (epoch ms). */
   dueAt(slot: CredentialSlot): number | undefined {
-    return this.#queue.dueAt(slot.key);
+    return this.#scheduler.dueAt(slot.key);
   }
 
   /** Every live slot. */
@@ -265,10 +260,7 @@ export class FleetCredentials {
 
   close(): void {
     this.#closing.abort(new CredentialsError('ERR_FLEET_CLOSED', 'the fleet was closed', { path: 'close()' }));
-    this.#queue.close();
-    this.#pending.clear();
-    this.#order = [];
-    this.#orderHead = 0;
+    this.#scheduler.close();
     for (const slot of this.#slots.values()) slot.closed = true;
     for (const slot of this.#slots.values()) slot.authenticator.clear();
     this.#slots.clear();
@@ -307,46 +299,12 @@ export class FleetCredentials {
     return plan;
   }
 
-  /**
-   * The scheduler's turn for a slot: refresh it even if its credential is still fresh — once a place is free. A cold
-   * fleet has every member due at once: the fetches start as places free up, in the order they came due, instead of
-   * 10 000 fetches started at once and waiting for a place (each wait holds its promise chain long enough to be
-   * promoted to V8's old generation, which grows by it and keeps the pages).
-   */
-  #due(key: string): void {
-    const slot = this.#slots.get(key);
-    if (slot === undefined || slot.closed || this.#pending.has(key)) return;
-    this.#pending.add(key);
-    this.#order.push(key);
-    this.#startDue();
-  }
-
-  #startDue(): void {
-    // Twice the fetch bound: the next ones wait at the semaphore, so a place that frees up is taken at once.
-    while (this.#started < 2 * this.#options.maxConcurrentFetches && this.#pending.size > 0) {
-      const key = this.#order[this.#orderHead];
-      if (key === undefined) break;
-      this.#orderHead += 1;
-      if (this.#orderHead >= 1024 && this.#orderHead * 2 >= this.#order.length) {
-        this.#order = this.#order.slice(this.#orderHead);
-        this.#orderHead = 0;
-      }
-      // Already started by a request (#run took it off), released, or a stale repeat of a key due again.
-      if (!this.#pending.delete(key)) continue;
-      const slot = this.#slots.get(key);
-      if (slot === undefined || slot.closed) continue;
-      this.#started += 1;
-      slot.scheduled = true;
-      slot.authenticator.clear();
-      // The outcome is recorded by #run; a rejection here is already reported.
-      slot.authenticator
-        .getCredential()
-        .catch(() => undefined)
-        .finally(() => {
-          this.#started -= 1;
-          this.#startDue();
-        });
-    }
+  /** The scheduler's turn for a slot: a fetch even if its credential is still fresh (the next one is the scheduler's). */
+  #refresh(key: string): Promise<ExecCredential> {
+    const slot = this.#slots.get(key)!;
+    slot.scheduled = true;
+    slot.authenticator.clear();
+    return slot.authenticator.getCredential();
   }
 
   /** The authenticator's run: one fetch of the slot's credential, recorded and scheduled. */
@@ -369,9 +327,8 @@ export class FleetCredentials {
       if (this.#valid(slot.credential)) return slot.credential;
       throw slot.lastError;
     }
-    this.#queue.cancel(key);
     // A fetch a request started serves a refresh that came due and still waits for a place.
-    this.#pending.delete(key);
+    this.#scheduler.cancel(key);
     slot.fetches += 1;
     const started = clock.now();
     const startedHr = performance.now();
@@ -396,7 +353,7 @@ export class FleetCredentials {
         { ...this.#options.policy, marginMs: margin },
         this.#options.random,
       );
-      if (at !== undefined) this.#queue.schedule(key, at);
+      if (at !== undefined) this.#scheduler.schedule(key, at);
       this.#options.onFetch({
         providerName: slot.providerName,
         mode: slot.mode,
@@ -419,7 +376,7 @@ export class FleetCredentials {
         slot.lastError = error;
         slot.retryAt =
           Math.max(started, clock.now()) + backoffDelay(slot.failures, this.#options.policy, this.#options.random);
-        this.#queue.schedule(key, slot.retryAt);
+        this.#scheduler.schedule(key, slot.retryAt);
         this.#options.onResult(slot, error);
         // A refresh ahead of expiry that failed leaves the member on the credential it has until that expires.
         if (this.#valid(slot.credential)) return slot.credential;
