@@ -11,12 +11,8 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CredentialsError } from '../../src/core/errors.js';
 import type { CredentialProvider } from '../../src/plugin/provider.js';
-import {
-  FleetCredentials,
-  builtinPluginOf,
-  type CredentialSlot,
-  type FetchRecord,
-} from '../../src/library/fleet/credentials.js';
+import { builtinPluginOf } from '../../src/library/fleet/credentials/builtin-plugins.js';
+import { FleetCredentials, type CredentialSlot, type FetchRecord } from '../../src/library/fleet/credentials/slots.js';
 import type { FleetClock } from '../../src/library/fleet/scheduler/clock.js';
 import { DueQueue } from '../../src/library/fleet/scheduler/due-queue.js';
 import { backoffDelay, DEFAULT_REFRESH_POLICY, refreshTime } from '../../src/library/fleet/scheduler/refresh-time.js';

@@ -23,13 +23,8 @@ import type { KubeAccess } from '../../kube/kubeconfig.js';
 import type { ClusterProfileKubeConfig } from '../build-config.js';
 import { resolveClusterAccess } from '../resolve.js';
 import type { AccessConfig, ClusterProfile, ResolvedClusterAccess } from '../types.js';
-import {
-  FleetCredentials,
-  builtinPluginOf,
-  type AnyCredentialProvider,
-  type CredentialMode,
-  type CredentialSlot,
-} from './credentials.js';
+import { builtinPluginOf, type AnyCredentialProvider } from './credentials/builtin-plugins.js';
+import { FleetCredentials, type CredentialMode, type CredentialSlot } from './credentials/slots.js';
 import { HubConnection, HubGoneError, type FleetHubOptions, type HubWatchEvent } from './hub-connection.js';
 import { FleetMetrics } from './metrics.js';
 import { systemClock, type FleetClock } from './scheduler/clock.js';

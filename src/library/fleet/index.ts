@@ -11,7 +11,8 @@ export type {
   FleetStatus,
   HealthCondition,
 } from './fleet.js';
-export type { AnyCredentialProvider, CredentialMode } from './credentials.js';
+export type { AnyCredentialProvider } from './credentials/builtin-plugins.js';
+export type { CredentialMode } from './credentials/slots.js';
 export type { FleetHubOptions } from './hub-connection.js';
 export { FLEET_METRICS } from './metrics.js';
 export { systemClock } from './scheduler/clock.js';

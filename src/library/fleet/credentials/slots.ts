@@ -1,71 +1,31 @@
 /**
- * The fleet's credentials: one slot per plugin input (what {@link execCacheKey} keys: members whose plugin sees the
- * same input share one credential), obtained in-process when the providers file's command is one of this package's
- * plugins (or the user registered a provider for the provider's name) and by running the plugin otherwise; every
- * fetch bounded (concurrent fetches, concurrent plugin processes, a deadline), refreshed ahead of expiry with jitter,
- * retried with backoff per slot.
- *
- * In-process fetches go through `obtainCredential` with the flags of the providers file and the environment the
- * binary would get, so they read and write the binary's cache directory under the binary's lock: kubectl running the
- * plugin on the same host and the fleet never issue the same credential twice.
+ * The fleet's credential slots: one slot per plugin input (what {@link execCacheKey} keys: members whose plugin sees
+ * the same input share one credential), fetched by the in-process fetcher when the providers file's command is one of
+ * this package's plugins (or the user registered a provider for the provider's name) and by the exec fetcher
+ * otherwise; every fetch bounded (concurrent fetches, concurrent plugin processes, a deadline), refreshed ahead of
+ * expiry with jitter by the refresh scheduler, retried with backoff per slot. A slot records each fetch's outcome.
  */
 import { createHash } from 'node:crypto';
-import { CredentialsError, isCredentialsError } from '../../core/errors.js';
-import type { Env } from '../../core/io.js';
-import { parseTimestamp } from '../../core/exec-credential.js';
-import { obtainCredential, type ObtainedCredential } from '../../plugin/obtain.js';
-import type { CredentialProvider, FlagSpecs } from '../../plugin/provider.js';
-import { parseCommand, type PluginCommand } from '../../plugin/flags.js';
+import { CredentialsError, isCredentialsError } from '../../../core/errors.js';
+import type { Env } from '../../../core/io.js';
 import {
   ExecAuthenticator,
   ExecCredentialCache,
   execCacheKey,
   type ExecAuthenticatorOptions,
-} from '../exec/authenticator.js';
-import { parseExecCredential, type ExecCredential } from '../exec/output.js';
-import { buildExecRequest } from '../exec/request.js';
-import { runExecPlugin } from '../exec/runner.js';
-import type { AccessConfig, ExecCluster, ExecConfig, ResolvedClusterAccess } from '../types.js';
-import type { FleetClock } from './scheduler/clock.js';
-import { backoffDelay, refreshTime, type RefreshPolicy } from './scheduler/refresh-time.js';
-import { RefreshScheduler } from './scheduler/refresh-scheduler.js';
-import { Semaphore } from './scheduler/semaphore.js';
+} from '../../exec/authenticator.js';
+import type { ExecCredential } from '../../exec/output.js';
+import type { AccessConfig, ExecCluster, ExecConfig, ResolvedClusterAccess } from '../../types.js';
+import type { FleetClock } from '../scheduler/clock.js';
+import { RefreshScheduler } from '../scheduler/refresh-scheduler.js';
+import { backoffDelay, refreshTime, type RefreshPolicy } from '../scheduler/refresh-time.js';
+import { Semaphore } from '../scheduler/semaphore.js';
+import type { AnyCredentialProvider } from './builtin-plugins.js';
+import { ExecFetcher } from './exec-fetcher.js';
+import { InProcessFetcher, type InProcessPlan } from './in-process-fetcher.js';
 
 /** How a slot's credential is obtained. */
 export type CredentialMode = 'in-process' | 'exec';
-
-/** A credential provider of any flags, settings and state (what the fleet accepts for in-process use). */
-// biome-ignore lint/suspicious/noExplicitAny: providers differ in all three type parameters; the fleet only passes them through
-export type AnyCredentialProvider = CredentialProvider<any, any, any>;
-
-/** This package's plugins by binary name; loaded on first use (a provider's door pulls in its whole folder). */
-const BUILTIN_PROVIDERS: Readonly<Record<string, () => Promise<AnyCredentialProvider>>> = {
-  'clusterprofile-tenant-cert': async () => (await import('../../providers/tenant-cert/index.js')).tenantCertProvider,
-  'clusterprofile-token-request': async () =>
-    (await import('../../providers/token-request/index.js')).tokenRequestProvider,
-  'clusterprofile-oidc': async () => (await import('../../providers/oidc/index.js')).oidcProvider,
-};
-
-function baseName(file: string): string {
-  return (file.split(/[\\/]/).pop() ?? file).replace(/\.(mjs|cjs|js|exe|cmd)$/i, '');
-}
-
-/**
- * The binary an exec config runs when it is one of ours, and its flags: `command: clusterprofile-token-request` (any
- * directory), or `command: node` (or this process's node) with the binary's script as the first argument.
- */
-export function builtinPluginOf(
-  exec: Pick<ExecConfig, 'command' | 'args'>,
-): { binary: string; argv: readonly string[] } | undefined {
-  const command = baseName(exec.command);
-  const args = exec.args ?? [];
-  if (Object.hasOwn(BUILTIN_PROVIDERS, command)) return { binary: command, argv: args };
-  const isNode = command === 'node' || exec.command === process.execPath;
-  const script = args[0] === undefined ? undefined : baseName(args[0]);
-  if (isNode && script !== undefined && Object.hasOwn(BUILTIN_PROVIDERS, script))
-    return { binary: script, argv: args.slice(1) };
-  return undefined;
-}
 
 /** One credential of the fleet: a plugin input and what is known about its credential. */
 export interface CredentialSlot {
@@ -93,13 +53,6 @@ export interface CredentialSlot {
   /** The next fetch is the scheduler's (it may force past the shared cache). */
   scheduled: boolean;
   closed: boolean;
-}
-
-/** How a slot's credential is obtained in-process: the provider and its parsed argv (flags, --cache-dir, --force-refresh). */
-export interface InProcessPlan {
-  provider: AnyCredentialProvider;
-  argv: readonly string[];
-  command: PluginCommand<FlagSpecs>;
 }
 
 /** What a fetch did, for metrics. */
@@ -142,11 +95,9 @@ export class FleetCredentials {
   readonly #scheduler: RefreshScheduler;
   readonly #fetches: Semaphore;
   readonly #processes: Semaphore;
-  /** This package's providers, loaded by {@link prepare}, by binary name. */
-  readonly #providers = new Map<string, AnyCredentialProvider>();
+  readonly #inProcess: InProcessFetcher;
+  readonly #exec: ExecFetcher;
   readonly #authenticatorOptions: ExecAuthenticatorOptions;
-  /** In-process plans by provider name and argv. */
-  readonly #plans = new Map<string, InProcessPlan>();
   /** Aborted by {@link close}: plugin processes still running are killed (a closing CLI would orphan them). */
   readonly #closing = new AbortController();
 
@@ -154,6 +105,22 @@ export class FleetCredentials {
     this.#options = options;
     this.#fetches = new Semaphore(options.maxConcurrentFetches);
     this.#processes = new Semaphore(options.maxConcurrentProcesses);
+    this.#inProcess = new InProcessFetcher({
+      env: options.env,
+      clock: options.clock,
+      fetchTimeoutMs: options.fetchTimeoutMs,
+      providers: options.providers,
+      inProcess: options.inProcess,
+      fetches: this.#fetches,
+    });
+    this.#exec = new ExecFetcher({
+      env: options.env,
+      fetchTimeoutMs: options.fetchTimeoutMs,
+      ...(options.onStderr === undefined ? {} : { onStderr: options.onStderr }),
+      fetches: this.#fetches,
+      processes: this.#processes,
+      signal: this.#closing.signal,
+    });
     this.#scheduler = new RefreshScheduler({
       clock: options.clock,
       // Twice the fetch bound: the next ones wait at the semaphore, so a place that frees up is taken at once.
@@ -189,18 +156,9 @@ export class FleetCredentials {
     return this.#slots.size;
   }
 
-  /**
-   * Loads this package's providers the providers file names (a provider's door pulls in its whole folder: once, here,
-   * so that {@link acquire} stays synchronous).
-   */
-  async prepare(accessConfig: AccessConfig): Promise<void> {
-    if (!this.#options.inProcess) return;
-    for (const entry of accessConfig.providers) {
-      const builtin = entry.execConfig === undefined ? undefined : builtinPluginOf(entry.execConfig);
-      if (builtin !== undefined && !this.#providers.has(builtin.binary)) {
-        this.#providers.set(builtin.binary, await BUILTIN_PROVIDERS[builtin.binary]!());
-      }
-    }
+  /** Loads this package's providers the providers file names, so that {@link acquire} stays synchronous. */
+  prepare(accessConfig: AccessConfig): Promise<void> {
+    return this.#inProcess.prepare(accessConfig);
   }
 
   /**
@@ -214,7 +172,7 @@ export class FleetCredentials {
       existing.refs += 1;
       return existing;
     }
-    const plan = this.#plan(access);
+    const plan = this.#inProcess.plan(access);
     const slot: CredentialSlot = {
       key,
       providerName: access.providerName,
@@ -266,39 +224,6 @@ export class FleetCredentials {
     this.#slots.clear();
   }
 
-  #plan(access: ResolvedClusterAccess): CredentialSlot['plan'] {
-    const registered = Object.hasOwn(this.#options.providers, access.providerName)
-      ? this.#options.providers[access.providerName]
-      : undefined;
-    let provider: AnyCredentialProvider | undefined = registered;
-    let argv: readonly string[] = access.exec.args;
-    if (provider === undefined) {
-      const builtin = this.#options.inProcess ? builtinPluginOf(access.exec) : undefined;
-      provider = builtin === undefined ? undefined : this.#providers.get(builtin.binary);
-      // Not prepared (a providers file changed under us): run the binary.
-      if (builtin === undefined || provider === undefined) return undefined;
-      argv = builtin.argv;
-    }
-    // One plan per provider and argv (the providers file names a handful): parsed once, not per fetch or member.
-    const key = `${provider.name}\0${argv.join('\0')}`;
-    const known = this.#plans.get(key);
-    if (known !== undefined && known.provider === provider) return known;
-    // The binary's own parser: a flag it would refuse is refused now, for this member only.
-    const parsed = parseCommand(provider, argv);
-    if (parsed.action !== 'credential') {
-      throw new CredentialsError(
-        'ERR_PLUGIN_USAGE',
-        `the args of provider ${JSON.stringify(access.providerName)} ask for ${parsed.action === 'help' ? '--help' : 'the clean command'}, not a credential`,
-        {
-          path: parsed.action === 'help' ? '--help' : 'clean',
-        },
-      );
-    }
-    const plan: InProcessPlan = { provider, argv, command: parsed };
-    this.#plans.set(key, plan);
-    return plan;
-  }
-
   /** The scheduler's turn for a slot: a fetch even if its credential is still fresh (the next one is the scheduler's). */
   #refresh(key: string): Promise<ExecCredential> {
     const slot = this.#slots.get(key)!;
@@ -336,8 +261,8 @@ export class FleetCredentials {
     try {
       const credential =
         slot.plan === undefined
-          ? await this.#exec(slot, exec, cluster)
-          : await this.#inProcess(slot, slot.plan, exec, cluster, () => (timedOut = true));
+          ? await this.#exec.fetch(exec, cluster)
+          : await this.#inProcess.fetch(slot, slot.plan, exec, cluster, () => (timedOut = true));
       if (slot.closed) return credential;
       const now = clock.now();
       slot.credential = credential;
@@ -391,88 +316,6 @@ export class FleetCredentials {
       (credential.expiresAt === undefined || credential.expiresAt > this.#options.clock.now())
     );
   }
-
-  /** The plugin as a process: a process place first (so waiting for one holds no fetch place), then a fetch place. */
-  async #exec(_slot: CredentialSlot, exec: ExecConfig, cluster: ExecCluster | undefined): Promise<ExecCredential> {
-    return this.#processes.run(() =>
-      this.#fetches.run(() =>
-        runExecPlugin(exec, cluster, {
-          env: this.#options.env,
-          signal: this.#closing.signal,
-          timeoutMs: this.#options.fetchTimeoutMs,
-          ...(this.#options.onStderr === undefined ? {} : { onStderr: this.#options.onStderr }),
-        }),
-      ),
-    );
-  }
-
-  /**
-   * The provider in this process, under the fetch bound and the deadline. A credential the shared cache serves that
-   * is not newer than the one the slot holds (the scheduler refreshing ahead of the cache's margin, or a 401) is
-   * replaced by a forced issuance; a newer one (kubectl renewed it) is taken as it is.
-   */
-  async #inProcess(
-    slot: CredentialSlot,
-    plan: NonNullable<CredentialSlot['plan']>,
-    exec: ExecConfig,
-    cluster: ExecCluster | undefined,
-    onTimeout: () => void,
-  ): Promise<ExecCredential> {
-    const { clock, fetchTimeoutMs } = this.#options;
-    return this.#fetches.run(async () => {
-      // What the binary would get: KUBERNETES_EXEC_INFO's document and the environment with exec.env merged in. Made
-      // once a place is held: a cold fleet queues a fetch per member at once, and 10 000 copies of the environment
-      // waiting for their turn outlive young-generation collections (the old generation grows by them, for good).
-      const request = buildExecRequest(exec, cluster, { env: this.#options.env });
-      const controller = new AbortController();
-      let timer: unknown;
-      const deadline = new Promise<never>((_, reject) => {
-        timer = clock.setTimer(() => {
-          onTimeout();
-          const error = new CredentialsError(
-            'ERR_FLEET_CREDENTIAL_TIMEOUT',
-            `provider ${plan.provider.name} did not return a credential for ${cluster?.server ?? slot.providerName} within ${fetchTimeoutMs} ms; it was aborted`,
-            {
-              path: slot.providerName,
-              hint: 'check what the provider waits for (its issuer or API server), or raise fetchTimeoutMs',
-            },
-          );
-          controller.abort(error);
-          reject(error);
-        }, fetchTimeoutMs);
-      });
-      deadline.catch(() => undefined);
-      try {
-        const { command } = plan;
-        const options = {
-          input: request.execInfo,
-          // The parsed argv: what the binary's parser read from it, without parsing it again per fetch.
-          flags: command.flags,
-          ...(command.cacheDir === undefined ? {} : { cacheDir: command.cacheDir }),
-          forceRefresh: command.forceRefresh,
-          env: request.env,
-          now: () => new Date(clock.now()),
-          signal: controller.signal,
-        };
-        const obtain = async (): Promise<ObtainedCredential> => {
-          const first = await obtainCredential(plan.provider, options);
-          const known = slot.credential?.expiresAt;
-          const served = expiryOf(first);
-          if (first.fromCache && known !== undefined && served !== undefined && served <= known) {
-            return obtainCredential(plan.provider, { ...options, forceRefresh: true });
-          }
-          return first;
-        };
-        const result = await Promise.race([obtain(), deadline]);
-        return parseExecCredential(
-          JSON.stringify({ apiVersion: exec.apiVersion, kind: 'ExecCredential', status: result.status }),
-          exec.apiVersion,
-        );
-      } finally {
-        clock.clearTimer(timer);
-      }
-    });
-  }
 }
 
 /**
@@ -505,14 +348,9 @@ class SlotCache extends ExecCredentialCache {
   }
 }
 
-/** A slot's key: the hash of the exec cache's key (that one holds the cluster's CA; 10 000 of them add up). */
+/** A slot's key: the hash of the exec cache's key (that one holds the cluster's CA, and a fleet holds a key per slot). */
 function slotKey(exec: ExecConfig, cluster: ExecCluster | undefined): string {
   return sha256(execCacheKey(exec, cluster));
-}
-
-function expiryOf(obtained: ObtainedCredential): number | undefined {
-  const stamp = obtained.status.expirationTimestamp;
-  return stamp === undefined ? undefined : parseTimestamp(stamp);
 }
 
 /** SHA-256 hex of `text` through node:crypto: a flat string (core/sha256.ts, made for a plugin's start, builds a rope). */
