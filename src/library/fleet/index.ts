@@ -1,7 +1,10 @@
 // The fleet manager: ClusterProfileFleet and what its options, events, status and metrics are made of.
-export { ClusterProfileFleet, FLEET_CLUSTER_STATES } from './fleet.js';
+export { ClusterProfileFleet } from './fleet.js';
+export { FLEET_CLUSTER_STATES } from './fleet-types.js';
 export type {
+  AnyCredentialProvider,
   ClusterProfileFleetOptions,
+  CredentialMode,
   FleetClusterState,
   FleetClusterStatus,
   FleetEvent,
@@ -10,9 +13,7 @@ export type {
   FleetMember,
   FleetStatus,
   HealthCondition,
-} from './fleet.js';
-export type { AnyCredentialProvider } from './credentials/builtin-plugins.js';
-export type { CredentialMode } from './credentials/slots.js';
+} from './fleet-types.js';
 export type { FleetHubOptions } from './hub-connection.js';
 export { FLEET_METRICS } from './metrics.js';
 export { systemClock } from './scheduler/clock.js';

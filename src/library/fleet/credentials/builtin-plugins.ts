@@ -3,12 +3,8 @@
  * `clusterprofile-token-request`, `clusterprofile-oidc`, by name or as `node <script>`), so that the fleet obtains
  * their credentials in-process instead of running them, and loading their providers.
  */
-import type { CredentialProvider } from '../../../plugin/provider.js';
 import type { ExecConfig } from '../../types.js';
-
-/** A credential provider of any flags, settings and state (what the fleet accepts for in-process use). */
-// biome-ignore lint/suspicious/noExplicitAny: providers differ in all three type parameters; the fleet only passes them through
-export type AnyCredentialProvider = CredentialProvider<any, any, any>;
+import type { AnyCredentialProvider } from '../fleet-types.js';
 
 /** This package's plugins by binary name; loaded on first use (a provider's door pulls in its whole folder). */
 const BUILTIN_PROVIDERS: Readonly<Record<string, () => Promise<AnyCredentialProvider>>> = {

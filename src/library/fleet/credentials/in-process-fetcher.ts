@@ -15,7 +15,8 @@ import { buildExecRequest } from '../../exec/request.js';
 import type { AccessConfig, ExecCluster, ExecConfig, ResolvedClusterAccess } from '../../types.js';
 import type { FleetClock } from '../scheduler/clock.js';
 import type { Semaphore } from '../scheduler/semaphore.js';
-import { builtinPluginOf, loadBuiltinProvider, type AnyCredentialProvider } from './builtin-plugins.js';
+import type { AnyCredentialProvider } from '../fleet-types.js';
+import { builtinPluginOf, loadBuiltinProvider } from './builtin-plugins.js';
 import type { CredentialSlot } from './slots.js';
 
 /** How a slot's credential is obtained in-process: the provider and its parsed argv (flags, --cache-dir, --force-refresh). */

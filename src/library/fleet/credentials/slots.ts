@@ -16,16 +16,13 @@ import {
 } from '../../exec/authenticator.js';
 import type { ExecCredential } from '../../exec/output.js';
 import type { AccessConfig, ExecCluster, ExecConfig, ResolvedClusterAccess } from '../../types.js';
+import type { AnyCredentialProvider, CredentialMode } from '../fleet-types.js';
 import type { FleetClock } from '../scheduler/clock.js';
 import { RefreshScheduler } from '../scheduler/refresh-scheduler.js';
 import { backoffDelay, refreshTime, type RefreshPolicy } from '../scheduler/refresh-time.js';
 import { Semaphore } from '../scheduler/semaphore.js';
-import type { AnyCredentialProvider } from './builtin-plugins.js';
 import { ExecFetcher } from './exec-fetcher.js';
 import { InProcessFetcher, type InProcessPlan } from './in-process-fetcher.js';
-
-/** How a slot's credential is obtained. */
-export type CredentialMode = 'in-process' | 'exec';
 
 /** One credential of the fleet: a plugin input and what is known about its credential. */
 export interface CredentialSlot {
