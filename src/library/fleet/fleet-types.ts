@@ -4,7 +4,7 @@
  * (hub access: ./hub-connection.ts, refresh timing: ./scheduler/refresh-time.ts, the clock: ./scheduler/clock.ts).
  */
 import type { Env } from '../../core/io.js';
-import type { CredentialProvider } from '../../plugin/provider.js';
+import type { CredentialProvider, FlagSpecs } from '../../plugin/provider.js';
 import type { ClusterProfileKubeConfig } from '../build-config.js';
 import type { AccessConfig, ResolvedClusterAccess } from '../types.js';
 import type { ClusterProfileFleet } from './fleet.js';
@@ -16,8 +16,7 @@ import type { RefreshPolicy } from './scheduler/refresh-time.js';
 export type CredentialMode = 'in-process' | 'exec';
 
 /** A credential provider of any flags, settings and state (what the fleet accepts for in-process use). */
-// biome-ignore lint/suspicious/noExplicitAny: providers differ in all three type parameters; the fleet only passes them through
-export type AnyCredentialProvider = CredentialProvider<any, any, any>;
+export type AnyCredentialProvider = CredentialProvider<FlagSpecs, unknown, unknown>;
 
 /** A member's state: `invalid` (its profile does not resolve), `pending` (first credential on its way), `failing`
  * (no usable credential, the last fetch failed), `unhealthy` (ControlPlaneHealthy is not True), `ready`. */
