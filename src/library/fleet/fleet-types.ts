@@ -1,5 +1,5 @@
 /**
- * The fleet's public types: the options of {@link ClusterProfileFleet}, its events, a member as the fleet sees it and
+ * The fleet's public types: the options of `ClusterProfileFleet` (./fleet.ts), its events, a member as the fleet sees it and
  * the status as plain data. What the package exports of the fleet is declared here or in the module it configures
  * (hub access: ./hub-connection.ts, refresh timing: ./scheduler/refresh-time.ts, the clock: ./scheduler/clock.ts).
  */
@@ -7,7 +7,6 @@ import type { Env } from '../../core/io.js';
 import type { CredentialProvider, FlagSpecs } from '../../plugin/provider.js';
 import type { ClusterProfileKubeConfig } from '../build-config.js';
 import type { AccessConfig, ResolvedClusterAccess } from '../types.js';
-import type { ClusterProfileFleet } from './fleet.js';
 import type { FleetHubOptions } from './hub-connection.js';
 import type { FleetClock } from './scheduler/clock.js';
 import type { RefreshPolicy } from './scheduler/refresh-time.js';
@@ -88,10 +87,10 @@ export type FleetEvent =
 
 /** The `type` of a {@link FleetEvent}. */
 export type FleetEventType = FleetEvent['type'];
-/** The {@link FleetEvent} of type `T` (what a listener of {@link ClusterProfileFleet.on} gets). */
+/** The {@link FleetEvent} of type `T` (what a listener of `ClusterProfileFleet.on` gets). */
 export type FleetEventOf<T extends FleetEventType> = Extract<FleetEvent, { type: T }>;
 
-/** One member's row of {@link ClusterProfileFleet.status}: plain data (JSON-ready). */
+/** One member's row of `ClusterProfileFleet.status()`: plain data (JSON-ready). */
 export interface FleetClusterStatus {
   name: string;
   state: FleetClusterState;
@@ -108,7 +107,7 @@ export interface FleetClusterStatus {
   rebuilds: number;
 }
 
-/** The fleet as plain data (JSON-ready), from {@link ClusterProfileFleet.status}. */
+/** The fleet as plain data (JSON-ready), from `ClusterProfileFleet.status()`. */
 export interface FleetStatus {
   namespace: string;
   hub: {
@@ -126,7 +125,7 @@ export interface FleetStatus {
   clusters: FleetClusterStatus[];
 }
 
-/** What {@link ClusterProfileFleet} is made with: the inventory and the providers file, the rest optional. */
+/** What `ClusterProfileFleet` is made with: the inventory and the providers file, the rest optional. */
 export interface ClusterProfileFleetOptions {
   /** The inventory: the namespace of ClusterProfiles on the hub. */
   namespace: string;

@@ -17,7 +17,6 @@ import type { FleetClock } from '../scheduler/clock.js';
 import type { Semaphore } from '../scheduler/semaphore.js';
 import type { AnyCredentialProvider } from '../fleet-types.js';
 import { builtinPluginOf, loadBuiltinProvider } from './builtin-plugins.js';
-import type { CredentialSlot } from './slots.js';
 
 /** How a slot's credential is obtained in-process: the provider and its parsed argv (flags, --cache-dir, --force-refresh). */
 export interface InProcessPlan {
@@ -37,6 +36,14 @@ export interface InProcessFetcherOptions {
   inProcess: boolean;
   /** The fleet's bound on fetches (shared with the exec fetcher). */
   fetches: Semaphore;
+}
+
+/** What a fetch reads of the slot it fetches for (./slots.ts's CredentialSlot, which imports this module). */
+export interface InProcessFetchTarget {
+  /** The providers-file entry's name, for messages. */
+  readonly providerName: string;
+  /** The credential the slot holds now, read once the shared cache has answered. */
+  readonly credential: ExecCredential | undefined;
 }
 
 /** Plans (which provider, which flags) and runs in-process fetches. */
@@ -108,7 +115,7 @@ export class InProcessFetcher {
    * replaced by a forced issuance; a newer one (kubectl renewed it) is taken as it is.
    */
   async fetch(
-    slot: CredentialSlot,
+    slot: InProcessFetchTarget,
     plan: InProcessPlan,
     exec: ExecConfig,
     cluster: ExecCluster | undefined,
