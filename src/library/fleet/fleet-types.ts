@@ -1,7 +1,8 @@
 /**
- * The fleet's public types: the options of `ClusterProfileFleet` (./fleet.ts), its events, a member as the fleet sees it and
- * the status as plain data. What the package exports of the fleet is declared here or in the module it configures
- * (hub access: ./hub-connection.ts, refresh timing: ./scheduler/refresh-time.ts, the clock: ./scheduler/clock.ts).
+ * The fleet's public types: the options of `ClusterProfileFleet` (./fleet.ts), its events, a member as the fleet
+ * sees it and the status as plain data. What the package exports of the fleet is declared here or in the module it
+ * configures (hub access: ./hub-connection.ts, refresh timing: ./scheduler/refresh-time.ts, the clock:
+ * ./scheduler/clock.ts).
  */
 import type { Env } from '../../core/io.js';
 import type { CredentialProvider, FlagSpecs } from '../../plugin/provider.js';

@@ -1,6 +1,7 @@
 /**
- * The fleet's fetcher for plugins that are not ours: the providers file's command run as a process (KUBERNETES_EXEC_INFO
- * in, an ExecCredential out), bounded in processes and fetches, killed at its deadline or when the fleet closes.
+ * The fleet's fetcher for plugins that are not ours: the providers file's command run as a process
+ * (KUBERNETES_EXEC_INFO in, an ExecCredential out), bounded in processes and fetches, killed at its deadline or when
+ * the fleet closes.
  */
 import type { Env } from '../../../core/io.js';
 import type { ExecCredential } from '../../exec/output.js';
