@@ -11,20 +11,12 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CredentialsError } from '../../src/core/errors.js';
 import type { CredentialProvider } from '../../src/plugin/provider.js';
-import {
-  FleetCredentials,
-  builtinPluginOf,
-  type CredentialSlot,
-  type FetchRecord,
-} from '../../src/library/fleet/credentials.js';
-import {
-  backoffDelay,
-  DEFAULT_REFRESH_POLICY,
-  DueQueue,
-  refreshTime,
-  Semaphore,
-  type FleetClock,
-} from '../../src/library/fleet/scheduler.js';
+import { builtinPluginOf } from '../../src/library/fleet/credentials/builtin-plugins.js';
+import { FleetCredentials, type CredentialSlot, type FetchRecord } from '../../src/library/fleet/credentials/slots.js';
+import type { FleetClock } from '../../src/library/fleet/scheduler/clock.js';
+import { DueQueue } from '../../src/library/fleet/scheduler/due-queue.js';
+import { backoffDelay, DEFAULT_REFRESH_POLICY, refreshTime } from '../../src/library/fleet/scheduler/refresh-time.js';
+import { Semaphore } from '../../src/library/fleet/scheduler/semaphore.js';
 import type { ResolvedClusterAccess } from '../../src/library/types.js';
 
 const T0 = Date.parse('2030-01-01T00:00:00Z');

@@ -1,7 +1,10 @@
 // The fleet manager: ClusterProfileFleet and what its options, events, status and metrics are made of.
-export { ClusterProfileFleet, FLEET_CLUSTER_STATES } from './fleet.js';
+export { ClusterProfileFleet } from './fleet.js';
+export { FLEET_CLUSTER_STATES } from './fleet-types.js';
 export type {
+  AnyCredentialProvider,
   ClusterProfileFleetOptions,
+  CredentialMode,
   FleetClusterState,
   FleetClusterStatus,
   FleetEvent,
@@ -10,9 +13,10 @@ export type {
   FleetMember,
   FleetStatus,
   HealthCondition,
-} from './fleet.js';
-export type { AnyCredentialProvider, CredentialMode } from './credentials.js';
-export type { FleetHubOptions } from './hub.js';
+} from './fleet-types.js';
+export type { FleetHubOptions } from './hub-connection.js';
 export { FLEET_METRICS } from './metrics.js';
-export { DEFAULT_REFRESH_POLICY, systemClock } from './scheduler.js';
-export type { FleetClock, RefreshPolicy } from './scheduler.js';
+export { systemClock } from './scheduler/clock.js';
+export type { FleetClock } from './scheduler/clock.js';
+export { DEFAULT_REFRESH_POLICY } from './scheduler/refresh-time.js';
+export type { RefreshPolicy } from './scheduler/refresh-time.js';

@@ -4,7 +4,7 @@
  * prom-client's global one unless the caller merges it (`Registry.merge([fleet.metricsRegistry, register])`).
  */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { FetchRecord } from './credentials.js';
+import type { FetchRecord } from './credentials/slots.js';
 
 /** The metric names, for dashboards and tests. */
 export const FLEET_METRICS = {

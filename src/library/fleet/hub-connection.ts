@@ -1,8 +1,9 @@
 /**
- * The fleet's view of the hub: list the ClusterProfiles of one namespace (paged, v1alpha1 else v1alpha2) and watch
- * them from a resourceVersion with bookmarks. Hub access is found as every other identity of this package
- * (src/kube/kubeconfig.ts: flag, KUBECONFIG merged, ~/.kube/config, in-cluster); a hub user with `exec` (EKS, GKE,
- * OIDC logins) runs through this package's exec authenticator, refreshed before expiry.
+ * The fleet's connection to the hub (the CLI's one-profile read is src/cli/hub.ts): list the ClusterProfiles of one
+ * namespace (paged, v1alpha1 else v1alpha2) and watch them from a resourceVersion with bookmarks. Hub access is found
+ * as every other identity of this package (src/kube/kubeconfig.ts: flag, KUBECONFIG merged, ~/.kube/config,
+ * in-cluster); a hub user with `exec` (EKS, GKE, OIDC logins) runs through this package's exec authenticator,
+ * refreshed before expiry.
  *
  * Lists go through the one HTTP seam (src/kube/transport.ts over src/core/http.ts: deadline, retries, redaction).
  * A watch is a stream the seam does not model (it buffers whole answers under one deadline), so it is read here with
@@ -63,37 +64,38 @@ export interface FleetHubOptions {
   pageSize?: number;
 }
 
-interface HubDeps {
+interface HubConnectionDeps {
   env: Env;
   cwd: string;
   /** Random source for the watch's server-side timeout. */
   random: () => number;
 }
 
-/** The hub: list and watch ClusterProfiles in one namespace. */
-export class FleetHub {
+/** One hub connection: list and watch ClusterProfiles in one namespace, as the hub identity of its kubeconfig. */
+export class HubConnection {
   #access: KubeAccess;
   readonly #options: FleetHubOptions;
-  readonly #deps: HubDeps;
+  readonly #deps: HubConnectionDeps;
   #reloadAccess = false;
   #authenticator: ExecAuthenticator | undefined;
   #transport: { credential: KubeCredential; transport: ReturnType<typeof createKubeTransport> } | undefined;
   #agent: { credential: KubeCredential; dispatcher: Dispatcher } | undefined;
   #version: ClusterProfileVersion | undefined;
 
-  private constructor(access: KubeAccess, options: FleetHubOptions, deps: HubDeps) {
+  /** Hub access already found; {@link open} finds it. */
+  constructor(access: KubeAccess, options: FleetHubOptions, deps: HubConnectionDeps) {
     this.#access = access;
     this.#options = options;
     this.#deps = deps;
   }
 
   /** Finds hub access (ERR_KUBECONFIG_* / ERR_IN_CLUSTER_UNAVAILABLE when there is none). */
-  static async open(options: FleetHubOptions, deps: HubDeps): Promise<FleetHub> {
-    const access = options.access ?? (await FleetHub.#load(options, deps));
-    return new FleetHub(access, options, deps);
+  static async open(options: FleetHubOptions, deps: HubConnectionDeps): Promise<HubConnection> {
+    const access = options.access ?? (await HubConnection.#load(options, deps));
+    return new HubConnection(access, options, deps);
   }
 
-  static #load(options: FleetHubOptions, deps: HubDeps): Promise<KubeAccess> {
+  static #load(options: FleetHubOptions, deps: HubConnectionDeps): Promise<KubeAccess> {
     return loadKubeAccess(
       {
         ...(options.kubeconfig === undefined ? {} : { kubeconfig: options.kubeconfig }),
@@ -122,7 +124,7 @@ export class FleetHub {
 
   /**
    * Every ClusterProfile of `namespace`, page by page (each page is handed to `onPage` as it arrives and dropped, so a
-   * list of 10 000 never sits in memory at once), and the list's resourceVersion (where a watch starts). An expired
+   * large inventory's list never sits in memory at once), and the list's resourceVersion (where a watch starts). An expired
    * continue token starts the list over: `onStart` runs before each attempt. The first list asks for v1alpha1 and,
    * when the hub does not serve it, v1alpha2; later lists ask for the same.
    */
@@ -347,7 +349,7 @@ export class FleetHub {
     if (this.#reloadAccess && this.#options.access === undefined) {
       // A 401 with a static credential: read the kubeconfig (or the rotated service-account token) again.
       this.#reloadAccess = false;
-      this.#access = await FleetHub.#load(this.#options, this.#deps);
+      this.#access = await HubConnection.#load(this.#options, this.#deps);
       this.#authenticator = undefined;
     }
     const exec = this.#access.exec;
