@@ -14,6 +14,19 @@ export type ExecApiVersion = 'client.authentication.k8s.io/v1' | 'client.authent
 /** Whether an exec plugin may use the terminal: its exec config's `interactiveMode`. */
 export type InteractiveMode = 'Never' | 'IfAvailable' | 'Always';
 
+/** kubeconfig's `users[].user.exec` (ExecConfig). */
+export interface ExecConfig {
+  apiVersion: ExecApiVersion;
+  command: string;
+  args?: string[];
+  env?: { name: string; value: string }[];
+  installHint?: string;
+  provideClusterInfo?: boolean;
+  interactiveMode?: InteractiveMode;
+}
+
+/** How a provider takes the profile's additional-args extension: `Append` to the plugin's args, or `Ignore` (unset). */
+
 /**
  * The cluster as an exec plugin sees it: exactly the shape of KUBERNETES_EXEC_INFO `spec.cluster`
  * (client.authentication.k8s.io v1 / v1beta1 `Cluster`). `config` is the raw object of the cluster extension named

@@ -46,22 +46,16 @@ export interface ClusterProfile {
   };
 }
 
-import type { ExecApiVersion, ExecCluster, ExecCredentialStatus, InteractiveMode } from '../core/exec-credential.js';
+import type {
+  ExecApiVersion,
+  ExecCluster,
+  ExecConfig,
+  ExecCredentialStatus,
+  InteractiveMode,
+} from '../core/exec-credential.js';
 
-export type { ExecApiVersion, ExecCluster, ExecCredentialStatus, InteractiveMode };
+export type { ExecApiVersion, ExecCluster, ExecConfig, ExecCredentialStatus, InteractiveMode };
 
-/** kubeconfig's `users[].user.exec` (ExecConfig). */
-export interface ExecConfig {
-  apiVersion: ExecApiVersion;
-  command: string;
-  args?: string[];
-  env?: { name: string; value: string }[];
-  installHint?: string;
-  provideClusterInfo?: boolean;
-  interactiveMode?: InteractiveMode;
-}
-
-/** How a provider takes the profile's additional-args extension: `Append` to the plugin's args, or `Ignore` (unset). */
 export type CLIArgsPolicy = '' | 'Append' | 'Ignore';
 /**
  * How a provider takes the profile's additional-envs extension: merged into the plugin's env (`AppendIfNotExists`,

@@ -4,7 +4,7 @@
  * → one exec), refresh ahead of `expirationTimestamp` by a margin, nothing cached unless the plugin's output was
  * valid, and on a 401 a re-exec only if the credential that got the 401 is still the current one.
  */
-import type { ExecCluster, ExecConfig } from '../types.js';
+import type { ExecCluster, ExecConfig } from '../../core/exec-credential.js';
 import type { ExecCredential } from './output.js';
 import { runExecPlugin, type ExecRunOptions } from './runner.js';
 import { validatePluginPolicy } from './policy.js';

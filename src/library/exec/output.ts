@@ -9,7 +9,7 @@ import { parseAllDocuments, type Tags } from 'yaml';
 import { MAX_ALIAS_COUNT } from '../../core/document.js';
 import { jsonSyntaxProblem } from '../../core/errors.js';
 import { parseTimestamp } from '../../core/exec-credential.js';
-import type { ExecApiVersion, ExecCredentialStatus } from '../types.js';
+import type { ExecApiVersion, ExecCredentialStatus } from '../../core/exec-credential.js';
 import { isGoBase64 } from '../go-base64.js';
 import { execError } from './errors.js';
 

@@ -4,7 +4,7 @@
  *
  * @see https://github.com/kubernetes/enhancements/tree/master/keps/sig-auth/541-external-credential-providers
  */
-import type { ExecApiVersion, ExecCluster, ExecConfig } from '../types.js';
+import type { ExecApiVersion, ExecCluster, ExecConfig } from '../../core/exec-credential.js';
 import { EXEC_API_VERSIONS } from '../../core/exec-credential.js';
 import type { Env } from '../../core/io.js';
 import { execError } from './errors.js';

@@ -5,7 +5,7 @@
  */
 import { type ChildProcessByStdio, spawn } from 'node:child_process';
 import type { Readable } from 'node:stream';
-import type { ExecCluster, ExecConfig } from '../types.js';
+import type { ExecCluster, ExecConfig } from '../../core/exec-credential.js';
 import { execError, type ExecError } from './errors.js';
 import { parseExecCredential, type ExecCredential } from './output.js';
 import type { Env } from '../../core/io.js';
