@@ -4,7 +4,7 @@
  * (then KUBECONFIG, ~/.kube/config, in-cluster) and the namespace of the Tenants (`--namespace`, else the context's).
  */
 import { CredentialsError } from '../core/errors.js';
-import { loadKubeAccess } from '../kube/kubeconfig.js';
+import { loadKubeAccess } from '../kube/kubeconfig-loader.js';
 import { KUBE_RETRY, createKubeTransport } from '../kube/transport.js';
 import type { SendKubeRequest } from '../kube/types.js';
 import type { CommandArgs, CommandContext } from './command.js';

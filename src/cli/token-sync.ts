@@ -13,8 +13,8 @@
  */
 import { stringify } from 'yaml';
 import { CredentialsError, formatError, isCredentialsError } from '../core/errors.js';
-import { resolveClusterAccess } from '../library/resolve.js';
-import type { AccessConfig, Cluster, ClusterProfile } from '../library/types.js';
+import { resolveClusterAccess } from '../resolve/cluster-access.js';
+import type { AccessConfig, Cluster, ClusterProfile } from '../resolve/types.js';
 import { listClusterProfiles } from '../kube/cluster-profile.js';
 import { connectionFromCluster } from '../core/cluster-connection.js';
 import type { KubeCredential, KubeEndpoint, KubeRequest, SendKubeRequest } from '../kube/types.js';

@@ -25,8 +25,6 @@ export interface ExecConfig {
   interactiveMode?: InteractiveMode;
 }
 
-/** How a provider takes the profile's additional-args extension: `Append` to the plugin's args, or `Ignore` (unset). */
-
 /**
  * The cluster as an exec plugin sees it: exactly the shape of KUBERNETES_EXEC_INFO `spec.cluster`
  * (client.authentication.k8s.io v1 / v1beta1 `Cluster`). `config` is the raw object of the cluster extension named

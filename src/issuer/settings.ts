@@ -18,7 +18,7 @@ export interface IssuerSettings {
   groups: readonly string[];
   liqoCompat: boolean;
   signer: 'embedded' | 'kubernetes';
-  /** `--signer kubernetes` and `--state kubernetes`: the kubeconfig (kubectl's order: src/kube/kubeconfig.ts). */
+  /** `--signer kubernetes` and `--state kubernetes`: the kubeconfig (kubectl's order: src/kube/kubeconfig-loader.ts). */
   kubeconfig?: string;
   kubeContext?: string;
   signerTimeoutMs?: number;

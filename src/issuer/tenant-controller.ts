@@ -22,7 +22,7 @@
  * never leaves the consumer, which adds it), `tls.crt` and `ca.crt`.
  */
 import { X509Certificate } from 'node:crypto';
-import type { KubeAccess } from '../kube/kubeconfig.js';
+import type { KubeAccess } from '../kube/kubeconfig-loader.js';
 import { KUBE_RETRY, createKubeTransport } from '../kube/transport.js';
 import type { SendKubeRequest } from '../kube/types.js';
 import { listAndWatch } from '../kube/watch.js';

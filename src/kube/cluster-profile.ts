@@ -57,7 +57,7 @@ export interface ClusterProfileHub {
   server: string;
 }
 
-/** An extension's payload is judged by the readers of the reserved extensions (src/library/resolve.ts), not here. */
+/** An extension's payload is judged by the readers of the reserved extensions (src/resolve/cluster-access.ts), not here. */
 const EXTENSION_PAYLOAD =
   /\.status\.(?:accessProviders|credentialProviders)\[\d+\]\.cluster\.extensions\[\d+\]\.extension$/;
 

@@ -18,20 +18,24 @@ export type {
   ExecCluster,
   ExecCredentialStatus,
   ResolvedClusterAccess,
-} from './types.js';
-export { loadAccessConfig, parseAccessConfig } from './access-config.js';
-export type { AccessConfigErrorCode, AccessConfigFs, LoadAccessConfigOptions } from './access-config.js';
-export { DEFAULT_PROVIDER_FILE, PROVIDER_FILE_OPTION, withProviderFileOption } from './provider-file-option.js';
-export type { ProviderFileArgs } from './provider-file-option.js';
+} from '../resolve/types.js';
+export { loadAccessConfig, parseAccessConfig } from '../resolve/access-config.js';
+export type { AccessConfigErrorCode, AccessConfigFs, LoadAccessConfigOptions } from '../resolve/access-config.js';
+export {
+  DEFAULT_PROVIDER_FILE,
+  PROVIDER_FILE_OPTION,
+  withProviderFileOption,
+} from '../resolve/provider-file-option.js';
+export type { ProviderFileArgs } from '../resolve/provider-file-option.js';
 export {
   ADDITIONAL_ARGS_EXTENSION_NAME,
   ADDITIONAL_ENVS_EXTENSION_NAME,
   EXEC_EXTENSION_NAME,
   resolveClusterAccess,
-} from './resolve.js';
-export type { ResolveErrorCode, ResolveOptions } from './resolve.js';
-export { kubeconfigFromAccess, renderKubeconfig } from './kubeconfig.js';
-export type { KubeconfigDocument, KubeconfigOptions } from './kubeconfig.js';
+} from '../resolve/cluster-access.js';
+export type { ResolveErrorCode, ResolveOptions } from '../resolve/cluster-access.js';
+export { kubeconfigFromAccess, renderKubeconfig } from '../resolve/kubeconfig-document.js';
+export type { KubeconfigDocument, KubeconfigOptions } from '../resolve/kubeconfig-document.js';
 export {
   buildExecRequest,
   DEFAULT_EXEC_TIMEOUT_MS,
@@ -44,7 +48,7 @@ export {
   validatePluginPolicy,
   parseExecCredential,
   runExecPlugin,
-} from './exec/index.js';
+} from '../exec/index.js';
 export type {
   CredentialPluginAllowlistEntry,
   CredentialPluginPolicy,
@@ -55,4 +59,4 @@ export type {
   ExecRequest,
   ExecRun,
   ExecRunOptions,
-} from './exec/index.js';
+} from '../exec/index.js';

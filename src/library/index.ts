@@ -6,9 +6,9 @@ export {
   ClusterProfileKubeConfig,
   DEFAULT_MAX_CONNECTIONS,
   defaultExecCredentialCache,
-} from './build-config.js';
-export type { BuildConfigOptions } from './build-config.js';
-export { ClusterProfileFleet, DEFAULT_REFRESH_POLICY, FLEET_CLUSTER_STATES, FLEET_METRICS } from './fleet/index.js';
+} from '../client-node/build-config.js';
+export type { BuildConfigOptions } from '../client-node/build-config.js';
+export { ClusterProfileFleet, DEFAULT_REFRESH_POLICY, FLEET_CLUSTER_STATES, FLEET_METRICS } from '../fleet/index.js';
 export type {
   AnyCredentialProvider,
   ClusterProfileFleetOptions,
@@ -24,4 +24,4 @@ export type {
   FleetStatus,
   HealthCondition,
   RefreshPolicy,
-} from './fleet/index.js';
+} from '../fleet/index.js';

@@ -18,11 +18,11 @@ import path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { isCredentialsError } from '../../src/core/errors.js';
-import { parseAccessConfig } from '../../src/library/access-config.js';
-import { parseExecCredential } from '../../src/library/exec/output.js';
-import { buildExecRequest } from '../../src/library/exec/request.js';
-import { resolveClusterAccess } from '../../src/library/resolve.js';
-import type { ClusterProfile, ExecApiVersion, ResolvedClusterAccess } from '../../src/library/types.js';
+import { parseAccessConfig } from '../../src/resolve/access-config.js';
+import { parseExecCredential } from '../../src/exec/output.js';
+import { buildExecRequest } from '../../src/exec/request.js';
+import { resolveClusterAccess } from '../../src/resolve/cluster-access.js';
+import type { ClusterProfile, ExecApiVersion, ResolvedClusterAccess } from '../../src/resolve/types.js';
 import { e2eContext } from '../helpers/controlplane-e2e.js';
 import { createTestCa } from '../helpers/tls.js';
 import {

@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { AuthenticationV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { loadKubeAccess } from '../../src/kube/kubeconfig.js';
+import { loadKubeAccess } from '../../src/kube/kubeconfig-loader.js';
 import { createKubeTransport } from '../../src/kube/transport.js';
 import { buildConfigFromClusterProfile, loadAccessConfig, type ClusterProfile } from '../../src/library/index.js';
 import {

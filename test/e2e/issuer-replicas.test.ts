@@ -13,7 +13,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { isCredentialsError } from '../../src/core/errors.js';
-import { loadKubeAccess } from '../../src/kube/kubeconfig.js';
+import { loadKubeAccess } from '../../src/kube/kubeconfig-loader.js';
 import { issuerHandshake } from '../../src/providers/tenant-cert/consumer/handshake.js';
 import { StateConnection } from '../../src/issuer/state/kubernetes/connection.js';
 import { KubernetesNonces } from '../../src/issuer/state/kubernetes/nonce-book.js';

@@ -2,7 +2,7 @@
  * Fixtures for the library tests: upstream's unit-test profile and providers (cluster-inventory-api
  * pkg/access/config_test.go, re-stated as our JSON), and a deep freeze to prove inputs are never written.
  */
-import type { AccessConfig, ClusterProfile } from '../../src/library/types.js';
+import type { AccessConfig, ClusterProfile } from '../../src/resolve/types.js';
 
 export const ARGS_EXT = 'clusterprofiles.multicluster.x-k8s.io/exec/additional-args';
 export const ENVS_EXT = 'clusterprofiles.multicluster.x-k8s.io/exec/additional-envs';

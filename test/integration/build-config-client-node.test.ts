@@ -9,9 +9,9 @@ import { fileURLToPath } from 'node:url';
 import { CoreV1Api, Exec, Watch } from '@kubernetes/client-node';
 import { EnvHttpProxyAgent, getGlobalDispatcher, setGlobalDispatcher } from 'undici';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ClusterProfileKubeConfig } from '../../src/library/build-config.js';
-import { ExecCredentialCache } from '../../src/library/exec/authenticator.js';
-import type { ExecCluster, ResolvedClusterAccess } from '../../src/library/types.js';
+import { ClusterProfileKubeConfig } from '../../src/client-node/build-config.js';
+import { ExecCredentialCache } from '../../src/exec/authenticator.js';
+import type { ExecCluster, ResolvedClusterAccess } from '../../src/resolve/types.js';
 import {
   certFingerprint,
   createTestCa,

@@ -4,9 +4,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildConfigFromClusterProfile } from '../../src/library/build-config.js';
-import { ExecCredentialCache } from '../../src/library/exec/authenticator.js';
-import type { AccessConfig, ClusterProfile } from '../../src/library/types.js';
+import { buildConfigFromClusterProfile } from '../../src/client-node/build-config.js';
+import { ExecCredentialCache } from '../../src/exec/authenticator.js';
+import type { AccessConfig, ClusterProfile } from '../../src/resolve/types.js';
 import {
   certFingerprint,
   createTestCa,

@@ -7,9 +7,9 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileS
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { ExecCredentialCache } from '../../src/library/exec/authenticator.js';
-import { runExecPlugin } from '../../src/library/exec/runner.js';
-import type { ExecConfig } from '../../src/library/types.js';
+import { ExecCredentialCache } from '../../src/exec/authenticator.js';
+import { runExecPlugin } from '../../src/exec/runner.js';
+import type { ExecConfig } from '../../src/resolve/types.js';
 
 const V1 = 'client.authentication.k8s.io/v1' as const;
 let root: string;

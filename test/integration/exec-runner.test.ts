@@ -3,10 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ExecAuthenticator } from '../../src/library/exec/authenticator.js';
-import { runExecPlugin } from '../../src/library/exec/runner.js';
-import { EXEC_DEPTH_ENV } from '../../src/library/exec/request.js';
-import type { ExecCluster, ExecConfig } from '../../src/library/types.js';
+import { ExecAuthenticator } from '../../src/exec/authenticator.js';
+import { runExecPlugin } from '../../src/exec/runner.js';
+import { EXEC_DEPTH_ENV } from '../../src/exec/request.js';
+import type { ExecCluster, ExecConfig } from '../../src/resolve/types.js';
 import { certFingerprint, createTestCa, type KeyPairPem } from '../helpers/tls.js';
 
 const PLUGIN = fileURLToPath(new URL('../fixtures/plugins/plugin.mjs', import.meta.url));

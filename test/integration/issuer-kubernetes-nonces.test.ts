@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { loadKubeAccess } from '../../src/kube/kubeconfig.js';
+import { loadKubeAccess } from '../../src/kube/kubeconfig-loader.js';
 import { StateConnection } from '../../src/issuer/state/kubernetes/connection.js';
 import { KubernetesNonces, LABEL_EXPIRES, LABEL_NONCE_STATE } from '../../src/issuer/state/kubernetes/nonce-book.js';
 import { NONCE_KEY_BYTES, NonceSeal } from '../../src/issuer/state/kubernetes/sealed-nonces.js';

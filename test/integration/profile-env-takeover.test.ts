@@ -9,9 +9,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { isCredentialsError } from '../../src/core/errors.js';
-import { runExecPlugin } from '../../src/library/exec/runner.js';
-import { resolveClusterAccess } from '../../src/library/resolve.js';
-import type { AccessConfig, ProviderConfig } from '../../src/library/types.js';
+import { runExecPlugin } from '../../src/exec/runner.js';
+import { resolveClusterAccess } from '../../src/resolve/cluster-access.js';
+import type { AccessConfig, ProviderConfig } from '../../src/resolve/types.js';
 import { ENVS_EXT, profile } from '../helpers/library-fixtures.js';
 
 const PLUGIN = join(import.meta.dirname, '../../bin/clusterprofile-oidc.mjs');

@@ -17,7 +17,21 @@ const src = fileURLToPath(new URL('../../src/', import.meta.url));
  * protocol speak) sits on core and schemas only; `issuer` on core, schemas, wire and kube — the rules below keep the
  * layers above it (plugin, providers, library) from importing it although the order alone would let them.
  */
-const LAYERS = ['core', 'schemas', 'wire', 'kube', 'issuer', 'plugin', 'providers', 'library', 'cli'] as const;
+const LAYERS = [
+  'core',
+  'schemas',
+  'wire',
+  'exec',
+  'kube',
+  'issuer',
+  'plugin',
+  'providers',
+  'resolve',
+  'client-node',
+  'fleet',
+  'library',
+  'cli',
+] as const;
 const LAYER_OF: Record<string, number> = {
   ...Object.fromEntries(LAYERS.map((name, rank) => [name, rank])),
   generated: 1,
@@ -151,7 +165,7 @@ describe('src/ architecture', () => {
     expect(cycles()).toEqual([]);
   });
 
-  it('imports only point down the layers (core < schemas < wire < kube < issuer < plugin < providers < library < cli)', () => {
+  it('imports only point down the layers (core < schemas < wire < exec < kube < issuer < plugin < providers < resolve < client-node < fleet < library < cli)', () => {
     const upward: string[] = [];
     for (const [file, targets] of graph) {
       for (const target of targets) {
@@ -248,5 +262,16 @@ describe('src/ architecture', () => {
     } finally {
       for (const [key, value] of saved) graph.set(key, value);
     }
+  });
+  it('src/library/ holds only the entry points package.json exports (the rest lives in the room it belongs to)', () => {
+    const manifest = JSON.parse(readFileSync(join(src, '..', 'package.json'), 'utf8')) as {
+      exports: Record<string, string | { default?: string }>;
+    };
+    const entries = Object.values(manifest.exports)
+      .map((target) => (typeof target === 'string' ? target : target.default))
+      .filter((target): target is string => target?.startsWith('./dist/') === true)
+      .map((target) => join(src, target.slice('./dist/'.length).replace(/\.js$/, '.ts')));
+    const library = files.filter((file) => room(file) === 'library');
+    expect(library.filter((file) => !entries.includes(file)).map((file) => relative(src, file))).toEqual([]);
   });
 });

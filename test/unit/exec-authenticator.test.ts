@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { ExecAuthenticator, ExecCredentialCache, execCacheKey } from '../../src/library/exec/authenticator.js';
-import type { ExecCredential } from '../../src/library/exec/output.js';
-import { execError } from '../../src/library/exec/errors.js';
-import type { ExecCluster, ExecConfig } from '../../src/library/types.js';
+import { ExecAuthenticator, ExecCredentialCache, execCacheKey } from '../../src/exec/authenticator.js';
+import type { ExecCredential } from '../../src/exec/output.js';
+import { execError } from '../../src/exec/errors.js';
+import type { ExecCluster, ExecConfig } from '../../src/resolve/types.js';
 
 const exec: ExecConfig = { apiVersion: 'client.authentication.k8s.io/v1', command: 'p', interactiveMode: 'Never' };
 const cluster: ExecCluster = { server: 'https://a:6443', config: { clusterName: 'a' } };

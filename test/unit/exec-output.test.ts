@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { parseExecCredential } from '../../src/library/exec/output.js';
+import { parseExecCredential } from '../../src/exec/output.js';
 import { createTestCa, certFingerprint, type KeyPairPem } from '../helpers/tls.js';
 
 const V1 = 'client.authentication.k8s.io/v1';

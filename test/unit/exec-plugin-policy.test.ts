@@ -4,13 +4,13 @@ import { chmodSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { ExecAuthenticator, ExecCredentialCache } from '../../src/library/exec/authenticator.js';
+import { ExecAuthenticator, ExecCredentialCache } from '../../src/exec/authenticator.js';
 import {
   checkPluginPolicy,
   cleanPath,
   validatePluginPolicy,
   type CredentialPluginPolicy,
-} from '../../src/library/exec/policy.js';
+} from '../../src/exec/policy.js';
 
 function refusal(action: () => unknown): { code: string; message: string } {
   try {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { buildExecRequest, EXEC_DEPTH_ENV } from '../../src/library/exec/request.js';
-import type { ExecCluster, ExecConfig } from '../../src/library/types.js';
+import { buildExecRequest, EXEC_DEPTH_ENV } from '../../src/exec/request.js';
+import type { ExecCluster, ExecConfig } from '../../src/resolve/types.js';
 
 const exec: ExecConfig = {
   apiVersion: 'client.authentication.k8s.io/v1',

@@ -1,4 +1,4 @@
-// The TypeScript types of src/library/types.ts (and the exec types it re-exports from src/core/exec-credential.ts)
+// The TypeScript types of src/resolve/types.ts (and the exec types it re-exports from src/core/exec-credential.ts)
 // and the JSON Schemas describe the same documents: typed samples
 // validate, and each interface has the same keys (and required keys) as its schema object. The interfaces are read
 // with the TypeScript compiler API, so a key added on one side only fails here.
@@ -13,7 +13,7 @@ import type {
   ExecConfig,
   ExecCredentialStatus,
   ProviderConfig,
-} from '../../src/library/types.js';
+} from '../../src/resolve/types.js';
 import { validateDocument } from '../../src/schemas/index.js';
 import { certPem, keyPem } from '../helpers/schemas-fixtures.js';
 
@@ -33,7 +33,7 @@ function at(document: Node, pointer: string): Node {
 }
 
 // The library's document types, with the exec types (ExecCluster, ExecCredentialStatus, ...) that live in the base layer.
-const sources = ['src/library/types.ts', 'src/core/exec-credential.ts'].map((file) =>
+const sources = ['src/resolve/types.ts', 'src/core/exec-credential.ts'].map((file) =>
   ts.createSourceFile(file, readFileSync(`${root}${file}`, 'utf8'), ts.ScriptTarget.Latest),
 );
 const source = {
@@ -51,7 +51,7 @@ function members(name: string, member?: string): { keys: string[]; required: str
     }
   });
   if (found === undefined) {
-    throw new Error(`interface ${name} not found in src/library/types.ts or src/core/exec-credential.ts`);
+    throw new Error(`interface ${name} not found in src/resolve/types.ts or src/core/exec-credential.ts`);
   }
   if (member !== undefined) {
     const property = found.find((element) => element.name !== undefined && nameOf(element.name) === member);
@@ -101,7 +101,7 @@ function schemaKeys(node: Node): { keys: string[]; required: string[] } {
   return { keys: Object.keys(node.properties ?? {}).sort(), required: [...(node.required ?? [])].sort() };
 }
 
-describe('src/library/types.ts agrees with the schemas', () => {
+describe('src/resolve/types.ts agrees with the schemas', () => {
   const v1alpha1 = schema('clusterprofile.v1alpha1');
   const v1alpha2 = schema('clusterprofile.v1alpha2');
   const providersFile = schema('providers-file');

@@ -14,11 +14,11 @@
 import { resolve } from 'node:path';
 import type { Argv } from 'yargs';
 import { stringify } from 'yaml';
-import { loadAccessConfig } from '../../library/access-config.js';
-import { ClusterProfileFleet } from '../../library/fleet/fleet.js';
-import type { FleetEvent, FleetStatus } from '../../library/fleet/fleet-types.js';
-import { errorSummary } from '../../library/fleet/status.js';
-import { PROVIDER_FILE_OPTION, withProviderFileOption } from '../../library/provider-file-option.js';
+import { loadAccessConfig } from '../../resolve/access-config.js';
+import { ClusterProfileFleet } from '../../fleet/fleet.js';
+import type { FleetEvent, FleetStatus } from '../../fleet/fleet-types.js';
+import { errorSummary } from '../../fleet/status.js';
+import { PROVIDER_FILE_OPTION, withProviderFileOption } from '../../resolve/provider-file-option.js';
 import { parseDuration } from '../duration.js';
 import type { CommandArgs, CommandContext } from '../command.js';
 

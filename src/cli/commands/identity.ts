@@ -18,8 +18,8 @@ import { resolve } from 'node:path';
 import type { Argv } from 'yargs';
 import { writeFileAtomic } from '../../core/private-files.js';
 import { CredentialsError, errno } from '../../core/errors.js';
-import { renderKubeconfig } from '../../library/kubeconfig.js';
-import type { ResolvedClusterAccess } from '../../library/types.js';
+import { renderKubeconfig } from '../../resolve/kubeconfig-document.js';
+import type { ResolvedClusterAccess } from '../../resolve/types.js';
 import {
   checkClusterId,
   defaultIdentityDir,

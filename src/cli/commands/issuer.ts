@@ -15,7 +15,7 @@ import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import type { Argv } from 'yargs';
 import { CredentialsError } from '../../core/errors.js';
-import { loadKubeAccess } from '../../kube/kubeconfig.js';
+import { loadKubeAccess } from '../../kube/kubeconfig-loader.js';
 import type { IssuerSettings, OpenIssuer } from '../../issuer/index.js';
 import { checkClusterId, keyAlgorithm, parsePublicKey, spkiDer } from '../../providers/tenant-cert/index.js';
 import { parseDuration } from '../duration.js';

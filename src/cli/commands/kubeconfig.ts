@@ -11,13 +11,13 @@
  */
 import { resolve } from 'node:path';
 import type { Argv } from 'yargs';
-import { loadAccessConfig } from '../../library/access-config.js';
+import { loadAccessConfig } from '../../resolve/access-config.js';
 import { CredentialsError } from '../../core/errors.js';
 import { readClusterProfileFile, type ClusterProfileObject } from '../../kube/cluster-profile.js';
-import { renderKubeconfig } from '../../library/kubeconfig.js';
-import { PROVIDER_FILE_OPTION, withProviderFileOption } from '../../library/provider-file-option.js';
-import { resolveClusterAccess } from '../../library/resolve.js';
-import type { ClusterProfile, InteractiveMode } from '../../library/types.js';
+import { renderKubeconfig } from '../../resolve/kubeconfig-document.js';
+import { PROVIDER_FILE_OPTION, withProviderFileOption } from '../../resolve/provider-file-option.js';
+import { resolveClusterAccess } from '../../resolve/cluster-access.js';
+import type { ClusterProfile, InteractiveMode } from '../../resolve/types.js';
 import type { CommandArgs, CommandContext } from '../command.js';
 
 const INTERACTIVE_MODES: readonly InteractiveMode[] = ['IfAvailable', 'Always', 'Never'];
@@ -111,7 +111,7 @@ async function readProfile(file: string): Promise<ClusterProfileObject> {
 }
 
 async function fetchProfile(ctx: CommandContext, namespace: string, name: string): Promise<ClusterProfileObject> {
-  const { connectHub } = await import('../hub.js');
+  const { connectHub } = await import('../hub-profiles.js');
   const hub = await connectHub(ctx.env, ctx.cwd, { stderr: ctx.io.stderr });
   return hub.getClusterProfile(namespace, name);
 }

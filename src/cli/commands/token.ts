@@ -6,11 +6,11 @@
 import { resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Argv } from 'yargs';
-import { loadAccessConfig } from '../../library/access-config.js';
+import { loadAccessConfig } from '../../resolve/access-config.js';
 import { CredentialsError } from '../../core/errors.js';
-import { runExecPlugin } from '../../library/exec/runner.js';
-import { PROVIDER_FILE_OPTION, withProviderFileOption } from '../../library/provider-file-option.js';
-import { loadKubeAccess } from '../../kube/kubeconfig.js';
+import { runExecPlugin } from '../../exec/runner.js';
+import { PROVIDER_FILE_OPTION, withProviderFileOption } from '../../resolve/provider-file-option.js';
+import { loadKubeAccess } from '../../kube/kubeconfig-loader.js';
 import { createKubeTransport } from '../../kube/transport.js';
 import type { KubeCredential } from '../../kube/types.js';
 import { syncTokensOnce, TOKEN_SYNC_LAYOUTS, type TokenSyncLayout } from '../token-sync.js';

@@ -15,7 +15,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
-import { loadKubeAccess } from '../../kube/kubeconfig.js';
+import { loadKubeAccess } from '../../kube/kubeconfig-loader.js';
 import { statusMessage } from '../../kube/status.js';
 import { createKubeTransport } from '../../kube/transport.js';
 import type { KubeRequest, KubeResponse, SendKubeRequest } from '../../kube/types.js';
@@ -214,7 +214,7 @@ export function kubernetesSigner(options: KubernetesSignerOptions): Signer {
 
 /**
  * The signer's identity from `--kubeconfig` (with `--context`), else KUBECONFIG (merged), else the pod's service
- * account, else ~/.kube/config (src/kube/kubeconfig.ts).
+ * account, else ~/.kube/config (src/kube/kubeconfig-loader.ts).
  */
 export async function kubernetesSignerFromSettings(
   settings: IssuerSettings,

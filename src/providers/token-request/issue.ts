@@ -6,7 +6,12 @@ import { clip, CredentialsError, redactUrl } from '../../core/errors.js';
 import { formatTimestamp, type ExecCluster } from '../../core/exec-credential.js';
 import { connectionFromCluster } from '../../core/cluster-connection.js';
 import { monotonicMs } from '../../core/io.js';
-import { loadInClusterAccess, loadKubeAccess, type KubeAccess, type KubeAccessDeps } from '../../kube/kubeconfig.js';
+import {
+  loadInClusterAccess,
+  loadKubeAccess,
+  type KubeAccess,
+  type KubeAccessDeps,
+} from '../../kube/kubeconfig-loader.js';
 import { createKubeTransport, KUBE_RETRY } from '../../kube/transport.js';
 import type { KubeCredential, KubeEndpoint } from '../../kube/types.js';
 import type { IssueContext, IssuedCredential } from '../../plugin/provider.js';
@@ -51,7 +56,7 @@ function reusedAccess(inputs: unknown, load: () => Promise<KubeAccess>): Promise
   return access;
 }
 
-/** What the kubeconfig order reads from the environment and the working directory (src/kube/kubeconfig.ts). */
+/** What the kubeconfig order reads from the environment and the working directory (src/kube/kubeconfig-loader.ts). */
 function accessInputs(context: IssueContext): unknown {
   const { env } = context;
   return [

@@ -183,7 +183,7 @@ export function parseTokenRequestSettings(sources: TokenRequestSettingsSources):
 
 /**
  * Where the identity that may create TokenRequests comes from. `kubeconfig`: `file` alone when given, else the order
- * of src/kube/kubeconfig.ts (KUBECONFIG, ~/.kube/config, in-cluster); `in-cluster`: the pod's service account only.
+ * of src/kube/kubeconfig-loader.ts (KUBECONFIG, ~/.kube/config, in-cluster); `in-cluster`: the pod's service account only.
  */
 export type Bootstrap =
   | { kind: 'kubeconfig'; file?: string }

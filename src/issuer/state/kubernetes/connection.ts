@@ -5,7 +5,7 @@
  */
 import { CredentialsError, isCredentialsError } from '../../../core/errors.js';
 import type { Env } from '../../../core/io.js';
-import { loadKubeAccess, type KubeAccess } from '../../../kube/kubeconfig.js';
+import { loadKubeAccess, type KubeAccess } from '../../../kube/kubeconfig-loader.js';
 import { createKubeTransport } from '../../../kube/transport.js';
 import type { KubeRequest, KubeResponse } from '../../../kube/types.js';
 import type { IssuerSettings } from '../../settings.js';

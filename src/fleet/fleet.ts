@@ -1,0 +1,256 @@
+/**
+ * {@link ClusterProfileFleet}: one inventory (a namespace of ClusterProfiles on the hub, KEP-4322) kept as one live
+ * client per member cluster. The object wires the parts and answers for them: the hub connection
+ * (./hub-connection.ts), the list/watch loop (./inventory-watch.ts) that drives member reconciliation
+ * (./members.ts), the credential slots (./credentials/) refreshed by the scheduler (./scheduler/), the event bus
+ * (./events.ts), status (./status.ts) and metrics (./metrics.ts). Its options, events and member view are in
+ * ./fleet-types.ts.
+ */
+import { CredentialsError } from '../core/errors.js';
+import { FleetCredentials } from './credentials/slots.js';
+import { FleetEventBus } from './events.js';
+import type {
+  ClusterProfileFleetOptions,
+  FleetEvent,
+  FleetEventOf,
+  FleetEventType,
+  FleetMember,
+  FleetStatus,
+} from './fleet-types.js';
+import { HubConnection } from './hub-connection.js';
+import { InventoryWatch } from './inventory-watch.js';
+import { FleetMembers } from './members.js';
+import { FleetMetrics } from './metrics.js';
+import { systemClock, type FleetClock } from './scheduler/clock.js';
+import { DEFAULT_REFRESH_POLICY } from './scheduler/refresh-time.js';
+import { countByState, errorSummary, memberStatus, secondsToNearestExpiry } from './status.js';
+
+/**
+ * A live fleet over one inventory namespace of the hub.
+ *
+ * @example
+ * ```ts
+ * import { CoreV1Api } from '@kubernetes/client-node';
+ * import { ClusterProfileFleet, loadAccessConfig } from 'clusterprofile-credentials';
+ *
+ * const fleet = new ClusterProfileFleet({ namespace: 'fleet', accessConfig: await loadAccessConfig('providers.json') });
+ * await fleet.start();
+ * for await (const event of fleet) {
+ *   if (event.type === 'added' || event.type === 'updated') {
+ *     const pods = await event.member.client!.makeApiClient(CoreV1Api).listPodForAllNamespaces();
+ *     console.log(event.name, pods.items.length);
+ *   }
+ * }
+ * ```
+ */
+export class ClusterProfileFleet implements AsyncIterable<FleetEvent> {
+  readonly namespace: string;
+  readonly #options: ClusterProfileFleetOptions;
+  readonly #clock: FleetClock;
+  readonly #random: () => number;
+  readonly #events: FleetEventBus;
+  readonly #metrics: FleetMetrics;
+  readonly #credentials: FleetCredentials;
+  readonly #members: FleetMembers;
+  readonly #stop = new AbortController();
+  #hub: HubConnection | undefined;
+  #watch: InventoryWatch | undefined;
+  #started = false;
+  #closed = false;
+
+  constructor(options: ClusterProfileFleetOptions) {
+    if (
+      typeof options.namespace !== 'string' ||
+      !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(options.namespace) ||
+      options.namespace.length > 63
+    ) {
+      throw new CredentialsError(
+        'ERR_FLEET_OPTIONS',
+        `the fleet's namespace must be a namespace name (a DNS-1123 label), got ${JSON.stringify(options.namespace)}`,
+        {
+          path: 'namespace',
+        },
+      );
+    }
+    if (typeof options.accessConfig !== 'object' || options.accessConfig === null) {
+      throw new CredentialsError(
+        'ERR_FLEET_OPTIONS',
+        'the fleet needs the providers file: pass accessConfig (loadAccessConfig)',
+        { path: 'accessConfig' },
+      );
+    }
+    for (const [name, value] of Object.entries({
+      maxConcurrentFetches: options.maxConcurrentFetches,
+      maxConcurrentProcesses: options.maxConcurrentProcesses,
+      fetchTimeoutMs: options.fetchTimeoutMs,
+    })) {
+      if (value !== undefined && (!Number.isInteger(value) || value < 1)) {
+        throw new CredentialsError(
+          'ERR_FLEET_OPTIONS',
+          `${name} must be a whole number of at least 1, got ${JSON.stringify(value)}`,
+          { path: name },
+        );
+      }
+    }
+    this.namespace = options.namespace;
+    this.#options = options;
+    this.#clock = options.clock ?? systemClock;
+    this.#random = options.random ?? Math.random;
+    this.#events = new FleetEventBus(options.warn);
+    this.#metrics = new FleetMetrics({
+      clustersByState: () => countByState(this.#members.values()),
+      secondsToNearestExpiry: () => secondsToNearestExpiry(this.#credentials.slots(), () => this.#clock.now()),
+    });
+    this.#credentials = new FleetCredentials({
+      env: options.env ?? process.env,
+      clock: this.#clock,
+      random: this.#random,
+      policy: { ...DEFAULT_REFRESH_POLICY, ...options.refresh },
+      maxConcurrentFetches: options.maxConcurrentFetches ?? 16,
+      maxConcurrentProcesses: options.maxConcurrentProcesses ?? 4,
+      fetchTimeoutMs: options.fetchTimeoutMs ?? 30_000,
+      providers: options.providers ?? {},
+      inProcess: options.inProcess !== false,
+      ...(options.onPluginStderr === undefined ? {} : { onStderr: options.onPluginStderr }),
+      onResult: (slot, error) => this.#members.onCredential(slot, error),
+      onFetch: (record) => this.#metrics.fetch(record),
+    });
+    this.#members = new FleetMembers(options, {
+      namespace: this.namespace,
+      credentials: this.#credentials,
+      events: this.#events,
+      metrics: this.#metrics,
+      clock: this.#clock,
+    });
+  }
+
+  /**
+   * Finds hub access, lists the inventory, builds a client per member and starts the watch. Resolves once the first
+   * list is applied (credentials are then being fetched: see {@link settled}). Rejects with the hub's coded error
+   * (`ERR_KUBECONFIG_*`, `ERR_FLEET_HUB_UNREACHABLE`, `ERR_FLEET_HUB_FORBIDDEN` naming the verb and resource,
+   * `ERR_FLEET_HUB_REQUEST`); after that, hub failures are retried and reported as `hubError` events.
+   */
+  async start(): Promise<void> {
+    if (this.#started)
+      throw new CredentialsError('ERR_FLEET_OPTIONS', 'the fleet was already started', { path: 'start' });
+    this.#started = true;
+    this.#throwIfClosed();
+    const env = this.#options.env ?? process.env;
+    const hub = await HubConnection.open(this.#options.hub ?? {}, {
+      env,
+      cwd: this.#options.cwd ?? process.cwd(),
+      random: this.#random,
+    });
+    this.#hub = hub;
+    if (this.#options.clients !== false) {
+      this.#members.buildClientsWith((await import('../client-node/build-config.js')).ClusterProfileKubeConfig);
+    }
+    await this.#credentials.prepare(this.#options.accessConfig);
+    this.#throwIfClosed();
+    const watch = new InventoryWatch({
+      namespace: this.namespace,
+      hub,
+      members: this.#members,
+      events: this.#events,
+      metrics: this.#metrics,
+      clock: this.#clock,
+      random: this.#random,
+      signal: this.#stop.signal,
+    });
+    this.#watch = watch;
+    await watch.listFirst();
+    this.#throwIfClosed();
+    this.#members.markSynced();
+    watch.start();
+  }
+
+  /** Resolves when every member has had its first credential fetch end (a credential or an error), or is invalid. */
+  settled(): Promise<void> {
+    return this.#members.settled();
+  }
+
+  /** The member `name`, if the inventory has it. */
+  get(name: string): FleetMember | undefined {
+    return this.#members.get(name);
+  }
+
+  /** Every member, in name order. */
+  list(): FleetMember[] {
+    return [...this.#members.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
+  /** The fleet as plain data: the hub, counts by state, credential load, one row per member. */
+  status(): FleetStatus {
+    const hubError = this.#watch?.hubError;
+    return {
+      namespace: this.namespace,
+      hub: {
+        server: this.#hub?.server,
+        version: this.#hub?.version,
+        resourceVersion: this.#watch?.resourceVersion,
+        synced: this.#members.synced,
+        relists: this.#watch?.relists ?? 0,
+        ...(hubError === undefined ? {} : { lastError: errorSummary(hubError) }),
+      },
+      counts: countByState(this.#members.values()),
+      credentials: { slots: this.#credentials.size, ...this.#credentials.load },
+      clusters: this.list().map((member) => {
+        const slot = this.#members.get(member.name)?.slot;
+        return memberStatus(member, slot === undefined ? undefined : this.#credentials.dueAt(slot));
+      }),
+    };
+  }
+
+  /** The metrics in Prometheus text format. */
+  metrics(): Promise<string> {
+    return this.#metrics.text();
+  }
+
+  /** The prom-client registry behind {@link metrics} (to merge into an application's own). */
+  get metricsRegistry(): FleetMetrics['registry'] {
+    return this.#metrics.registry;
+  }
+
+  /** Calls `listener` for each event of `type`; returns the function that stops it. */
+  on<T extends FleetEventType>(type: T, listener: (event: FleetEventOf<T>) => void): () => void {
+    return this.#events.on(type, listener);
+  }
+
+  /**
+   * The events from now on as an async iterator; with `replay` (default true) it starts with an `added` for each
+   * member already engaged. Ends when the fleet closes, `signal` aborts or the loop breaks.
+   */
+  events(options: { replay?: boolean; signal?: AbortSignal } = {}): AsyncIterableIterator<FleetEvent> {
+    const replay: FleetEvent[] = [];
+    if (options.replay !== false) {
+      for (const member of this.list()) if (member.engaged) replay.push({ type: 'added', name: member.name, member });
+    }
+    return this.#events.subscribe({ replay, ended: this.#closed, signal: options.signal });
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<FleetEvent> {
+    return this.events();
+  }
+
+  /** Stops the watch and the refreshes, closes every client and forgets every credential; ends the iterators. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#stop.abort(new CredentialsError('ERR_FLEET_CLOSED', 'the fleet was closed'));
+    await this.#watch?.loop;
+    const clientsClosed = this.#members.close();
+    this.#credentials.close();
+    await clientsClosed;
+    await this.#hub?.close();
+    this.#events.end();
+    this.#members.resolveSettled();
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+
+  #throwIfClosed(): void {
+    if (this.#closed) throw new CredentialsError('ERR_FLEET_CLOSED', 'the fleet was closed', { path: 'close' });
+  }
+}

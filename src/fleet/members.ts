@@ -1,0 +1,391 @@
+/**
+ * The fleet's members and their reconciliation: a profile as the hub has it now is resolved with the providers file
+ * (resolveClusterAccess); the member's client (a ClusterProfileKubeConfig) is rebuilt only when the resolved access
+ * changes as data (SHA-256 of its canonical JSON), so a status-only update (a condition's lastTransitionTime)
+ * rebuilds nothing. A member is engaged (`added`) once it has a credential (and, with `requireHealthy`,
+ * ControlPlaneHealthy is True); it stays engaged until its profile is deleted or becomes invalid (`removed`), or,
+ * with `disengageUnhealthy`, until ControlPlaneHealthy turns False. A profile that fails resolution is that member's
+ * state with its coded error; it never stops the others.
+ */
+import { createHash } from 'node:crypto';
+import { canonicalJson } from '../core/canonical-json.js';
+import type { ClusterProfileKubeConfig } from '../client-node/build-config.js';
+import { resolveClusterAccess } from '../resolve/cluster-access.js';
+import type { ClusterProfile, ResolvedClusterAccess } from '../resolve/types.js';
+import type { CredentialSlot, FleetCredentials } from './credentials/slots.js';
+import type { FleetEventBus } from './events.js';
+import type {
+  ClusterProfileFleetOptions,
+  CredentialMode,
+  FleetClusterState,
+  FleetMember,
+  HealthCondition,
+} from './fleet-types.js';
+import type { FleetMetrics } from './metrics.js';
+import type { FleetClock } from './scheduler/clock.js';
+import { errorSummary } from './status.js';
+
+type ClientConstructor = typeof ClusterProfileKubeConfig;
+
+/** One member cluster: the public {@link FleetMember} view, and the state {@link FleetMembers} keeps for it. */
+export class Member implements FleetMember {
+  readonly name: string;
+  readonly namespace: string;
+  readonly #owner: FleetMembers;
+  access: ResolvedClusterAccess | undefined;
+  accessHash: string | undefined;
+  invalid: unknown;
+  slot: CredentialSlot | undefined;
+  client: ClusterProfileKubeConfig | undefined;
+  healthy: boolean | undefined;
+  condition: HealthCondition | undefined;
+  engaged = false;
+  reportedUnhealthy = false;
+  rebuilds = 0;
+
+  constructor(owner: FleetMembers, namespace: string, name: string) {
+    this.#owner = owner;
+    this.namespace = namespace;
+    this.name = name;
+  }
+
+  get state(): FleetClusterState {
+    return this.#owner.stateOf(this);
+  }
+
+  get providerName(): string | undefined {
+    return this.access?.providerName;
+  }
+
+  get mode(): CredentialMode | undefined {
+    return this.slot?.mode;
+  }
+
+  get error(): unknown {
+    return this.invalid ?? this.slot?.lastError;
+  }
+
+  get credentialExpiresAt(): number | undefined {
+    return this.slot?.credential?.expiresAt;
+  }
+
+  get fetches(): number {
+    return this.slot?.fetches ?? 0;
+  }
+}
+
+/** What reconciliation reads of the fleet's options (read when used, as the fleet always has). */
+export type FleetMembersOptions = Pick<
+  ClusterProfileFleetOptions,
+  'accessConfig' | 'warn' | 'requireHealthy' | 'disengageUnhealthy' | 'maxConnections'
+>;
+
+export interface FleetMembersDeps {
+  namespace: string;
+  credentials: FleetCredentials;
+  events: FleetEventBus;
+  metrics: FleetMetrics;
+  clock: FleetClock;
+}
+
+/** The members of one inventory, by name, and what happens to them as profiles and credentials change. */
+export class FleetMembers {
+  readonly #options: FleetMembersOptions;
+  readonly #deps: FleetMembersDeps;
+  readonly #members = new Map<string, Member>();
+  /** Interned CA bundles. */
+  readonly #strings = new Map<string, string>();
+  /** Members by credential slot key. */
+  readonly #bySlot = new Map<string, Set<Member>>();
+  /** Slots whose first fetch has not ended yet. */
+  readonly #unsettled = new Set<string>();
+  #settledWaiters: (() => void)[] = [];
+  #synced = false;
+  #Client: ClientConstructor | undefined;
+
+  constructor(options: FleetMembersOptions, deps: FleetMembersDeps) {
+    this.#options = options;
+    this.#deps = deps;
+  }
+
+  /** From now on each member gets a client made with `Client` (the fleet's `clients` option). */
+  buildClientsWith(Client: ClientConstructor): void {
+    this.#Client = Client;
+  }
+
+  get(name: string): Member | undefined {
+    return this.#members.get(name);
+  }
+
+  values(): IterableIterator<Member> {
+    return this.#members.values();
+  }
+
+  /** The first list of the inventory has been applied. */
+  get synced(): boolean {
+    return this.#synced;
+  }
+
+  /** The first list of the inventory is applied: {@link settled} can resolve. */
+  markSynced(): void {
+    this.#synced = true;
+    this.#checkSettled();
+  }
+
+  /** Resolves when every member has had its first credential fetch end (a credential or an error), or is invalid. */
+  settled(): Promise<void> {
+    if (this.#synced && this.#unsettled.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#settledWaiters.push(resolve));
+  }
+
+  /** Resolves every {@link settled} still waiting (the fleet closed). */
+  resolveSettled(): void {
+    for (const resolve of this.#settledWaiters.splice(0)) resolve();
+  }
+
+  /** The state of a member (its `state` getter). */
+  stateOf(member: Member): FleetClusterState {
+    if (member.access === undefined) return 'invalid';
+    if (this.#unhealthy(member)) return 'unhealthy';
+    const slot = member.slot;
+    if (slot === undefined) return 'pending';
+    if (this.#usable(slot)) return 'ready';
+    return slot.lastError === undefined ? 'pending' : 'failing';
+  }
+
+  /** Removes every member whose name is not in `seen` (a full list no longer has it). */
+  removeAllBut(seen: ReadonlySet<string>): void {
+    for (const name of [...this.#members.keys()]) if (!seen.has(name)) this.remove(name, 'deleted');
+  }
+
+  /** A profile as the hub has it now: resolve, rebuild when the access changed, update health and engagement. */
+  apply(name: string, profile: unknown): void {
+    let member = this.#members.get(name);
+    if (member === undefined) {
+      member = new Member(this, this.#deps.namespace, name);
+      this.#members.set(name, member);
+    }
+    const condition = healthConditionOf(profile);
+    member.condition = condition;
+    member.healthy = condition === undefined ? undefined : condition.status === 'True';
+
+    let access: ResolvedClusterAccess;
+    let hash: string;
+    try {
+      access = resolveClusterAccess(
+        profile as ClusterProfile,
+        this.#options.accessConfig,
+        this.#options.warn === undefined ? {} : { warn: this.#options.warn },
+      );
+      hash = sha256(canonicalJson(access));
+      // Members of one inventory mostly share a CA: one string for all of them instead of a copy each.
+      const ca = access.cluster['certificate-authority-data'];
+      if (ca !== undefined) access.cluster['certificate-authority-data'] = this.#intern(ca);
+    } catch (error) {
+      this.#invalidate(member, error);
+      return;
+    }
+    if (member.accessHash === hash) {
+      this.#reconcile(member);
+      return;
+    }
+    const { credentials } = this.#deps;
+    let slot: CredentialSlot;
+    try {
+      slot = credentials.acquire(access);
+    } catch (error) {
+      this.#invalidate(member, error);
+      return;
+    }
+    const previousClient = member.client;
+    const previousSlot = member.slot;
+    const rebuilt = member.access !== undefined;
+    member.access = access;
+    member.accessHash = hash;
+    member.invalid = undefined;
+    member.client =
+      this.#Client === undefined ? undefined : new this.#Client(access, credentials.cache, this.#clientOptions());
+    this.#attach(member, slot);
+    if (previousSlot !== undefined) this.#detach(member, previousSlot);
+    if (previousClient !== undefined) void previousClient.close().catch(() => undefined);
+    if (rebuilt) {
+      member.rebuilds += 1;
+      this.#deps.metrics.rebuild();
+      if (member.engaged) this.#deps.events.emit({ type: 'updated', name, member, previousClient });
+    }
+    this.#reconcile(member);
+  }
+
+  /** The profile is gone from the hub: the member's client is closed, its credential let go; `removed` if engaged. */
+  remove(name: string, reason: 'deleted'): void {
+    const member = this.#members.get(name);
+    if (member === undefined) return;
+    this.#members.delete(name);
+    this.#teardown(member);
+    if (member.engaged) {
+      member.engaged = false;
+      this.#deps.events.emit({ type: 'removed', name, reason });
+    }
+    this.#checkSettled();
+  }
+
+  /** After each fetch of a slot (`error` undefined on success): its members report and reconcile. */
+  onCredential(slot: CredentialSlot, error: unknown): void {
+    this.#unsettled.delete(slot.key);
+    const members = this.#bySlot.get(slot.key);
+    if (members !== undefined) {
+      for (const member of members) {
+        if (error !== undefined) {
+          this.#deps.events.emit({
+            type: 'credentialError',
+            name: member.name,
+            member,
+            error,
+            failures: slot.failures,
+            retryAt: slot.retryAt,
+          });
+        }
+        this.#reconcile(member);
+      }
+    }
+    this.#checkSettled();
+  }
+
+  /**
+   * The fleet closes: every engaged member is disengaged (`removed`, reason `closed`) and every member forgotten.
+   * Resolves when their clients are closed.
+   */
+  close(): Promise<unknown> {
+    const closing: Promise<void>[] = [];
+    for (const member of this.#members.values()) {
+      if (member.engaged) {
+        member.engaged = false;
+        this.#deps.events.emit({ type: 'removed', name: member.name, reason: 'closed' });
+      }
+      if (member.client !== undefined) closing.push(member.client.close().catch(() => undefined));
+    }
+    this.#members.clear();
+    this.#bySlot.clear();
+    return Promise.all(closing);
+  }
+
+  #intern(text: string): string {
+    const known = this.#strings.get(text);
+    if (known !== undefined) return known;
+    if (this.#strings.size >= 1024) this.#strings.clear();
+    this.#strings.set(text, text);
+    return text;
+  }
+
+  #clientOptions(): { maxConnections?: number } {
+    return this.#options.maxConnections === undefined ? {} : { maxConnections: this.#options.maxConnections };
+  }
+
+  /** The profile no longer resolves: no client, no credential; `removed` if it was engaged, then `invalid`. */
+  #invalidate(member: Member, error: unknown): void {
+    const known =
+      member.accessHash === undefined &&
+      member.invalid !== undefined &&
+      errorSummary(member.invalid).message === errorSummary(error).message;
+    this.#teardown(member);
+    member.access = undefined;
+    member.accessHash = undefined;
+    member.invalid = error;
+    if (member.engaged) {
+      member.engaged = false;
+      this.#deps.events.emit({ type: 'removed', name: member.name, reason: 'invalid' });
+    }
+    if (!known) this.#deps.events.emit({ type: 'invalid', name: member.name, member, error });
+  }
+
+  /** Closes the member's client and lets go of its credential (forgotten when no other member shares it). */
+  #teardown(member: Member): void {
+    const client = member.client;
+    member.client = undefined;
+    if (member.slot !== undefined) this.#detach(member, member.slot);
+    member.slot = undefined;
+    if (client !== undefined) void client.close().catch(() => undefined);
+  }
+
+  #attach(member: Member, slot: CredentialSlot): void {
+    member.slot = slot;
+    let members = this.#bySlot.get(slot.key);
+    if (members === undefined) {
+      members = new Set();
+      this.#bySlot.set(slot.key, members);
+    }
+    members.add(member);
+    if (slot.fetches === 0 && slot.credential === undefined && slot.lastError === undefined)
+      this.#unsettled.add(slot.key);
+  }
+
+  #detach(member: Member, slot: CredentialSlot): void {
+    const members = this.#bySlot.get(slot.key);
+    members?.delete(member);
+    if (members !== undefined && members.size === 0) {
+      this.#bySlot.delete(slot.key);
+      this.#unsettled.delete(slot.key);
+    }
+    this.#deps.credentials.release(slot);
+  }
+
+  #checkSettled(): void {
+    if (!this.#synced || this.#unsettled.size > 0) return;
+    for (const resolve of this.#settledWaiters.splice(0)) resolve();
+  }
+
+  #usable(slot: CredentialSlot): boolean {
+    const credential = slot.credential;
+    return (
+      credential !== undefined && (credential.expiresAt === undefined || credential.expiresAt > this.#deps.clock.now())
+    );
+  }
+
+  #unhealthy(member: Member): boolean {
+    return this.#options.requireHealthy === true ? member.healthy !== true : member.healthy === false;
+  }
+
+  /** Engagement and health reports after anything about the member changed. */
+  #reconcile(member: Member): void {
+    if (member.access === undefined) return;
+    const unhealthy = this.#unhealthy(member);
+    if (unhealthy && !member.reportedUnhealthy) {
+      member.reportedUnhealthy = true;
+      this.#deps.events.emit({ type: 'unhealthy', name: member.name, member, condition: member.condition });
+    } else if (!unhealthy) {
+      member.reportedUnhealthy = false;
+    }
+    if (!member.engaged) {
+      const gated = unhealthy && (this.#options.requireHealthy === true || this.#options.disengageUnhealthy === true);
+      if (!gated && member.slot !== undefined && this.#usable(member.slot)) {
+        member.engaged = true;
+        this.#deps.events.emit({ type: 'added', name: member.name, member });
+      }
+    } else if (unhealthy && this.#options.disengageUnhealthy === true) {
+      member.engaged = false;
+      this.#deps.events.emit({ type: 'removed', name: member.name, reason: 'unhealthy' });
+    }
+  }
+}
+
+/** The profile's ControlPlaneHealthy condition, if it states one. */
+function healthConditionOf(profile: unknown): HealthCondition | undefined {
+  const conditions = (profile as { status?: { conditions?: unknown } } | null)?.status?.conditions;
+  if (!Array.isArray(conditions)) return undefined;
+  for (const condition of conditions) {
+    if (typeof condition !== 'object' || condition === null) continue;
+    const { type, status, reason, message } = condition as Record<string, unknown>;
+    if (type !== 'ControlPlaneHealthy') continue;
+    return {
+      status: typeof status === 'string' ? status : 'Unknown',
+      ...(typeof reason === 'string' ? { reason } : {}),
+      ...(typeof message === 'string' ? { message } : {}),
+    };
+  }
+  return undefined;
+}
+
+/** SHA-256 hex of `text` through node:crypto: a flat string (core/sha256.ts, made for a plugin's start, builds a rope). */
+function sha256(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
