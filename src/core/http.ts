@@ -24,7 +24,7 @@
  */
 import type { Socket } from 'node:net';
 import { clip, quoteUrl, redactUrl, withoutUserinfo } from './errors.js';
-import { type AnswerHandlers, AnswerReader, headLength, parseStatusLine, requestHead } from './http1.js';
+import { type AnswerHandlers, AnswerReader, headLength, parseStatusLine, requestHead } from './http/http1.js';
 import { withRetries } from './retry.js';
 
 /** Default deadline of one send (ms), retries included. */
