@@ -15,6 +15,7 @@
  * which runs every lazy getter (fs.promises, streams, WebCrypto...) and loads ~30 more internal modules on each
  * plugin start (docs/plugin-runtime.md, "Start-up"); this module is on the plugin's cache-hit path.
  */
+import { readFdBoundedSync } from './bounded-read.js';
 import { CredentialsError, errno } from './errors.js';
 import { hostName, monotonicMs } from './io.js';
 
@@ -27,7 +28,6 @@ const {
   mkdirSync,
   openSync,
   readdirSync,
-  readSync,
   renameSync,
   statSync,
   unlinkSync,
@@ -162,29 +162,12 @@ export function readPrivateFile(
   try {
     const problem = privacyProblem(fstatSync(fd), 'file', options);
     if (problem !== undefined) return { problem };
-    return { text: readBounded(fd, file, options.maxBytes ?? 1 << 20) };
+    return { text: readFdBoundedSync(fd, file, options.maxBytes ?? 1 << 20) };
   } catch (cause) {
     return { problem: { kind: 'io', operation: 'read', cause } };
   } finally {
     closeSync(fd);
   }
-}
-
-/** Reads `fd` to its end, refusing more than `maxBytes` (an EFBIG error naming `file`). */
-function readBounded(fd: number, file: string, maxBytes: number): string {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for (;;) {
-    const chunk = Buffer.allocUnsafe(Math.min(64 * 1024, maxBytes + 1 - size));
-    const read = readSync(fd, chunk, 0, chunk.length, null);
-    if (read === 0) break;
-    chunks.push(chunk.subarray(0, read));
-    size += read;
-    if (size > maxBytes) {
-      throw Object.assign(new Error(`EFBIG: ${file} is larger than ${maxBytes} bytes`), { code: 'EFBIG', path: file });
-    }
-  }
-  return Buffer.concat(chunks, size).toString('utf8');
 }
 
 // --- Atomic replacement ---------------------------------------------------------------------------------------------
@@ -474,7 +457,7 @@ function readOwner(file: string): LockOwner | undefined {
     const fd = openSync(file, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0));
     try {
       mtime = fstatSync(fd).mtimeMs;
-      text = readBounded(fd, file, 4096);
+      text = readFdBoundedSync(fd, file, 4096);
     } finally {
       closeSync(fd);
     }
