@@ -1,15 +1,14 @@
 /**
  * Reading to the end with a bound: a file descriptor (synchronously or not) or a stream, refusing more than
  * `maxBytes` with an EFBIG error, so that a device that never ends, a huge file or a flood on standard input cannot
- * run the process out of memory. The one loop under the private-file and lock readers, the document reader and the
- * CLI's standard input.
+ * run the process out of memory. The one home of this loop, for the private-file and lock readers, the document
+ * reader and the CLI's standard input.
  *
- * node:fs comes from process.getBuiltinModule when a read is made, not on import: the plugin's cache-hit path reads
- * its entry through here (see `private-files/privacy.ts`).
+ * Each form is a plain loop, not one loop behind a shared abstraction: the synchronous one is on the plugin's
+ * cache-hit path, which is counted in bytes (test/integration/plugin-runtime.test.ts). A read from a file takes 64 KiB
+ * at most, or one byte past the bound when that is less (to tell a file at the bound from one over it). node:fs comes
+ * from process.getBuiltinModule when a read is made, not on import.
  */
-
-/** A read from a file takes at most this much at a time. */
-const CHUNK_BYTES = 64 * 1024;
 
 /** The error for more than `maxBytes` of `what` (a file's path, or e.g. `standard input`): code EFBIG. */
 export function tooLarge(what: string, maxBytes: number, path?: string): Error {
@@ -19,47 +18,20 @@ export function tooLarge(what: string, maxBytes: number, path?: string): Error {
   );
 }
 
-/** The chunks of one read so far; adding one past the bound throws {@link tooLarge}. */
-class Collected {
-  readonly #chunks: Buffer[] = [];
-  #size = 0;
-  readonly #maxBytes: number;
-  readonly #what: string;
-  readonly #path: string | undefined;
-
-  constructor(maxBytes: number, what: string, path: string | undefined) {
-    this.#maxBytes = maxBytes;
-    this.#what = what;
-    this.#path = path;
-  }
-
-  /** A buffer for the next read from a file: one byte past the bound at most, to tell a file at it from one over. */
-  nextBuffer(): Buffer {
-    return Buffer.allocUnsafe(Math.min(CHUNK_BYTES, this.#maxBytes + 1 - this.#size));
-  }
-
-  add(chunk: Buffer): void {
-    this.#chunks.push(chunk);
-    this.#size += chunk.length;
-    if (this.#size > this.#maxBytes) throw tooLarge(this.#what, this.#maxBytes, this.#path);
-  }
-
-  text(): string {
-    return Buffer.concat(this.#chunks, this.#size).toString('utf8');
-  }
-}
-
 /** Reads `fd` to its end as UTF-8, refusing more than `maxBytes` (an EFBIG error naming `file`). */
 export function readFdBoundedSync(fd: number, file: string, maxBytes: number): string {
   const { readSync } = process.getBuiltinModule('node:fs');
-  const collected = new Collected(maxBytes, file, file);
+  const chunks: Buffer[] = [];
+  let size = 0;
   for (;;) {
-    const chunk = collected.nextBuffer();
+    const chunk = Buffer.allocUnsafe(Math.min(65_536, maxBytes + 1 - size));
     const count = readSync(fd, chunk, 0, chunk.length, null);
     if (count === 0) break;
-    collected.add(chunk.subarray(0, count));
+    chunks.push(chunk.subarray(0, count));
+    size += count;
+    if (size > maxBytes) throw tooLarge(file, maxBytes, file);
   }
-  return collected.text();
+  return Buffer.concat(chunks, size).toString('utf8');
 }
 
 /**
@@ -68,16 +40,19 @@ export function readFdBoundedSync(fd: number, file: string, maxBytes: number): s
  */
 export async function readFdBounded(fd: number, file: string, maxBytes: number): Promise<string> {
   const { read } = process.getBuiltinModule('node:fs');
-  const collected = new Collected(maxBytes, file, file);
+  const chunks: Buffer[] = [];
+  let size = 0;
   for (;;) {
-    const chunk = collected.nextBuffer();
+    const chunk = Buffer.allocUnsafe(Math.min(65_536, maxBytes + 1 - size));
     const count = await new Promise<number>((resolve, reject) =>
       read(fd, chunk, 0, chunk.length, null, (error, bytes) => (error ? reject(error) : resolve(bytes))),
     );
     if (count === 0) break;
-    collected.add(chunk.subarray(0, count));
+    chunks.push(chunk.subarray(0, count));
+    size += count;
+    if (size > maxBytes) throw tooLarge(file, maxBytes, file);
   }
-  return collected.text();
+  return Buffer.concat(chunks, size).toString('utf8');
 }
 
 /** Reads a stream to its end as UTF-8, refusing more than `maxBytes` (an EFBIG error naming `what`, no path). */
@@ -86,7 +61,13 @@ export async function readStreamBounded(
   what: string,
   maxBytes: number,
 ): Promise<string> {
-  const collected = new Collected(maxBytes, what, undefined);
-  for await (const chunk of stream) collected.add(Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk)));
-  return collected.text();
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const piece of stream) {
+    const chunk = Buffer.isBuffer(piece) ? piece : Buffer.from(String(piece));
+    chunks.push(chunk);
+    size += chunk.length;
+    if (size > maxBytes) throw tooLarge(what, maxBytes);
+  }
+  return Buffer.concat(chunks, size).toString('utf8');
 }
