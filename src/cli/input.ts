@@ -3,7 +3,9 @@
  * and an omitted optional argument means stdin too).
  */
 import { resolve } from 'node:path';
+import { readStreamBounded } from '../core/bounded-read.js';
 import { DEFAULT_MAX_BYTES, readDocumentText } from '../core/document.js';
+import { errno } from '../core/errors.js';
 import type { CommandContext } from './command.js';
 
 /**
@@ -16,21 +18,13 @@ export async function readInput(
   fail: (cause: unknown, path: string) => Error,
 ): Promise<{ text: string; source: string }> {
   if (file === undefined || file === '' || file === '-') {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of ctx.io.stdin) {
-      chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk)));
-      size += chunks[chunks.length - 1]!.length;
-      if (size > DEFAULT_MAX_BYTES) {
-        throw fail(
-          Object.assign(new Error(`EFBIG: standard input is larger than ${DEFAULT_MAX_BYTES} bytes`), {
-            code: 'EFBIG',
-          }),
-          'stdin',
-        );
-      }
+    try {
+      return { text: await readStreamBounded(ctx.io.stdin, 'standard input', DEFAULT_MAX_BYTES), source: 'stdin' };
+    } catch (cause) {
+      // Too much is the command's error; a stream that fails is not (as before: it propagates).
+      if (errno(cause) === 'EFBIG') throw fail(cause, 'stdin');
+      throw cause;
     }
-    return { text: Buffer.concat(chunks).toString('utf8'), source: 'stdin' };
   }
   const path = resolve(ctx.cwd, file);
   try {

@@ -17,6 +17,7 @@ import { resolveClusterAccess } from '../resolve/cluster-access.js';
 import type { AccessConfig, Cluster, ClusterProfile } from '../resolve/types.js';
 import { listClusterProfiles } from '../kube/cluster-profile.js';
 import { connectionFromCluster } from '../core/cluster-connection.js';
+import { isRecord } from '../core/record.js';
 import type { KubeCredential, KubeEndpoint, KubeRequest, SendKubeRequest } from '../kube/types.js';
 import { statusMessage } from '../kube/status.js';
 import {
@@ -204,10 +205,7 @@ async function syncOne(
   const access = resolveClusterAccess(profile, options.accessConfig);
   const config = access.cluster.config;
   const settings = parseTokenRequestSettings({
-    config:
-      typeof config === 'object' && config !== null && !Array.isArray(config)
-        ? (config as Record<string, unknown>)
-        : undefined,
+    config: isRecord(config) ? config : undefined,
     flags: options.defaults,
   });
   const credential = await deps.bootstrap(access);

@@ -14,6 +14,8 @@ import http from 'node:http';
 import https from 'node:https';
 import { KubeConfig, type Cluster as KubeCluster, type RequestContext, type User } from '@kubernetes/client-node';
 import { Agent, Dispatcher, ProxyAgent } from 'undici';
+import { connectionFromCluster, connectionHttpOptions } from '../core/cluster-connection.js';
+import { type NodeTlsOptions, nodeTlsOptions } from '../core/http.js';
 import { ExecCredentialCache, type ExecAuthenticator } from '../exec/authenticator.js';
 import type { ExecCredential } from '../exec/output.js';
 import { resolveClusterAccess, type ResolveOptions } from '../resolve/cluster-access.js';
@@ -132,14 +134,6 @@ function perRequestAgent(agent: http.Agent, onUnauthorized: () => void): http.Ag
   return view;
 }
 
-interface TlsMaterial {
-  ca?: Buffer;
-  cert?: string;
-  key?: string;
-  servername?: string;
-  rejectUnauthorized: boolean;
-}
-
 type AgentFactory = (cluster: KubeCluster, options: https.AgentOptions) => http.Agent;
 type DispatcherFactory = (cluster: KubeCluster, options: https.AgentOptions) => Dispatcher | undefined;
 
@@ -200,16 +194,13 @@ export class ClusterProfileKubeConfig extends KubeConfig {
     return this.#authenticator;
   }
 
-  #tls(credential: ExecCredential): TlsMaterial {
-    const c = this.access.cluster;
-    const tls: TlsMaterial = { rejectUnauthorized: c['insecure-skip-tls-verify'] !== true };
-    if (c['certificate-authority-data'] !== undefined) tls.ca = Buffer.from(c['certificate-authority-data'], 'base64');
-    if (c['tls-server-name'] !== undefined) tls.servername = c['tls-server-name'];
-    if (credential.clientCertificate !== undefined && credential.clientKey !== undefined) {
-      tls.cert = credential.clientCertificate;
-      tls.key = credential.clientKey;
-    }
-    return tls;
+  /** The node TLS options of this cluster (CA, server name, verification) with the credential's client certificate. */
+  #tls(credential: ExecCredential): NodeTlsOptions {
+    const client =
+      credential.clientCertificate !== undefined && credential.clientKey !== undefined
+        ? { certPem: credential.clientCertificate, keyPem: credential.clientKey }
+        : undefined;
+    return nodeTlsOptions(connectionHttpOptions(connectionFromCluster(this.access.cluster), client).tls);
   }
 
   /** The undici pool for this credential's client certificate; a new certificate gets a new pool. */

@@ -13,8 +13,9 @@
  * Loads the `yaml` package when a text is read as YAML (JSON text never needs it): not for the plugins' cache-hit
  * path, and a token-request miss reading a JSON kubeconfig is faster and lighter without it.
  */
-import { close, fstat, open, read } from 'node:fs';
+import { close, fstat, open } from 'node:fs';
 import type { DocumentOptions, ParseOptions, SchemaOptions, ToJSOptions } from 'yaml';
+import { readFdBounded } from './bounded-read.js';
 import { CredentialsError, errno, jsonSyntaxProblem, type ErrorCode } from './errors.js';
 
 export type DocumentFormat = 'json' | 'yaml' | 'auto';
@@ -282,24 +283,7 @@ export async function readDocumentText(file: string, maxBytes = DEFAULT_MAX_BYTE
     if (stats.isDirectory()) {
       throw Object.assign(new Error(`EISDIR: ${file} is a directory, not a file`), { code: 'EISDIR', path: file });
     }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for (;;) {
-      const chunk = Buffer.allocUnsafe(Math.min(64 * 1024, maxBytes + 1 - size));
-      const bytesRead = await new Promise<number>((resolve, reject) =>
-        read(fd, chunk, 0, chunk.length, null, (error, count) => (error ? reject(error) : resolve(count))),
-      );
-      if (bytesRead === 0) break;
-      chunks.push(chunk.subarray(0, bytesRead));
-      size += bytesRead;
-      if (size > maxBytes) {
-        throw Object.assign(new Error(`EFBIG: ${file} is larger than ${maxBytes} bytes`), {
-          code: 'EFBIG',
-          path: file,
-        });
-      }
-    }
-    return Buffer.concat(chunks, size).toString('utf8');
+    return await readFdBounded(fd, file, maxBytes);
   } finally {
     await new Promise<void>((resolve) => close(fd, () => resolve()));
   }

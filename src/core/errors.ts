@@ -3,9 +3,9 @@
  *
  * Every error this package raises for a user-visible failure is a {@link CredentialsError} whose `code` is one of
  * ./error-registry.ts (match on `error.code`, never on the message). `path` says where the problem is: a JSON path
- * (`$.providers[0].execConfig`), a file or a flag. Lower-level errors (undici, client-node, ajv, node:fs) are
- * translated at the boundary and kept as `cause`. Recognise the error with {@link isCredentialsError}, never with
- * `instanceof`: two copies of the package can live in one process.
+ * (`$.providers[0].execConfig`), a file or a flag. Lower-level errors (the HTTP seam's `HttpFailure`, client-node,
+ * ajv, node:fs) are translated at the boundary and kept as `cause`. Recognise the error with
+ * {@link isCredentialsError}, never with `instanceof`: two copies of the package can live in one process.
  */
 import { ERRORS, type ErrorCode, type ErrorSpec } from './error-registry.js';
 

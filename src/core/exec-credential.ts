@@ -5,6 +5,7 @@
  */
 import { CredentialsError, jsonSyntaxProblem, type ErrorCodes } from './errors.js';
 import type { Env } from './io.js';
+import { isRecord } from './record.js';
 
 /** The exec credential API versions a client may speak, newest first. */
 export const EXEC_API_VERSIONS = ['client.authentication.k8s.io/v1', 'client.authentication.k8s.io/v1beta1'] as const;
@@ -100,7 +101,7 @@ export function readExecInfo(env: Env, stdinIsTTY: () => boolean): ExecCredentia
       },
     );
   }
-  const apiVersion = isObject(document) ? document['apiVersion'] : undefined;
+  const apiVersion = isRecord(document) ? document['apiVersion'] : undefined;
   if (typeof apiVersion !== 'string' || !API_VERSIONS.includes(apiVersion)) {
     throw new CredentialsError(
       'ERR_PLUGIN_EXEC_INFO',
@@ -122,14 +123,14 @@ function validateInput(document: unknown, apiVersion: ExecApiVersion): ExecCrede
       path: `KUBERNETES_EXEC_INFO ${path}`,
     });
   };
-  if (!isObject(document)) {
+  if (!isRecord(document)) {
     return fail('$', 'must be an object');
   }
   if (document['kind'] !== 'ExecCredential') {
     fail('$.kind', `kind must be "ExecCredential", not ${JSON.stringify(document['kind'])}`);
   }
   const spec = document['spec'] ?? {};
-  if (!isObject(spec)) {
+  if (!isRecord(spec)) {
     return fail('$.spec', 'spec must be an object');
   }
   if (spec['interactive'] !== undefined && typeof spec['interactive'] !== 'boolean') {
@@ -137,7 +138,7 @@ function validateInput(document: unknown, apiVersion: ExecApiVersion): ExecCrede
   }
   const cluster = spec['cluster'];
   if (cluster !== undefined && cluster !== null) {
-    if (!isObject(cluster)) {
+    if (!isRecord(cluster)) {
       return fail('$.spec.cluster', 'spec.cluster must be an object');
     }
     if (typeof cluster['server'] !== 'string' || cluster['server'] === '') {
@@ -168,7 +169,7 @@ function validateInput(document: unknown, apiVersion: ExecApiVersion): ExecCrede
     kind: 'ExecCredential',
     spec: {
       ...(typeof spec['interactive'] === 'boolean' ? { interactive: spec['interactive'] } : {}),
-      ...(isObject(cluster)
+      ...(isRecord(cluster)
         ? { cluster: cluster as unknown as NonNullable<ExecCredentialInput['spec']['cluster']> }
         : {}),
     },
@@ -194,7 +195,7 @@ export function assertUsableStatus(status: ExecCredentialStatus): void {
   const bad = (message: string, path: string): never => {
     throw new CredentialsError('ERR_PLUGIN_BAD_CREDENTIAL', message, { path });
   };
-  if (!isObject(status)) {
+  if (!isRecord(status)) {
     bad('the provider returned no status', '$.status');
   }
   const { token, clientCertificateData: cert, clientKeyData: key, expirationTimestamp } = status;
@@ -281,8 +282,4 @@ export function formatTimestamp(ms: number, options: { seconds?: boolean } = {})
   const two = (n: number): string => (n < 10 ? `0${n}` : String(n));
   const text = `${String(year).padStart(4, '0')}-${two(date.getUTCMonth() + 1)}-${two(date.getUTCDate())}T${two(date.getUTCHours())}:${two(date.getUTCMinutes())}:${two(date.getUTCSeconds())}`;
   return options.seconds === true ? `${text}Z` : `${text}.${String(date.getUTCMilliseconds()).padStart(3, '0')}Z`;
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

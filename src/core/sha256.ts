@@ -5,7 +5,7 @@
  * largest single cost of a plugin's cache hit after Node's own start-up, far more than this function run once and
  * cold over a cache key. The cache key is the only hash a hit needs; the code is written
  * for the interpreter (32-bit integer arithmetic, no DataView, no per-round allocation). A unit test checks it
- * against node:crypto.
+ * against node:crypto. {@link sha256HexNative} is the same hash through node:crypto, for code off that path.
  *
  * @see https://nvlpubs.nist.gov/nistpubs/FIPS/NIST.FIPS.180-4.pdf
  */
@@ -82,4 +82,12 @@ export function sha256Hex(text: string): string {
   let hex = '';
   for (const word of [h0, h1, h2, h3, h4, h5, h6, h7]) hex += (word >>> 0).toString(16).padStart(8, '0');
   return hex;
+}
+
+/**
+ * {@link sha256Hex} through node:crypto (loaded on the first call), for long-lived processes that hash often (the
+ * library's caches): its result is a flat string, where the function above, made for a plugin's start, builds a rope.
+ */
+export function sha256HexNative(text: string): string {
+  return process.getBuiltinModule('node:crypto').createHash('sha256').update(text).digest('hex');
 }

@@ -12,6 +12,7 @@ import { parseTimestamp } from '../core/exec-credential.js';
 import type { ExecApiVersion, ExecCredentialStatus } from '../core/exec-credential.js';
 import { isGoBase64 } from '../core/go-base64.js';
 import { execError } from './errors.js';
+import { isRecord } from '../core/record.js';
 
 /** A credential the plugin returned, checked and ready to use. */
 export interface ExecCredential {
@@ -25,10 +26,6 @@ export interface ExecCredential {
   readonly expiresAt: number | undefined;
   /** SHA-256 fingerprint of the client certificate (hex, no colons), to key TLS connections by identity. */
   readonly certificateFingerprint: string | undefined;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** What a value is, without saying what it holds (plugin output may be a secret). */

@@ -20,6 +20,7 @@ import { clip, CredentialsError, quote, redactUrl } from '../core/errors.js';
 import { validateDocument, type SchemaId } from '../schemas/index.js';
 import { statusMessage } from './status.js';
 import type { KubeResponse, SendKubeRequest } from './types.js';
+import { isRecord } from '../core/record.js';
 
 export type ClusterProfileErrorCode =
   | 'ERR_PROFILE_READ'
@@ -88,10 +89,6 @@ export function checkClusterProfile(doc: unknown, label: string, at = '$'): Clus
     );
   }
   return doc as ClusterProfileObject;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** A `List` (kind `List` or `…List`) with `items`: what `kubectl get -o yaml` prints for several objects. */

@@ -35,6 +35,7 @@ import { parseDocument, readDocumentText } from '../core/document.js';
 import { CredentialsError, errno } from '../core/errors.js';
 import type { Env } from '../core/io.js';
 import type { KubeCredential, KubeEndpoint } from './types.js';
+import { isRecord } from '../core/record.js';
 
 export type KubeconfigErrorCode = 'ERR_KUBECONFIG_READ' | 'ERR_KUBECONFIG_INVALID' | 'ERR_IN_CLUSTER_UNAVAILABLE';
 
@@ -132,10 +133,6 @@ interface Merged {
   files: string[];
   currentContext: string | undefined;
   entries: Record<Kind, Map<string, Entry>>;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function parseKubeconfig(text: string, file: string, what: string): Record<string, unknown> {

@@ -1,6 +1,7 @@
 /**
  * The on-disk credential cache: one 0600 JSON file per identity in a 0700 directory owned by the user. Reads are
- * lock-free (writers replace files atomically); writes happen under the entry's lock (core/private-files.ts: checks, atomic write, pid lock).
+ * lock-free (writers replace files atomically); writes happen under the entry's lock (core/private-files/: privacy.ts,
+ * atomic-write.ts, pid-lock.ts).
  *
  * Layout: `<dir>/<key>.json` (entry), `<dir>/<key>.lock` (lock), `<dir>/<key>.json.<random>.tmp` (a write in progress).
  */
@@ -11,13 +12,12 @@ import { homeDirectory, type Env } from '../core/io.js';
 import type { CachedCredential } from './provider.js';
 import { sha256Hex } from '../core/sha256.js';
 import { canonicalJson } from '../core/canonical-json.js';
+import { removeTemporaryFiles, writeFileAtomicSync } from '../core/private-files/atomic-write.js';
 import {
   checkPrivateDirectory as privateDirectoryProblem,
   readPrivateFile,
-  removeTemporaryFiles,
-  writeFileAtomicSync,
   type PrivacyProblem,
-} from '../core/private-files.js';
+} from '../core/private-files/privacy.js';
 
 // Built-ins come from process.getBuiltinModule, not `import`: an ESM import of a built-in builds its namespace,
 // which runs every lazy getter (fs.promises, streams, WebCrypto...) and loads ~30 more internal modules on each
@@ -130,11 +130,11 @@ export function readEntry<State>(dir: string, key: string): EntryRead<State> {
 
 /**
  * Writes an entry atomically: a 0600 temporary file created exclusively, written and renamed over the entry
- * (core/private-files.ts, writeFileAtomicSync). Readers and a process that crashes see the previous entry or the new
- * one. Nothing is fsynced: an entry is a copy of a credential that can be obtained again, and {@link readEntry}
- * rejects anything that is not a whole entry of its key, so the worst a power loss can leave under the name — the
- * previous entry, none, or an empty or partial file — costs one new issuance (a partial one is reported, removed and
- * replaced). An fsync cost each miss a thread-pool start and a disk flush (up to tens of ms on a busy disk).
+ * (core/private-files/atomic-write.ts, writeFileAtomicSync). Readers and a process that crashes see the previous
+ * entry or the new one. Nothing is fsynced: an entry is a copy of a credential that can be obtained again, and
+ * {@link readEntry} rejects anything that is not a whole entry of its key, so the worst a power loss can leave under
+ * the name — the previous entry, none, or an empty or partial file — costs one new issuance (a partial one is
+ * reported, removed and replaced). An fsync cost each miss a thread-pool start and a disk flush (up to tens of ms on a busy disk).
  *
  * The caller holds the entry's lock. With `removeDebris` (the default) any other temporary file of this key is taken
  * for debris of a writer that died and removed, at the cost of listing the directory; a caller whose lock was taken

@@ -9,7 +9,7 @@ export { readExecInfo, renderExecCredential, assertUsableStatus } from '../core/
 export type { ExecCredentialErrorCode, ExecCredentialStatus } from '../core/exec-credential.js';
 export { cacheKey, cacheDirectory } from './cache.js';
 export type { CacheErrorCode } from './cache.js';
-export type { LockErrorCode } from '../core/private-files.js';
+export type { LockErrorCode } from '../core/private-files/pid-lock.js';
 export { COMMON_FLAGS } from './flags.js';
 export type { PluginUsageErrorCode } from './flags.js';
 export type { Env, ProcessIo, Run } from '../core/io.js';

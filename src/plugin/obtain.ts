@@ -10,7 +10,7 @@ import { CredentialsError, formatError } from '../core/errors.js';
 import type { ExecCredentialStatus } from '../core/exec-credential.js';
 import { assertUsableStatus, formatTimestamp } from '../core/exec-credential.js';
 import type { Env } from '../core/io.js';
-import { acquireLock, type HeldLock } from '../core/private-files.js';
+import { acquireLock, type HeldLock } from '../core/private-files/pid-lock.js';
 import {
   cacheDirectory,
   cacheKey,

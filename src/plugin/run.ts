@@ -7,7 +7,7 @@ import { readExecInfo, renderExecCredential } from '../core/exec-credential.js';
 import { cacheDirectory, cleanDirectory } from './cache.js';
 import { assertNoFlagClash, helpText, parseCommand } from './flags.js';
 import { writeStdout, type Env, type ProcessIo, type Run } from '../core/io.js';
-import { isLockHeld, type HeldLock } from '../core/private-files.js';
+import { isLockHeld, type HeldLock } from '../core/private-files/pid-lock.js';
 import { packageVersion } from '../core/version.js';
 import { obtain } from './obtain.js';
 import type { CredentialProvider, FlagSpecs } from './provider.js';

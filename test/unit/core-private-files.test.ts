@@ -15,17 +15,14 @@ import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
-  acquireLock,
-  checkPrivateDirectory,
   isTemporaryOf,
-  PRIVATE_MODE_MASK,
-  readPrivateFile,
   removeTemporaryFiles,
   temporaryPath,
   writeFileAtomic,
   writeFileAtomicSync,
-  type LockOptions,
-} from '../../src/core/private-files.js';
+} from '../../src/core/private-files/atomic-write.js';
+import { acquireLock, type LockOptions } from '../../src/core/private-files/pid-lock.js';
+import { checkPrivateDirectory, PRIVATE_MODE_MASK, readPrivateFile } from '../../src/core/private-files/privacy.js';
 import { lockDataDir } from '../../src/issuer/state/data-dir/files.js';
 
 const posix = process.platform !== 'win32';

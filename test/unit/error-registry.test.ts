@@ -27,8 +27,8 @@ const codes = Object.keys(ERRORS) as ErrorCode[];
 
 /**
  * `ERR_*` string literals in src outside comments that are not registry codes: node's TLS code matched by the issuer
- * client, and the low-level codes of the HTTP wire layer (src/core/http1.ts: node's own names for a bad request head,
- * two of its own for a malformed answer), which the HTTP seam classifies and callers map to their registry codes.
+ * client, and the low-level codes of the HTTP wire layer (src/core/http/http1.ts: node's own names for a bad request
+ * head, two of its own for a malformed answer), which the HTTP seam classifies and callers map to their registry codes.
  */
 const FOREIGN = new Set([
   'ERR_TLS_CERT_ALTNAME_INVALID',

@@ -121,40 +121,46 @@ export async function issueOidcToken(
 }
 
 class Flow {
-  private metadata!: ProviderMetadata;
-  private jwks: { keys: Record<string, unknown>[] } | undefined;
-  private credential: ClientCredential | undefined;
-  private auth!: ClientAuthChoice;
+  #metadata!: ProviderMetadata;
+  #jwks: { keys: Record<string, unknown>[] } | undefined;
+  #credential: ClientCredential | undefined;
+  #auth!: ClientAuthChoice;
 
-  constructor(
-    private readonly settings: OidcSettings,
-    private readonly context: IssueContext<OidcState>,
-    private readonly send: Send,
-    private readonly deps: IssueDeps,
-  ) {}
+  readonly #settings: OidcSettings;
+  readonly #context: IssueContext<OidcState>;
+  readonly #send: Send;
+  readonly #deps: IssueDeps;
 
-  private say(message: string): void {
-    this.context.stderr.write(`clusterprofile-oidc: ${message}\n`);
+  constructor(settings: OidcSettings, context: IssueContext<OidcState>, send: Send, deps: IssueDeps) {
+    this.#settings = settings;
+    this.#context = context;
+    this.#send = send;
+    this.#deps = deps;
+  }
+
+  #say(message: string): void {
+    this.#context.stderr.write(`clusterprofile-oidc: ${message}\n`);
   }
 
   async run(): Promise<IssuedCredential<OidcState>> {
-    const { settings, context } = this;
+    const settings = this.#settings;
+    const context = this.#context;
     const interactiveGrant = INTERACTIVE_GRANTS.includes(settings.grant);
     const refreshToken = context.previous?.state?.refreshToken;
     // Without a refresh token and without a terminal there is nothing to try: say so before any network call.
-    if (interactiveGrant && refreshToken === undefined) this.requireInteractive();
+    if (interactiveGrant && refreshToken === undefined) this.#requireInteractive();
     await assertOidcClusterConfig(settings.clusterConfig);
     const discovery = discoveryRequest(settings.issuerURL);
-    this.metadata = processDiscoveryResponse(settings.issuerURL, await this.send(discovery));
-    this.auth = chooseClientAuth(
+    this.#metadata = processDiscoveryResponse(settings.issuerURL, await this.#send(discovery));
+    this.#auth = chooseClientAuth(
       { method: settings.clientAuth, given: settings.clientAuthGiven },
-      this.metadata,
+      this.#metadata,
       discovery.url,
     );
 
     if (interactiveGrant && refreshToken !== undefined) {
       try {
-        return await this.accept(await this.token('refresh_token', refreshTokenParams({ refreshToken })), undefined, {
+        return await this.#accept(await this.#token('refresh_token', refreshTokenParams({ refreshToken })), undefined, {
           refreshToken,
           subject: context.previous?.state?.subject,
         });
@@ -167,27 +173,27 @@ class Flow {
             'ERR_OIDC_REFRESH_FAILED',
             `refreshing failed (${error.message}) and a new login needs a terminal (spec.interactive is false)`,
             {
-              path: this.metadata.token_endpoint,
+              path: this.#metadata.token_endpoint,
               hint: 'run a kubectl command in a terminal to log in again (interactiveMode IfAvailable), or the plugin with --force-refresh',
               cause: error,
             },
           );
         }
-        this.say(`refreshing failed (${error.message}); logging in again`);
+        this.#say(`refreshing failed (${error.message}); logging in again`);
       }
     }
 
     switch (settings.grant) {
       case 'client_credentials':
-        return this.accept(await this.token('client_credentials', clientCredentialsParams(settings)));
+        return this.#accept(await this.#token('client_credentials', clientCredentialsParams(settings)));
       case 'token_exchange': {
         const subjectToken = await readCredentialFile(
           settings.subjectTokenFile!,
           '--subject-token-file',
           'subject token file',
         );
-        return this.accept(
-          await this.token(
+        return this.#accept(
+          await this.#token(
             'token_exchange',
             tokenExchangeParams({
               subjectToken,
@@ -199,19 +205,19 @@ class Flow {
         );
       }
       case 'device_code':
-        this.requireInteractive();
-        return this.deviceLogin();
+        this.#requireInteractive();
+        return this.#deviceLogin();
       case 'authorization_code':
-        this.requireInteractive();
-        return this.codeLogin();
+        this.#requireInteractive();
+        return this.#codeLogin();
     }
   }
 
-  private requireInteractive(): void {
-    if (!this.context.interactive) {
+  #requireInteractive(): void {
+    if (!this.#context.interactive) {
       throw new CredentialsError(
         'ERR_OIDC_INTERACTIVE_REQUIRED',
-        `the ${this.settings.grant} grant needs a person at a terminal, but spec.interactive is false`,
+        `the ${this.#settings.grant} grant needs a person at a terminal, but spec.interactive is false`,
         {
           path: '$.spec.interactive',
           hint: 'run kubectl in a terminal with interactiveMode IfAvailable or Always; controllers use --grant client_credentials or token_exchange',
@@ -221,49 +227,45 @@ class Flow {
   }
 
   /** The client's credential, presented with the token endpoint's method (or `method`). */
-  private async clientCredential(method: ClientCredential['method'] = this.auth.token): Promise<ClientCredential> {
-    this.credential ??= await loadClientCredential({
-      method: this.auth.token,
-      clientID: this.settings.clientID,
-      clientSecretFile: this.settings.clientSecretFile,
-      privateKeyFile: this.settings.privateKeyFile,
-      privateKeyAlg: this.settings.privateKeyAlg,
-      privateKeyId: this.settings.privateKeyId,
+  async #clientCredential(method: ClientCredential['method'] = this.#auth.token): Promise<ClientCredential> {
+    this.#credential ??= await loadClientCredential({
+      method: this.#auth.token,
+      clientID: this.#settings.clientID,
+      clientSecretFile: this.#settings.clientSecretFile,
+      privateKeyFile: this.#settings.privateKeyFile,
+      privateKeyAlg: this.#settings.privateKeyAlg,
+      privateKeyId: this.#settings.privateKeyId,
     });
-    return withMethod(this.credential, method);
+    return withMethod(this.#credential, method);
   }
 
   /** One token-endpoint round trip. OAuth errors are thrown as {@link OAuthErrorResponse} for the caller. */
-  private async token(grant: string, params: Record<string, string | undefined>): Promise<TokenResponse> {
+  async #token(grant: string, params: Record<string, string | undefined>): Promise<TokenResponse> {
     const auth = await clientAuthentication(
-      await this.clientCredential(),
-      this.metadata.token_endpoint,
-      this.context.now(),
+      await this.#clientCredential(),
+      this.#metadata.token_endpoint,
+      this.#context.now(),
     );
-    const response = await this.send(tokenRequest(this.metadata, params, auth, this.settings.tokenParams));
+    const response = await this.#send(tokenRequest(this.#metadata, params, auth, this.#settings.tokenParams));
     try {
-      return processTokenResponse(this.metadata, response);
+      return processTokenResponse(this.#metadata, response);
     } catch (error) {
       if (error instanceof OAuthErrorResponse && grant !== 'refresh_token' && grant !== 'device_code')
-        throw grantError(grant, this.metadata, error);
+        throw grantError(grant, this.#metadata, error);
       throw error;
     }
   }
 
-  private async keys(): Promise<{ keys: Record<string, unknown>[] }> {
-    this.jwks ??= processJwksResponse(this.metadata, await this.send(jwksRequest(this.metadata)));
-    return this.jwks;
+  async #keys(): Promise<{ keys: Record<string, unknown>[] }> {
+    this.#jwks ??= processJwksResponse(this.#metadata, await this.#send(jwksRequest(this.#metadata)));
+    return this.#jwks;
   }
 
   /** Validates the token to be returned, derives the expiry, keeps the (rotated) refresh token. */
-  private async accept(
-    response: TokenResponse,
-    nonce?: string,
-    refreshed?: OidcState,
-  ): Promise<IssuedCredential<OidcState>> {
-    const { settings } = this;
-    const now = this.context.now();
-    const jwks = (await this.keys()) as never;
+  async #accept(response: TokenResponse, nonce?: string, refreshed?: OidcState): Promise<IssuedCredential<OidcState>> {
+    const settings = this.#settings;
+    const now = this.#context.now();
+    const jwks = (await this.#keys()) as never;
     const common = { issuer: settings.issuerURL, algorithms: settings.signingAlgorithms, now };
     if (response.id_token !== undefined && (nonce !== undefined || settings.token === 'id_token')) {
       await validateToken(response.id_token, jwks, {
@@ -280,7 +282,7 @@ class Flow {
     if (settings.token === 'id_token') {
       if (response.id_token === undefined) {
         throw new CredentialsError('ERR_OIDC_TOKEN_INVALID', 'the token response has no ID token', {
-          path: this.metadata.token_endpoint,
+          path: this.#metadata.token_endpoint,
           hint: 'the openid scope may be missing at the issuer for this client, or set token: access_token',
         });
       }
@@ -308,7 +310,7 @@ class Flow {
         'ERR_OIDC_TOKEN_INVALID',
         `the refreshed token names subject ${JSON.stringify(subject)}, not ${JSON.stringify(refreshed.subject)} of the login; it was not used`,
         {
-          path: this.metadata.token_endpoint,
+          path: this.#metadata.token_endpoint,
         },
       );
     }
@@ -325,35 +327,39 @@ class Flow {
 
   // ----------------------------------------------------------------------------------------- RFC 8628 device flow
   /** The device authorization request, with the device endpoint's client authentication (see chooseClientAuth). */
-  private async deviceAuthorization(): Promise<DeviceAuthorization> {
-    const { settings, context, metadata } = this;
+  async #deviceAuthorization(): Promise<DeviceAuthorization> {
+    const settings = this.#settings;
+    const context = this.#context;
+    const metadata = this.#metadata;
     const request = async (method: ClientCredential['method']) =>
-      this.send(
+      this.#send(
         deviceAuthorizationRequest(
           metadata,
           settings,
-          await clientAuthentication(await this.clientCredential(method), metadata.issuer, context.now()),
+          await clientAuthentication(await this.#clientCredential(method), metadata.issuer, context.now()),
         ),
       );
-    let response = await request(this.auth.device);
-    if (this.auth.deviceFallback !== undefined && oauthErrorOf(response)?.error === 'invalid_client') {
-      response = await request(this.auth.deviceFallback);
+    let response = await request(this.#auth.device);
+    if (this.#auth.deviceFallback !== undefined && oauthErrorOf(response)?.error === 'invalid_client') {
+      response = await request(this.#auth.deviceFallback);
     }
     return processDeviceAuthorizationResponse(metadata, response);
   }
 
-  private async deviceLogin(): Promise<IssuedCredential<OidcState>> {
-    const { settings, context, metadata } = this;
-    const device = await this.deviceAuthorization();
-    this.say(
+  async #deviceLogin(): Promise<IssuedCredential<OidcState>> {
+    const settings = this.#settings;
+    const context = this.#context;
+    const metadata = this.#metadata;
+    const device = await this.#deviceAuthorization();
+    this.#say(
       `to log in, open ${device.verification_uri} and enter the code ${device.user_code}` +
         (device.verification_uri_complete === undefined ? '' : `\n  (or open ${device.verification_uri_complete})`),
     );
     if (settings.openBrowser)
-      (this.deps.openBrowser ?? ((url: string) => void openBrowserDefault(url)))(
+      (this.#deps.openBrowser ?? ((url: string) => void openBrowserDefault(url)))(
         device.verification_uri_complete ?? device.verification_uri,
       );
-    const sleep = this.deps.sleep ?? sleepDefault;
+    const sleep = this.#deps.sleep ?? sleepDefault;
     // The device code's own lifetime, unless --login-timeout asks for less: the message names whichever ran out.
     const ours = settings.loginTimeoutMs !== undefined && settings.loginTimeoutMs < device.expires_in * 1000;
     const deadline = context.now().getTime() + (ours ? settings.loginTimeoutMs! : device.expires_in * 1000);
@@ -380,7 +386,9 @@ class Flow {
       await sleep(interval, context.signal);
       if (context.now().getTime() > deadline) throw expired();
       try {
-        return await this.accept(await this.token('device_code', deviceCodeParams({ deviceCode: device.device_code })));
+        return await this.#accept(
+          await this.#token('device_code', deviceCodeParams({ deviceCode: device.device_code })),
+        );
       } catch (error) {
         if (!(error instanceof OAuthErrorResponse)) throw error;
         if (error.error === 'authorization_pending') continue;
@@ -411,8 +419,10 @@ class Flow {
   }
 
   // ------------------------------------------------------------------- authorization code + PKCE, loopback redirect
-  private async codeLogin(): Promise<IssuedCredential<OidcState>> {
-    const { settings, context, metadata } = this;
+  async #codeLogin(): Promise<IssuedCredential<OidcState>> {
+    const settings = this.#settings;
+    const context = this.#context;
+    const metadata = this.#metadata;
     const state = randomBytes(16).toString('base64url');
     const nonce = randomBytes(16).toString('base64url');
     const codeVerifier = randomBytes(32).toString('base64url');
@@ -433,12 +443,12 @@ class Flow {
         nonce,
         codeChallenge,
       });
-      this.say(`to log in, open this URL in a browser:\n  ${url}`);
-      if (settings.openBrowser) (this.deps.openBrowser ?? ((u: string) => void openBrowserDefault(u)))(url);
+      this.#say(`to log in, open this URL in a browser:\n  ${url}`);
+      if (settings.openBrowser) (this.#deps.openBrowser ?? ((u: string) => void openBrowserDefault(u)))(url);
       const callback = await loopback.next((received) => isExpectedState(received.searchParams.get('state'), state));
       const code = processAuthorizationCallback(callback, state);
-      return await this.accept(
-        await this.token(
+      return await this.#accept(
+        await this.#token(
           'authorization_code',
           authorizationCodeParams({ code, redirectUri: loopback.redirectUri, codeVerifier }),
         ),

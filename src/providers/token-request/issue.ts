@@ -1,6 +1,7 @@
 /**
  * The cache-miss path of the token-request provider: the network and the bootstrap identity. Loaded with a dynamic
- * import, so a cache hit never parses undici or YAML.
+ * import, so a cache hit never parses the HTTP seam, the Kubernetes transport or the kubeconfig reader (undici, named
+ * here before, is no longer on any plugin's path).
  */
 import { clip, CredentialsError, redactUrl } from '../../core/errors.js';
 import { formatTimestamp, type ExecCluster } from '../../core/exec-credential.js';

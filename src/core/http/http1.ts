@@ -1,5 +1,5 @@
 /**
- * HTTP/1.1 on the wire, for the one HTTP seam (`http.ts`): the request head it writes and an incremental reader of
+ * HTTP/1.1 on the wire, for the one HTTP seam (`../http.ts`): the request head it writes and an incremental reader of
  * the answer — status line, header fields, and a body framed by Content-Length, the chunked transfer coding or the
  * end of the connection (RFC 9112). It is what the seam needs and no more: one request at a time on a connection (no
  * pipelining), no upgrades, request bodies of known length.
