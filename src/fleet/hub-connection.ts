@@ -140,7 +140,8 @@ export class HubConnection {
     for (const [index, version] of versions.entries()) {
       let pages = 0;
       try {
-        await this.#authenticate('list', namespace);
+        // The hub user's exec plugin runs here (a failure of it is ERR_FLEET_HUB_FORBIDDEN, below).
+        await this.#client.authenticate();
         const { resourceVersion } = await listPages(this.#client.send, collectionPath(version, namespace), {
           signal,
           pageSize: this.#options.pageSize ?? DEFAULT_PAGE_SIZE,
@@ -196,7 +197,7 @@ export class HubConnection {
   ): Promise<number> {
     const version = this.#version ?? CLUSTERPROFILE_VERSIONS[0];
     try {
-      await this.#authenticate('watch', namespace);
+      await this.#client.authenticate();
       const { events } = await watchOnce<Record<string, unknown>>({
         send: this.#client.send,
         stream: (path, onChunk, options) => this.#client.stream(path, onChunk, options),
@@ -215,28 +216,19 @@ export class HubConnection {
     }
   }
 
-  /** The hub identity's credential now (an exec user's plugin runs here): its failure is ERR_FLEET_HUB_FORBIDDEN. */
-  async #authenticate(verb: HubVerb, namespace: string): Promise<void> {
-    try {
-      await this.#client.authenticate();
-    } catch (error) {
-      if (isCredentialsError(error) && error.code.startsWith('ERR_EXEC_')) {
-        throw new CredentialsError(
-          'ERR_FLEET_HUB_FORBIDDEN',
-          `cannot ${verb} ${CLUSTERPROFILE_RESOURCE} in namespace ${namespace}: the hub user's exec plugin failed: ${formatError(error)}`,
-          {
-            path: this.#client.access.exec?.path ?? this.source,
-            cause: error,
-          },
-        );
-      }
-      throw error;
-    }
-  }
-
   /** A list's or watch's failure with the fleet's codes. */
   #failure(verb: HubVerb, namespace: string, error: unknown, signal: AbortSignal): unknown {
     if (signal.aborted) return error;
+    if (isCredentialsError(error) && error.code.startsWith('ERR_EXEC_')) {
+      return new CredentialsError(
+        'ERR_FLEET_HUB_FORBIDDEN',
+        `cannot ${verb} ${CLUSTERPROFILE_RESOURCE} in namespace ${namespace}: the hub user's exec plugin failed: ${formatError(error)}`,
+        {
+          path: this.#client.access.exec?.path ?? this.source,
+          cause: error,
+        },
+      );
+    }
     if (error instanceof KubeStatusError)
       return this.#statusError(verb, namespace, { status: error.status, body: error.body });
     if (error instanceof WatchStreamError) {
