@@ -1,37 +1,39 @@
 /**
- * The fleet's connection to the hub (the CLI's one-profile read is src/cli/hub-profiles.ts): list the ClusterProfiles of one
- * namespace (paged, v1alpha1 else v1alpha2) and watch them from a resourceVersion with bookmarks. Hub access is found
- * as every other identity of this package (src/kube/kubeconfig-loader.ts: flag, KUBECONFIG merged, ~/.kube/config,
- * in-cluster); a hub user with `exec` (EKS, GKE, OIDC logins) runs through this package's exec authenticator,
- * refreshed before expiry.
- *
- * Lists go through the one HTTP seam (src/kube/transport.ts over src/core/http.ts: deadline, retries, redaction).
- * A watch is a stream the seam does not model (it buffers whole answers under one deadline), so it is read here with
- * undici, on the same TLS settings, with an idle deadline instead: the API server sends a bookmark about once a
- * minute, so a watch silent for {@link DEFAULT_WATCH_IDLE_MS} is dead and is reopened from its resourceVersion.
- * @kubernetes/client-node is not needed for any of it.
+ * The fleet's connection to the hub (the CLI's one-profile read is src/cli/hub-profiles.ts): list the ClusterProfiles
+ * of one namespace (paged, v1alpha1 else v1alpha2) and watch them from a resourceVersion with bookmarks, with the
+ * fleet's error codes (`ERR_FLEET_HUB_*`). Hub access is the package's one Kubernetes client (src/kube/kube-client.ts:
+ * kubectl's order — flag, KUBECONFIG merged, ~/.kube/config, in-cluster; a rotated token or certificate file read
+ * again within a minute and after a 401; a hub user with `exec` — EKS, GKE, OIDC logins — run through the exec
+ * authenticator, refreshed before expiry and after a 401). Lists and watches are src/kube/watch.ts's: pages, the
+ * watch streamed through the HTTP seam with an idle deadline ({@link DEFAULT_WATCH_IDLE_MS}: the API server sends a
+ * bookmark about once a minute, so a silent watch is dead and is reopened from its resourceVersion), a server-side
+ * timeout of 5 to 10 minutes. @kubernetes/client-node is not needed for any of it.
  */
-import type { Dispatcher } from 'undici';
-import { connectionHttpOptions } from '../core/cluster-connection.js';
-import { CredentialsError, formatError, isCredentialsError, withoutUserinfo } from '../core/errors.js';
+import { CredentialsError, formatError, isCredentialsError } from '../core/errors.js';
 import type { Env } from '../core/io.js';
+import { isRecord } from '../core/record.js';
 import { CLUSTERPROFILE_GROUP, CLUSTERPROFILE_PLURAL, CLUSTERPROFILE_VERSIONS } from '../kube/cluster-profile.js';
-import { loadKubeAccess, type KubeAccess } from '../kube/kubeconfig-loader.js';
+import { KubeClient } from '../kube/kube-client.js';
+import type { KubeAccess } from '../kube/kubeconfig-loader.js';
 import { statusMessage } from '../kube/status.js';
-import { createKubeTransport, KUBE_RETRY } from '../kube/transport.js';
-import type { KubeCredential, KubeResponse } from '../kube/types.js';
-import { MAX_EVENT_BYTES, WatchLines } from '../kube/watch.js';
-import { assertDocument } from '../schemas/index.js';
-import { ExecAuthenticator } from '../exec/authenticator.js';
-import type { ExecCredential } from '../exec/output.js';
-import type { ExecCluster, ExecConfig } from '../resolve/types.js';
+import { KUBE_RETRY } from '../kube/transport.js';
+import type { KubeResponse } from '../kube/types.js';
+import {
+  DEFAULT_WATCH_IDLE_MS,
+  KubeStatusError,
+  listPages,
+  MAX_EVENT_BYTES,
+  WatchGone,
+  watchOnce,
+  WatchStreamError,
+} from '../kube/watch.js';
+
+export { DEFAULT_WATCH_IDLE_MS };
 
 /** The resource every hub error names. */
 export const CLUSTERPROFILE_RESOURCE = `${CLUSTERPROFILE_PLURAL}.${CLUSTERPROFILE_GROUP}`;
 export type ClusterProfileVersion = (typeof CLUSTERPROFILE_VERSIONS)[number];
 
-/** A watch that has said nothing (not even a bookmark) for this long is reopened. */
-export const DEFAULT_WATCH_IDLE_MS = 180_000;
 /** Items per list page (client-go's reflector pages by 500 too). */
 export const DEFAULT_PAGE_SIZE = 500;
 
@@ -54,7 +56,7 @@ export interface FleetHubOptions {
   kubeconfig?: string;
   /** A context instead of the current one. */
   context?: string;
-  /** Hub access already loaded (then `kubeconfig` and `context` are ignored). */
+  /** Hub access already loaded (then `kubeconfig` and `context` are ignored, and its credential is not read again). */
   access?: KubeAccess;
   /** Deadline of one list page, retries included (default 30 s). */
   requestTimeoutMs?: number;
@@ -73,48 +75,49 @@ interface HubConnectionDeps {
 
 /** One hub connection: list and watch ClusterProfiles in one namespace, as the hub identity of its kubeconfig. */
 export class HubConnection {
-  #access: KubeAccess;
+  readonly #client: KubeClient;
   readonly #options: FleetHubOptions;
   readonly #deps: HubConnectionDeps;
-  #reloadAccess = false;
-  #authenticator: ExecAuthenticator | undefined;
-  #transport: { credential: KubeCredential; transport: ReturnType<typeof createKubeTransport> } | undefined;
-  #agent: { credential: KubeCredential; dispatcher: Dispatcher } | undefined;
   #version: ClusterProfileVersion | undefined;
 
   /** Hub access already found; {@link open} finds it. */
-  constructor(access: KubeAccess, options: FleetHubOptions, deps: HubConnectionDeps) {
-    this.#access = access;
+  constructor(client: KubeClient, options: FleetHubOptions, deps: HubConnectionDeps) {
+    this.#client = client;
     this.#options = options;
     this.#deps = deps;
   }
 
   /** Finds hub access (ERR_KUBECONFIG_* / ERR_IN_CLUSTER_UNAVAILABLE when there is none). */
   static async open(options: FleetHubOptions, deps: HubConnectionDeps): Promise<HubConnection> {
-    const access = options.access ?? (await HubConnection.#load(options, deps));
-    return new HubConnection(access, options, deps);
-  }
-
-  static #load(options: FleetHubOptions, deps: HubConnectionDeps): Promise<KubeAccess> {
-    return loadKubeAccess(
-      {
-        ...(options.kubeconfig === undefined ? {} : { kubeconfig: options.kubeconfig }),
-        ...(options.context === undefined ? {} : { context: options.context }),
-        what: "the hub's kubeconfig",
-        allowExec: true,
-      },
-      { env: deps.env, cwd: deps.cwd },
-    );
+    const clientOptions = {
+      retry: KUBE_RETRY,
+      ...(options.requestTimeoutMs === undefined ? {} : { timeoutMs: options.requestTimeoutMs }),
+      exec: { env: deps.env },
+    };
+    const client =
+      options.access === undefined
+        ? await KubeClient.load(
+            {
+              ...(options.kubeconfig === undefined ? {} : { kubeconfig: options.kubeconfig }),
+              ...(options.context === undefined ? {} : { context: options.context }),
+              what: "the hub's kubeconfig",
+              allowExec: true,
+            },
+            { env: deps.env, cwd: deps.cwd },
+            clientOptions,
+          )
+        : KubeClient.fromAccess(options.access, undefined, clientOptions);
+    return new HubConnection(client, options, deps);
   }
 
   /** The hub's API server URL (without userinfo), for messages. */
   get server(): string {
-    return withoutUserinfo(this.#access.endpoint.server);
+    return this.#client.server;
   }
 
   /** Where the hub access came from (`context "hub" of /path`), for messages. */
   get source(): string {
-    return this.#access.source;
+    return this.#client.source;
   }
 
   /** The ClusterProfile version the hub serves (after the first list). */
@@ -133,99 +136,51 @@ export class HubConnection {
     signal: AbortSignal,
     handlers: { onStart(): void; onPage(items: unknown[]): void },
   ): Promise<{ resourceVersion: string; version: ClusterProfileVersion }> {
-    for (let restart = 0; ; restart += 1) {
-      handlers.onStart();
+    const versions = this.#version === undefined ? CLUSTERPROFILE_VERSIONS : [this.#version];
+    for (const [index, version] of versions.entries()) {
+      let pages = 0;
       try {
-        return await this.#listOnce(namespace, signal, handlers.onPage);
+        // The hub user's exec plugin runs here (a failure of it is ERR_FLEET_HUB_FORBIDDEN, below).
+        await this.#client.authenticate();
+        const { resourceVersion } = await listPages(this.#client.send, collectionPath(version, namespace), {
+          signal,
+          pageSize: this.#options.pageSize ?? DEFAULT_PAGE_SIZE,
+          onStart: handlers.onStart,
+          onPage: (page) => {
+            if (!Array.isArray(page.items)) {
+              throw new CredentialsError(
+                'ERR_FLEET_HUB_REQUEST',
+                `the hub ${this.server} answered the list of ${CLUSTERPROFILE_RESOURCE} in namespace ${namespace} without items`,
+                {
+                  path: this.server,
+                },
+              );
+            }
+            // A list's items may leave apiVersion and kind to the list.
+            const items = page.items.map((item: unknown) =>
+              isRecord(item) ? { apiVersion: page.apiVersion, kind: 'ClusterProfile', ...item } : item,
+            );
+            pages += 1;
+            this.#version = version;
+            handlers.onPage(items);
+          },
+        });
+        return { resourceVersion, version };
       } catch (error) {
-        // An expired continue token: the snapshot is gone, start the list over.
-        if (error instanceof HubGoneError && restart < 3) continue;
-        if (error instanceof HubGoneError) {
+        // A version the hub does not serve answers 404 with a Status that names no object.
+        if (error instanceof KubeStatusError && error.status === 404 && pages === 0 && index < versions.length - 1)
+          continue;
+        if (error instanceof KubeStatusError && error.status === 410) {
           throw new CredentialsError(
             'ERR_FLEET_HUB_REQUEST',
             `cannot list ${CLUSTERPROFILE_RESOURCE} in namespace ${namespace} on the hub ${this.server}: the list kept expiring`,
-            {
-              path: this.server,
-            },
+            { path: this.server },
           );
         }
-        throw error;
+        throw this.#failure('list', namespace, error, signal);
       }
     }
-  }
-
-  async #listOnce(
-    namespace: string,
-    signal: AbortSignal,
-    onPage: (items: unknown[]) => void,
-  ): Promise<{ resourceVersion: string; version: ClusterProfileVersion }> {
-    const pageSize = this.#options.pageSize ?? DEFAULT_PAGE_SIZE;
-    let token: string | undefined;
-    let resourceVersion = '';
-    const versions = this.#version === undefined ? CLUSTERPROFILE_VERSIONS : [this.#version];
-    let version: ClusterProfileVersion = versions[0]!;
-    do {
-      const query = `?limit=${pageSize}${token === undefined ? '' : `&continue=${encodeURIComponent(token)}`}`;
-      let response: KubeResponse | undefined;
-      for (const candidate of token === undefined ? versions : [version]) {
-        version = candidate;
-        response = await this.#get('list', namespace, `${collectionPath(candidate, namespace)}${query}`, signal);
-        // A version the hub does not serve answers 404 with a Status that names no object.
-        if (response.status !== 404) break;
-      }
-      const answer = response!;
-      if (answer.status === 410) throw new HubGoneError('the list continue token expired');
-      if (answer.status !== 200) throw this.#statusError('list', namespace, answer);
-      const body = answer.body as {
-        apiVersion?: unknown;
-        items?: unknown;
-        metadata?: { resourceVersion?: unknown; continue?: unknown };
-      } | null;
-      if (!Array.isArray(body?.items)) {
-        throw new CredentialsError(
-          'ERR_FLEET_HUB_REQUEST',
-          `the hub ${this.server} answered the list of ${CLUSTERPROFILE_RESOURCE} in namespace ${namespace} without items`,
-          {
-            path: this.server,
-          },
-        );
-      }
-      // A list's items may leave apiVersion and kind to the list.
-      const items = body.items.map((item: unknown) =>
-        isRecord(item) ? { apiVersion: body.apiVersion, kind: 'ClusterProfile', ...item } : item,
-      );
-      const meta = body.metadata ?? {};
-      resourceVersion = typeof meta.resourceVersion === 'string' ? meta.resourceVersion : resourceVersion;
-      token = typeof meta.continue === 'string' && meta.continue !== '' ? meta.continue : undefined;
-      this.#version = version;
-      onPage(items);
-    } while (token !== undefined);
-    return { resourceVersion, version };
-  }
-
-  /** One GET through the seam, as the hub's current identity; network failures are ERR_FLEET_HUB_UNREACHABLE. */
-  async #get(verb: HubVerb, namespace: string, path: string, signal: AbortSignal): Promise<KubeResponse> {
-    const credential = await this.#credential(verb, namespace);
-    if (this.#transport?.credential !== credential) {
-      const previous = this.#transport;
-      this.#transport = {
-        credential,
-        transport: createKubeTransport(this.#access.endpoint, credential, {
-          retry: KUBE_RETRY,
-          ...(this.#options.requestTimeoutMs === undefined ? {} : { timeoutMs: this.#options.requestTimeoutMs }),
-        }),
-      };
-      void previous?.transport.close();
-    }
-    let response: KubeResponse;
-    try {
-      response = await this.#transport.transport.send({ method: 'GET', path }, { signal });
-    } catch (error) {
-      if (signal.aborted) throw error;
-      throw this.#unreachable(verb, namespace, error);
-    }
-    if (response.status === 401) this.#unauthorized(credential);
-    return response;
+    throw new Error('unreachable: the last version answers or throws');
   }
 
   /**
@@ -241,190 +196,64 @@ export class HubConnection {
     onEvent: (event: HubWatchEvent) => void,
   ): Promise<number> {
     const version = this.#version ?? CLUSTERPROFILE_VERSIONS[0];
-    // Like client-go's reflector: a server-side timeout between 5 and 10 minutes, so watches do not end together.
-    const timeoutSeconds = 300 + Math.floor(this.#deps.random() * 300);
-    const query = `?watch=1&allowWatchBookmarks=true&resourceVersion=${encodeURIComponent(resourceVersion)}&timeoutSeconds=${timeoutSeconds}`;
-    const url = new URL(this.#access.endpoint.server.replace(/\/+$/, '') + collectionPath(version, namespace) + query);
-    const credential = await this.#credential('watch', namespace);
-    const dispatcher = await this.#dispatcher(credential);
-    const { request } = await importUndici();
-    const idleMs = this.#options.watchIdleMs ?? DEFAULT_WATCH_IDLE_MS;
-    const idle = new AbortController();
-    let idleTimer: NodeJS.Timeout | undefined;
-    const touch = (): void => {
-      if (idleTimer !== undefined) clearTimeout(idleTimer);
-      idleTimer = setTimeout(() => idle.abort(), idleMs);
-      idleTimer.unref();
-    };
-    const stop = AbortSignal.any([signal, idle.signal]);
-    touch();
     try {
-      const headers: Record<string, string> = { accept: 'application/json' };
-      if (credential.kind === 'token') headers['authorization'] = `Bearer ${credential.token}`;
-      let response: Dispatcher.ResponseData;
-      for (let attempt = 1; ; attempt += 1) {
-        try {
-          response = await request(url, { method: 'GET', headers, dispatcher, signal: stop });
-          break;
-        } catch (error) {
-          if (stop.aborted) return 0;
-          // A kept-alive connection the hub closed as the request went out (as Go's transport does: once more).
-          if (attempt === 1 && isStaleConnection(error)) continue;
-          throw this.#unreachable('watch', namespace, error);
-        }
-      }
-      if (response.statusCode !== 200) {
-        const text = await readBounded(response.body, 64 * 1024).catch(() => '');
-        let body: unknown = text;
-        try {
-          body = JSON.parse(text);
-        } catch {
-          // Not JSON: reported as text.
-        }
-        if (response.statusCode === 410) throw new HubGoneError('the watch resourceVersion is too old');
-        if (response.statusCode === 401) this.#unauthorized(credential);
-        throw this.#statusError('watch', namespace, { status: response.statusCode, body });
-      }
-      const lines = new WatchLines();
-      let events = 0;
-      try {
-        for await (const chunk of response.body) {
-          touch();
-          const whole = lines.push(chunk as Buffer, (line) => {
-            events += 1;
-            this.#event(namespace, line, onEvent);
-          });
-          if (!whole) {
-            throw new CredentialsError(
-              'ERR_FLEET_HUB_REQUEST',
-              `the hub ${this.server} sent a watch event of ${CLUSTERPROFILE_RESOURCE} larger than ${MAX_EVENT_BYTES} bytes`,
-              {
-                path: this.server,
-              },
-            );
-          }
-        }
-        return events;
-      } catch (error) {
-        if (error instanceof HubGoneError || isCredentialsError(error)) throw error;
-        // A stream cut after it was open (a hub restart, a proxy, the idle deadline) ends the watch like the
-        // server's timeout does: it is reopened from the last resourceVersion.
-        return events;
-      } finally {
-        response.body.destroy();
-      }
-    } finally {
-      if (idleTimer !== undefined) clearTimeout(idleTimer);
+      await this.#client.authenticate();
+      const { events } = await watchOnce<Record<string, unknown>>({
+        send: this.#client.send,
+        stream: (path, onChunk, options) => this.#client.stream(path, onChunk, options),
+        path: collectionPath(version, namespace),
+        resourceVersion,
+        signal,
+        random: this.#deps.random,
+        idleMs: this.#options.watchIdleMs ?? DEFAULT_WATCH_IDLE_MS,
+        onEvent: (event) => onEvent({ type: event.type, object: event.object }),
+      });
+      return events;
+    } catch (error) {
+      if (signal.aborted) return 0;
+      if (error instanceof WatchGone) throw new HubGoneError(error.message);
+      throw this.#failure('watch', namespace, error, signal);
     }
   }
 
-  #event(namespace: string, line: string, onEvent: (event: HubWatchEvent) => void): void {
-    let event: { type?: unknown; object?: unknown };
-    try {
-      event = JSON.parse(line) as { type?: unknown; object?: unknown };
-    } catch {
-      throw new CredentialsError(
+  /** A list's or watch's failure with the fleet's codes. */
+  #failure(verb: HubVerb, namespace: string, error: unknown, signal: AbortSignal): unknown {
+    if (signal.aborted) return error;
+    if (isCredentialsError(error) && error.code.startsWith('ERR_EXEC_')) {
+      return new CredentialsError(
+        'ERR_FLEET_HUB_FORBIDDEN',
+        `cannot ${verb} ${CLUSTERPROFILE_RESOURCE} in namespace ${namespace}: the hub user's exec plugin failed: ${formatError(error)}`,
+        {
+          path: this.#client.access.exec?.path ?? this.source,
+          cause: error,
+        },
+      );
+    }
+    if (error instanceof KubeStatusError)
+      return this.#statusError(verb, namespace, { status: error.status, body: error.body });
+    if (error instanceof WatchStreamError) {
+      return new CredentialsError(
         'ERR_FLEET_HUB_REQUEST',
-        `the hub ${this.server} sent a watch event of ${CLUSTERPROFILE_RESOURCE} in namespace ${namespace} that is not JSON`,
+        error.reason === 'too-large'
+          ? `the hub ${this.server} sent a watch event of ${CLUSTERPROFILE_RESOURCE} larger than ${MAX_EVENT_BYTES} bytes`
+          : `the hub ${this.server} sent a watch event of ${CLUSTERPROFILE_RESOURCE} in namespace ${namespace} that is not JSON`,
         {
           path: this.server,
         },
       );
     }
-    const object = isRecord(event.object) ? event.object : {};
-    if (event.type === 'ERROR') {
-      if (object['code'] === 410) throw new HubGoneError('the watch resourceVersion is too old');
-      throw this.#statusError('watch', namespace, {
-        status: typeof object['code'] === 'number' ? object['code'] : 500,
-        body: object,
-      });
-    }
-    if (event.type === 'ADDED' || event.type === 'MODIFIED' || event.type === 'DELETED' || event.type === 'BOOKMARK') {
-      onEvent({ type: event.type, object });
-    }
-  }
-
-  /** The hub identity's credential now: static, or the exec user's (cached, refreshed ahead of expiry). */
-  async #credential(verb: HubVerb, namespace: string): Promise<KubeCredential> {
-    if (this.#reloadAccess && this.#options.access === undefined) {
-      // A 401 with a static credential: read the kubeconfig (or the rotated service-account token) again.
-      this.#reloadAccess = false;
-      this.#access = await HubConnection.#load(this.#options, this.#deps);
-      this.#authenticator = undefined;
-    }
-    const exec = this.#access.exec;
-    if (exec === undefined) return this.#access.credential;
-    if (this.#authenticator === undefined) {
-      const config = assertDocument<ExecConfig>('exec-config', exec.config, {
-        code: 'ERR_KUBECONFIG_INVALID',
-        what: `the hub user's exec (${exec.path})`,
-      });
-      this.#authenticator = new ExecAuthenticator(config, execCluster(this.#access), { env: this.#deps.env });
-    }
-    let credential: ExecCredential;
-    try {
-      credential = await this.#authenticator.getCredential();
-    } catch (error) {
-      throw new CredentialsError(
-        'ERR_FLEET_HUB_FORBIDDEN',
-        `cannot ${verb} ${CLUSTERPROFILE_RESOURCE} in namespace ${namespace}: the hub user's exec plugin failed: ${formatError(error)}`,
+    if (isCredentialsError(error) && error.code.startsWith('ERR_KUBE_')) {
+      return new CredentialsError(
+        'ERR_FLEET_HUB_UNREACHABLE',
+        `cannot ${verb} ${CLUSTERPROFILE_RESOURCE} in namespace ${namespace}: ${error.message}`,
         {
-          path: exec.path,
+          path: this.server,
           cause: error,
+          hint: `check the hub's kubeconfig (${this.source}) and that the API server is up`,
         },
       );
     }
-    return fromExecCredential(credential);
-  }
-
-  #unauthorized(credential: KubeCredential): void {
-    if (this.#authenticator !== undefined) {
-      const current = this.#authenticator.peek();
-      if (current !== undefined && fromExecCredential(current) === credential)
-        this.#authenticator.onUnauthorized(current);
-    } else {
-      this.#reloadAccess = true;
-    }
-  }
-
-  async #dispatcher(credential: KubeCredential): Promise<Dispatcher> {
-    if (this.#agent?.credential === credential) return this.#agent.dispatcher;
-    const undici = await importUndici();
-    const options = connectionHttpOptions(
-      this.#access.endpoint,
-      credential.kind === 'certificate' ? { certPem: credential.certificatePem, keyPem: credential.keyPem } : undefined,
-    );
-    const tls = options.tls;
-    const connect = {
-      ...(tls.caPem === undefined ? {} : { ca: tls.caPem }),
-      ...(tls.certPem === undefined ? {} : { cert: tls.certPem }),
-      ...(tls.keyPem === undefined ? {} : { key: tls.keyPem }),
-      ...(tls.servername === undefined ? {} : { servername: tls.servername }),
-      rejectUnauthorized: tls.insecureSkipVerify !== true,
-    };
-    const timeouts = { headersTimeout: this.#options.requestTimeoutMs ?? 30_000, bodyTimeout: 0 };
-    // Explicit dispatchers: never undici's global one, so no proxy from the environment.
-    const dispatcher =
-      options.proxy === undefined
-        ? new undici.Agent({ connect, ...timeouts })
-        : new undici.ProxyAgent({ uri: options.proxy.url, requestTls: connect, ...timeouts });
-    const previous = this.#agent;
-    this.#agent = { credential, dispatcher };
-    void previous?.dispatcher.close().catch(() => undefined);
-    return dispatcher;
-  }
-
-  #unreachable(verb: HubVerb, namespace: string, error: unknown): CredentialsError {
-    const reason = isCredentialsError(error) ? error.message : describeNetworkError(error);
-    return new CredentialsError(
-      'ERR_FLEET_HUB_UNREACHABLE',
-      `cannot ${verb} ${CLUSTERPROFILE_RESOURCE} in namespace ${namespace}: ${reason}`,
-      {
-        path: this.server,
-        cause: error,
-        hint: `check the hub's kubeconfig (${this.source}) and that the API server is up`,
-      },
-    );
+    return error;
   }
 
   #statusError(verb: HubVerb, namespace: string, response: KubeResponse): CredentialsError {
@@ -462,85 +291,10 @@ export class HubConnection {
   }
 
   async close(): Promise<void> {
-    const transport = this.#transport;
-    const agent = this.#agent;
-    this.#transport = undefined;
-    this.#agent = undefined;
-    await Promise.all([transport?.transport.close(), agent?.dispatcher.destroy().catch(() => undefined)]);
+    await this.#client.close();
   }
 }
 
 function collectionPath(version: string, namespace: string): string {
   return `/apis/${CLUSTERPROFILE_GROUP}/${version}/namespaces/${encodeURIComponent(namespace)}/${CLUSTERPROFILE_PLURAL}`;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/** The exec credential as a transport credential; one object per ExecCredential, so identity comparisons work. */
-const converted = new WeakMap<ExecCredential, KubeCredential>();
-function fromExecCredential(credential: ExecCredential): KubeCredential {
-  let result = converted.get(credential);
-  if (result === undefined) {
-    result =
-      credential.clientCertificate !== undefined && credential.clientKey !== undefined
-        ? { kind: 'certificate', certificatePem: credential.clientCertificate, keyPem: credential.clientKey }
-        : { kind: 'token', token: credential.token ?? '' };
-    converted.set(credential, result);
-  }
-  return result;
-}
-
-/** `spec.cluster` for the hub user's exec plugin (used when it asks for cluster info). */
-function execCluster(access: KubeAccess): ExecCluster {
-  const { endpoint } = access;
-  return {
-    server: endpoint.server,
-    ...(endpoint.caPem === undefined
-      ? {}
-      : { 'certificate-authority-data': Buffer.from(endpoint.caPem).toString('base64') }),
-    ...(endpoint.tlsServerName === undefined ? {} : { 'tls-server-name': endpoint.tlsServerName }),
-    ...(endpoint.insecureSkipTlsVerify === true ? { 'insecure-skip-tls-verify': true } : {}),
-    ...(endpoint.proxyUrl === undefined ? {} : { 'proxy-url': endpoint.proxyUrl }),
-  };
-}
-
-async function importUndici(): Promise<typeof import('undici')> {
-  const module = await import('undici');
-  // A bundler's chunk of the CommonJS undici may offer only `default`.
-  const fallback = (module as unknown as { default?: typeof module }).default;
-  return typeof module.Agent === 'function' || fallback === undefined ? module : fallback;
-}
-
-async function readBounded(body: Dispatcher.ResponseData['body'], limit: number): Promise<string> {
-  let text = '';
-  for await (const chunk of body) {
-    text += (chunk as Buffer).toString('utf8');
-    if (text.length > limit) {
-      body.destroy();
-      break;
-    }
-  }
-  return text.slice(0, limit);
-}
-
-/** A request lost on a reused connection the server had closed, before any answer. */
-function isStaleConnection(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  return code === 'UND_ERR_SOCKET' || code === 'ECONNRESET';
-}
-
-/** `message (CODE): cause (CODE)` of a network error, without userinfo. */
-function describeNetworkError(error: unknown): string {
-  const parts: string[] = [];
-  let current: unknown = error;
-  for (let depth = 0; current instanceof Error && depth < 4; depth += 1) {
-    const code = (current as { code?: unknown }).code;
-    const part = `${current.message}${typeof code === 'string' ? ` (${code})` : ''}`;
-    if (part !== '' && !parts.some((seen) => seen.includes(current instanceof Error ? current.message : '')))
-      parts.push(part);
-    current = current.cause ?? (current instanceof AggregateError ? current.errors[0] : undefined);
-  }
-  return withoutUserinfo(parts.join(': ') || String(error));
 }

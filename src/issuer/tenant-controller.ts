@@ -22,10 +22,9 @@
  * never leaves the consumer, which adds it), `tls.crt` and `ca.crt`.
  */
 import { X509Certificate } from 'node:crypto';
-import type { KubeAccess } from '../kube/kubeconfig-loader.js';
-import { KUBE_RETRY, createKubeTransport } from '../kube/transport.js';
+import type { KubeClient } from '../kube/kube-client.js';
 import type { SendKubeRequest } from '../kube/types.js';
-import { listAndWatch } from '../kube/watch.js';
+import { listAndWatch, type StreamGet } from '../kube/watch.js';
 import { assertDocument } from '../schemas/index.js';
 import { encodeBase64 } from '../wire/tenant-cert/keys.js';
 import { API_VERSION, tenantError, type AuthParams } from '../wire/tenant-cert/protocol.js';
@@ -57,8 +56,11 @@ export interface TenantControllerOptions {
   namespace: string;
   /** Requests of the reconciler (a few kB, retried). */
   send: SendKubeRequest;
-  /** The watch: a transport whose deadline outlasts {@link TenantControllerOptions.watchTimeoutSeconds}. */
+  /** The list of the watch. */
   watchSend: SendKubeRequest;
+  /** The watch's stream (default: over `watchSend`, see src/kube/watch.ts). */
+  watchStream?: StreamGet;
+  /** The watch's server-side timeout; default 300 to 600 s (jittered). */
   watchTimeoutSeconds?: number;
   /** The API server put in kubeconfigs when the issuer has no --api-server-url/--api-server-ca: the one watched. */
   apiServer?: string;
@@ -90,58 +92,27 @@ export interface RunningTenantController {
 export const kubeconfigSecretName = (identity: string): string => `kubeconfig-${identity}`;
 
 /**
- * A transport that loads its identity again when the API server answers 401 (a rotated ServiceAccount token or
- * token file) and sends that request once more.
- */
-function reloadingTransport(
-  first: KubeAccess,
-  load: () => Promise<KubeAccess>,
-  timeoutMs: number,
-  retry: boolean,
-): { send: SendKubeRequest; close(): Promise<void> } {
-  const open = (access: KubeAccess) =>
-    createKubeTransport(access.endpoint, access.credential, { timeoutMs, ...(retry ? { retry: KUBE_RETRY } : {}) });
-  let current = open(first);
-  const send: SendKubeRequest = async (request, options) => {
-    const used = current;
-    const response = await used.send(request, options);
-    if (response.status !== 401) return response;
-    if (used === current) {
-      current = open(await load());
-      void used.close();
-    }
-    return current.send(request, options);
-  };
-  return { send, close: () => current.close() };
-}
-
-/**
- * Starts the reconciler over `access` (the issuer's `--kubeconfig`/`--context`, or its ServiceAccount); `load` reads
- * it again after a 401.
+ * Starts the reconciler over `client` (the issuer's `--kubeconfig`/`--context`, or its ServiceAccount: a rotated
+ * token is read again within a minute and after a 401, see src/kube/kube-client.ts). Requests are retried on
+ * transient failures; the watch streams through the same client.
  */
 export function startTenantControllerFor(
-  access: KubeAccess,
-  options: Omit<TenantControllerOptions, 'send' | 'watchSend'> & { load?: () => Promise<KubeAccess> },
+  client: KubeClient,
+  options: Omit<TenantControllerOptions, 'send' | 'watchSend' | 'watchStream'>,
 ): RunningTenantController {
-  const watchTimeoutSeconds = options.watchTimeoutSeconds ?? 300;
-  const load = options.load ?? (async () => access);
-  const requests = reloadingTransport(access, load, 30_000, true);
-  const watches = reloadingTransport(access, load, (watchTimeoutSeconds + 30) * 1000, false);
+  const { endpoint } = client.access;
   const running = startTenantController({
     ...options,
-    send: requests.send,
-    watchSend: watches.send,
-    watchTimeoutSeconds,
-    ...(options.apiServer === undefined ? { apiServer: access.endpoint.server } : {}),
-    ...(options.apiServerCaPem === undefined && access.endpoint.caPem !== undefined
-      ? { apiServerCaPem: access.endpoint.caPem }
-      : {}),
+    send: client.send,
+    watchSend: client.send,
+    watchStream: (path, onChunk, streamOptions) => client.stream(path, onChunk, streamOptions),
+    ...(options.apiServer === undefined ? { apiServer: endpoint.server } : {}),
+    ...(options.apiServerCaPem === undefined && endpoint.caPem !== undefined ? { apiServerCaPem: endpoint.caPem } : {}),
   });
   return {
     async stop() {
       await running.stop();
-      await requests.close();
-      await watches.close();
+      await client.close();
     },
   };
 }
@@ -166,9 +137,11 @@ export function startTenantController(options: TenantControllerOptions): Running
   const reconciling: TenantControllerOptions = { later, ...options };
   const loop = listAndWatch<TenantResource>({
     send: options.watchSend,
+    ...(options.watchStream === undefined ? {} : { stream: options.watchStream }),
     path: tenantsPath(options.namespace),
     signal: stop.signal,
-    timeoutSeconds: options.watchTimeoutSeconds ?? 300,
+    pageSize: 500,
+    ...(options.watchTimeoutSeconds === undefined ? {} : { timeoutSeconds: options.watchTimeoutSeconds }),
     ...(options.log === undefined ? {} : { log: options.log }),
     onEvent: async (type, tenant) => {
       if (type === 'DELETED') return; // the garbage collector removes its Identity and Secret (owner references)

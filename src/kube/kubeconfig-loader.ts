@@ -27,7 +27,8 @@
  * @example
  * ```ts
  * const access = await loadKubeAccess({ kubeconfig: args.kubeconfig, context: args.context, flag: '--kubeconfig' }, { env, cwd });
- * const kube = createKubeTransport(access.endpoint, access.credential);
+ * // Callers talk through src/kube/kube-client.ts, which loads it this way (KubeClient.load) and again on rotation.
+ * const kube = KubeClient.fromAccess(access, undefined);
  * ```
  */
 import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';

@@ -58,7 +58,7 @@ export function createKubeTransport(
     ...(options.retry === undefined ? {} : { retry: options.retry }),
   });
 
-  const send: SendKubeRequest = async (request, { signal } = {}) => {
+  const send: SendKubeRequest = async (request, { signal, timeoutMs } = {}) => {
     const headers: Record<string, string> = { accept: 'application/json' };
     if (credential.kind === 'token') {
       headers['authorization'] = `Bearer ${credential.token}`;
@@ -75,7 +75,7 @@ export function createKubeTransport(
             : { json: request.body, contentType: request.contentType ?? 'application/json' }),
           ...(request.onChunk === undefined ? {} : { onChunk: request.onChunk }),
         },
-        signal === undefined ? {} : { signal },
+        { ...(signal === undefined ? {} : { signal }), ...(timeoutMs === undefined ? {} : { timeoutMs }) },
       );
       let body: unknown = response.text;
       try {

@@ -27,4 +27,8 @@ export type KubeCredential =
   | { kind: 'certificate'; certificatePem: string; keyPem: string }
   | { kind: 'none' };
 
-export type SendKubeRequest = (request: KubeRequest, options?: { signal?: AbortSignal }) => Promise<KubeResponse>;
+/** `timeoutMs`: this send's deadline instead of the transport's (a watch lasts longer than a request). */
+export type SendKubeRequest = (
+  request: KubeRequest,
+  options?: { signal?: AbortSignal; timeoutMs?: number },
+) => Promise<KubeResponse>;

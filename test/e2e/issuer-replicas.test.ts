@@ -16,6 +16,7 @@ import { isCredentialsError } from '../../src/core/errors.js';
 import { loadKubeAccess } from '../../src/kube/kubeconfig-loader.js';
 import { issuerHandshake } from '../../src/providers/tenant-cert/consumer/handshake.js';
 import { StateConnection } from '../../src/issuer/state/kubernetes/connection.js';
+import { KubeClient } from '../../src/kube/kube-client.js';
 import { KubernetesNonces } from '../../src/issuer/state/kubernetes/nonce-book.js';
 import { LABEL_KIND } from '../../src/issuer/state/kubernetes/objects.js';
 import { NONCE_KEY_BYTES, NonceSeal } from '../../src/issuer/state/kubernetes/sealed-nonces.js';
@@ -424,7 +425,10 @@ describe('issuer replicas on --state kubernetes', () => {
 
   it('spent-nonce records are collected by any replica once their nonce expired, idempotently, with the ServiceAccount alone', async () => {
     const access = await loadKubeAccess({ kubeconfig: saKubeconfig }, { env: {}, cwd: '/' });
-    const connections = [new StateConnection(access, undefined), new StateConnection(access, undefined)];
+    const connections = [
+      new StateConnection(KubeClient.fromAccess(access, undefined, { timeoutMs: 10_000 })),
+      new StateConnection(KubeClient.fromAccess(access, undefined, { timeoutMs: 10_000 })),
+    ];
     const books = connections.map(
       (conn) => new KubernetesNonces(conn, NS, new NonceSeal(randomBytes(NONCE_KEY_BYTES))),
     );

@@ -12,6 +12,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { loadKubeAccess } from '../../src/kube/kubeconfig-loader.js';
 import { StateConnection } from '../../src/issuer/state/kubernetes/connection.js';
+import { KubeClient } from '../../src/kube/kube-client.js';
 import { KubernetesNonces, LABEL_EXPIRES, LABEL_NONCE_STATE } from '../../src/issuer/state/kubernetes/nonce-book.js';
 import { NONCE_KEY_BYTES, NonceSeal } from '../../src/issuer/state/kubernetes/sealed-nonces.js';
 import { rejection } from '../helpers/errors.js';
@@ -82,7 +83,11 @@ beforeAll(async () => {
     }),
     { mode: 0o600 },
   );
-  conn = new StateConnection(await loadKubeAccess({ kubeconfig }, { env: {}, cwd: dir }), undefined);
+  conn = new StateConnection(
+    KubeClient.fromAccess(await loadKubeAccess({ kubeconfig }, { env: {}, cwd: dir }), undefined, {
+      timeoutMs: 10_000,
+    }),
+  );
 });
 afterAll(async () => {
   await conn.close();

@@ -15,7 +15,6 @@ import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import type { Argv } from 'yargs';
 import { CredentialsError } from '../../core/errors.js';
-import { loadKubeAccess } from '../../kube/kubeconfig-loader.js';
 import type { IssuerSettings, OpenIssuer } from '../../issuer/index.js';
 import { checkClusterId, keyAlgorithm, parsePublicKey, spkiDer } from '../../providers/tenant-cert/index.js';
 import { parseDuration } from '../duration.js';
@@ -468,26 +467,31 @@ async function startReconciler(
   issuer: OpenIssuer['issuer'],
   log: (line: string) => void,
 ): Promise<{ stop(): Promise<void> }> {
-  const { startTenantControllerFor } = await loadIssuer();
-  const load = () =>
-    loadKubeAccess(
-      {
-        kubeconfig: args['kubeconfig'] as string | undefined,
-        context: args['context'] as string | undefined,
-        flag: '--kubeconfig',
-      },
-      { env: ctx.env, cwd: ctx.cwd },
-    );
-  const access = await load();
+  const [{ startTenantControllerFor }, { KubeClient }, { KUBE_RETRY }] = await Promise.all([
+    loadIssuer(),
+    import('../../kube/kube-client.js'),
+    import('../../kube/transport.js'),
+  ]);
+  const client = await KubeClient.load(
+    {
+      kubeconfig: args['kubeconfig'] as string | undefined,
+      context: args['context'] as string | undefined,
+      flag: '--kubeconfig',
+    },
+    { env: ctx.env, cwd: ctx.cwd },
+    { timeoutMs: 30_000, retry: KUBE_RETRY },
+  );
+  const { access } = client;
   const namespace = (args['namespace'] as string | undefined) ?? access.namespace;
   if (namespace === undefined || namespace === '') {
+    await client.close();
     throw new CredentialsError(
       'ERR_USAGE',
       'issuer serve --reconcile-tenants needs --namespace (the kubeconfig context names none)',
       { path: '--namespace' },
     );
   }
-  const controller = startTenantControllerFor(access, { issuer, namespace, now: () => new Date(), log, load });
+  const controller = startTenantControllerFor(client, { issuer, namespace, now: () => new Date(), log });
   log(`reconciling the Tenants of namespace ${namespace} on ${access.endpoint.server} (${access.source})`);
   return controller;
 }

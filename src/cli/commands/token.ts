@@ -10,9 +10,8 @@ import { loadAccessConfig } from '../../resolve/access-config.js';
 import { CredentialsError } from '../../core/errors.js';
 import { runExecPlugin } from '../../exec/runner.js';
 import { PROVIDER_FILE_OPTION, withProviderFileOption } from '../../resolve/provider-file-option.js';
-import { loadKubeAccess } from '../../kube/kubeconfig-loader.js';
-import { createKubeTransport } from '../../kube/transport.js';
-import type { KubeCredential } from '../../kube/types.js';
+import { credentialFromExec, KubeClient } from '../../kube/kube-client.js';
+import type { KubeCredential, KubeEndpoint } from '../../kube/types.js';
 import { syncTokensOnce, TOKEN_SYNC_LAYOUTS, type TokenSyncLayout } from '../token-sync.js';
 import { parseDuration } from '../duration.js';
 import { actionsUsage, type ActionSpec, type CommandArgs, type CommandContext } from '../command.js';
@@ -97,7 +96,8 @@ export async function run(args: CommandArgs, ctx: CommandContext): Promise<numbe
       ? parseDuration(args.interval, { flag: '--interval', min: 1000, max: 86_400_000, code: 'ERR_TOKEN_SYNC_USAGE' })
       : undefined;
   const accessConfig = await loadAccessConfig(resolve(ctx.cwd, String(args[PROVIDER_FILE_OPTION])));
-  const access = await loadKubeAccess(
+  // The hub for the whole run (with --interval, hours): a rotated token or certificate file is read again.
+  const hub = await KubeClient.load(
     {
       kubeconfig: args['hub-kubeconfig'] as string | undefined,
       flag: '--hub-kubeconfig',
@@ -105,20 +105,15 @@ export async function run(args: CommandArgs, ctx: CommandContext): Promise<numbe
     },
     { env: ctx.env, cwd: ctx.cwd },
   );
+  const { access } = hub;
   const namespace = (args.namespace as string | undefined) ?? access.namespace ?? 'default';
-  const hub = createKubeTransport(access.endpoint, access.credential);
   const log = (line: string) => ctx.io.stderr.write(`${line}\n`);
 
   const bootstrap = async (
     resolved: Parameters<Parameters<typeof syncTokensOnce>[1]['bootstrap']>[0],
   ): Promise<KubeCredential> => {
-    const credential = await runExecPlugin(resolved.exec, resolved.cluster, { env: ctx.env });
-    if (credential.clientCertificate !== undefined && credential.clientKey !== undefined) {
-      return { kind: 'certificate', certificatePem: credential.clientCertificate, keyPem: credential.clientKey };
-    }
-    if (credential.token !== undefined) {
-      return { kind: 'token', token: credential.token };
-    }
+    const credential = credentialFromExec(await runExecPlugin(resolved.exec, resolved.cluster, { env: ctx.env }));
+    if (credential.kind !== 'none') return credential;
     throw new CredentialsError(
       'ERR_TOKEN_SYNC_BOOTSTRAP',
       `provider ${resolved.providerName} returned no usable credential`,
@@ -140,8 +135,8 @@ export async function run(args: CommandArgs, ctx: CommandContext): Promise<numbe
     hub: hub.send,
     hubServer: access.endpoint.server,
     bootstrap,
-    member: (endpoint: Parameters<typeof createKubeTransport>[0], credential: KubeCredential) =>
-      createKubeTransport(endpoint, credential),
+    // A member as the identity its provider's plugin gave for this pass: static.
+    member: (endpoint: KubeEndpoint, credential: KubeCredential) => KubeClient.static(endpoint, credential),
     now: () => new Date(),
     log,
   };

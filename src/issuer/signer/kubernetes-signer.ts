@@ -10,14 +10,14 @@
  * The API server's signer copies the CSR's subject, so with this signer a CSR must ask for exactly the granted
  * subject (`copiesCsrSubject`). RBAC it needs: deploy/overlays/csr-signer/issuer-rbac.yaml.
  *
- * Requests are built and responses processed by pure functions; the transport is src/kube (undici), re-created per
- * signing so rotated service-account tokens and kubeconfig credentials are picked up.
+ * Requests are built and responses processed by pure functions; they are sent through the package's one Kubernetes
+ * client (src/kube/kube-client.ts), kept for the issuer's life: a rotated service-account token or kubeconfig
+ * credential file is read again within a minute and after a 401.
  */
 import { randomBytes } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
-import { loadKubeAccess } from '../../kube/kubeconfig-loader.js';
+import { KubeClient } from '../../kube/kube-client.js';
 import { statusMessage } from '../../kube/status.js';
-import { createKubeTransport } from '../../kube/transport.js';
 import type { KubeRequest, KubeResponse, SendKubeRequest } from '../../kube/types.js';
 import type { Env } from '../../core/io.js';
 import { csrPem } from '../../wire/tenant-cert/csr.js';
@@ -137,7 +137,7 @@ export function processPollResponse(response: KubeResponse): string | undefined 
 }
 
 export interface KubernetesSignerOptions {
-  /** A fresh transport per signing. */
+  /** The connection for one signing (closed after it). */
   connect(): Promise<{ send: SendKubeRequest; close(): Promise<void> }>;
   now(): Date;
   /** How long to wait for the certificate (default 30 s). */
@@ -226,18 +226,18 @@ export async function kubernetesSignerFromSettings(
       `the Kubernetes signer issues certificates for at least ${MIN_EXPIRATION_SECONDS}s; raise --cert-lifetime`,
     );
   }
-  const load = () =>
-    loadKubeAccess(
-      { kubeconfig: settings.kubeconfig, context: settings.kubeContext, flag: '--kubeconfig' },
-      { env: deps.env, cwd: deps.cwd },
-    );
-  await load(); // fail at start, not at the first Tenant
-  return kubernetesSigner({
-    async connect() {
-      const access = await load();
-      return createKubeTransport(access.endpoint, access.credential, { timeoutMs: 10_000 });
-    },
+  // One client for the issuer's life: its kept-alive connection serves every signing, and a rotated token or
+  // certificate file (a pod's service account) is read again within a minute and after a 401.
+  const client = await KubeClient.load(
+    { kubeconfig: settings.kubeconfig, context: settings.kubeContext, flag: '--kubeconfig' },
+    { env: deps.env, cwd: deps.cwd },
+    { timeoutMs: 10_000 },
+  );
+  const signer = kubernetesSigner({
+    // Each signing "closes" its connection: the client's stays for the next one.
+    connect: async () => ({ send: client.send, close: async () => undefined }),
     now: deps.now,
     ...(settings.signerTimeoutMs === undefined ? {} : { timeoutMs: settings.signerTimeoutMs }),
   });
+  return { ...signer, close: () => client.close() };
 }

@@ -1,23 +1,21 @@
 /**
  * The cache-miss path of the token-request provider: the network and the bootstrap identity. Loaded with a dynamic
- * import, so a cache hit never parses the HTTP seam, the Kubernetes transport or the kubeconfig reader (undici, named
- * here before, is no longer on any plugin's path).
+ * import, so a cache hit never parses the HTTP seam, the Kubernetes client or the kubeconfig reader (undici, named
+ * here before, is no longer on any plugin's path). Every request goes through the package's one Kubernetes client
+ * (src/kube/kube-client.ts): a bootstrap kubeconfig's or the pod's rotated token or certificate is read again within
+ * {@link BOOTSTRAP_REUSE_MS} and after a 401.
  */
 import { clip, CredentialsError, redactUrl } from '../../core/errors.js';
 import { formatTimestamp, type ExecCluster } from '../../core/exec-credential.js';
 import { connectionFromCluster } from '../../core/cluster-connection.js';
 import { monotonicMs } from '../../core/io.js';
-import {
-  loadInClusterAccess,
-  loadKubeAccess,
-  type KubeAccess,
-  type KubeAccessDeps,
-} from '../../kube/kubeconfig-loader.js';
-import { createKubeTransport, KUBE_RETRY } from '../../kube/transport.js';
-import type { KubeCredential, KubeEndpoint } from '../../kube/types.js';
+import { KubeClient } from '../../kube/kube-client.js';
+import { loadInClusterAccess, type KubeAccessDeps } from '../../kube/kubeconfig-loader.js';
+import { KUBE_RETRY } from '../../kube/transport.js';
+import type { KubeEndpoint } from '../../kube/types.js';
 import type { IssueContext, IssuedCredential } from '../../plugin/provider.js';
 import { buildTokenRequest, processTokenRequestResponse } from './protocol.js';
-import type { Bootstrap, TokenRequestProviderSettings } from './settings.js';
+import type { TokenRequestProviderSettings } from './settings.js';
 import { buildSecretRequest, parseSecretReaderSettings, processSecretResponse } from './secret-reader.js';
 
 /** Relative file names (flags, KUBECONFIG entries) resolve against the directory the plugin runs in. */
@@ -25,36 +23,78 @@ function kubeDeps(context: IssueContext): KubeAccessDeps {
   return { env: context.env, cwd: process.cwd() };
 }
 
-/** Where a bootstrap credential may be sent: its own API server (kubeconfig, in-cluster), or the profile's (tenant-cert). */
-interface BootstrapIdentity {
-  credential: KubeCredential;
-  source: string;
-  /** The endpoint the credential belongs to; undefined: the credential is made for the profile's cluster. */
-  endpoint?: KubeEndpoint;
-}
-
 /**
  * How long a bootstrap kubeconfig (or the pod's service account) once read serves the issuances of this process: a
  * fleet mints thousands of tokens with one bootstrap identity, and reading and parsing its kubeconfig each time was
  * most of an issuance's CPU. A rotated file (a renewed client certificate, the kubelet's new token) is read within
- * this long.
+ * this long, and at once after a 401.
  */
 const BOOTSTRAP_REUSE_MS = 10_000;
-const bootstrapAccess = new Map<string, { at: number; access: Promise<KubeAccess> }>();
 
-/** `load` once per {@link BOOTSTRAP_REUSE_MS} for the same inputs (a failure is not kept). */
-function reusedAccess(inputs: unknown, load: () => Promise<KubeAccess>): Promise<KubeAccess> {
-  const key = JSON.stringify(inputs);
+/**
+ * How long an unused client keeps its connections for the next TokenRequest to the same server and identity: long
+ * enough for a fleet's burst of issuances to one API server to share connections, short enough that members on as
+ * many API servers (a tenant-cert bootstrap per member) do not keep a socket each for long.
+ */
+const TRANSPORT_IDLE_MS = 2_000;
+
+interface SharedClient {
+  client: Promise<KubeClient>;
+  users: number;
+  lastUsed: number;
+  idle: ReturnType<typeof setTimeout> | undefined;
+}
+
+const clients = new Map<string, SharedClient>();
+
+/**
+ * The client for `key` (made by `make` the first time), shared by the TokenRequests of this process under way: a
+ * fleet minting thousands of tokens through one bootstrap identity reuses its TLS connections and its kubeconfig read
+ * instead of a handshake (and the CA parsed again) per token. Its connections close {@link TRANSPORT_IDLE_MS} after
+ * the last user, the client itself is forgotten {@link BOOTSTRAP_REUSE_MS} after; neither timer nor the idle sockets
+ * keep a plugin process alive. A client that could not be made is not kept.
+ */
+async function sharedClient(
+  key: string,
+  make: () => Promise<KubeClient>,
+): Promise<{ client: KubeClient; release(): void }> {
   const now = monotonicMs();
-  const known = bootstrapAccess.get(key);
-  if (known !== undefined && now - known.at < BOOTSTRAP_REUSE_MS) return known.access;
-  for (const [old, entry] of bootstrapAccess) if (now - entry.at >= BOOTSTRAP_REUSE_MS) bootstrapAccess.delete(old);
-  const access = load();
-  bootstrapAccess.set(key, { at: now, access });
-  access.catch(() => {
-    if (bootstrapAccess.get(key)?.access === access) bootstrapAccess.delete(key);
-  });
-  return access;
+  for (const [old, entry] of clients)
+    if (entry.users === 0 && now - entry.lastUsed >= BOOTSTRAP_REUSE_MS) {
+      clients.delete(old);
+      void entry.client.then((client) => client.close()).catch(() => undefined);
+    }
+  let shared = clients.get(key);
+  if (shared === undefined) {
+    const created: SharedClient = { client: make(), users: 0, lastUsed: now, idle: undefined };
+    created.client.catch(() => {
+      if (clients.get(key) === created) clients.delete(key);
+    });
+    clients.set(key, created);
+    shared = created;
+  }
+  const entry = shared;
+  entry.users += 1;
+  if (entry.idle !== undefined) clearTimeout(entry.idle);
+  entry.idle = undefined;
+  let released = false;
+  const release = (): void => {
+    if (released) return;
+    released = true;
+    entry.users -= 1;
+    entry.lastUsed = monotonicMs();
+    if (entry.users > 0) return;
+    entry.idle = setTimeout(() => {
+      if (entry.users === 0) void entry.client.then((client) => client.close()).catch(() => undefined);
+    }, TRANSPORT_IDLE_MS);
+    entry.idle.unref();
+  };
+  try {
+    return { client: await entry.client, release };
+  } catch (error) {
+    release();
+    throw error;
+  }
 }
 
 /** What the kubeconfig order reads from the environment and the working directory (src/kube/kubeconfig-loader.ts). */
@@ -70,27 +110,36 @@ function accessInputs(context: IssueContext): unknown {
   ];
 }
 
-async function bootstrapCredential(
-  bootstrap: Bootstrap,
-  cluster: ExecCluster,
+/** The client that sends a TokenRequest as the bootstrap identity, and the endpoint it must go to. */
+async function bootstrapClient(
+  settings: Extract<TokenRequestProviderSettings, { mode: 'token-request' }>,
   context: IssueContext,
-): Promise<BootstrapIdentity> {
+): Promise<{ client: KubeClient; release(): void }> {
+  const { bootstrap, cluster, timeoutMs } = settings;
+  const options = { timeoutMs, retry: KUBE_RETRY, rereadMs: BOOTSTRAP_REUSE_MS };
   switch (bootstrap.kind) {
     case 'kubeconfig':
-      return reusedAccess([bootstrap, accessInputs(context)], () =>
-        loadKubeAccess(
+      return sharedClient(JSON.stringify([bootstrap, accessInputs(context), timeoutMs]), () =>
+        KubeClient.load(
           { kubeconfig: bootstrap.file, flag: '--bootstrap-kubeconfig', what: 'the bootstrap kubeconfig' },
           kubeDeps(context),
+          options,
         ),
       );
     case 'in-cluster':
-      return reusedAccess([bootstrap, accessInputs(context)], () => loadInClusterAccess(kubeDeps(context)));
+      return sharedClient(JSON.stringify([bootstrap, accessInputs(context), timeoutMs]), async () => {
+        const load = () => loadInClusterAccess(kubeDeps(context));
+        return KubeClient.fromAccess(await load(), load, options);
+      });
     case 'tenant-cert': {
       const { tenantCertCredential } = await import('./tenant-cert-bootstrap.js');
-      return {
-        credential: await tenantCertCredential(bootstrap, cluster, context),
-        source: 'the tenant-cert identity',
-      };
+      // Made for the profile's cluster: sent there.
+      const credential = await tenantCertCredential(bootstrap, cluster, context);
+      const endpoint = connectionFromCluster(cluster);
+      // In memory only: the key holds the credential, as the client does.
+      return sharedClient(JSON.stringify([endpoint, credential, timeoutMs]), async () =>
+        KubeClient.static(endpoint, credential, { ...options, source: 'the tenant-cert identity' }),
+      );
     }
   }
 }
@@ -99,15 +148,15 @@ async function readSecret(
   settings: Extract<TokenRequestProviderSettings, { mode: 'secret-reader' }>,
   context: IssueContext,
 ): Promise<IssuedCredential> {
-  const access = await loadKubeAccess(
+  const hub = await KubeClient.load(
     { kubeconfig: settings.hubKubeconfig, flag: '--hub-kubeconfig', what: "the hub's kubeconfig" },
     kubeDeps(context),
+    { timeoutMs: settings.timeoutMs, retry: KUBE_RETRY },
   );
-  const reader = parseSecretReaderSettings(settings.config, settings.secretNamespace ?? access.namespace ?? 'default');
-  const hub = createKubeTransport(access.endpoint, access.credential, {
-    timeoutMs: settings.timeoutMs,
-    retry: KUBE_RETRY,
-  });
+  const reader = parseSecretReaderSettings(
+    settings.config,
+    settings.secretNamespace ?? hub.access.namespace ?? 'default',
+  );
   try {
     const response = await hub.send(buildSecretRequest(reader), { signal: context.signal });
     // No expiry: like the reference plugin, the token is handed over as the hub keeps it and never cached here.
@@ -124,24 +173,24 @@ export async function issueToken(
   if (settings.mode === 'secret-reader') {
     return readSecret(settings, context);
   }
-  const { credential, source, endpoint } = await bootstrapCredential(settings.bootstrap, settings.cluster, context);
-  if (credential.kind === 'none') {
-    throw new CredentialsError(
-      'ERR_TOKEN_REQUEST_BOOTSTRAP',
-      'the bootstrap kubeconfig user has no credential (client certificate or token)',
-      {
-        path: source,
-      },
-    );
-  }
-  const target =
-    endpoint === undefined
-      ? connectionFromCluster(settings.cluster)
-      : boundEndpoint(endpoint, settings.cluster, source);
-  const member = memberTransport(target, credential, settings.timeoutMs);
+  const member = await bootstrapClient(settings, context);
   try {
+    const { client } = member;
+    // A file due to be read again is read now: the checks below judge the credential the request will carry.
+    await client.authenticate();
+    const { credential, endpoint, source } = client.access;
+    if (credential.kind === 'none') {
+      throw new CredentialsError(
+        'ERR_TOKEN_REQUEST_BOOTSTRAP',
+        'the bootstrap kubeconfig user has no credential (client certificate or token)',
+        {
+          path: source,
+        },
+      );
+    }
+    if (settings.bootstrap.kind !== 'tenant-cert') boundEndpoint(endpoint, settings.cluster, source);
     const sentAt = context.now();
-    const response = await member.send(buildTokenRequest(settings.request), { signal: context.signal });
+    const response = await client.send(buildTokenRequest(settings.request), { signal: context.signal });
     const minted = processTokenRequestResponse(response, settings.request, {
       server: settings.cluster.server,
       now: sentAt,
@@ -155,65 +204,6 @@ export async function issueToken(
   } finally {
     member.release();
   }
-}
-
-/**
- * How long an unused transport (its keep-alive connections) is kept for the next TokenRequest to the same server and
- * identity: long enough for a fleet's burst of issuances to one API server to share connections, short enough that
- * members on as many API servers (a tenant-cert bootstrap per member) do not keep a socket each for long.
- */
-const TRANSPORT_IDLE_MS = 2_000;
-
-interface SharedTransport {
-  transport: ReturnType<typeof createKubeTransport>;
-  users: number;
-  idle: ReturnType<typeof setTimeout> | undefined;
-}
-
-const transports = new Map<string, SharedTransport>();
-
-/**
- * The transport to `endpoint` as `credential`, shared by the TokenRequests of this process under way and closed
- * {@link TRANSPORT_IDLE_MS} after the last: a fleet minting thousands of tokens through one bootstrap identity reuses
- * its TLS connections instead of a handshake (and the CA parsed again) per token. The idle timer and the idle sockets
- * do not keep a plugin process alive.
- */
-function memberTransport(
-  endpoint: KubeEndpoint,
-  credential: KubeCredential,
-  timeoutMs: number,
-): { send: ReturnType<typeof createKubeTransport>['send']; release(): void } {
-  // In memory only: the key holds the credential, as the transport does.
-  const key = JSON.stringify([endpoint, credential, timeoutMs]);
-  let shared = transports.get(key);
-  if (shared === undefined) {
-    shared = {
-      transport: createKubeTransport(endpoint, credential, { timeoutMs, retry: KUBE_RETRY }),
-      users: 0,
-      idle: undefined,
-    };
-    transports.set(key, shared);
-  }
-  const entry = shared;
-  entry.users += 1;
-  if (entry.idle !== undefined) clearTimeout(entry.idle);
-  entry.idle = undefined;
-  let released = false;
-  return {
-    send: entry.transport.send,
-    release() {
-      if (released) return;
-      released = true;
-      entry.users -= 1;
-      if (entry.users > 0) return;
-      entry.idle = setTimeout(() => {
-        if (entry.users > 0 || transports.get(key) !== entry) return;
-        transports.delete(key);
-        void entry.transport.close();
-      }, TRANSPORT_IDLE_MS);
-      entry.idle.unref();
-    },
-  };
 }
 
 /** scheme://host:port/path without a trailing slash, default ports made explicit; undefined when not a URL. */
@@ -233,7 +223,7 @@ function serverKey(server: string): string | undefined {
  * server's own trust settings — never to whatever `spec.cluster.server` a ClusterProfile's author wrote (who could
  * otherwise collect the bootstrap token).
  */
-function boundEndpoint(own: KubeEndpoint, cluster: ExecCluster, source: string): KubeEndpoint {
+function boundEndpoint(own: KubeEndpoint, cluster: ExecCluster, source: string): void {
   const ownKey = serverKey(own.server);
   if (ownKey === undefined || !ownKey.startsWith('https:')) {
     throw new CredentialsError(
@@ -254,5 +244,4 @@ function boundEndpoint(own: KubeEndpoint, cluster: ExecCluster, source: string):
       },
     );
   }
-  return own;
 }
