@@ -15,7 +15,7 @@ import {
   type HttpSendOptions,
 } from '../../src/core/http.js';
 import { createKubeTransport } from '../../src/kube/transport.js';
-import { createIssuerSend } from '../../src/providers/oidc/http.js';
+import { createIssuerSend } from '../../src/providers/oidc/issuer-http.js';
 import { issuerClient, sendIssuerRequest } from '../../src/providers/tenant-cert/consumer/transport.js';
 import { runNode } from '../helpers/process.js';
 import { createTestCa, startHttpsServer, type TestCa, type TestHttpsServer } from '../helpers/tls.js';
