@@ -715,7 +715,7 @@ describe('userinfo is never printed', () => {
   });
 });
 
-describe('HTTP/1.1 connections (src/core/http1.ts on real sockets)', () => {
+describe('HTTP/1.1 connections (src/core/http/http1.ts and the pool of src/core/http/pool.ts on real sockets)', () => {
   /** A plain TCP server answering each request with `answer(n)` (n counts requests); it counts connections. */
   async function rawServer(
     answer: (request: number, socket: Socket) => void,
