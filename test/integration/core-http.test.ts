@@ -289,7 +289,7 @@ describe('one deadline for connect, TLS, request and answer', () => {
     expect(failure).toMatchObject({ kind: 'aborted', message: 'interrupted by SIGTERM', retryable: false });
     expect(ms).toBeLessThan(600);
     expect(silentSockets.size).toBe(before + 1);
-    // Torn down by us, not left to undici's connect timeout (here the client's 30 s).
+    // Torn down by us at the abort, not left to the seam's connect timeout (here the client's 30 s).
     await closedWithin([...silentSockets].at(-1)!, 300);
   });
 });
