@@ -25,7 +25,8 @@ export const crdPath = 'schemas/crd/multicluster.x-k8s.io_clusterprofiles.yaml';
 
 /**
  * The version the API server stores: v1alpha1, as upstream (v0.1.0 serves only v1alpha1; its v0.2.0 upgrade notes,
- * docs/api-versions.md on main, keep v1alpha1 the storage version with v1alpha2 served alongside).
+ * sigs.k8s.io/cluster-inventory-api/docs/api-versions.md at 5d1c871 on main, keep v1alpha1 the storage version with
+ * v1alpha2 served alongside). Why: docs/reference/schemas.md, "CRD generation rules".
  */
 const storageVersion = 'v1alpha1';
 

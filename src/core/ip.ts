@@ -1,6 +1,7 @@
 /**
- * IP addresses as bytes, for the protocols that carry them so (a SOCKS5 CONNECT to an IPv6 literal). Pure: no
- * built-in is loaded, the address is taken as already validated (`net.isIP(address) === 6`).
+ * IP addresses as bytes, for the protocols that carry them so (a SOCKS5 CONNECT to an IPv6 literal, an iPAddress
+ * SAN of the issuer's serving certificate). Pure: no built-in is loaded, the address is taken as already validated
+ * (`net.isIP(address) === 6`).
  */
 
 /** The 16 bytes of an IPv6 address (`::` and an embedded dotted IPv4 tail understood). */

@@ -7,8 +7,8 @@
  * with `disengageUnhealthy`, until ControlPlaneHealthy turns False. A profile that fails resolution is that member's
  * state with its coded error; it never stops the others.
  */
-import { createHash } from 'node:crypto';
 import { canonicalJson } from '../core/canonical-json.js';
+import { sha256HexNative } from '../core/sha256.js';
 import type { ClusterProfileKubeConfig } from '../client-node/build-config.js';
 import { resolveClusterAccess } from '../resolve/cluster-access.js';
 import type { ClusterProfile, ResolvedClusterAccess } from '../resolve/types.js';
@@ -177,7 +177,7 @@ export class FleetMembers {
         this.#options.accessConfig,
         this.#options.warn === undefined ? {} : { warn: this.#options.warn },
       );
-      hash = sha256(canonicalJson(access));
+      hash = sha256HexNative(canonicalJson(access));
       // Members of one inventory mostly share a CA: one string for all of them instead of a copy each.
       const ca = access.cluster['certificate-authority-data'];
       if (ca !== undefined) access.cluster['certificate-authority-data'] = this.#intern(ca);
@@ -383,9 +383,4 @@ function healthConditionOf(profile: unknown): HealthCondition | undefined {
     };
   }
   return undefined;
-}
-
-/** SHA-256 hex of `text` through node:crypto: a flat string (core/sha256.ts, made for a plugin's start, builds a rope). */
-function sha256(text: string): string {
-  return createHash('sha256').update(text).digest('hex');
 }

@@ -1,9 +1,10 @@
 /**
- * The fleet's metrics in the Prometheus text format, through prom-client (the Node.js Prometheus client most
- * exporters use; no native code, two small dependencies). Each fleet has its own registry: nothing lands in
- * prom-client's global one unless the caller merges it (`Registry.merge([fleet.metricsRegistry, register])`).
+ * The fleet's metrics in the Prometheus text format, through prom-client (../core/prometheus.ts). Each fleet has its
+ * own registry: nothing lands in prom-client's global one unless the caller merges it
+ * (`Registry.merge([fleet.metricsRegistry, register])`).
  */
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Counter, Histogram, Registry } from 'prom-client';
+import { OwnedMetrics } from '../core/prometheus.js';
 import type { FetchRecord } from './credentials/slots.js';
 
 /** The metric names, for dashboards and tests. */
@@ -29,7 +30,7 @@ export interface FleetGaugeSource {
 
 /** The fleet's counters, histogram and gauges in one registry. */
 export class FleetMetrics {
-  readonly registry = new Registry();
+  readonly #metrics = new OwnedMetrics('fleet');
   readonly #fetches: Counter<'provider' | 'mode'>;
   readonly #failures: Counter<'provider' | 'mode' | 'code'>;
   readonly #timeouts: Counter<'provider' | 'mode'>;
@@ -39,66 +40,57 @@ export class FleetMetrics {
   readonly #watchErrors: Counter<'code'>;
 
   constructor(source: FleetGaugeSource) {
-    const registers = [this.registry];
-    new Gauge({
+    const metrics = this.#metrics;
+    metrics.gauge({
       name: FLEET_METRICS.clusters,
       help: 'Member clusters by state (pending, ready, unhealthy, failing, invalid).',
       labelNames: ['state'],
-      registers,
       collect() {
         for (const [state, count] of Object.entries(source.clustersByState())) this.set({ state }, count);
       },
     });
-    new Gauge({
+    metrics.gauge({
       name: FLEET_METRICS.nearestExpiry,
       help: "Seconds until the earliest expiry among the fleet's credentials (absent when none expires).",
-      registers,
       collect() {
         const seconds = source.secondsToNearestExpiry();
         this.reset();
         if (seconds !== undefined) this.set(seconds);
       },
     });
-    this.#fetches = new Counter({
+    this.#fetches = metrics.counter({
       name: FLEET_METRICS.fetches,
       help: 'Credential fetches by provider and mode (in-process or exec).',
       labelNames: ['provider', 'mode'],
-      registers,
     });
-    this.#failures = new Counter({
+    this.#failures = metrics.counter({
       name: FLEET_METRICS.failures,
       help: 'Failed credential fetches by provider, mode and error code.',
       labelNames: ['provider', 'mode', 'code'],
-      registers,
     });
-    this.#timeouts = new Counter({
+    this.#timeouts = metrics.counter({
       name: FLEET_METRICS.timeouts,
       help: 'Credential fetches stopped at their deadline (plugin process killed, in-process provider aborted).',
       labelNames: ['provider', 'mode'],
-      registers,
     });
-    this.#duration = new Histogram({
+    this.#duration = metrics.histogram({
       name: FLEET_METRICS.duration,
       help: 'Time of one credential fetch, queueing for a fetch or process place included.',
       labelNames: ['provider', 'mode'],
       buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-      registers,
     });
-    this.#rebuilds = new Counter({
+    this.#rebuilds = metrics.counter({
       name: FLEET_METRICS.rebuilds,
       help: 'Member clients rebuilt because their resolved access changed.',
-      registers,
     });
-    this.#relists = new Counter({
+    this.#relists = metrics.counter({
       name: FLEET_METRICS.relists,
       help: 'Full lists of the inventory after the first (watch resourceVersion gone).',
-      registers,
     });
-    this.#watchErrors = new Counter({
+    this.#watchErrors = metrics.counter({
       name: FLEET_METRICS.watchErrors,
       help: 'Failed hub lists and watches by error code.',
       labelNames: ['code'],
-      registers,
     });
   }
 
@@ -122,12 +114,17 @@ export class FleetMetrics {
     this.#watchErrors.inc({ code });
   }
 
+  /** The fleet's own registry. */
+  get registry(): Registry {
+    return this.#metrics.registry;
+  }
+
   /** The text exposition (`text/plain; version=0.0.4`). */
   text(): Promise<string> {
-    return this.registry.metrics();
+    return this.#metrics.text();
   }
 
   get contentType(): string {
-    return this.registry.contentType;
+    return this.#metrics.contentType;
   }
 }

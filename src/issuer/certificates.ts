@@ -5,6 +5,7 @@
  */
 import { createHash, createPublicKey, generateKeyPairSync, randomBytes, sign, type KeyObject } from 'node:crypto';
 import { isIP } from 'node:net';
+import { ipv6Bytes } from '../core/ip.js';
 import {
   bitString,
   booleanTrue,
@@ -187,18 +188,6 @@ export function issueServingCertificate(
     certificatePem: pem('CERTIFICATE', der),
     keyPem: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
   };
-}
-
-function ipv6Bytes(address: string): Buffer {
-  const [head = '', tail = ''] = address.split('::');
-  const parse = (part: string): number[] =>
-    part === '' ? [] : part.split(':').map((group) => Number.parseInt(group, 16));
-  const left = parse(head);
-  const right = address.includes('::') ? parse(tail) : [];
-  const groups = [...left, ...new Array<number>(8 - left.length - right.length).fill(0), ...right];
-  const bytes = Buffer.alloc(16);
-  for (const [index, group] of groups.entries()) bytes.writeUInt16BE(group, index * 2);
-  return bytes;
 }
 
 export interface ClientCertificateRequest {

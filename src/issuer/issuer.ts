@@ -77,7 +77,7 @@ export class Issuer {
     return consumer;
   }
 
-  private subjectFor(consumer: TrustedConsumer): GrantedSubject {
+  #subjectFor(consumer: TrustedConsumer): GrantedSubject {
     return grantedSubject(consumer.clusterID, this.options.groups, consumer.groups);
   }
 
@@ -153,7 +153,7 @@ export class Issuer {
       expiresAt: expiresAt.toISOString(),
       providerClusterID: this.options.providerClusterID,
       consumerClusterID: consumer.clusterID,
-      subject: this.subjectFor(consumer),
+      subject: this.#subjectFor(consumer),
     };
   }
 
@@ -163,7 +163,7 @@ export class Issuer {
     try {
       const tenant = await readTenant(body);
       consumerForLog = tenant.consumerClusterID;
-      const accepted = await this.accept(tenant);
+      const accepted = await this.#accept(tenant);
       this.options.log?.(
         `tenant ${tenant.consumerClusterID}: certificate issued, valid until ${accepted.notAfter.toISOString()}`,
       );
@@ -174,7 +174,7 @@ export class Issuer {
     }
   }
 
-  private async accept(tenant: ReceivedTenant): Promise<AcceptedTenant> {
+  async #accept(tenant: ReceivedTenant): Promise<AcceptedTenant> {
     const { options } = this;
     if (!options.liqoCompat && (tenant.flavour === 'liqo' || tenant.signatureFormat === 'liqo-nonce')) {
       throw tenantError(
@@ -240,7 +240,7 @@ export class Issuer {
     // Proof of possession and what is asked for.
     checkKeys(tenant, consumer.publicKey);
     checkSignature(tenant, options.providerClusterID, nonce);
-    const subject = this.subjectFor(consumer);
+    const subject = this.#subjectFor(consumer);
     checkCsr(tenant.csr, subject, {
       exactGroups: options.signer.copiesCsrSubject,
       ...(options.liqoCompat ? { tolerate: ['liqo.io'] } : {}),

@@ -1,9 +1,10 @@
 /**
- * The issuer's metrics in the Prometheus text format, through prom-client, on a registry of its own (nothing lands in
- * prom-client's global one). Labels are bounded: the handshake step, the result, an error code of the registry and
- * the signer name — never a consumer ID, a nonce or anything else a client chooses.
+ * The issuer's metrics in the Prometheus text format, through prom-client (../core/prometheus.ts), on a registry of
+ * its own (nothing lands in prom-client's global one). Labels are bounded: the handshake step, the result, an error
+ * code of the registry and the signer name — never a consumer ID, a nonce or anything else a client chooses.
  */
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { OwnedMetrics } from '../core/prometheus.js';
 
 /** The metric names, for dashboards, alerts and tests. */
 export const ISSUER_METRICS = {
@@ -26,7 +27,7 @@ export interface IssuerGaugeSource {
 }
 
 export class IssuerMetrics {
-  readonly registry = new Registry();
+  readonly #metrics = new OwnedMetrics('issuer');
   readonly #handshakes: Counter<'step' | 'result' | 'code'>;
   readonly #duration: Histogram<'step' | 'result'>;
   readonly #certificates: Counter<'signer'>;
@@ -36,56 +37,49 @@ export class IssuerMetrics {
 
   /** `processMetrics`: prom-client's default process and Node.js metrics (CPU, memory, event loop lag, handles). */
   constructor(source: IssuerGaugeSource, options: { processMetrics?: boolean } = {}) {
-    const registers = [this.registry];
-    this.#handshakes = new Counter({
+    const metrics = this.#metrics;
+    this.#handshakes = metrics.counter({
       name: ISSUER_METRICS.handshakes,
       help: 'Handshake requests by step (nonce, tenant), result (ok, refused, failed) and error code ("" when ok).',
       labelNames: ['step', 'result', 'code'],
-      registers,
     });
-    this.#duration = new Histogram({
+    this.#duration = metrics.histogram({
       name: ISSUER_METRICS.duration,
       help: "Time from a handshake request's headers to its answer, by step and result.",
       labelNames: ['step', 'result'],
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-      registers,
     });
-    this.#certificates = new Counter({
+    this.#certificates = metrics.counter({
       name: ISSUER_METRICS.certificates,
       help: 'Client certificates issued, by signer (embedded, kubernetes).',
       labelNames: ['signer'],
-      registers,
     });
-    new Gauge({
+    metrics.gauge({
       name: ISSUER_METRICS.noncesOutstanding,
       help: 'Nonces issued and neither used nor expired (with --state kubernetes: issued by this replica and not spent at it).',
-      registers,
       async collect() {
         this.set(await source.noncesOutstanding());
       },
     });
     const ready = (): boolean => this.#ready();
-    new Gauge({
+    metrics.gauge({
       name: ISSUER_METRICS.ready,
       help: '1 when the last /readyz evaluation passed, else 0.',
-      registers,
       collect() {
         this.set(ready() ? 1 : 0);
       },
     });
-    this.#servingNotAfter = new Gauge({
+    this.#servingNotAfter = metrics.gauge({
       name: ISSUER_METRICS.servingNotAfter,
       help: 'notAfter of the HTTPS certificate served now, in seconds since the epoch.',
-      registers,
     });
-    this.#servingReloads = new Counter({
+    this.#servingReloads = metrics.counter({
       name: ISSUER_METRICS.servingReloads,
       help: 'New --tls-cert-file pairs seen, by result (reloaded; refused: the previous pair is kept).',
       labelNames: ['result'],
-      registers,
     });
     if (options.processMetrics !== false) {
-      collectDefaultMetrics({ register: this.registry, prefix: 'clusterprofile_issuer_' });
+      metrics.processMetrics();
     }
   }
 
@@ -117,12 +111,17 @@ export class IssuerMetrics {
     this.#certificates.inc({ signer });
   }
 
+  /** The issuer's own registry. */
+  get registry(): Registry {
+    return this.#metrics.registry;
+  }
+
   /** The text exposition (`text/plain; version=0.0.4`). */
   text(): Promise<string> {
-    return this.registry.metrics();
+    return this.#metrics.text();
   }
 
   get contentType(): string {
-    return this.registry.contentType;
+    return this.#metrics.contentType;
   }
 }

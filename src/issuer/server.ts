@@ -12,6 +12,7 @@ import {
 } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
+import { readStreamBounded } from '../core/bounded-read.js';
 import { parseDocument } from '../core/document.js';
 import { ERRORS, errorSpec, isCredentialsError } from '../core/errors.js';
 import { isClusterId } from '../wire/tenant-cert/cluster-id.js';
@@ -179,17 +180,18 @@ async function readJson(request: IncomingMessage): Promise<unknown> {
   if (declared > MAX_BODY_BYTES) {
     throw tenantError('ERR_ISSUER_BODY_TOO_LARGE', `the body is larger than ${MAX_BODY_BYTES} bytes`);
   }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of request as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_BODY_BYTES) {
+  let text: string;
+  try {
+    text = await readStreamBounded(request, 'the body', MAX_BODY_BYTES);
+  } catch (error) {
+    // A body that declared less (or nothing) and sent more: the same answer as one that declared too much.
+    if ((error as NodeJS.ErrnoException | null)?.code === 'EFBIG') {
       throw tenantError('ERR_ISSUER_BODY_TOO_LARGE', `the body is larger than ${MAX_BODY_BYTES} bytes`);
     }
-    chunks.push(chunk);
+    throw error;
   }
   // `$`: the error's path, which the answer carries (JSON paths into the request only).
-  return parseDocument(Buffer.concat(chunks).toString('utf8'), {
+  return parseDocument(text, {
     source: '$',
     code: 'ERR_TENANT_INVALID_DOCUMENT',
     format: 'json',

@@ -256,16 +256,18 @@ interface Page {
 
 /** Just enough of a browser for Dex's pages: manual redirects, a cookie jar, and Dex's forms. */
 class DexBrowser {
-  private readonly cookies = new Map<string, string>();
-  constructor(
-    private readonly dispatcher: Dispatcher,
-    private readonly origin: string,
-  ) {}
+  readonly #cookies = new Map<string, string>();
+  readonly #dispatcher: Dispatcher;
+  readonly #origin: string;
+  constructor(dispatcher: Dispatcher, origin: string) {
+    this.#dispatcher = dispatcher;
+    this.#origin = origin;
+  }
 
   async request(url: string, form?: Record<string, string>): Promise<Page> {
     const headers: Record<string, string> = {};
-    if (new URL(url).origin === this.origin && this.cookies.size > 0)
-      headers.cookie = [...this.cookies].map(([n, v]) => `${n}=${v}`).join('; ');
+    if (new URL(url).origin === this.#origin && this.#cookies.size > 0)
+      headers.cookie = [...this.#cookies].map(([n, v]) => `${n}=${v}`).join('; ');
     let body: string | undefined;
     if (form !== undefined) {
       headers['content-type'] = 'application/x-www-form-urlencoded';
@@ -276,12 +278,12 @@ class DexBrowser {
       headers,
       body,
       redirect: 'manual',
-      dispatcher: this.dispatcher,
+      dispatcher: this.#dispatcher,
     });
     for (const line of res.headers.getSetCookie()) {
       const pair = line.split(';')[0]!;
       const eq = pair.indexOf('=');
-      this.cookies.set(pair.slice(0, eq).trim(), pair.slice(eq + 1).trim());
+      this.#cookies.set(pair.slice(0, eq).trim(), pair.slice(eq + 1).trim());
     }
     const location = res.headers.get('location') ?? undefined;
     return {
@@ -303,7 +305,7 @@ class DexBrowser {
         page = await this.request(page.location);
         continue;
       }
-      if (new URL(page.url).origin !== this.origin) return page;
+      if (new URL(page.url).origin !== this.#origin) return page;
       const action = /<form[^>]*method="post"[^>]*action="([^"]*)"|<form[^>]*action="([^"]*)"[^>]*method="post"/i.exec(
         page.body,
       );

@@ -171,36 +171,39 @@ export async function createTestCertificate(): Promise<{ cert: string; key: stri
 /** An in-memory adapter we can enumerate (for `revokeRefreshTokens`), one per provider instance. */
 function memoryAdapterFactory(store: Map<string, { payload: AdapterPayload; expiresAt: number | undefined }>) {
   return class MemoryAdapter {
-    constructor(private readonly model: string) {}
-    private key(id: string): string {
-      return `${this.model}:${id}`;
+    readonly #model: string;
+    constructor(model: string) {
+      this.#model = model;
+    }
+    #key(id: string): string {
+      return `${this.#model}:${id}`;
     }
     async upsert(id: string, payload: AdapterPayload, expiresIn: number): Promise<void> {
-      store.set(this.key(id), { payload, expiresAt: expiresIn ? Date.now() + expiresIn * 1000 : undefined });
+      store.set(this.#key(id), { payload, expiresAt: expiresIn ? Date.now() + expiresIn * 1000 : undefined });
     }
     async find(id: string): Promise<AdapterPayload | undefined> {
-      const entry = store.get(this.key(id));
+      const entry = store.get(this.#key(id));
       if (entry === undefined || (entry.expiresAt !== undefined && entry.expiresAt < Date.now())) return undefined;
       return entry.payload;
     }
     async findByUserCode(userCode: string): Promise<AdapterPayload | undefined> {
       for (const [key, entry] of store) {
-        if (key.startsWith(`${this.model}:`) && entry.payload.userCode === userCode) return entry.payload;
+        if (key.startsWith(`${this.#model}:`) && entry.payload.userCode === userCode) return entry.payload;
       }
       return undefined;
     }
     async findByUid(uid: string): Promise<AdapterPayload | undefined> {
       for (const [key, entry] of store) {
-        if (key.startsWith(`${this.model}:`) && entry.payload.uid === uid) return entry.payload;
+        if (key.startsWith(`${this.#model}:`) && entry.payload.uid === uid) return entry.payload;
       }
       return undefined;
     }
     async consume(id: string): Promise<void> {
-      const entry = store.get(this.key(id));
+      const entry = store.get(this.#key(id));
       if (entry) entry.payload.consumed = Math.floor(Date.now() / 1000);
     }
     async destroy(id: string): Promise<void> {
-      store.delete(this.key(id));
+      store.delete(this.#key(id));
     }
     async revokeByGrantId(grantId: string): Promise<void> {
       for (const [key, entry] of store) {
@@ -637,16 +640,18 @@ interface Page {
 
 /** Just enough of a browser: a cookie jar, manual redirects, the dev-interaction login and consent forms. */
 class Browser {
-  private readonly cookies = new Map<string, string>();
-  constructor(
-    private readonly dispatcher: Dispatcher,
-    private readonly issuer: string,
-  ) {}
+  readonly #cookies = new Map<string, string>();
+  readonly #dispatcher: Dispatcher;
+  readonly #issuer: string;
+  constructor(dispatcher: Dispatcher, issuer: string) {
+    this.#dispatcher = dispatcher;
+    this.#issuer = issuer;
+  }
 
-  private async request(url: string, init: { method: string; form?: Record<string, string> }): Promise<Page> {
+  async #request(url: string, init: { method: string; form?: Record<string, string> }): Promise<Page> {
     const headers: Record<string, string> = {};
-    if (url.startsWith(this.issuer) && this.cookies.size > 0) {
-      headers.cookie = [...this.cookies].map(([name, value]) => `${name}=${value}`).join('; ');
+    if (url.startsWith(this.#issuer) && this.#cookies.size > 0) {
+      headers.cookie = [...this.#cookies].map(([name, value]) => `${name}=${value}`).join('; ');
     }
     let body: string | undefined;
     if (init.form) {
@@ -658,7 +663,7 @@ class Browser {
       headers,
       body,
       redirect: 'manual',
-      dispatcher: this.dispatcher,
+      dispatcher: this.#dispatcher,
     });
     for (const line of res.headers.getSetCookie()) {
       const [pair, ...attrs] = line.split(';');
@@ -668,8 +673,8 @@ class Browser {
       const expired =
         attrs.some((a) => /^\s*expires=/i.test(a) && Date.parse(a.split('=')[1]!) < Date.now()) ||
         attrs.some((a) => /^\s*max-age=0/i.test(a));
-      if (expired || value === '') this.cookies.delete(name);
-      else this.cookies.set(name, value);
+      if (expired || value === '') this.#cookies.delete(name);
+      else this.#cookies.set(name, value);
     }
     const location = res.headers.get('location') ?? undefined;
     return {
@@ -681,11 +686,11 @@ class Browser {
   }
 
   get(url: string): Promise<Page> {
-    return this.request(url, { method: 'GET' });
+    return this.#request(url, { method: 'GET' });
   }
 
   post(url: string, form: Record<string, string>): Promise<Page> {
-    return this.request(url, { method: 'POST', form });
+    return this.#request(url, { method: 'POST', form });
   }
 
   /** Follows redirects and answers login / consent pages until a page that is neither (or a non-OP URL). */
@@ -696,7 +701,7 @@ class Browser {
         page = await this.get(page.location);
         continue;
       }
-      if (!page.url.startsWith(this.issuer)) return page;
+      if (!page.url.startsWith(this.#issuer)) return page;
       const action = /<form[^>]*action="([^"]+)"[^>]*method="post"/.exec(page.body)?.[1];
       if (action && page.body.includes('name="prompt" value="login"')) {
         const target = new URL(action.replace(/&amp;/g, '&'), page.url).toString();

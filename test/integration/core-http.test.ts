@@ -15,7 +15,7 @@ import {
   type HttpSendOptions,
 } from '../../src/core/http.js';
 import { createKubeTransport } from '../../src/kube/transport.js';
-import { createIssuerSend } from '../../src/providers/oidc/http.js';
+import { createIssuerSend } from '../../src/providers/oidc/issuer-http.js';
 import { issuerClient, sendIssuerRequest } from '../../src/providers/tenant-cert/consumer/transport.js';
 import { runNode } from '../helpers/process.js';
 import { createTestCa, startHttpsServer, type TestCa, type TestHttpsServer } from '../helpers/tls.js';
@@ -289,7 +289,7 @@ describe('one deadline for connect, TLS, request and answer', () => {
     expect(failure).toMatchObject({ kind: 'aborted', message: 'interrupted by SIGTERM', retryable: false });
     expect(ms).toBeLessThan(600);
     expect(silentSockets.size).toBe(before + 1);
-    // Torn down by us, not left to undici's connect timeout (here the client's 30 s).
+    // Torn down by us at the abort, not left to the seam's connect timeout (here the client's 30 s).
     await closedWithin([...silentSockets].at(-1)!, 300);
   });
 });
@@ -715,7 +715,7 @@ describe('userinfo is never printed', () => {
   });
 });
 
-describe('HTTP/1.1 connections (src/core/http1.ts on real sockets)', () => {
+describe('HTTP/1.1 connections (src/core/http/http1.ts and the pool of src/core/http/pool.ts on real sockets)', () => {
   /** A plain TCP server answering each request with `answer(n)` (n counts requests); it counts connections. */
   async function rawServer(
     answer: (request: number, socket: Socket) => void,

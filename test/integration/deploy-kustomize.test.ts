@@ -2,7 +2,7 @@
  * deploy/ as `kubectl kustomize` renders it (kustomize built into kubectl): each overlay is a complete, consistent
  * installation of the issuer — the Deployment's flags exist in the CLI and agree with its ports, probes and mounts;
  * the Service, PodDisruptionBudget and NetworkPolicy select its pods; RBAC binds the ServiceAccount it runs as; only
- * the CSR-signer overlay holds cluster-wide rights. (Applying them to a real API server: test/e2e/deploy-manifests.)
+ * the CSR-signer overlay holds cluster-wide rights. (Applying them to a real API server: test/e2e/deploy-manifests.test.ts.)
  */
 import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';

@@ -4,6 +4,7 @@ import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import { Agent, request } from 'undici';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
@@ -178,6 +179,22 @@ describe('clusterprofile issuer serve (a real process over real TLS)', () => {
         status: 413,
         body: { code: 'ERR_ISSUER_BODY_TOO_LARGE' },
       });
+      // Sent chunked, with no content-length: the bound holds while the body is read, with the same answer.
+      const chunked = new Agent({ connect: { ca: readFileSync(join(shared.dataDir, 'serving-ca.crt'), 'utf8') } });
+      try {
+        const answer = await request(`${shared.issuer.url}/v1/tenants`, {
+          method: 'POST',
+          dispatcher: chunked,
+          headers: { 'content-type': 'application/json' },
+          body: Readable.from(Array.from({ length: 5 }, () => Buffer.alloc(16_384, 0x20))),
+        });
+        expect({ status: answer.statusCode, body: await answer.body.json() }).toMatchObject({
+          status: 413,
+          body: { code: 'ERR_ISSUER_BODY_TOO_LARGE' },
+        });
+      } finally {
+        await chunked.close();
+      }
       expect(await client.call('GET', '/v1/tenants')).toMatchObject({
         status: 405,
         body: { code: 'ERR_ISSUER_METHOD_NOT_ALLOWED' },

@@ -3,7 +3,8 @@
  * every binary and every entry point of the library at once, with ERR_NODE_VERSION naming both versions; npm's
  * `node@<floor>` (the exact floor, 22.19.0: installed once into the cache by scripts/test-node-floor.mjs, which also
  * runs the unit and integration layers on it) runs the binaries, a real cache miss of a plugin (the path that failed
- * deep inside undici on Node 20) and the library. Needs `npm run build` first.
+ * deep inside undici on Node 20 when the plugins' HTTP went through it; it is the HTTP seam now) and the library. Needs
+ * `npm run build` first.
  */
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -192,7 +193,7 @@ describe(`on the floor, Node ${NODE_FLOOR} (npm's node@${NODE_FLOOR})`, () => {
     expect(help.stdout).toContain(binary);
   });
 
-  it('a plugin obtains a credential on a cache miss (the path that failed inside undici on Node 20)', async () => {
+  it('a plugin obtains a credential on a cache miss (the path that once failed inside undici on Node 20)', async () => {
     const secret = join(work, 'basic.secret');
     writeFileSync(secret, op.clients.basic.clientSecret, { mode: 0o600 });
     const execInfo = oidcExecInfo({

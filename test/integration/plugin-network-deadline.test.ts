@@ -55,7 +55,7 @@ function expectDeadline(
   expect(result.code).toBe(1);
   expect(result.stderr).toMatch(new RegExp(`^clusterprofile-${name}: ${code}: `));
   expect(result.stderr).not.toMatch(/\n\s+at /);
-  // About the deadline, not undici's 10 s connect timeout: process start-up plus one second.
+  // About the deadline, not a connect timeout (undici's 10 s, before the seam): process start-up plus one second.
   expect(result.ms).toBeGreaterThan(950);
   expect(result.ms).toBeLessThan(1_800);
 }

@@ -14,7 +14,8 @@ const recorder = ['--import', new URL('../fixtures/runtime/record-loads.mjs', im
 // Code of libraries a cache hit must not load, recognised by names only they define.
 const heavyMarkers = {
   jose: 'ERR_JWKS_MULTIPLE_MATCHING_KEYS',
-  // The HTTP seam (src/core/http.ts, node:http + node:tls; undici before it, no longer bundled).
+  // The HTTP seam (src/core/http.ts: its own HTTP/1.1 over node:net + node:tls; undici, then node:http, before it,
+  // neither bundled now). The marker is a message of src/core/http/connect.ts.
   'the HTTP seam': 'no tunnel through the proxy within the deadline',
   yaml: 'YAMLParseError',
   yargs: 'yargs-parser',

@@ -67,6 +67,17 @@ describe('issuer certificates', () => {
     expect(cert.keyUsage).toEqual(['1.3.6.1.5.5.7.3.1']);
   });
 
+  it('an IPv6 SAN with an embedded IPv4 tail (--san ::ffff:10.0.0.1) is its 16 bytes', () => {
+    const serving = issueServingCertificate(ca, ['::ffff:10.0.0.1', '64:ff9b::192.0.2.33'], NOW, 365 * 86_400_000);
+    const der = new X509Certificate(serving.certificatePem).raw;
+    // iPAddress [7] IMPLICIT OCTET STRING, 16 bytes: ::ffff:0a00:0001 and 64:ff9b::c000:0221.
+    const mapped = Buffer.from('871000000000000000000000ffff0a000001', 'hex');
+    const nat64 = Buffer.from('87100064ff9b0000000000000000c0000221', 'hex');
+    expect(der.includes(mapped)).toBe(true);
+    expect(der.includes(nat64)).toBe(true);
+    expect(new X509Certificate(serving.certificatePem).checkIP('::ffff:10.0.0.1')).toBe('::ffff:10.0.0.1');
+  });
+
   it('dates after 2049 are GeneralizedTime', () => {
     const pair = generateClusterKeyPair('ed25519');
     const spkiDer = createPublicKey(pair.publicKeyPem).export({ type: 'spki', format: 'der' });

@@ -1,4 +1,4 @@
-// buildCsr writes its PKCS#10 requests by hand (wire/der.ts + node:crypto): byte for byte what @peculiar/x509, which
+// buildCsr writes its PKCS#10 requests by hand (src/wire/tenant-cert/der.ts + node:crypto): byte for byte what @peculiar/x509, which
 // built them before, writes for the same key and subject — and what openssl-compatible readers accept.
 import { generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { describe, expect, it } from 'vitest';

@@ -1,6 +1,6 @@
 /**
  * Private files and directories: one set of rules for the plugin cache, the issuer's data dir, imported Identities,
- * key files and written kubeconfigs (with `atomic-write.ts` and `pid-lock.ts`, the rooms of `../private-files.ts`).
+ * key files and written kubeconfigs (with `atomic-write.ts` and `pid-lock.ts`, its neighbours in this folder).
  *
  * - Private: a directory owned by the user, a file the user's alone to read; no permission bit for group or others
  *   (`mode & 0o077`, {@link PRIVATE_MODE_MASK}). Not checked on Windows: it has no POSIX modes (Node reports

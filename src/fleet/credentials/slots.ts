@@ -5,9 +5,9 @@
  * otherwise; every fetch bounded (concurrent fetches, concurrent plugin processes, a deadline), refreshed ahead of
  * expiry with jitter by the refresh scheduler, retried with backoff per slot. A slot records each fetch's outcome.
  */
-import { createHash } from 'node:crypto';
 import { CredentialsError, isCredentialsError } from '../../core/errors.js';
 import type { Env } from '../../core/io.js';
+import { sha256HexNative } from '../../core/sha256.js';
 import {
   ExecAuthenticator,
   ExecCredentialCache,
@@ -347,10 +347,5 @@ class SlotCache extends ExecCredentialCache {
 
 /** A slot's key: the hash of the exec cache's key (that one holds the cluster's CA, and a fleet holds a key per slot). */
 function slotKey(exec: ExecConfig, cluster: ExecCluster | undefined): string {
-  return sha256(execCacheKey(exec, cluster));
-}
-
-/** SHA-256 hex of `text` through node:crypto: a flat string (core/sha256.ts, made for a plugin's start, builds a rope). */
-function sha256(text: string): string {
-  return createHash('sha256').update(text).digest('hex');
+  return sha256HexNative(execCacheKey(exec, cluster));
 }

@@ -18,7 +18,7 @@ import {
   type ClientAuthChoice,
   type ClientCredential,
 } from './client-auth.js';
-import { createIssuerSend, type Send } from './http.js';
+import { createIssuerSend, type Send } from './issuer-http.js';
 import { awaitLoopbackRedirect } from './loopback.js';
 import {
   authorizationCodeParams,

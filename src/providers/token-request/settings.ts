@@ -200,7 +200,7 @@ export type TokenRequestProviderSettings =
       bootstrap: Bootstrap;
       timeoutMs: number;
     }
-  /** `hubKubeconfig`: `--hub-kubeconfig`; undefined: the order of src/kube/kubeconfig.ts. */
+  /** `hubKubeconfig`: `--hub-kubeconfig`; undefined: the order of src/kube/kubeconfig-loader.ts. */
   | {
       mode: 'secret-reader';
       config: unknown;

@@ -1,13 +1,15 @@
 /**
  * Crash-safe files for the issuer's data dir: a file is replaced whole or not at all (temporary file in the same
  * directory, fsync, rename, fsync of the directory), private files are 0600 and directories 0700, and an exclusive
- * lock file keeps two writers of the same data dir apart. The rules are the core's (core/private-files.ts); this
+ * lock file keeps two writers of the same data dir apart. The rules are the core's (core/private-files/); this
  * module gives their failures the issuer's codes.
  */
 import { constants } from 'node:fs';
 import { access, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { acquireLock, checkPrivateDirectory, writeFileAtomic as writeAtomically } from '../../../core/private-files.js';
+import { writeFileAtomic as writeAtomically } from '../../../core/private-files/atomic-write.js';
+import { acquireLock } from '../../../core/private-files/pid-lock.js';
+import { checkPrivateDirectory } from '../../../core/private-files/privacy.js';
 import { CredentialsError } from '../../../core/errors.js';
 
 function dataDirError(message: string, path: string, cause?: unknown): CredentialsError {

@@ -38,28 +38,29 @@ interface Pending {
 }
 
 export class NonceStore {
-  private readonly records = new Map<string, NonceRecord>();
+  readonly #records = new Map<string, NonceRecord>();
   /** Signed nonce requests answered (the replay memory, see {@link NonceStore.remember}): key → forget-at ms. */
-  private readonly answered = new Map<string, number>();
+  readonly #answered = new Map<string, number>();
   /** Per consumer, its unconsumed nonces in issue order (may still hold expired ones until pruned). */
-  private readonly open = new Map<string, Set<string>>();
-  private readonly queue: Pending[] = [];
-  private flushing: Promise<void> | undefined;
-  private lines = 0;
-  private handle: FileHandle | undefined;
-  private readonly maxPerConsumer: number;
-  private readonly maxEntries: number;
-  private readonly random: (size: number) => Buffer;
-  private readonly now: () => Date;
+  readonly #open = new Map<string, Set<string>>();
+  readonly #queue: Pending[] = [];
+  #flushing: Promise<void> | undefined;
+  #lines = 0;
+  #handle: FileHandle | undefined;
+  readonly #maxPerConsumer: number;
+  readonly #maxEntries: number;
+  readonly #random: (size: number) => Buffer;
+  readonly #now: () => Date;
 
+  // `private constructor`: ECMAScript has no `#constructor`; only the static open() makes a store.
   private constructor(
     readonly file: string,
     options: NonceStoreOptions,
   ) {
-    this.maxPerConsumer = options.maxPerConsumer ?? 16;
-    this.maxEntries = options.maxEntries ?? 100_000;
-    this.random = options.random ?? randomBytes;
-    this.now = options.now ?? (() => new Date());
+    this.#maxPerConsumer = options.maxPerConsumer ?? 16;
+    this.#maxEntries = options.maxEntries ?? 100_000;
+    this.#random = options.random ?? randomBytes;
+    this.#now = options.now ?? (() => new Date());
   }
 
   /** Replays and compacts the journal, then opens it for appending. */
@@ -79,89 +80,89 @@ export class NonceStore {
       if (typeof entry !== 'object' || entry === null) {
         continue; // not an entry (a damaged line): skipped like a torn one
       }
-      store.apply(entry);
+      store.#apply(entry);
     }
-    store.prune(now.getTime());
-    await writeFileAtomic(file, store.snapshot());
-    store.lines = store.records.size * 2 + store.answered.size;
-    store.handle = await open(file, 'a', 0o600);
+    store.#prune(now.getTime());
+    await writeFileAtomic(file, store.#snapshot());
+    store.#lines = store.#records.size * 2 + store.#answered.size;
+    store.#handle = await open(file, 'a', 0o600);
     return store;
   }
 
-  private apply(entry: JournalEntry): void {
+  #apply(entry: JournalEntry): void {
     if (
       entry.op === 'issue' &&
       typeof entry.nonce === 'string' &&
       typeof entry.consumer === 'string' &&
       typeof entry.expiresAt === 'number'
     ) {
-      if (!this.records.has(entry.nonce)) {
-        this.records.set(entry.nonce, { consumer: entry.consumer, expiresAt: entry.expiresAt, consumed: false });
-        this.openSet(entry.consumer).add(entry.nonce);
+      if (!this.#records.has(entry.nonce)) {
+        this.#records.set(entry.nonce, { consumer: entry.consumer, expiresAt: entry.expiresAt, consumed: false });
+        this.#openSet(entry.consumer).add(entry.nonce);
       }
     } else if (entry.op === 'consume' && typeof entry.nonce === 'string') {
-      this.markConsumed(entry.nonce);
+      this.#markConsumed(entry.nonce);
     } else if (entry.op === 'answered' && typeof entry.key === 'string' && typeof entry.until === 'number') {
-      this.answered.set(entry.key, entry.until);
+      this.#answered.set(entry.key, entry.until);
     }
   }
 
-  private openSet(consumer: string): Set<string> {
-    let set = this.open.get(consumer);
+  #openSet(consumer: string): Set<string> {
+    let set = this.#open.get(consumer);
     if (set === undefined) {
       set = new Set();
-      this.open.set(consumer, set);
+      this.#open.set(consumer, set);
     }
     return set;
   }
 
-  private markConsumed(nonce: string): NonceRecord | undefined {
-    const record = this.records.get(nonce);
+  #markConsumed(nonce: string): NonceRecord | undefined {
+    const record = this.#records.get(nonce);
     if (record !== undefined) {
       record.consumed = true;
-      const set = this.open.get(record.consumer);
+      const set = this.#open.get(record.consumer);
       set?.delete(nonce);
       if (set?.size === 0) {
-        this.open.delete(record.consumer);
+        this.#open.delete(record.consumer);
       }
     }
     return record;
   }
 
-  private prune(nowMs: number): void {
-    for (const [nonce, record] of this.records) {
+  #prune(nowMs: number): void {
+    for (const [nonce, record] of this.#records) {
       if (record.expiresAt <= nowMs) {
-        this.markConsumed(nonce);
-        this.records.delete(nonce);
+        this.#markConsumed(nonce);
+        this.#records.delete(nonce);
       }
     }
-    for (const [key, until] of this.answered) {
+    for (const [key, until] of this.#answered) {
       if (until <= nowMs) {
-        this.answered.delete(key);
+        this.#answered.delete(key);
       }
     }
   }
 
   /** The consumer's unconsumed, unexpired nonces, oldest first. */
-  private openFor(consumer: string, nowMs: number): string[] {
+  #openFor(consumer: string, nowMs: number): string[] {
     const result: string[] = [];
-    for (const nonce of this.open.get(consumer) ?? []) {
-      if ((this.records.get(nonce)?.expiresAt ?? 0) > nowMs) {
+    for (const nonce of this.#open.get(consumer) ?? []) {
+      if ((this.#records.get(nonce)?.expiresAt ?? 0) > nowMs) {
         result.push(nonce);
       }
     }
     return result;
   }
 
-  private snapshot(): string {
+  #snapshot(): string {
     let text = '';
-    for (const [nonce, record] of this.records) {
+    for (const [nonce, record] of this.#records) {
       text += `${JSON.stringify({ op: 'issue', nonce, consumer: record.consumer, expiresAt: record.expiresAt })}\n`;
       if (record.consumed) {
         text += `${JSON.stringify({ op: 'consume', nonce })}\n`;
       }
     }
-    for (const [key, until] of this.answered) {
+    for (const [key, until] of this.#answered) {
       text += `${JSON.stringify({ op: 'answered', key, until })}\n`;
     }
     return text;
@@ -178,31 +179,31 @@ export class NonceStore {
     durable = false,
   ): Promise<{ nonce: string; expiresAt: Date }> {
     const nowMs = now.getTime();
-    if (this.records.size >= this.maxEntries) {
-      this.prune(nowMs);
-      if (this.records.size >= this.maxEntries) {
+    if (this.#records.size >= this.#maxEntries) {
+      this.#prune(nowMs);
+      if (this.#records.size >= this.#maxEntries) {
         throw new CredentialsError('ERR_ISSUER_BUSY', 'too many outstanding nonces; try again later');
       }
     }
     // Expired entries of this consumer leave its index here (the records themselves at the next prune).
-    const set = this.open.get(consumer);
+    const set = this.#open.get(consumer);
     for (const nonce of set ?? []) {
-      if ((this.records.get(nonce)?.expiresAt ?? 0) <= nowMs) {
+      if ((this.#records.get(nonce)?.expiresAt ?? 0) <= nowMs) {
         set?.delete(nonce);
       }
     }
-    const outstanding = this.openFor(consumer, nowMs);
-    const retire = outstanding.slice(0, Math.max(0, outstanding.length - this.maxPerConsumer + 1));
-    const nonce = this.random(NONCE_BYTES).toString('base64');
+    const outstanding = this.#openFor(consumer, nowMs);
+    const retire = outstanding.slice(0, Math.max(0, outstanding.length - this.#maxPerConsumer + 1));
+    const nonce = this.#random(NONCE_BYTES).toString('base64');
     const expiresAt = nowMs + ttlMs;
-    this.records.set(nonce, { consumer, expiresAt, consumed: false });
-    this.openSet(consumer).add(nonce);
+    this.#records.set(nonce, { consumer, expiresAt, consumed: false });
+    this.#openSet(consumer).add(nonce);
     const writes: Array<Promise<void>> = [];
     for (const old of retire) {
-      this.markConsumed(old);
-      writes.push(this.append({ op: 'consume', nonce: old }, false));
+      this.#markConsumed(old);
+      writes.push(this.#append({ op: 'consume', nonce: old }, false));
     }
-    writes.push(this.append({ op: 'issue', nonce, consumer, expiresAt }, durable));
+    writes.push(this.#append({ op: 'issue', nonce, consumer, expiresAt }, durable));
     await Promise.all(writes);
     return { nonce, expiresAt: new Date(expiresAt) };
   }
@@ -213,32 +214,32 @@ export class NonceStore {
    * next synced line (the Tenant that follows a nonce request syncs the journal) and at close, so a restart keeps it.
    */
   remember(key: string, untilMs: number, nowMs: number): boolean {
-    const known = this.answered.get(key);
+    const known = this.#answered.get(key);
     if (known !== undefined && known > nowMs) {
       return false;
     }
-    this.answered.set(key, untilMs);
-    void this.append({ op: 'answered', key, until: untilMs }, false).catch(() => undefined);
+    this.#answered.set(key, untilMs);
+    void this.#append({ op: 'answered', key, until: untilMs }, false).catch(() => undefined);
     return true;
   }
 
   /** Outstanding (unconsumed, unexpired) nonces of every consumer. */
   count(nowMs: number): number {
     let count = 0;
-    for (const record of this.records.values()) {
+    for (const record of this.#records.values()) {
       if (!record.consumed && record.expiresAt > nowMs) count += 1;
     }
     return count;
   }
 
   get(nonce: string): NonceRecord | undefined {
-    const record = this.records.get(nonce);
+    const record = this.#records.get(nonce);
     return record === undefined ? undefined : { ...record };
   }
 
   /** The consumer's unconsumed, unexpired nonces, oldest first (Liqo-shaped Tenants do not say which one they signed). */
   outstanding(consumer: string, now: Date): string[] {
-    return this.openFor(consumer, now.getTime());
+    return this.#openFor(consumer, now.getTime());
   }
 
   /**
@@ -246,30 +247,30 @@ export class NonceStore {
    * already used (by a concurrent request).
    */
   consume(nonce: string): { first: boolean; durable: Promise<void> } {
-    const record = this.records.get(nonce);
+    const record = this.#records.get(nonce);
     if (record === undefined || record.consumed) {
       return { first: false, durable: Promise.resolve() };
     }
-    this.markConsumed(nonce);
-    return { first: true, durable: this.append({ op: 'consume', nonce }, true) };
+    this.#markConsumed(nonce);
+    return { first: true, durable: this.#append({ op: 'consume', nonce }, true) };
   }
 
-  private append(entry: JournalEntry, durable: boolean): Promise<void> {
+  #append(entry: JournalEntry, durable: boolean): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      this.queue.push({ line: `${JSON.stringify(entry)}\n`, durable, resolve, reject });
-      this.flushing ??= this.flush().finally(() => {
-        this.flushing = undefined;
+      this.#queue.push({ line: `${JSON.stringify(entry)}\n`, durable, resolve, reject });
+      this.#flushing ??= this.#flush().finally(() => {
+        this.#flushing = undefined;
       });
     });
   }
 
-  private async flush(): Promise<void> {
+  async #flush(): Promise<void> {
     // Let every request of this turn of the event loop join the batch.
     await new Promise<void>((resolve) => setImmediate(resolve));
-    while (this.queue.length > 0) {
-      const batch = this.queue.splice(0);
+    while (this.#queue.length > 0) {
+      const batch = this.#queue.splice(0);
       try {
-        const handle = this.handle;
+        const handle = this.#handle;
         if (handle === undefined) {
           throw new Error('the nonce journal is closed');
         }
@@ -277,7 +278,7 @@ export class NonceStore {
         if (batch.some((p) => p.durable)) {
           await handle.datasync();
         }
-        this.lines += batch.length;
+        this.#lines += batch.length;
         for (const pending of batch) {
           pending.resolve();
         }
@@ -286,29 +287,29 @@ export class NonceStore {
           pending.reject(error);
         }
       }
-      if (this.lines > 4 * (this.records.size + this.answered.size) + 10_000) {
-        await this.compact(this.now()).catch(() => undefined);
+      if (this.#lines > 4 * (this.#records.size + this.#answered.size) + 10_000) {
+        await this.#compact(this.#now()).catch(() => undefined);
       }
     }
   }
 
   /** Rewrites the journal with live entries only (atomically), then appends to the new file. */
-  private async compact(now: Date): Promise<void> {
-    this.prune(now.getTime());
-    await writeFileAtomic(this.file, this.snapshot());
-    const previous = this.handle;
-    this.handle = await open(this.file, 'a', 0o600);
-    this.lines = this.records.size * 2 + this.answered.size;
+  async #compact(now: Date): Promise<void> {
+    this.#prune(now.getTime());
+    await writeFileAtomic(this.file, this.#snapshot());
+    const previous = this.#handle;
+    this.#handle = await open(this.file, 'a', 0o600);
+    this.#lines = this.#records.size * 2 + this.#answered.size;
     await previous?.close();
   }
 
   /** Waits for pending appends, syncs and closes the journal. */
   async close(): Promise<void> {
-    while (this.flushing !== undefined) {
-      await this.flushing;
+    while (this.#flushing !== undefined) {
+      await this.#flushing;
     }
-    const handle = this.handle;
-    this.handle = undefined;
+    const handle = this.#handle;
+    this.#handle = undefined;
     if (handle !== undefined) {
       await handle.sync();
       await handle.close();

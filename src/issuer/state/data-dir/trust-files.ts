@@ -14,13 +14,13 @@ import { ensurePrivateDir, readOptional, writeFileAtomic } from './files.js';
 export class TrustStore {
   readonly dir: string;
   /** Parsed records, reused while the file's inode, size and mtime are unchanged (a stat instead of a read). */
-  private readonly cache = new Map<string, { stamp: string; consumer: TrustedConsumer }>();
+  readonly #cache = new Map<string, { stamp: string; consumer: TrustedConsumer }>();
 
   constructor(dataDir: string) {
     this.dir = join(dataDir, 'trusted');
   }
 
-  private file(clusterID: string): string {
+  #file(clusterID: string): string {
     return join(this.dir, `${checkClusterId(clusterID, '--cluster-id')}.json`);
   }
 
@@ -28,14 +28,14 @@ export class TrustStore {
   async trust(clusterID: string, publicKey: KeyObject, groups: readonly string[], now: Date): Promise<TrustRecord> {
     await ensurePrivateDir(this.dir);
     const { record, text } = trustRecordText(clusterID, publicKey, groups, now);
-    await writeFileAtomic(this.file(clusterID), text);
+    await writeFileAtomic(this.#file(clusterID), text);
     return record;
   }
 
   /** Removes a consumer; false when it was not trusted. */
   async untrust(clusterID: string): Promise<boolean> {
     try {
-      await unlink(this.file(clusterID));
+      await unlink(this.#file(clusterID));
       return true;
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
@@ -58,12 +58,12 @@ export class TrustStore {
       stamp = `${info.ino}:${info.size}:${info.mtimeNs}:${info.ctimeNs}`;
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
-        this.cache.delete(clusterID);
+        this.#cache.delete(clusterID);
         return undefined;
       }
       throw error;
     }
-    const cached = this.cache.get(clusterID);
+    const cached = this.#cache.get(clusterID);
     if (cached?.stamp === stamp) {
       return cached.consumer;
     }
@@ -72,7 +72,7 @@ export class TrustStore {
       return undefined;
     }
     const consumer = parseTrustRecord(text, clusterID, file);
-    this.cache.set(clusterID, { stamp, consumer });
+    this.#cache.set(clusterID, { stamp, consumer });
     return consumer;
   }
 

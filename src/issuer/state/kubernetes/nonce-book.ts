@@ -47,30 +47,29 @@ export interface KubernetesNonceOptions {
  * {@link KubernetesNonces.count} and {@link KubernetesNonces.outstanding} only — single use never depends on it.
  */
 export class KubernetesNonces implements NonceBook {
-  private readonly paths: Paths;
+  readonly #paths: Paths;
   /** Nonces issued by this replica and not spent by it, by id, in issue order (so about in expiry order). */
-  private readonly issued = new Map<string, { nonce: string; consumer: string; expiresAt: number }>();
-  private readonly random: (size: number) => Buffer;
-  private readonly maxRemembered: number;
-  private readonly recordIssued: boolean;
+  readonly #issued = new Map<string, { nonce: string; consumer: string; expiresAt: number }>();
+  readonly #random: (size: number) => Buffer;
+  readonly #maxRemembered: number;
+  readonly #recordIssued: boolean;
+  readonly #conn: StateConnection;
+  readonly #seal: NonceSeal;
 
-  constructor(
-    private readonly conn: StateConnection,
-    namespace: string,
-    private readonly seal: NonceSeal,
-    options: KubernetesNonceOptions = {},
-  ) {
-    this.paths = new Paths(namespace);
-    this.random = options.random ?? randomBytes;
-    this.maxRemembered = options.maxRemembered ?? 100_000;
-    this.recordIssued = options.recordIssued ?? false;
+  constructor(conn: StateConnection, namespace: string, seal: NonceSeal, options: KubernetesNonceOptions = {}) {
+    this.#conn = conn;
+    this.#seal = seal;
+    this.#paths = new Paths(namespace);
+    this.#random = options.random ?? randomBytes;
+    this.#maxRemembered = options.maxRemembered ?? 100_000;
+    this.#recordIssued = options.recordIssued ?? false;
   }
 
   /** Drops remembered nonces that expired (from the oldest, until a live one) and the oldest beyond the bound. */
-  private forget(nowMs: number): void {
-    for (const [id, entry] of this.issued) {
-      if (entry.expiresAt > nowMs && this.issued.size <= this.maxRemembered) break;
-      this.issued.delete(id);
+  #forget(nowMs: number): void {
+    for (const [id, entry] of this.#issued) {
+      if (entry.expiresAt > nowMs && this.#issued.size <= this.#maxRemembered) break;
+      this.#issued.delete(id);
     }
   }
 
@@ -85,10 +84,10 @@ export class KubernetesNonces implements NonceBook {
     _options: { durable: boolean; request?: AnsweredRequest },
   ): Promise<{ nonce: string; expiresAt: Date }> {
     const expiresAt = now.getTime() + ttlMs;
-    const { nonce, id } = this.seal.seal(consumer, expiresAt, this.random);
-    if (this.recordIssued) await this.record(nonce, id, consumer, expiresAt);
-    this.issued.set(id, { nonce, consumer, expiresAt });
-    this.forget(now.getTime());
+    const { nonce, id } = this.#seal.seal(consumer, expiresAt, this.#random);
+    if (this.#recordIssued) await this.#record(nonce, id, consumer, expiresAt);
+    this.#issued.set(id, { nonce, consumer, expiresAt });
+    this.#forget(now.getTime());
     return { nonce, expiresAt: new Date(expiresAt) };
   }
 
@@ -97,34 +96,34 @@ export class KubernetesNonces implements NonceBook {
    * one create of `issuer-spent-<id>`: 201 spends it here, 409 AlreadyExists means another Tenant did.
    */
   async take(nonce: string, consumer: string, now: Date): Promise<void> {
-    const { id, expiresAt } = this.seal.open(nonce, consumer, now);
+    const { id, expiresAt } = this.#seal.open(nonce, consumer, now);
     const name = spentObjectName(id);
     const what = `spending a nonce of ${consumer}`;
-    const made = await this.createNonceObject(name, consumer, 'spent', expiresAt, undefined, what);
+    const made = await this.#createNonceObject(name, consumer, 'spent', expiresAt, undefined, what);
     if (made.status === 201) {
-      this.issued.delete(id);
+      this.#issued.delete(id);
       return;
     }
     if (made.status === 409) {
-      this.issued.delete(id);
+      this.#issued.delete(id);
       throw tenantError('ERR_TENANT_NONCE_REUSED', 'the nonce was already used (a nonce is good for one Tenant)', {
         path: '$.spec.nonce',
         hint: 'ask for a new nonce',
       });
     }
-    throw stateFailure(what, made, `configmap ${this.paths.namespace}/${name}`);
+    throw stateFailure(what, made, `configmap ${this.#paths.namespace}/${name}`);
   }
 
   /** `issuer-nonce-<id>`: the issued nonce, for the other replicas (--liqo-compat). */
-  private async record(nonce: string, id: string, consumer: string, expiresAt: number): Promise<void> {
+  async #record(nonce: string, id: string, consumer: string, expiresAt: number): Promise<void> {
     const what = `recording a nonce of ${consumer}`;
-    const made = await this.createNonceObject(issuedObjectName(id), consumer, 'issued', expiresAt, { nonce }, what);
+    const made = await this.#createNonceObject(issuedObjectName(id), consumer, 'issued', expiresAt, { nonce }, what);
     if (made.status !== 201)
-      throw stateFailure(what, made, `configmap ${this.paths.namespace}/${issuedObjectName(id)}`);
+      throw stateFailure(what, made, `configmap ${this.#paths.namespace}/${issuedObjectName(id)}`);
   }
 
   /** Creates a nonce object, collectable SPENT_GRACE_MS after the nonce's expiry; the API server's answer as it is. */
-  private createNonceObject(
+  #createNonceObject(
     name: string,
     consumer: string,
     state: 'spent' | 'issued',
@@ -140,10 +139,10 @@ export class KubernetesNonces implements NonceBook {
       [LABEL_EXPIRES]: expiresLabel(keepUntil),
       [LABEL_EXPIRES_MINUTE]: String(Math.ceil(keepUntil / 60_000)),
     };
-    return this.conn.send(
+    return this.#conn.send(
       {
         method: 'POST',
-        path: this.paths.configMaps(),
+        path: this.#paths.configMaps(),
         body: {
           apiVersion: 'v1',
           kind: 'ConfigMap',
@@ -162,18 +161,23 @@ export class KubernetesNonces implements NonceBook {
    */
   async outstanding(consumer: string, now: Date): Promise<string[]> {
     const nowMs = now.getTime();
-    this.forget(nowMs);
+    this.#forget(nowMs);
     const found = new Map<string, number>();
-    for (const entry of this.issued.values()) {
+    for (const entry of this.#issued.values()) {
       if (entry.consumer === consumer && entry.expiresAt > nowMs) found.set(entry.nonce, entry.expiresAt);
     }
-    if (this.recordIssued) {
+    if (this.#recordIssued) {
       const selector = `${LABEL_KIND}=nonce,${LABEL_NONCE_STATE}=issued,${LABEL_CONSUMER}=${consumer}`;
-      for await (const object of listConfigMaps(this.conn, this.paths, selector, `listing the nonces of ${consumer}`)) {
+      for await (const object of listConfigMaps(
+        this.#conn,
+        this.#paths,
+        selector,
+        `listing the nonces of ${consumer}`,
+      )) {
         const nonce = object.data?.['nonce'];
         if (nonce === undefined || found.has(nonce)) continue;
         try {
-          found.set(nonce, this.seal.open(nonce, consumer, now).expiresAt);
+          found.set(nonce, this.#seal.open(nonce, consumer, now).expiresAt);
         } catch (error) {
           if (!isCredentialsError(error)) throw error;
         }
@@ -185,9 +189,9 @@ export class KubernetesNonces implements NonceBook {
   /** Unexpired nonces this replica issued and did not see spent (a replica's own figure: see the module comment). */
   async count(now: Date): Promise<number> {
     const nowMs = now.getTime();
-    this.forget(nowMs);
+    this.#forget(nowMs);
     let count = 0;
-    for (const entry of this.issued.values()) if (entry.expiresAt > nowMs) count += 1;
+    for (const entry of this.#issued.values()) if (entry.expiresAt > nowMs) count += 1;
     return count;
   }
 
@@ -205,7 +209,7 @@ export class KubernetesNonces implements NonceBook {
     const selector =
       options.sweep === true ? `${LABEL_KIND}=nonce` : `${LABEL_KIND}=nonce,${LABEL_EXPIRES_MINUTE} in (${minutes})`;
     const expired: ObjectMeta[] = [];
-    for await (const object of listConfigMaps(this.conn, this.paths, selector, 'listing nonces to collect')) {
+    for await (const object of listConfigMaps(this.#conn, this.#paths, selector, 'listing nonces to collect')) {
       const until = Number(object.metadata?.labels?.[LABEL_EXPIRES]);
       if (object.metadata !== undefined && Number.isFinite(until) && until < nowSeconds) expired.push(object.metadata);
     }
@@ -213,10 +217,10 @@ export class KubernetesNonces implements NonceBook {
     for (let index = 0; index < expired.length; index += 8) {
       const answers = await Promise.all(
         expired.slice(index, index + 8).map((meta) =>
-          this.conn.send(
+          this.#conn.send(
             {
               method: 'DELETE',
-              path: this.paths.configMap(meta.name ?? ''),
+              path: this.#paths.configMap(meta.name ?? ''),
               body: {
                 apiVersion: 'v1',
                 kind: 'DeleteOptions',
@@ -230,7 +234,7 @@ export class KubernetesNonces implements NonceBook {
       for (const answer of answers) {
         if (answer.status === 200 || answer.status === 202) deleted += 1;
         else if (answer.status !== 404 && answer.status !== 409)
-          throw stateFailure('collecting an expired nonce', answer, this.paths.configMaps());
+          throw stateFailure('collecting an expired nonce', answer, this.#paths.configMaps());
       }
     }
     return deleted;

@@ -15,23 +15,23 @@ export const trustObjectName = (clusterID: string): string => `issuer-trust-${cl
  * stay valid until they expire in any case), and a handshake's two requests cost one read instead of two.
  */
 export class KubernetesTrustStore implements TrustSource {
-  private readonly cache = new Map<string, { version: string; consumer: TrustedConsumer; readAt: number }>();
-  private readonly paths: Paths;
+  readonly #cache = new Map<string, { version: string; consumer: TrustedConsumer; readAt: number }>();
+  readonly #paths: Paths;
+  readonly #conn: StateConnection;
+  readonly #maxAgeMs: number;
 
-  constructor(
-    private readonly conn: StateConnection,
-    namespace: string,
-    private readonly maxAgeMs = 1000,
-  ) {
-    this.paths = new Paths(namespace);
+  constructor(conn: StateConnection, namespace: string, maxAgeMs = 1000) {
+    this.#conn = conn;
+    this.#paths = new Paths(namespace);
+    this.#maxAgeMs = maxAgeMs;
   }
 
-  private where(clusterID: string): string {
-    return `configmap ${this.paths.namespace}/${trustObjectName(clusterID)}`;
+  #where(clusterID: string): string {
+    return `configmap ${this.#paths.namespace}/${trustObjectName(clusterID)}`;
   }
 
-  private parse(clusterID: string, object: KubeObject): TrustedConsumer {
-    const where = this.where(clusterID);
+  #parse(clusterID: string, object: KubeObject): TrustedConsumer {
+    const where = this.#where(clusterID);
     const text = object.data?.['record.json'];
     if (text === undefined)
       throw new CredentialsError('ERR_ISSUER_TRUST_RECORD', `the trust record ${where} has no record.json`, {
@@ -43,31 +43,31 @@ export class KubernetesTrustStore implements TrustSource {
   async get(clusterID: string): Promise<TrustedConsumer | undefined> {
     if (!isClusterId(clusterID)) return undefined;
     const readAt = Date.now();
-    const fresh = this.cache.get(clusterID);
-    if (fresh !== undefined && readAt - fresh.readAt < this.maxAgeMs) return fresh.consumer;
-    const response = await this.conn.send(
-      { method: 'GET', path: this.paths.configMap(trustObjectName(clusterID)) },
+    const fresh = this.#cache.get(clusterID);
+    if (fresh !== undefined && readAt - fresh.readAt < this.#maxAgeMs) return fresh.consumer;
+    const response = await this.#conn.send(
+      { method: 'GET', path: this.#paths.configMap(trustObjectName(clusterID)) },
       `reading the trust record of ${clusterID}`,
     );
     if (response.status === 404) {
-      this.cache.delete(clusterID);
+      this.#cache.delete(clusterID);
       return undefined;
     }
     if (response.status !== 200)
-      throw stateFailure(`reading the trust record of ${clusterID}`, response, this.where(clusterID));
+      throw stateFailure(`reading the trust record of ${clusterID}`, response, this.#where(clusterID));
     const object = response.body as KubeObject;
     const version = object.metadata?.resourceVersion ?? '';
-    const cached = this.cache.get(clusterID);
+    const cached = this.#cache.get(clusterID);
     const consumer =
-      cached !== undefined && cached.version === version ? cached.consumer : this.parse(clusterID, object);
-    this.cache.set(clusterID, { version, consumer, readAt });
+      cached !== undefined && cached.version === version ? cached.consumer : this.#parse(clusterID, object);
+    this.#cache.set(clusterID, { version, consumer, readAt });
     return consumer;
   }
 
   /** Records (or replaces) a consumer's key and groups. */
   async trust(clusterID: string, publicKey: KeyObject, groups: readonly string[], now: Date): Promise<TrustRecord> {
     checkClusterId(clusterID, '--cluster-id');
-    this.cache.delete(clusterID);
+    this.#cache.delete(clusterID);
     const { record, text } = trustRecordText(clusterID, publicKey, groups, now);
     const object = {
       apiVersion: 'v1',
@@ -75,15 +75,15 @@ export class KubernetesTrustStore implements TrustSource {
       metadata: { name: trustObjectName(clusterID), labels: { [LABEL_KIND]: 'trust', [LABEL_CONSUMER]: clusterID } },
       data: { 'record.json': text },
     };
-    const where = this.where(clusterID);
-    const made = await this.conn.send(
-      { method: 'POST', path: this.paths.configMaps(), body: object },
+    const where = this.#where(clusterID);
+    const made = await this.#conn.send(
+      { method: 'POST', path: this.#paths.configMaps(), body: object },
       `creating the trust record ${where}`,
     );
     if (made.status === 201) return record;
     if (made.status !== 409) throw stateFailure(`creating the trust record ${where}`, made, where);
-    const replaced = await this.conn.send(
-      { method: 'PUT', path: this.paths.configMap(trustObjectName(clusterID)), body: object },
+    const replaced = await this.#conn.send(
+      { method: 'PUT', path: this.#paths.configMap(trustObjectName(clusterID)), body: object },
       `replacing the trust record ${where}`,
     );
     if (replaced.status !== 200) throw stateFailure(`replacing the trust record ${where}`, replaced, where);
@@ -93,10 +93,10 @@ export class KubernetesTrustStore implements TrustSource {
   /** Removes a consumer; false when it was not trusted. */
   async untrust(clusterID: string): Promise<boolean> {
     checkClusterId(clusterID, '--cluster-id');
-    this.cache.delete(clusterID);
-    const where = this.where(clusterID);
-    const response = await this.conn.send(
-      { method: 'DELETE', path: this.paths.configMap(trustObjectName(clusterID)) },
+    this.#cache.delete(clusterID);
+    const where = this.#where(clusterID);
+    const response = await this.#conn.send(
+      { method: 'DELETE', path: this.#paths.configMap(trustObjectName(clusterID)) },
       `deleting the trust record ${where}`,
     );
     if (response.status === 404) return false;
@@ -108,13 +108,13 @@ export class KubernetesTrustStore implements TrustSource {
   async list(): Promise<TrustedConsumer[]> {
     const consumers: TrustedConsumer[] = [];
     for await (const object of listConfigMaps(
-      this.conn,
-      this.paths,
+      this.#conn,
+      this.#paths,
       `${LABEL_KIND}=trust`,
       'listing the trust records',
     )) {
       const id = object.metadata?.labels?.[LABEL_CONSUMER];
-      if (id !== undefined && isClusterId(id)) consumers.push(this.parse(id, object));
+      if (id !== undefined && isClusterId(id)) consumers.push(this.#parse(id, object));
     }
     return consumers.sort((a, b) => a.clusterID.localeCompare(b.clusterID));
   }

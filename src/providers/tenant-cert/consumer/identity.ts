@@ -9,12 +9,8 @@
 import { X509Certificate } from 'node:crypto';
 import { join } from 'node:path';
 import { parseDocument } from '../../../core/document.js';
-import {
-  checkPrivateDirectory,
-  readPrivateFile,
-  writeFileAtomic,
-  type PrivacyProblem,
-} from '../../../core/private-files.js';
+import { writeFileAtomic } from '../../../core/private-files/atomic-write.js';
+import { checkPrivateDirectory, readPrivateFile, type PrivacyProblem } from '../../../core/private-files/privacy.js';
 import { CredentialsError, isCredentialsError } from '../../../core/errors.js';
 import { readIdentity, type ReceivedIdentity } from '../../../wire/tenant-cert/documents.js';
 import { identityFile } from '../settings.js';
