@@ -44,7 +44,7 @@ await bundlePlugins({
   // No source maps: the bundles are not minified (a stack trace reads as it is), and maps would carry every bundled
   // library's sources again (the library's own maps, from tsc, embed their TypeScript).
   sourcemap: false,
-  // --version of every binary (src/core/version.ts): a constant, so no start reads package.json.
+  // --version of every binary (src/base/version.ts): a constant, so no start reads package.json.
   define: {
     CLUSTERPROFILE_CREDENTIALS_VERSION: JSON.stringify(JSON.parse(readFileSync('package.json', 'utf8')).version),
   },

@@ -26,7 +26,7 @@ const common = {
   // their code once. yargs, which only the CLI uses, is bundled and a devDependency. A cache hit loads none of them.
   external: ['@kubernetes/client-node', 'undici', 'yaml', 'jose', '@peculiar/x509', 'prom-client'],
   logLevel: 'warning',
-  // src/core/version.ts reads import.meta only when the build did not define the version constant, which every
+  // src/base/version.ts reads import.meta only when the build did not define the version constant, which every
   // bundle does; in the CJS hit build esbuild would warn about that dead branch.
   logOverride: { 'empty-import-meta': 'silent' },
 };

@@ -34,7 +34,7 @@ export async function loadStartControlPlane(root, name) {
   const helpers = await importTestHelpers(
     root,
     `${name}-helpers`,
-    "import './src/core/reflect-shim.ts'; export { startControlPlane } from './test/helpers/controlplane.ts';",
+    "import './src/base/reflect-shim.ts'; export { startControlPlane } from './test/helpers/controlplane.ts';",
     ['undici', 'yaml', 'jose'],
   );
   return helpers.startControlPlane;

@@ -4,8 +4,8 @@
  * `src/cli/commands/index.ts`. Modules are imported only when their command runs (each is its own bundle chunk).
  */
 import type { Argv } from 'yargs';
-import { CredentialsError } from '../core/errors.js';
-import type { Env, ProcessIo } from '../core/io.js';
+import { CredentialsError } from '../base/errors.js';
+import type { Env, ProcessIo } from '../base/io.js';
 
 /** What a subcommand receives besides its arguments: the process's side effects, passed in (conventions: side effects are passed in). */
 export interface CommandContext {

@@ -1,7 +1,7 @@
 /**
  * Go-style durations for flags (`24h`, `90m`, `1h30m`, `45s`, `500ms`, `7d`), as kubectl and the Go tools write them.
  */
-import { CredentialsError, type ErrorCode } from '../core/errors.js';
+import { CredentialsError, type ErrorCode } from '../base/errors.js';
 
 const UNITS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 

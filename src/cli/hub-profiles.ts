@@ -4,8 +4,8 @@
  * ~/.kube/config, else in-cluster); the profile is read by src/kube/cluster-profile.ts (v1alpha1, else v1alpha2).
  * @kubernetes/client-node is not needed for this.
  */
-import { CredentialsError, isCredentialsError } from '../core/errors.js';
-import type { Env } from '../core/io.js';
+import { CredentialsError, isCredentialsError } from '../base/errors.js';
+import type { Env } from '../base/io.js';
 import { getClusterProfile, type ClusterProfileObject } from '../kube/cluster-profile.js';
 import { KubeClient } from '../kube/kube-client.js';
 

@@ -3,9 +3,9 @@
  * and an omitted optional argument means stdin too).
  */
 import { resolve } from 'node:path';
-import { readStreamBounded } from '../core/bounded-read.js';
-import { DEFAULT_MAX_BYTES, readDocumentText } from '../core/document.js';
-import { errno } from '../core/errors.js';
+import { readStreamBounded } from '../base/bounded-read.js';
+import { DEFAULT_MAX_BYTES, readDocumentText } from '../base/document.js';
+import { errno } from '../base/errors.js';
 import type { CommandContext } from './command.js';
 
 /**

@@ -4,7 +4,7 @@
  * yargs parses (strict: unknown options and commands are usage errors; an unknown command or action is answered with
  * the nearest known one as a hint); the chosen subcommand's module is loaded on demand and runs with the process's
  * side effects passed in. A bare call lists the commands; `<command> <action> --help` shows that action only. Exit codes: 0 success, 1 a failure (one line on stderr,
- * `CODE: message (at path)`), 2 a usage error (src/core/error-registry.ts gives each code its exit code). Nothing is
+ * `CODE: message (at path)`), 2 a usage error (src/base/error-registry.ts gives each code its exit code). Nothing is
  * written to stdout on an error, and no stack trace ever.
  *
  * @example
@@ -14,13 +14,13 @@
  * ```
  */
 // First: @peculiar/x509 (imported from node_modules by the issuer's chunk) needs Reflect metadata before it loads.
-import '../core/reflect-shim.js';
+import '../base/reflect-shim.js';
 import yargs, { type Argv } from 'yargs';
-import { CredentialsError, formatError, isCredentialsError } from '../core/errors.js';
-import type { Run } from '../core/io.js';
+import { CredentialsError, formatError, isCredentialsError } from '../base/errors.js';
+import type { Run } from '../base/io.js';
 import type { ActionSpec, CommandArgs, CommandContext, CommandModule } from './command.js';
 import { closest } from './suggest.js';
-import { packageVersion } from '../core/version.js';
+import { packageVersion } from '../base/version.js';
 import { commands } from './commands/index.js';
 
 const SCRIPT = 'clusterprofile';

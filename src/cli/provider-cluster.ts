@@ -3,7 +3,7 @@
  * --to-cluster`, `identity import --from-cluster`): `--provider-kubeconfig`/`--provider-context` in kubectl's order
  * (then KUBECONFIG, ~/.kube/config, in-cluster) through the one Kubernetes client (src/kube/kube-client.ts), and the namespace of the Tenants (`--namespace`, else the context's).
  */
-import { CredentialsError } from '../core/errors.js';
+import { CredentialsError } from '../base/errors.js';
 import { KubeClient } from '../kube/kube-client.js';
 import { KUBE_RETRY } from '../kube/transport.js';
 import type { SendKubeRequest } from '../kube/types.js';

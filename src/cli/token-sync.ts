@@ -12,12 +12,12 @@
  * once its recorded renewal time (80% of the token's lifetime) has passed.
  */
 import { stringify } from 'yaml';
-import { CredentialsError, formatError, isCredentialsError } from '../core/errors.js';
+import { CredentialsError, formatError, isCredentialsError } from '../base/errors.js';
 import { resolveClusterAccess } from '../resolve/cluster-access.js';
 import type { AccessConfig, Cluster, ClusterProfile } from '../resolve/types.js';
 import { listClusterProfiles } from '../kube/cluster-profile.js';
-import { connectionFromCluster } from '../core/cluster-connection.js';
-import { isRecord } from '../core/record.js';
+import { connectionFromCluster } from '../base/cluster-connection.js';
+import { isRecord } from '../base/record.js';
 import type { KubeCredential, KubeEndpoint, KubeRequest, SendKubeRequest } from '../kube/types.js';
 import { statusMessage } from '../kube/status.js';
 import {

@@ -4,11 +4,11 @@
  * → one exec), refresh ahead of `expirationTimestamp` by a margin, nothing cached unless the plugin's output was
  * valid, and on a 401 a re-exec only if the credential that got the 401 is still the current one.
  */
-import type { ExecCluster, ExecConfig } from '../core/exec-credential.js';
+import type { ExecCluster, ExecConfig } from '../base/exec-credential.js';
 import type { ExecCredential } from './output.js';
 import { runExecPlugin, type ExecRunOptions } from './runner.js';
 import { validatePluginPolicy } from './policy.js';
-import { canonicalJson } from '../core/canonical-json.js';
+import { canonicalJson } from '../base/canonical-json.js';
 
 /** Default: refresh this long before `expirationTimestamp` (capped at half the credential's lifetime). */
 export const DEFAULT_REFRESH_MARGIN_MS = 60_000;

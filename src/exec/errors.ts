@@ -1,6 +1,6 @@
-import { CredentialsError, type ErrorCodes } from '../core/errors.js';
+import { CredentialsError, type ErrorCodes } from '../base/errors.js';
 
-/** Codes raised by the exec credential implementation (meanings: src/core/error-registry.ts). Match on `error.code`. */
+/** Codes raised by the exec credential implementation (meanings: src/base/error-registry.ts). Match on `error.code`. */
 export type ExecErrorCode = ErrorCodes<
   | 'ERR_EXEC_CONFIG_INVALID'
   | 'ERR_EXEC_NOT_FOUND'

@@ -6,13 +6,13 @@
  */
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { parseAllDocuments, type Tags } from 'yaml';
-import { MAX_ALIAS_COUNT } from '../core/document.js';
-import { jsonSyntaxProblem } from '../core/errors.js';
-import { parseTimestamp } from '../core/exec-credential.js';
-import type { ExecApiVersion, ExecCredentialStatus } from '../core/exec-credential.js';
-import { isGoBase64 } from '../core/go-base64.js';
+import { MAX_ALIAS_COUNT } from '../base/document.js';
+import { jsonSyntaxProblem } from '../base/errors.js';
+import { parseTimestamp } from '../base/exec-credential.js';
+import type { ExecApiVersion, ExecCredentialStatus } from '../base/exec-credential.js';
+import { isGoBase64 } from '../base/go-base64.js';
 import { execError } from './errors.js';
-import { isRecord } from '../core/record.js';
+import { isRecord } from '../base/record.js';
 
 /** A credential the plugin returned, checked and ready to use. */
 export interface ExecCredential {

@@ -12,8 +12,8 @@
  * client-go keeps the entries it resolved in the authenticator for later runs; here they are resolved on each run
  * (runs are rare: credentials are cached), which can only differ when PATH or the files change in between.
  */
-import { CredentialsError, quote, type ErrorCodes } from '../core/errors.js';
-import type { Env } from '../core/io.js';
+import { CredentialsError, quote, type ErrorCodes } from '../base/errors.js';
+import type { Env } from '../base/io.js';
 
 /** kuberc's `credentialPluginPolicy`; `''` means `AllowAll`. */
 export type CredentialPluginPolicyType = '' | 'AllowAll' | 'DenyAll' | 'Allowlist';

@@ -4,9 +4,9 @@
  *
  * @see https://github.com/kubernetes/enhancements/tree/master/keps/sig-auth/541-external-credential-providers
  */
-import type { ExecApiVersion, ExecCluster, ExecConfig } from '../core/exec-credential.js';
-import { EXEC_API_VERSIONS } from '../core/exec-credential.js';
-import type { Env } from '../core/io.js';
+import type { ExecApiVersion, ExecCluster, ExecConfig } from '../base/exec-credential.js';
+import { EXEC_API_VERSIONS } from '../base/exec-credential.js';
+import type { Env } from '../base/io.js';
 import { execError } from './errors.js';
 
 /** The environment variable counting how deeply exec plugins are nested (the recursion guard). */

@@ -5,10 +5,10 @@
  */
 import { type ChildProcessByStdio, spawn } from 'node:child_process';
 import type { Readable } from 'node:stream';
-import type { ExecCluster, ExecConfig } from '../core/exec-credential.js';
+import type { ExecCluster, ExecConfig } from '../base/exec-credential.js';
 import { execError, type ExecError } from './errors.js';
 import { parseExecCredential, type ExecCredential } from './output.js';
-import type { Env } from '../core/io.js';
+import type { Env } from '../base/io.js';
 import { buildExecRequest, type ExecRequest } from './request.js';
 import { checkPluginPolicy, validatePluginPolicy, type CredentialPluginPolicy } from './policy.js';
 

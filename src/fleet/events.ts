@@ -3,7 +3,7 @@
  * ({@link FleetEventBus.subscribe}). A listener that throws is reported through `warn` and stops nothing else; an
  * iterator queues what it has not read yet and ends when the bus ends, its signal aborts or the loop breaks.
  */
-import { formatError } from '../core/errors.js';
+import { formatError } from '../base/errors.js';
 import type { FleetEvent, FleetEventOf, FleetEventType } from './fleet-types.js';
 
 /** Where the fleet's events go. */

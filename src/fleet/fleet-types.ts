@@ -4,7 +4,7 @@
  * configures (hub access: ./hub-connection.ts, refresh timing: ./scheduler/refresh-time.ts, the clock:
  * ./scheduler/clock.ts).
  */
-import type { Env } from '../core/io.js';
+import type { Env } from '../base/io.js';
 import type { CredentialProvider, FlagSpecs } from '../plugin/provider.js';
 import type { ClusterProfileKubeConfig } from '../client-node/build-config.js';
 import type { AccessConfig, ResolvedClusterAccess } from '../resolve/types.js';

@@ -6,7 +6,7 @@
  * (./events.ts), status (./status.ts) and metrics (./metrics.ts). Its options, events and member view are in
  * ./fleet-types.ts.
  */
-import { CredentialsError } from '../core/errors.js';
+import { CredentialsError } from '../base/errors.js';
 import { FleetCredentials } from './credentials/slots.js';
 import { FleetEventBus } from './events.js';
 import type {

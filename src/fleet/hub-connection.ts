@@ -9,9 +9,9 @@
  * bookmark about once a minute, so a silent watch is dead and is reopened from its resourceVersion), a server-side
  * timeout of 5 to 10 minutes. @kubernetes/client-node is not needed for any of it.
  */
-import { CredentialsError, formatError, isCredentialsError } from '../core/errors.js';
-import type { Env } from '../core/io.js';
-import { isRecord } from '../core/record.js';
+import { CredentialsError, formatError, isCredentialsError } from '../base/errors.js';
+import type { Env } from '../base/io.js';
+import { isRecord } from '../base/record.js';
 import { CLUSTERPROFILE_GROUP, CLUSTERPROFILE_PLURAL, CLUSTERPROFILE_VERSIONS } from '../kube/cluster-profile.js';
 import { KubeClient } from '../kube/kube-client.js';
 import type { KubeAccess } from '../kube/kubeconfig-loader.js';

@@ -4,7 +4,7 @@
  * from the last resourceVersion, and one whose resourceVersion is gone (410) lists again, keeping every member whose
  * access did not change. A hub that fails is retried with backoff and reported (`hubError`).
  */
-import { isCredentialsError } from '../core/errors.js';
+import { isCredentialsError } from '../base/errors.js';
 import type { FleetEventBus } from './events.js';
 import { HubGoneError, type HubConnection, type HubWatchEvent } from './hub-connection.js';
 import type { FleetMembers } from './members.js';

@@ -7,8 +7,8 @@
  * with `disengageUnhealthy`, until ControlPlaneHealthy turns False. A profile that fails resolution is that member's
  * state with its coded error; it never stops the others.
  */
-import { canonicalJson } from '../core/canonical-json.js';
-import { sha256HexNative } from '../core/sha256.js';
+import { canonicalJson } from '../base/canonical-json.js';
+import { sha256HexNative } from '../base/sha256.js';
 import type { ClusterProfileKubeConfig } from '../client-node/build-config.js';
 import { resolveClusterAccess } from '../resolve/cluster-access.js';
 import type { ClusterProfile, ResolvedClusterAccess } from '../resolve/types.js';

@@ -1,10 +1,10 @@
 /**
- * The fleet's metrics in the Prometheus text format, through prom-client (../core/prometheus.ts). Each fleet has its
+ * The fleet's metrics in the Prometheus text format, through prom-client (../base/prometheus.ts). Each fleet has its
  * own registry: nothing lands in prom-client's global one unless the caller merges it
  * (`Registry.merge([fleet.metricsRegistry, register])`).
  */
 import type { Counter, Histogram, Registry } from 'prom-client';
-import { OwnedMetrics } from '../core/prometheus.js';
+import { OwnedMetrics } from '../base/prometheus.js';
 import type { FetchRecord } from './credentials/slots.js';
 
 /** The metric names, for dashboards and tests. */

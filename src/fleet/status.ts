@@ -2,7 +2,7 @@
  * The fleet as plain data (JSON-ready), for `ClusterProfileFleet.status()`, the metrics' gauges and the CLI: a
  * member's row, members counted by state, the nearest credential expiry, and `{ code, message }` of an error.
  */
-import { isCredentialsError } from '../core/errors.js';
+import { isCredentialsError } from '../base/errors.js';
 import type { CredentialSlot } from './credentials/slots.js';
 import {
   FLEET_CLUSTER_STATES,

@@ -5,7 +5,7 @@
  */
 import { createHash, createPublicKey, generateKeyPairSync, randomBytes, sign, type KeyObject } from 'node:crypto';
 import { isIP } from 'node:net';
-import { ipv6Bytes } from '../core/ip.js';
+import { ipv6Bytes } from '../base/ip.js';
 import {
   bitString,
   booleanTrue,

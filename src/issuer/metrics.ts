@@ -1,10 +1,10 @@
 /**
- * The issuer's metrics in the Prometheus text format, through prom-client (../core/prometheus.ts), on a registry of
+ * The issuer's metrics in the Prometheus text format, through prom-client (../base/prometheus.ts), on a registry of
  * its own (nothing lands in prom-client's global one). Labels are bounded: the handshake step, the result, an error
  * code of the registry and the signer name — never a consumer ID, a nonce or anything else a client chooses.
  */
 import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { OwnedMetrics } from '../core/prometheus.js';
+import { OwnedMetrics } from '../base/prometheus.js';
 
 /** The metric names, for dashboards, alerts and tests. */
 export const ISSUER_METRICS = {

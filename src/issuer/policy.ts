@@ -3,7 +3,7 @@
  * by the consumer's ID) plus the groups recorded with `issuer trust --group`. Never a `system:` group: those mean
  * something to the API server itself (system:masters bypasses RBAC), so neither policy nor CSR may name one.
  */
-import { CredentialsError } from '../core/errors.js';
+import { CredentialsError } from '../base/errors.js';
 import type { GrantedSubject } from '../wire/tenant-cert/protocol.js';
 
 export function checkGroups(groups: readonly string[], path: string): string[] {

@@ -12,9 +12,9 @@ import {
 } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import { readStreamBounded } from '../core/bounded-read.js';
-import { parseDocument } from '../core/document.js';
-import { ERRORS, errorSpec, isCredentialsError } from '../core/errors.js';
+import { readStreamBounded } from '../base/bounded-read.js';
+import { parseDocument } from '../base/document.js';
+import { ERRORS, errorSpec, isCredentialsError } from '../base/errors.js';
 import { isClusterId } from '../wire/tenant-cert/cluster-id.js';
 import { API_PATHS, MAX_BODY_BYTES, tenantError, type ErrorResponse } from '../wire/tenant-cert/protocol.js';
 import type { ServingMaterial } from './state/issuer-cas.js';

@@ -6,7 +6,7 @@
 import { X509Certificate, createHash, createPrivateKey } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { CredentialsError, isCredentialsError } from '../core/errors.js';
+import { CredentialsError, isCredentialsError } from '../base/errors.js';
 import type { ServingMaterial } from './state/issuer-cas.js';
 
 function tlsError(message: string, path: string, cause?: unknown): CredentialsError {

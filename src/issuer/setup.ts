@@ -4,9 +4,9 @@
  */
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { parseDocument } from '../core/document.js';
-import { CredentialsError } from '../core/errors.js';
-import type { Env } from '../core/io.js';
+import { parseDocument } from '../base/document.js';
+import { CredentialsError } from '../base/errors.js';
+import type { Env } from '../base/io.js';
 import { openDataDir } from './state/data-dir/data-dir.js';
 import { embeddedSigner } from './signer/embedded-signer.js';
 import {

@@ -15,12 +15,12 @@
  * const same = await getClusterProfile({ send: hub.send, server: access.endpoint.server }, 'fleet', 'spoke-1');
  * ```
  */
-import { parseDocument, readDocumentText, readProblem } from '../core/document.js';
-import { clip, CredentialsError, quote, redactUrl } from '../core/errors.js';
+import { parseDocument, readDocumentText, readProblem } from '../base/document.js';
+import { clip, CredentialsError, quote, redactUrl } from '../base/errors.js';
 import { validateDocument, type SchemaId } from '../schemas/index.js';
 import { statusMessage } from './status.js';
 import type { KubeResponse, SendKubeRequest } from './types.js';
-import { isRecord } from '../core/record.js';
+import { isRecord } from '../base/record.js';
 
 export type ClusterProfileErrorCode =
   | 'ERR_PROFILE_READ'

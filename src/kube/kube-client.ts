@@ -24,9 +24,9 @@
  * await kube.close();
  * ```
  */
-import { withoutUserinfo } from '../core/errors.js';
-import type { ExecCluster, ExecConfig } from '../core/exec-credential.js';
-import { monotonicMs } from '../core/io.js';
+import { withoutUserinfo } from '../base/errors.js';
+import type { ExecCluster, ExecConfig } from '../base/exec-credential.js';
+import { monotonicMs } from '../base/io.js';
 import type { ExecAuthenticator, ExecAuthenticatorOptions } from '../exec/authenticator.js';
 import type { ExecCredential } from '../exec/output.js';
 import { loadKubeAccess, type KubeAccess, type KubeAccessDeps, type KubeAccessOptions } from './kubeconfig-loader.js';

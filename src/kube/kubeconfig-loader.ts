@@ -32,11 +32,11 @@
  * ```
  */
 import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
-import { parseDocument, readDocumentText } from '../core/document.js';
-import { CredentialsError, errno } from '../core/errors.js';
-import type { Env } from '../core/io.js';
+import { parseDocument, readDocumentText } from '../base/document.js';
+import { CredentialsError, errno } from '../base/errors.js';
+import type { Env } from '../base/io.js';
 import type { KubeCredential, KubeEndpoint } from './types.js';
-import { isRecord } from '../core/record.js';
+import { isRecord } from '../base/record.js';
 
 export type KubeconfigErrorCode = 'ERR_KUBECONFIG_READ' | 'ERR_KUBECONFIG_INVALID' | 'ERR_IN_CLUSTER_UNAVAILABLE';
 

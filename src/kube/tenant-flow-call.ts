@@ -4,7 +4,7 @@
  * issuer's Tenant reconciler and the consumer commands; here because it needs the Kubernetes client, which the wire
  * room (documents only) does not import.
  */
-import { CredentialsError } from '../core/errors.js';
+import { CredentialsError } from '../base/errors.js';
 import { FLOW_GROUP } from '../wire/tenant-cert/resources.js';
 import { statusMessage } from './status.js';
 import type { KubeRequest, KubeResponse, SendKubeRequest } from './types.js';

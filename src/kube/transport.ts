@@ -1,12 +1,12 @@
 /**
- * The Kubernetes REST transport: an adapter over the HTTP seam (src/core/http.ts) that applies the credential,
+ * The Kubernetes REST transport: an adapter over the HTTP seam (src/base/http.ts) that applies the credential,
  * sends JSON and reads JSON. TLS is verified against the endpoint's CA; a proxy only when the endpoint names one
  * (never the environment's). Network failures become `ERR_KUBE_UNREACHABLE` naming the server; HTTP statuses are
  * returned for the protocol layer to judge.
  */
-import { connectionHttpOptions } from '../core/cluster-connection.js';
-import { CredentialsError } from '../core/errors.js';
-import { createHttpClient, isHttpFailure, parseHttpUrl, type HttpFailure, type HttpRetryPolicy } from '../core/http.js';
+import { connectionHttpOptions } from '../base/cluster-connection.js';
+import { CredentialsError } from '../base/errors.js';
+import { createHttpClient, isHttpFailure, parseHttpUrl, type HttpFailure, type HttpRetryPolicy } from '../base/http.js';
 import type { KubeCredential, KubeEndpoint, KubeRequest, SendKubeRequest } from './types.js';
 
 /** Largest response body read (TokenRequest and CSR answers are a few kB); more is refused, not buffered. */

@@ -1,4 +1,4 @@
-import type { ClusterConnection } from '../core/cluster-connection.js';
+import type { ClusterConnection } from '../base/cluster-connection.js';
 
 /** One request to a Kubernetes API server, and its answer (conventions: protocols build these, the transport sends them). */
 export interface KubeRequest {
@@ -18,7 +18,7 @@ export interface KubeResponse {
   body: unknown;
 }
 
-/** How to reach an API server: the kubeconfig Cluster fields that matter for a connection (see src/core). */
+/** How to reach an API server: the kubeconfig Cluster fields that matter for a connection (see src/base). */
 export type KubeEndpoint = ClusterConnection;
 
 /** Who we are to that API server. */

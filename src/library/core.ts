@@ -1,8 +1,8 @@
 // `clusterprofile-credentials/core`: everything that does not need @kubernetes/client-node (providers file,
 // resolution, kubeconfig rendering, the exec implementation). Only named exports.
-import '../core/node-floor-throw.js'; // first: on a too old Node.js, importing the package throws ERR_NODE_VERSION
-export { CredentialsError, isCredentialsError, formatError } from '../core/errors.js';
-export type { ErrorCode } from '../core/errors.js';
+import '../base/node-floor-throw.js'; // first: on a too old Node.js, importing the package throws ERR_NODE_VERSION
+export { CredentialsError, isCredentialsError, formatError } from '../base/errors.js';
+export type { ErrorCode } from '../base/errors.js';
 export type {
   AccessConfig,
   AccessProvider,

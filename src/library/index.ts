@@ -1,5 +1,5 @@
 // The package's public surface: the core (./core.js) plus the client-node integration. Only named exports.
-import '../core/node-floor-throw.js'; // first: on a too old Node.js, importing the package throws ERR_NODE_VERSION
+import '../base/node-floor-throw.js'; // first: on a too old Node.js, importing the package throws ERR_NODE_VERSION
 export * from './core.js';
 export {
   buildConfigFromClusterProfile,

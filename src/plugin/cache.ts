@@ -5,19 +5,19 @@
  *
  * Layout: `<dir>/<key>.json` (entry), `<dir>/<key>.lock` (lock), `<dir>/<key>.json.<random>.tmp` (a write in progress).
  */
-import { CredentialsError, errno, type ErrorCodes } from '../core/errors.js';
-import type { ExecCredentialStatus } from '../core/exec-credential.js';
-import { parseTimestamp } from '../core/exec-credential.js';
-import { homeDirectory, type Env } from '../core/io.js';
+import { CredentialsError, errno, type ErrorCodes } from '../base/errors.js';
+import type { ExecCredentialStatus } from '../base/exec-credential.js';
+import { parseTimestamp } from '../base/exec-credential.js';
+import { homeDirectory, type Env } from '../base/io.js';
 import type { CachedCredential } from './provider.js';
-import { sha256Hex } from '../core/sha256.js';
-import { canonicalJson } from '../core/canonical-json.js';
-import { removeTemporaryFiles, writeFileAtomicSync } from '../core/private-files/atomic-write.js';
+import { sha256Hex } from '../base/sha256.js';
+import { canonicalJson } from '../base/canonical-json.js';
+import { removeTemporaryFiles, writeFileAtomicSync } from '../base/private-files/atomic-write.js';
 import {
   checkPrivateDirectory as privateDirectoryProblem,
   readPrivateFile,
   type PrivacyProblem,
-} from '../core/private-files/privacy.js';
+} from '../base/private-files/privacy.js';
 
 // Built-ins come from process.getBuiltinModule, not `import`: an ESM import of a built-in builds its namespace,
 // which runs every lazy getter (fs.promises, streams, WebCrypto...) and loads ~30 more internal modules on each
@@ -130,7 +130,7 @@ export function readEntry<State>(dir: string, key: string): EntryRead<State> {
 
 /**
  * Writes an entry atomically: a 0600 temporary file created exclusively, written and renamed over the entry
- * (core/private-files/atomic-write.ts, writeFileAtomicSync). Readers and a process that crashes see the previous
+ * (base/private-files/atomic-write.ts, writeFileAtomicSync). Readers and a process that crashes see the previous
  * entry or the new one. Nothing is fsynced: an entry is a copy of a credential that can be obtained again, and
  * {@link readEntry} rejects anything that is not a whole entry of its key, so the worst a power loss can leave under
  * the name — the previous entry, none, or an empty or partial file — costs one new issuance (a partial one is

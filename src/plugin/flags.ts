@@ -5,7 +5,7 @@
  * `parseArgs` itself, whose first use is a noticeable part of a cache hit.
  */
 import type { ParseArgsOptionsConfig } from 'node:util';
-import { CredentialsError, type ErrorCodes } from '../core/errors.js';
+import { CredentialsError, type ErrorCodes } from '../base/errors.js';
 import type { CredentialProvider, FlagSpecs, FlagValues } from './provider.js';
 
 type ParsedArgs = {

@@ -6,11 +6,11 @@
  * Everything the call depends on arrives in its options (environment, clock, signal, streams): it reads no process
  * globals, installs no process signal handlers, adds no listeners to the caller's signal and leaves no timers behind.
  */
-import { CredentialsError, formatError } from '../core/errors.js';
-import type { ExecCredentialStatus } from '../core/exec-credential.js';
-import { assertUsableStatus, formatTimestamp } from '../core/exec-credential.js';
-import type { Env } from '../core/io.js';
-import { acquireLock, type HeldLock } from '../core/private-files/pid-lock.js';
+import { CredentialsError, formatError } from '../base/errors.js';
+import type { ExecCredentialStatus } from '../base/exec-credential.js';
+import { assertUsableStatus, formatTimestamp } from '../base/exec-credential.js';
+import type { Env } from '../base/io.js';
+import { acquireLock, type HeldLock } from '../base/private-files/pid-lock.js';
 import {
   cacheDirectory,
   cacheKey,

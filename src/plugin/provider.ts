@@ -40,10 +40,10 @@
  *
  * @see https://github.com/kubernetes/enhancements/tree/master/keps/sig-auth/541-external-credential-providers
  */
-import type { ExecCredentialInput, ExecCredentialStatus } from '../core/exec-credential.js';
+import type { ExecCredentialInput, ExecCredentialStatus } from '../base/exec-credential.js';
 
 export type { ExecCredentialInput };
-import type { Env } from '../core/io.js';
+import type { Env } from '../base/io.js';
 
 /**
  * One command-line flag of a provider, in the shape of `node:util` `parseArgs` options (no yargs on the hot path).

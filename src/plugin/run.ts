@@ -2,13 +2,13 @@
  * The runtime every plugin binary shares: flags, KUBERNETES_EXEC_INFO, the single ExecCredential document on stdout,
  * diagnostics on stderr, exit codes — around {@link obtain}, which does the cache, the lock and the provider.
  */
-import { CredentialsError, formatError, isCredentialsError, type ErrorCodes } from '../core/errors.js';
-import { readExecInfo, renderExecCredential } from '../core/exec-credential.js';
+import { CredentialsError, formatError, isCredentialsError, type ErrorCodes } from '../base/errors.js';
+import { readExecInfo, renderExecCredential } from '../base/exec-credential.js';
 import { cacheDirectory, cleanDirectory } from './cache.js';
 import { assertNoFlagClash, helpText, parseCommand } from './flags.js';
-import { writeStdout, type Env, type ProcessIo, type Run } from '../core/io.js';
-import { isLockHeld, type HeldLock } from '../core/private-files/pid-lock.js';
-import { packageVersion } from '../core/version.js';
+import { writeStdout, type Env, type ProcessIo, type Run } from '../base/io.js';
+import { isLockHeld, type HeldLock } from '../base/private-files/pid-lock.js';
+import { packageVersion } from '../base/version.js';
 import { obtain } from './obtain.js';
 import type { CredentialProvider, FlagSpecs } from './provider.js';
 

@@ -3,7 +3,7 @@
  * a cache miss only (run.ts imports this module lazily). It loads the two exec-input validators alone, not the
  * module of every schema, many times larger, which a miss would pay for in memory and time.
  */
-import type { ExecCredentialInput } from '../core/exec-credential.js';
+import type { ExecCredentialInput } from '../base/exec-credential.js';
 import * as v1 from '../generated/validator.execcredential-input.v1.js';
 import * as v1beta1 from '../generated/validator.execcredential-input.v1beta1.js';
 import { assertWith } from '../schemas/issues.js';

@@ -6,8 +6,8 @@
  * @see https://github.com/kubernetes/enhancements/tree/master/keps/sig-multicluster/5339-clusterprofile-plugin-credentials
  */
 import { assertDocument } from '../schemas/index.js';
-import { CredentialsError, type ErrorCodes } from '../core/errors.js';
-import { parseDocument as readDocument, readDocumentText, readProblem } from '../core/document.js';
+import { CredentialsError, type ErrorCodes } from '../base/errors.js';
+import { parseDocument as readDocument, readDocumentText, readProblem } from '../base/document.js';
 import type { AccessConfig, ExecConfig, ProviderConfig } from './types.js';
 
 /** Codes raised while reading the providers file. */

@@ -7,9 +7,9 @@
  */
 import { assertDocument, validateDocument, type SchemaId } from '../schemas/index.js';
 import { normalizeAccessConfig } from './access-config.js';
-import { clip, CredentialsError, quote, quoteUrl, type ErrorCodes } from '../core/errors.js';
+import { clip, CredentialsError, quote, quoteUrl, type ErrorCodes } from '../base/errors.js';
 import { effectiveEnvName, isAllowedProfileEnv, profileEnvDenial } from './profile-env.js';
-import { canonicalBase64, isGoBase64 } from '../core/go-base64.js';
+import { canonicalBase64, isGoBase64 } from '../base/go-base64.js';
 import type {
   AccessConfig,
   AccessProvider,

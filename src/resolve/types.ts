@@ -52,7 +52,7 @@ import type {
   ExecConfig,
   ExecCredentialStatus,
   InteractiveMode,
-} from '../core/exec-credential.js';
+} from '../base/exec-credential.js';
 
 export type { ExecApiVersion, ExecCluster, ExecConfig, ExecCredentialStatus, InteractiveMode };
 

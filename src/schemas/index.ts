@@ -17,7 +17,7 @@
  * });
  * ```
  */
-import type { ErrorCode } from '../core/errors.js';
+import type { ErrorCode } from '../base/errors.js';
 import * as all from '../generated/validators.js';
 import type { SchemaId } from '../generated/validators.js';
 import { assertWith, validateWith, type SchemaIssue } from './issues.js';

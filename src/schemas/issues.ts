@@ -12,7 +12,7 @@
  * const issues = validateWith(schema, 'oidc-config', config);
  * ```
  */
-import { CredentialsError, type ErrorCode } from '../core/errors.js';
+import { CredentialsError, type ErrorCode } from '../base/errors.js';
 import type { CompiledValidator, ValidatorError } from './runtime.js';
 
 /** `x-messages` of one schema, by the JSON pointer of the schema object that holds it. */

@@ -17,7 +17,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { isCredentialsError } from '../../src/core/errors.js';
+import { isCredentialsError } from '../../src/base/errors.js';
 import { parseAccessConfig } from '../../src/resolve/access-config.js';
 import { parseExecCredential } from '../../src/exec/output.js';
 import { buildExecRequest } from '../../src/exec/request.js';

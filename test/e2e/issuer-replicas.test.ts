@@ -12,7 +12,7 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
-import { isCredentialsError } from '../../src/core/errors.js';
+import { isCredentialsError } from '../../src/base/errors.js';
 import { loadKubeAccess } from '../../src/kube/kubeconfig-loader.js';
 import { issuerHandshake } from '../../src/providers/tenant-cert/consumer/handshake.js';
 import { StateConnection } from '../../src/issuer/state/kubernetes/connection.js';

@@ -1,5 +1,5 @@
 /** Test helpers for errors the code under test is expected to raise. */
-import { isCredentialsError, type CredentialsError } from '../../src/core/errors.js';
+import { isCredentialsError, type CredentialsError } from '../../src/base/errors.js';
 
 /** The CredentialsError a promise rejects with; fails the test when it resolves or rejects with anything else. */
 export async function rejection(promise: Promise<unknown>): Promise<CredentialsError> {

@@ -5,7 +5,7 @@
 import { spawn } from 'node:child_process';
 import { PassThrough, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import type { ProcessIo } from '../../src/core/io.js';
+import type { ProcessIo } from '../../src/base/io.js';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const BIN = fileURLToPath(new URL('../../bin/clusterprofile.mjs', import.meta.url));

@@ -6,7 +6,7 @@
  */
 import { Agent, request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CredentialsError } from '../../src/core/errors.js';
+import { CredentialsError } from '../../src/base/errors.js';
 import { startIssuerServer, type ReadinessCheck, type RunningIssuer } from '../../src/issuer/server.js';
 import { issuerFixture, type IssuerFixture } from '../helpers/issuer-fixtures.js';
 import { createTestCa } from '../helpers/tls.js';

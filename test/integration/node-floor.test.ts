@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NODE_FLOOR } from '../../src/core/node-floor.js';
+import { NODE_FLOOR } from '../../src/base/node-floor.js';
 import { ensureNpmNode } from '../../scripts/test-node-floor.mjs';
 import { startTestOpenIdProvider, type TestOpenIdProvider } from '../helpers/oidc-op.js';
 import { oidcExecInfo } from '../helpers/oidc-plugin.js';

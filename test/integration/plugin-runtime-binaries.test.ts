@@ -14,8 +14,8 @@ const recorder = ['--import', new URL('../fixtures/runtime/record-loads.mjs', im
 // Code of libraries a cache hit must not load, recognised by names only they define.
 const heavyMarkers = {
   jose: 'ERR_JWKS_MULTIPLE_MATCHING_KEYS',
-  // The HTTP seam (src/core/http.ts: its own HTTP/1.1 over node:net + node:tls; undici, then node:http, before it,
-  // neither bundled now). The marker is a message of src/core/http/connect.ts.
+  // The HTTP seam (src/base/http.ts: its own HTTP/1.1 over node:net + node:tls; undici, then node:http, before it,
+  // neither bundled now). The marker is a message of src/base/http/connect.ts.
   'the HTTP seam': 'no tunnel through the proxy within the deadline',
   yaml: 'YAMLParseError',
   yargs: 'yargs-parser',
@@ -57,8 +57,8 @@ describe.each(plugins)('clusterprofile-%s', (name) => {
       [
         `bin/clusterprofile-${name}.mjs`,
         // The Node.js version check every entry point runs first (a too old Node fails at once, coded).
-        'dist/core/node-floor-exit.js',
-        'dist/core/node-floor.js',
+        'dist/base/node-floor-exit.js',
+        'dist/base/node-floor.js',
         `dist/bin/clusterprofile-${name}.cjs`,
         `dist/bin/clusterprofile-${name}.mjs`,
       ].sort(),

@@ -8,7 +8,7 @@ import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { isCredentialsError } from '../../src/core/errors.js';
+import { isCredentialsError } from '../../src/base/errors.js';
 import { runExecPlugin } from '../../src/exec/runner.js';
 import { resolveClusterAccess } from '../../src/resolve/cluster-access.js';
 import type { AccessConfig, ProviderConfig } from '../../src/resolve/types.js';

@@ -14,11 +14,11 @@ const src = fileURLToPath(new URL('../../src/', import.meta.url));
 
 /**
  * Lowest first. A module may import from its own layer or any layer below. `wire` (the documents both ends of a
- * protocol speak) sits on core and schemas only; `issuer` on core, schemas, wire and kube — the rules below keep the
+ * protocol speak) sits on base and schemas only; `issuer` on base, schemas, wire and kube — the rules below keep the
  * layers above it (plugin, providers, library) from importing it although the order alone would let them.
  */
 const LAYERS = [
-  'core',
+  'base',
   'schemas',
   'wire',
   'exec',
@@ -165,7 +165,7 @@ describe('src/ architecture', () => {
     expect(cycles()).toEqual([]);
   });
 
-  it('imports only point down the layers (core < schemas < wire < exec < kube < issuer < plugin < providers < resolve < client-node < fleet < library < cli)', () => {
+  it('imports only point down the layers (base < schemas < wire < exec < kube < issuer < plugin < providers < resolve < client-node < fleet < library < cli)', () => {
     const upward: string[] = [];
     for (const [file, targets] of graph) {
       for (const target of targets) {
@@ -251,13 +251,13 @@ describe('src/ architecture', () => {
 
   it('detects a cycle and an upward import when there is one (the check itself can fail)', () => {
     const saved = new Map(graph);
-    const a = join(src, 'core', 'errors.ts');
-    const b = join(src, 'core', 'io.ts');
+    const a = join(src, 'base', 'errors.ts');
+    const b = join(src, 'base', 'io.ts');
     try {
       graph.set(a, [...(graph.get(a) ?? []), b]);
       graph.set(b, [...(graph.get(b) ?? []), a]);
       expect(
-        cycles().some((component) => component.includes('core/errors.ts') && component.includes('core/io.ts')),
+        cycles().some((component) => component.includes('base/errors.ts') && component.includes('base/io.ts')),
       ).toBe(true);
     } finally {
       for (const [key, value] of saved) graph.set(key, value);

@@ -1,6 +1,6 @@
 import { PassThrough, Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { CredentialsError, type ErrorCode } from '../../src/core/errors.js';
+import { CredentialsError, type ErrorCode } from '../../src/base/errors.js';
 import { readInput } from '../../src/cli/input.js';
 import type { CommandContext } from '../../src/cli/command.js';
 

@@ -1,4 +1,4 @@
-// The error registry (src/core/error-registry.ts) against the code that raises errors, the generated docs, the type
+// The error registry (src/base/error-registry.ts) against the code that raises errors, the generated docs, the type
 // checker, a second copy of the package, and the exit codes the plugin runtime and the CLI derive from it.
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import { describe, expect, it } from 'vitest';
 import { run as cli } from '../../src/cli/main.js';
-import { ERROR_DOCS } from '../../src/core/error-docs.js';
+import { ERROR_DOCS } from '../../src/base/error-docs.js';
 import {
   CredentialsError,
   ERRORS,
@@ -16,7 +16,7 @@ import {
   formatError,
   isCredentialsError,
   type ErrorCode,
-} from '../../src/core/errors.js';
+} from '../../src/base/errors.js';
 import { runPlugin, type CredentialProvider, type ProcessIo } from '../../src/plugin/index.js';
 import { retryableError } from '../../src/providers/tenant-cert/consumer/transport.js';
 // @ts-expect-error -- a plain ESM build script without type declarations
@@ -27,7 +27,7 @@ const codes = Object.keys(ERRORS) as ErrorCode[];
 
 /**
  * `ERR_*` string literals in src outside comments that are not registry codes: node's TLS code matched by the issuer
- * client, and the low-level codes of the HTTP wire layer (src/core/http/http1.ts: node's own names for a bad request
+ * client, and the low-level codes of the HTTP wire layer (src/base/http/http1.ts: node's own names for a bad request
  * head, two of its own for a malformed answer), which the HTTP seam classifies and callers map to their registry codes.
  */
 const FOREIGN = new Set([
@@ -44,7 +44,7 @@ function sourceFiles(dir: string): string[] {
     const path = join(dir, entry.name);
     if (entry.isDirectory()) return relative(root, path) === join('src', 'generated') ? [] : sourceFiles(path);
     return entry.name.endsWith('.ts') &&
-      ![join('src', 'core', 'error-registry.ts'), join('src', 'core', 'error-docs.ts')].includes(relative(root, path))
+      ![join('src', 'base', 'error-registry.ts'), join('src', 'base', 'error-docs.ts')].includes(relative(root, path))
       ? [path]
       : [];
   });
@@ -101,9 +101,9 @@ async function exitOf(where: 'settings' | 'issue', error: unknown): Promise<{ co
 }
 
 /** A second copy of the package's error module, bundled apart as another installed copy would be. */
-async function secondCopy(): Promise<typeof import('../../src/core/errors.js')> {
+async function secondCopy(): Promise<typeof import('../../src/base/errors.js')> {
   const result = await build({
-    entryPoints: [join(root, 'src/core/errors.ts')],
+    entryPoints: [join(root, 'src/base/errors.ts')],
     bundle: true,
     format: 'esm',
     platform: 'node',

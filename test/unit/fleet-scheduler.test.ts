@@ -9,7 +9,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { CredentialsError } from '../../src/core/errors.js';
+import { CredentialsError } from '../../src/base/errors.js';
 import type { CredentialProvider } from '../../src/plugin/provider.js';
 import { builtinPluginOf } from '../../src/fleet/credentials/builtin-plugins.js';
 import { FleetCredentials, type CredentialSlot, type FetchRecord } from '../../src/fleet/credentials/slots.js';

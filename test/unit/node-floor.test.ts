@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { NODE_FLOOR, nodeFloorProblem } from '../../src/core/node-floor.js';
+import { NODE_FLOOR, nodeFloorProblem } from '../../src/base/node-floor.js';
 
 describe('nodeFloorProblem', () => {
   it('is the floor package.json promises (engines)', () => {

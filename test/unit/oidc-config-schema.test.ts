@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 import { oidcFlags } from '../helpers/oidc-plugin.js';
-import { isCredentialsError } from '../../src/core/errors.js';
+import { isCredentialsError } from '../../src/base/errors.js';
 import { validateDocument } from '../../src/schemas/index.js';
 import { assertOidcClusterConfig, parseOidcSettings } from '../../src/providers/oidc/settings.js';
 

@@ -7,7 +7,7 @@ import { PassThrough, Readable } from 'node:stream';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWTPayload } from 'jose';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { oidcFlags } from '../helpers/oidc-plugin.js';
-import { isCredentialsError } from '../../src/core/errors.js';
+import { isCredentialsError } from '../../src/base/errors.js';
 import type { IssueContext } from '../../src/plugin/provider.js';
 import { issueOidcToken, type OidcState } from '../../src/providers/oidc/issue.js';
 import type { HttpRequest, HttpResponse } from '../../src/providers/oidc/protocol.js';

@@ -1,6 +1,6 @@
 // The OIDC protocol steps with hand-made responses (no network): discovery, token responses, device and code flow.
 import { describe, expect, it } from 'vitest';
-import { isCredentialsError } from '../../src/core/errors.js';
+import { isCredentialsError } from '../../src/base/errors.js';
 import {
   isExpectedState,
   audienceParams,

@@ -1,7 +1,7 @@
 // clusterprofile-oidc settings from spec.cluster.config and flags: defaults and clear errors naming the field/flag.
 import { describe, expect, it } from 'vitest';
 import { oidcFlags } from '../helpers/oidc-plugin.js';
-import { isCredentialsError } from '../../src/core/errors.js';
+import { isCredentialsError } from '../../src/base/errors.js';
 import type { ExecCredentialInput, FlagValues } from '../../src/plugin/provider.js';
 import { oidcCacheKey, parseOidcSettings, type OidcFlags } from '../../src/providers/oidc/settings.js';
 

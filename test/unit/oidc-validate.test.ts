@@ -10,7 +10,7 @@ import {
   type CryptoKey,
 } from 'jose';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { isCredentialsError } from '../../src/core/errors.js';
+import { isCredentialsError } from '../../src/base/errors.js';
 import { expirationWithMargin, validateToken, type TokenExpectations } from '../../src/providers/oidc/validate.js';
 
 const NOW = new Date('2026-01-01T12:00:00Z');

@@ -7,8 +7,8 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { writeFileAtomicSync } from '../../src/core/private-files/atomic-write.js';
-import { acquireLock } from '../../src/core/private-files/pid-lock.js';
+import { writeFileAtomicSync } from '../../src/base/private-files/atomic-write.js';
+import { acquireLock } from '../../src/base/private-files/pid-lock.js';
 import { cacheKey, obtainCredential, type CredentialProvider } from '../../src/plugin/index.js';
 
 const posix = process.platform !== 'win32';

@@ -2,7 +2,7 @@ import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync,
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { canonicalJson } from '../../src/core/canonical-json.js';
+import { canonicalJson } from '../../src/base/canonical-json.js';
 import {
   cacheDirectory,
   cacheKey,

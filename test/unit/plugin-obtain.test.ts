@@ -4,7 +4,7 @@ import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { CredentialsError, type ErrorCode } from '../../src/core/errors.js';
+import { CredentialsError, type ErrorCode } from '../../src/base/errors.js';
 import {
   cacheKey,
   obtainCredential,

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { CredentialsError, type ErrorCode } from '../../src/core/errors.js';
+import { CredentialsError, type ErrorCode } from '../../src/base/errors.js';
 import { runPlugin, type CredentialProvider, type IssueContext, type ProcessIo } from '../../src/plugin/index.js';
 
 const V1 = 'client.authentication.k8s.io/v1';

@@ -6,7 +6,7 @@ import { describe, expect, test } from 'vitest';
 import { schemaIds, type SchemaId } from '../../src/generated/validators.js';
 import { validateDocument } from '../../src/schemas/index.js';
 import { assertWith, validateWith, type SchemaModule } from '../../src/schemas/issues.js';
-import { isCredentialsError } from '../../src/core/errors.js';
+import { isCredentialsError } from '../../src/base/errors.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const load = async (id: SchemaId) =>

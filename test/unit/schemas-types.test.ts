@@ -1,4 +1,4 @@
-// The TypeScript types of src/resolve/types.ts (and the exec types it re-exports from src/core/exec-credential.ts)
+// The TypeScript types of src/resolve/types.ts (and the exec types it re-exports from src/base/exec-credential.ts)
 // and the JSON Schemas describe the same documents: typed samples
 // validate, and each interface has the same keys (and required keys) as its schema object. The interfaces are read
 // with the TypeScript compiler API, so a key added on one side only fails here.
@@ -33,7 +33,7 @@ function at(document: Node, pointer: string): Node {
 }
 
 // The library's document types, with the exec types (ExecCluster, ExecCredentialStatus, ...) that live in the base layer.
-const sources = ['src/resolve/types.ts', 'src/core/exec-credential.ts'].map((file) =>
+const sources = ['src/resolve/types.ts', 'src/base/exec-credential.ts'].map((file) =>
   ts.createSourceFile(file, readFileSync(`${root}${file}`, 'utf8'), ts.ScriptTarget.Latest),
 );
 const source = {
@@ -51,7 +51,7 @@ function members(name: string, member?: string): { keys: string[]; required: str
     }
   });
   if (found === undefined) {
-    throw new Error(`interface ${name} not found in src/resolve/types.ts or src/core/exec-credential.ts`);
+    throw new Error(`interface ${name} not found in src/resolve/types.ts or src/base/exec-credential.ts`);
   }
   if (member !== undefined) {
     const property = found.find((element) => element.name !== undefined && nameOf(element.name) === member);

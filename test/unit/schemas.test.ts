@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { formatError, isCredentialsError, type ErrorCode } from '../../src/core/errors.js';
+import { formatError, isCredentialsError, type ErrorCode } from '../../src/base/errors.js';
 import { assertDocument, validateDocument } from '../../src/schemas/index.js';
 import type { SchemaId, SchemaIssue } from '../../src/schemas/index.js';
 import {

@@ -1,12 +1,12 @@
 /**
  * Comments and strings that name a file of this repository name one that exists. Files move (src/library/ split into
- * resolve, exec, fleet and client-node; the HTTP seam into src/core/http/; docs into docs/reference/ and
+ * resolve, exec, fleet and client-node; the HTTP seam into src/base/http/; docs into docs/reference/ and
  * docs/explanation/), and a comment still pointing at the old place sends its reader nowhere.
  *
  * Two kinds of mention, in every source file under src/, test/, bench/ and scripts/:
  * - a repository path anywhere in the text (comment or string): `src/….ts|mjs|js`, `docs/….md`, `schemas/….json`,
  *   and any `test/…`, `bench/…`, `scripts/…`, `deploy/…` (a file or a folder);
- * - a module of src/ named without it (`core/http.ts`, `library/index.ts`), in a comment or a string;
+ * - a module of src/ named without it (`base/http.ts`, `library/index.ts`), in a comment or a string;
  * - a relative file in a comment (`./x.ts`, `../y/z.ts`), resolved from the folder of the file that holds it.
  *
  * A `.js` path of src/ or test/ may name the `.ts` file it is built from. Globs and templates (`test/unit/*.ts`,
@@ -95,7 +95,7 @@ function withoutExamples(text: string, comments: Array<[number, number]>): strin
 
 /** A repository path: one of our top folders, not preceded by anything that makes it part of another path or URL. */
 const REPO_PATH = /(?<![\w.\-/@~])(src|docs|test|bench|scripts|schemas|deploy)\/[\w.\-/]*/g;
-/** A module of src/ named from src/, without it (`core/http.ts`, `library/index.ts`). */
+/** A module of src/ named from src/, without it (`base/http.ts`, `library/index.ts`). */
 const ROOM_PATH =
   /(?<![\w.\-/@~])(?:core|schemas|wire|exec|kube|issuer|plugin|providers|resolve|client-node|fleet|library|cli|generated)\/[\w.\-/]*\.(?:ts|js)\b/g;
 /** A relative file (with an extension) in a comment. */
@@ -176,8 +176,8 @@ describe('source references: paths named in comments and strings exist', () => {
   it('finds made-up paths, a moved module and a stale relative mention, and skips what is not a path (the check itself can fail)', () => {
     const text = [
       '/**',
-      ' * See src/core/no-such-module.ts, docs/no-such-page.md and ./no-such-neighbour.ts;',
-      ' * library/fleet/hub.ts moved, core/http.ts did not; dist/library/index.js is a build output.',
+      ' * See src/base/no-such-module.ts, docs/no-such-page.md and ./no-such-neighbour.ts;',
+      ' * library/fleet/hub.ts moved, base/http.ts did not; dist/library/index.js is a build output.',
       ' * test/unit/architecture.test.ts and ./source-references.test.ts exist.',
       ' * ```ts',
       " * import { run } from './example/main.js'; // src/providers/example/main.ts: an example's own file",
@@ -190,7 +190,7 @@ describe('source references: paths named in comments and strings exist', () => {
     expect(
       staleReferences('test/unit/source-references.test.ts', text).map(({ line, mention }) => `${line}: ${mention}`),
     ).toEqual([
-      '2: src/core/no-such-module.ts',
+      '2: src/base/no-such-module.ts',
       '2: docs/no-such-page.md',
       '9: test/fixtures/no-such-fixture.json',
       '3: library/fleet/hub.ts',

@@ -3,7 +3,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CredentialsError } from '../../src/core/errors.js';
+import { CredentialsError } from '../../src/base/errors.js';
 import { generateClusterKeyPair, parsePrivateKeyPem } from '../../src/wire/tenant-cert/keys.js';
 import {
   nonceRequestMessage,

@@ -2,7 +2,7 @@ import { mkdtempSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { CredentialsError } from '../../src/core/errors.js';
+import { CredentialsError } from '../../src/base/errors.js';
 import { clockOffset, toIssuerRequest } from '../../src/providers/tenant-cert/consumer/handshake.js';
 import { retryableError, withRetries } from '../../src/providers/tenant-cert/consumer/transport.js';
 import { buildNonceRequest } from '../../src/wire/tenant-cert/protocol.js';

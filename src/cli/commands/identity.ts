@@ -16,8 +16,8 @@ import { createPrivateKey } from 'node:crypto';
 import { readFile, unlink } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { Argv } from 'yargs';
-import { writeFileAtomic } from '../../core/private-files/atomic-write.js';
-import { CredentialsError, errno } from '../../core/errors.js';
+import { writeFileAtomic } from '../../base/private-files/atomic-write.js';
+import { CredentialsError, errno } from '../../base/errors.js';
 import { renderKubeconfig } from '../../resolve/kubeconfig-document.js';
 import type { ResolvedClusterAccess } from '../../resolve/types.js';
 import {

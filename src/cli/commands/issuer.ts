@@ -14,7 +14,7 @@ import { existsSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import type { Argv } from 'yargs';
-import { CredentialsError } from '../../core/errors.js';
+import { CredentialsError } from '../../base/errors.js';
 import type { IssuerSettings, OpenIssuer } from '../../issuer/index.js';
 import { checkClusterId, keyAlgorithm, parsePublicKey, spkiDer } from '../../providers/tenant-cert/index.js';
 import { parseDuration } from '../duration.js';

@@ -16,7 +16,7 @@ import { randomBytes } from 'node:crypto';
 import { chmod, link, open, rename, unlink } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import type { Argv } from 'yargs';
-import { CredentialsError } from '../../core/errors.js';
+import { CredentialsError } from '../../base/errors.js';
 import { generateClusterKeyPair, KEY_ALGORITHMS, type KeyAlgorithm } from '../../providers/tenant-cert/index.js';
 import type { CommandArgs, CommandContext } from '../command.js';
 

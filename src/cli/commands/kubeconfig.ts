@@ -12,7 +12,7 @@
 import { resolve } from 'node:path';
 import type { Argv } from 'yargs';
 import { loadAccessConfig } from '../../resolve/access-config.js';
-import { CredentialsError } from '../../core/errors.js';
+import { CredentialsError } from '../../base/errors.js';
 import { readClusterProfileFile, type ClusterProfileObject } from '../../kube/cluster-profile.js';
 import { renderKubeconfig } from '../../resolve/kubeconfig-document.js';
 import { PROVIDER_FILE_OPTION, withProviderFileOption } from '../../resolve/provider-file-option.js';

@@ -18,8 +18,8 @@ import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { Argv } from 'yargs';
 import { stringify } from 'yaml';
-import { parseDocument } from '../../core/document.js';
-import { CredentialsError } from '../../core/errors.js';
+import { parseDocument } from '../../base/document.js';
+import { CredentialsError } from '../../base/errors.js';
 import {
   LIQO_API_VERSION,
   checkClusterId,

@@ -7,7 +7,7 @@ import { resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Argv } from 'yargs';
 import { loadAccessConfig } from '../../resolve/access-config.js';
-import { CredentialsError } from '../../core/errors.js';
+import { CredentialsError } from '../../base/errors.js';
 import { runExecPlugin } from '../../exec/runner.js';
 import { PROVIDER_FILE_OPTION, withProviderFileOption } from '../../resolve/provider-file-option.js';
 import { credentialFromExec, KubeClient } from '../../kube/kube-client.js';

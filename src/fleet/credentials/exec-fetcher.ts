@@ -3,7 +3,7 @@
  * (KUBERNETES_EXEC_INFO in, an ExecCredential out), bounded in processes and fetches, killed at its deadline or when
  * the fleet closes.
  */
-import type { Env } from '../../core/io.js';
+import type { Env } from '../../base/io.js';
 import type { ExecCredential } from '../../exec/output.js';
 import { runExecPlugin } from '../../exec/runner.js';
 import type { ExecCluster, ExecConfig } from '../../resolve/types.js';

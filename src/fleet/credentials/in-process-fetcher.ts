@@ -4,9 +4,9 @@
  * the binary would get, so it reads and writes the binary's cache directory under the binary's lock: kubectl running
  * the plugin on the same host and the fleet never issue the same credential twice.
  */
-import { parseTimestamp } from '../../core/exec-credential.js';
-import { CredentialsError } from '../../core/errors.js';
-import type { Env } from '../../core/io.js';
+import { parseTimestamp } from '../../base/exec-credential.js';
+import { CredentialsError } from '../../base/errors.js';
+import type { Env } from '../../base/io.js';
 import { parseCommand, type PluginCommand } from '../../plugin/flags.js';
 import { obtainCredential, type ObtainedCredential } from '../../plugin/obtain.js';
 import type { FlagSpecs } from '../../plugin/provider.js';

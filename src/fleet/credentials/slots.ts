@@ -5,9 +5,9 @@
  * otherwise; every fetch bounded (concurrent fetches, concurrent plugin processes, a deadline), refreshed ahead of
  * expiry with jitter by the refresh scheduler, retried with backoff per slot. A slot records each fetch's outcome.
  */
-import { CredentialsError, isCredentialsError } from '../../core/errors.js';
-import type { Env } from '../../core/io.js';
-import { sha256HexNative } from '../../core/sha256.js';
+import { CredentialsError, isCredentialsError } from '../../base/errors.js';
+import type { Env } from '../../base/io.js';
+import { sha256HexNative } from '../../base/sha256.js';
 import {
   ExecAuthenticator,
   ExecCredentialCache,

@@ -19,7 +19,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { KubeClient } from '../../kube/kube-client.js';
 import { statusMessage } from '../../kube/status.js';
 import type { KubeRequest, KubeResponse, SendKubeRequest } from '../../kube/types.js';
-import type { Env } from '../../core/io.js';
+import type { Env } from '../../base/io.js';
 import { csrPem } from '../../wire/tenant-cert/csr.js';
 import { tenantError } from '../../wire/tenant-cert/protocol.js';
 import type { IssuerSettings } from '../settings.js';

@@ -3,8 +3,8 @@
  * `trusted/<clusterID>.json`, or the Kubernetes state's ConfigMap `record.json`.
  */
 import type { KeyObject } from 'node:crypto';
-import { parseDocument } from '../../core/document.js';
-import { CredentialsError } from '../../core/errors.js';
+import { parseDocument } from '../../base/document.js';
+import { CredentialsError } from '../../base/errors.js';
 import { assertDocument } from '../../schemas/index.js';
 import { parsePublicKey, publicKeyPem } from '../../wire/tenant-cert/keys.js';
 

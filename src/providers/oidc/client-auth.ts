@@ -5,7 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs';
-import { CredentialsError } from '../../core/errors.js';
+import { CredentialsError } from '../../base/errors.js';
 import type { ClientAuthentication, ProviderMetadata } from './protocol.js';
 import type { ClientAuthMethod } from './settings.js';
 

@@ -6,8 +6,8 @@
  * Side effects come in through {@link IssueDeps} (network, clock, sleep, browser) so tests can run every path.
  */
 import { randomBytes, createHash } from 'node:crypto';
-import { CredentialsError, isCredentialsError } from '../../core/errors.js';
-import { formatTimestamp, type ExecCredentialStatus } from '../../core/exec-credential.js';
+import { CredentialsError, isCredentialsError } from '../../base/errors.js';
+import { formatTimestamp, type ExecCredentialStatus } from '../../base/exec-credential.js';
 import type { IssueContext, IssuedCredential } from '../../plugin/provider.js';
 import {
   chooseClientAuth,

@@ -1,11 +1,11 @@
 /**
- * Sends the protocol's {@link HttpRequest}s to the OpenID Provider through the HTTP seam (src/core/http.ts):
+ * Sends the protocol's {@link HttpRequest}s to the OpenID Provider through the HTTP seam (src/base/http.ts):
  * trusting exactly the configured issuer CA (or the system roots when none is configured), through HTTPS_PROXY
  * unless NO_PROXY exempts the issuer, each request bounded by one deadline. Failures become
  * `ERR_OIDC_ISSUER_UNREACHABLE` here.
  */
-import { CredentialsError } from '../../core/errors.js';
-import { createHttpClient, isHttpFailure, type HttpFailure } from '../../core/http.js';
+import { CredentialsError } from '../../base/errors.js';
+import { createHttpClient, isHttpFailure, type HttpFailure } from '../../base/http.js';
 import type { HttpRequest, HttpResponse } from './protocol.js';
 
 export type Send = (request: HttpRequest) => Promise<HttpResponse>;

@@ -5,7 +5,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { CredentialsError } from '../../core/errors.js';
+import { CredentialsError } from '../../base/errors.js';
 
 export interface LoopbackListener {
   redirectUri: string;

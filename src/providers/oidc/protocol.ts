@@ -8,7 +8,7 @@
  * redirect); RFC 8707 (resource indicators).
  */
 import { timingSafeEqual } from 'node:crypto';
-import { CredentialsError, type ErrorCode } from '../../core/errors.js';
+import { CredentialsError, type ErrorCode } from '../../base/errors.js';
 
 export interface HttpRequest {
   method: 'GET' | 'POST';

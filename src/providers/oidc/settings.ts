@@ -9,8 +9,8 @@
  * - Controller-side, from flags: `--grant`, `--client-secret-file`, `--client-auth`, `--private-key-file`,
  *   `--subject-token-file`, `--subject-token-type`, `--token-param`, … (see {@link oidcFlags}).
  */
-import { CredentialsError, quote, quoteUrl } from '../../core/errors.js';
-import type { Env } from '../../core/io.js';
+import { CredentialsError, quote, quoteUrl } from '../../base/errors.js';
+import type { Env } from '../../base/io.js';
 import type { ExecCredentialInput, FlagValues } from '../../plugin/provider.js';
 
 export const oidcFlags = {

@@ -5,7 +5,7 @@
  * module chooses what to require and translates its refusals into `ERR_OIDC_TOKEN_INVALID`.
  */
 import type { JSONWebKeySet, JWTPayload } from 'jose';
-import { CredentialsError } from '../../core/errors.js';
+import { CredentialsError } from '../../base/errors.js';
 import { JwsError, unverifiedClaims, verifyJwt, type JwsFailure } from './jws.js';
 
 export interface TokenExpectations {

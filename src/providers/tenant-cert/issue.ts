@@ -9,8 +9,8 @@
  *    not expired, clock skew) and served with `expirationTimestamp` at 2/3 of its own lifetime.
  */
 import { X509Certificate } from 'node:crypto';
-import { CredentialsError, isCredentialsError } from '../../core/errors.js';
-import { formatTimestamp } from '../../core/exec-credential.js';
+import { CredentialsError, isCredentialsError } from '../../base/errors.js';
+import { formatTimestamp } from '../../base/exec-credential.js';
 import type { IssueContext, IssuedCredential } from '../../plugin/provider.js';
 import { issuerHandshake } from './consumer/handshake.js';
 import { buildTenant } from '../../wire/tenant-cert/documents.js';
@@ -20,7 +20,7 @@ import { checkCertificate, type CheckedCertificate } from './consumer/certificat
 import { identityFile, parseCertificateBundle } from './settings.js';
 import { existsSync } from 'node:fs';
 import type { TenantCertPluginSettings, TenantCertState } from './settings.js';
-import type { HttpClient } from '../../core/http.js';
+import type { HttpClient } from '../../base/http.js';
 
 /** The runtime's margin: a credential must stay usable at least this long. */
 const MIN_REMAINING_MS = 60_000;

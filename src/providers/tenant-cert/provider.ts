@@ -16,7 +16,7 @@
  * with the cluster's `client.authentication.k8s.io/exec` extension holding `{issuerURL, issuerCA, providerClusterID}`.
  */
 import type { CredentialProvider } from '../../plugin/provider.js';
-import { CredentialsError } from '../../core/errors.js';
+import { CredentialsError } from '../../base/errors.js';
 import { tenantCertSettings, type TenantCertPluginSettings, type TenantCertState } from './settings.js';
 
 export type { TenantCertPluginSettings, TenantCertState };

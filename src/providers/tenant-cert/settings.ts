@@ -12,10 +12,10 @@
  *   `--identity-dir` (where `clusterprofile identity import` stores Identities).
  */
 import { isAbsolute, join, resolve } from 'node:path';
-import { CredentialsError, quote, quoteUrl } from '../../core/errors.js';
-import type { Env } from '../../core/io.js';
-import { sha256Hex } from '../../core/sha256.js';
-import { readPrivateFile, type PrivacyProblem } from '../../core/private-files/privacy.js';
+import { CredentialsError, quote, quoteUrl } from '../../base/errors.js';
+import type { Env } from '../../base/io.js';
+import { sha256Hex } from '../../base/sha256.js';
+import { readPrivateFile, type PrivacyProblem } from '../../base/private-files/privacy.js';
 import { checkClusterId, CLUSTER_ID_RULE, isClusterId } from '../../wire/tenant-cert/cluster-id.js';
 
 export interface TenantCertClusterConfig {

@@ -5,10 +5,10 @@
  * (src/kube/kube-client.ts): a bootstrap kubeconfig's or the pod's rotated token or certificate is read again within
  * {@link BOOTSTRAP_REUSE_MS} and after a 401.
  */
-import { clip, CredentialsError, redactUrl } from '../../core/errors.js';
-import { formatTimestamp, type ExecCluster } from '../../core/exec-credential.js';
-import { connectionFromCluster } from '../../core/cluster-connection.js';
-import { monotonicMs } from '../../core/io.js';
+import { clip, CredentialsError, redactUrl } from '../../base/errors.js';
+import { formatTimestamp, type ExecCluster } from '../../base/exec-credential.js';
+import { connectionFromCluster } from '../../base/cluster-connection.js';
+import { monotonicMs } from '../../base/io.js';
 import { KubeClient } from '../../kube/kube-client.js';
 import { loadInClusterAccess, type KubeAccessDeps } from '../../kube/kubeconfig-loader.js';
 import { KUBE_RETRY } from '../../kube/transport.js';

@@ -5,10 +5,10 @@
  *
  * `POST /api/v1/namespaces/{namespace}/serviceaccounts/{name}/token` (authentication.k8s.io/v1 TokenRequest).
  */
-import { CredentialsError } from '../../core/errors.js';
+import { CredentialsError } from '../../base/errors.js';
 import { statusMessage } from '../../kube/status.js';
 import type { KubeRequest, KubeResponse } from '../../kube/types.js';
-import { parseTimestamp } from '../../core/exec-credential.js';
+import { parseTimestamp } from '../../base/exec-credential.js';
 import type { TokenRequestSettings } from './settings.js';
 
 export interface MintedToken {

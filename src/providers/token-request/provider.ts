@@ -8,7 +8,7 @@
  * default) or only the in-cluster service account, each needing only `create` on `serviceaccounts/token` for one
  * service account.
  */
-import { CredentialsError } from '../../core/errors.js';
+import { CredentialsError } from '../../base/errors.js';
 import type { CredentialProvider, FlagValues } from '../../plugin/provider.js';
 import { parseTokenRequestSettings, type Bootstrap, type TokenRequestProviderSettings } from './settings.js';
 

@@ -3,7 +3,7 @@
  * from the hub Secret `<namespace>/<clusterName>`, key `token`. Upstream's error texts are kept so that operators'
  * runbooks keep matching; each error also carries a stable code.
  */
-import { CredentialsError } from '../../core/errors.js';
+import { CredentialsError } from '../../base/errors.js';
 import { checkDns1123Label, checkDns1123Subdomain } from './settings.js';
 import type { KubeRequest, KubeResponse } from '../../kube/types.js';
 import { statusMessage } from '../../kube/status.js';

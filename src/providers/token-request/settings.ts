@@ -5,8 +5,8 @@
  *
  * @see https://kubernetes.io/docs/reference/kubernetes-api/authentication-resources/token-request-v1/
  */
-import { CredentialsError, quote } from '../../core/errors.js';
-import type { ExecCluster } from '../../core/exec-credential.js';
+import { CredentialsError, quote } from '../../base/errors.js';
+import type { ExecCluster } from '../../base/exec-credential.js';
 
 /** Bounds of `spec.expirationSeconds` as kube-apiserver validates them. */
 export const MIN_EXPIRATION_SECONDS = 600;

@@ -6,9 +6,9 @@
  * twice when both run at once.
  */
 import { join } from 'node:path';
-import { CredentialsError, isCredentialsError } from '../../core/errors.js';
-import { homeDirectory, type Env } from '../../core/io.js';
-import type { ExecCluster } from '../../core/exec-credential.js';
+import { CredentialsError, isCredentialsError } from '../../base/errors.js';
+import { homeDirectory, type Env } from '../../base/io.js';
+import type { ExecCluster } from '../../base/exec-credential.js';
 import type { KubeCredential } from '../../kube/types.js';
 import { cacheDirectory } from '../../plugin/cache.js';
 import { obtainCredential } from '../../plugin/obtain.js';

@@ -2,7 +2,7 @@
  * Cluster IDs, part of the tenant-cert wire format (re-exported by ./protocol.ts). Kept apart from the rest of it so
  * the plugin's cache-hit path, which checks `--cluster-id` on every run, loads only this.
  */
-import { CredentialsError } from '../../core/errors.js';
+import { CredentialsError } from '../../base/errors.js';
 
 /**
  * Cluster IDs — the one rule for the consumer (plugin, `identity import`, `tenant generate`), the issuer (`issuer

@@ -13,7 +13,7 @@ import {
   type KeyObject,
   type webcrypto,
 } from 'node:crypto';
-import { isCredentialsError } from '../../core/errors.js';
+import { isCredentialsError } from '../../base/errors.js';
 import { tenantError } from './protocol.js';
 
 export type KeyAlgorithm = 'ed25519' | 'ecdsa-p256' | 'rsa-2048';

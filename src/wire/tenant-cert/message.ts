@@ -24,7 +24,7 @@
  * any CSR, which is why the issuer refuses it by default.
  */
 import { createHash, type KeyObject } from 'node:crypto';
-import { formatTimestamp } from '../../core/exec-credential.js';
+import { formatTimestamp } from '../../base/exec-credential.js';
 import { signBytes, verifyBytes } from './keys.js';
 import type { NonceRequest, SignatureFormat } from './protocol.js';
 

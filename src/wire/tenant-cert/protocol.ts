@@ -1,5 +1,5 @@
 /**
- * The tenant-cert issuer's HTTPS API: paths, the documents that cross it, its errors (core/error-registry.ts), and the
+ * The tenant-cert issuer's HTTPS API: paths, the documents that cross it, its errors (base/error-registry.ts), and the
  * build-request / process-response pairs a client uses (conventions: build, send, process — the network is a thin seam in between).
  *
  * The handshake (one client certificate):
@@ -14,7 +14,7 @@
  *
  * @see docs/reference/issuer-api.md
  */
-import { CredentialsError, type ErrorCode } from '../../core/errors.js';
+import { CredentialsError, type ErrorCode } from '../../base/errors.js';
 
 export const API_PATHS = {
   nonces: '/v1/nonces',

@@ -6,7 +6,7 @@
  * Why a shim and not the reflect-metadata package: three functions over a WeakMap, no global polyfill of the whole
  * proposal, one dependency fewer (conventions: few dependencies).
  */
-import '../../core/reflect-shim.js';
+import '../../base/reflect-shim.js';
 import { webcrypto } from 'node:crypto';
 import * as x509 from '@peculiar/x509';
 

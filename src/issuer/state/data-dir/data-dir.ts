@@ -14,7 +14,7 @@
  */
 import { createPrivateKey } from 'node:crypto';
 import { join } from 'node:path';
-import { CredentialsError } from '../../../core/errors.js';
+import { CredentialsError } from '../../../base/errors.js';
 import { createCertificateAuthority, loadCertificateAuthority, type CertificateAuthority } from '../../certificates.js';
 import { CA_LIFETIME_MS, caCommonName, servingFrom, type ServingMaterial } from '../issuer-cas.js';
 import { ensurePrivateDir, readOptional, writeFileAtomic } from './files.js';

@@ -7,10 +7,10 @@
 import { constants } from 'node:fs';
 import { access, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { writeFileAtomic as writeAtomically } from '../../../core/private-files/atomic-write.js';
-import { acquireLock } from '../../../core/private-files/pid-lock.js';
-import { checkPrivateDirectory } from '../../../core/private-files/privacy.js';
-import { CredentialsError } from '../../../core/errors.js';
+import { writeFileAtomic as writeAtomically } from '../../../base/private-files/atomic-write.js';
+import { acquireLock } from '../../../base/private-files/pid-lock.js';
+import { checkPrivateDirectory } from '../../../base/private-files/privacy.js';
+import { CredentialsError } from '../../../base/errors.js';
 
 function dataDirError(message: string, path: string, cause?: unknown): CredentialsError {
   return new CredentialsError('ERR_ISSUER_DATA_DIR', message, { path, ...(cause === undefined ? {} : { cause }) });

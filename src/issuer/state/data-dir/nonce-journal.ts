@@ -11,7 +11,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { open, type FileHandle } from 'node:fs/promises';
-import { CredentialsError } from '../../../core/errors.js';
+import { CredentialsError } from '../../../base/errors.js';
 import { NONCE_BYTES, type NonceRecord } from '../issuer-state.js';
 import { readOptional, writeFileAtomic } from './files.js';
 

@@ -3,8 +3,8 @@
  * (src/kube/kube-client.ts: a rotated token or certificate file is read again within a minute and after a 401), its
  * failures named as the state's, and the flags that choose it (`--kubeconfig`, `--context`, `--namespace`).
  */
-import { CredentialsError, isCredentialsError } from '../../../core/errors.js';
-import type { Env } from '../../../core/io.js';
+import { CredentialsError, isCredentialsError } from '../../../base/errors.js';
+import type { Env } from '../../../base/io.js';
 import { KubeClient } from '../../../kube/kube-client.js';
 import type { KubeRequest, KubeResponse } from '../../../kube/types.js';
 import type { IssuerSettings } from '../../settings.js';

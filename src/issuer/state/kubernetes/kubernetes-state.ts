@@ -35,7 +35,7 @@
  * An API server that is down or refuses makes a Tenant fail with ERR_ISSUER_STATE_UNAVAILABLE / _FORBIDDEN
  * (retryable; HTTP 503 to clients): spending is one write, so nothing is left half written.
  */
-import type { Env } from '../../../core/io.js';
+import type { Env } from '../../../base/io.js';
 import type { CertificateAuthority } from '../../certificates.js';
 import { servingMaterialFromFiles } from '../../serving-files.js';
 import type { IssuerSettings } from '../../settings.js';

@@ -5,7 +5,7 @@
  * whole scheme).
  */
 import { randomBytes } from 'node:crypto';
-import { isCredentialsError } from '../../../core/errors.js';
+import { isCredentialsError } from '../../../base/errors.js';
 import type { KubeResponse } from '../../../kube/types.js';
 import { tenantError } from '../../../wire/tenant-cert/protocol.js';
 import type { AnsweredRequest, NonceBook } from '../issuer-state.js';

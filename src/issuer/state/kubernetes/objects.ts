@@ -3,7 +3,7 @@
  * `credentials.clusterprofile.io/issuer-state`), their API paths, a paged list, and the coded error for an answer
  * an operation did not expect.
  */
-import { CredentialsError } from '../../../core/errors.js';
+import { CredentialsError } from '../../../base/errors.js';
 import { statusMessage } from '../../../kube/status.js';
 import type { KubeResponse } from '../../../kube/types.js';
 import type { StateConnection } from './connection.js';

@@ -16,7 +16,7 @@
  * forged one: the MAC holds, the tag is not this consumer's.
  */
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { CredentialsError } from '../../../core/errors.js';
+import { CredentialsError } from '../../../base/errors.js';
 import { checkNonce, unknownNonce } from '../../checks.js';
 import { NONCE_BYTES } from '../issuer-state.js';
 

@@ -4,7 +4,7 @@
  * the winner's.
  */
 import { createPrivateKey, randomBytes } from 'node:crypto';
-import { CredentialsError } from '../../../core/errors.js';
+import { CredentialsError } from '../../../base/errors.js';
 import { createCertificateAuthority, loadCertificateAuthority, type CertificateAuthority } from '../../certificates.js';
 import { CA_LIFETIME_MS, caCommonName } from '../issuer-cas.js';
 import type { StateConnection } from './connection.js';

@@ -1,6 +1,6 @@
 /** The trust records of the Kubernetes state: one ConfigMap `issuer-trust-<consumer ID>` per trusted consumer. */
 import type { KeyObject } from 'node:crypto';
-import { CredentialsError } from '../../../core/errors.js';
+import { CredentialsError } from '../../../base/errors.js';
 import { checkClusterId, isClusterId } from '../../../wire/tenant-cert/cluster-id.js';
 import type { TrustSource } from '../issuer-state.js';
 import { parseTrustRecord, trustRecordText, type TrustRecord, type TrustedConsumer } from '../trust-record.js';

@@ -3,7 +3,7 @@
  * when the client must come back for a new one. Pure: the clock and the measured clock offset are parameters.
  */
 import { createPublicKey, type KeyObject, X509Certificate } from 'node:crypto';
-import { CredentialsError } from '../../../core/errors.js';
+import { CredentialsError } from '../../../base/errors.js';
 
 /** How far in the future a NotBefore may lie (after correcting for the measured offset) before we call it skew. */
 export const NOT_BEFORE_TOLERANCE_MS = 5 * 60_000;

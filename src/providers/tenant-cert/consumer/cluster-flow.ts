@@ -13,7 +13,7 @@
  * same Tenant; the issuer replaces the certificate in the same Identity and Secret.
  */
 import type { KeyObject } from 'node:crypto';
-import { CredentialsError, errorSpec, type ErrorCode } from '../../../core/errors.js';
+import { CredentialsError, errorSpec, type ErrorCode } from '../../../base/errors.js';
 import type { SendKubeRequest } from '../../../kube/types.js';
 import { buildTenant } from '../../../wire/tenant-cert/documents.js';
 import { signNonceRequest } from '../../../wire/tenant-cert/message.js';

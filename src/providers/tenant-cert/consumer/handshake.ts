@@ -17,7 +17,7 @@
  * );
  * ```
  */
-import { CredentialsError, isCredentialsError } from '../../../core/errors.js';
+import { CredentialsError, isCredentialsError } from '../../../base/errors.js';
 import {
   buildNonceRequest,
   buildTenantRequest,
@@ -31,7 +31,7 @@ import {
   type NonceResponse,
   type TenantDocument,
 } from '../../../wire/tenant-cert/protocol.js';
-import type { HttpClient } from '../../../core/http.js';
+import type { HttpClient } from '../../../base/http.js';
 import {
   issuerClient,
   retryableError,

@@ -8,10 +8,10 @@
  */
 import { X509Certificate } from 'node:crypto';
 import { join } from 'node:path';
-import { parseDocument } from '../../../core/document.js';
-import { writeFileAtomic } from '../../../core/private-files/atomic-write.js';
-import { checkPrivateDirectory, readPrivateFile, type PrivacyProblem } from '../../../core/private-files/privacy.js';
-import { CredentialsError, isCredentialsError } from '../../../core/errors.js';
+import { parseDocument } from '../../../base/document.js';
+import { writeFileAtomic } from '../../../base/private-files/atomic-write.js';
+import { checkPrivateDirectory, readPrivateFile, type PrivacyProblem } from '../../../base/private-files/privacy.js';
+import { CredentialsError, isCredentialsError } from '../../../base/errors.js';
 import { readIdentity, type ReceivedIdentity } from '../../../wire/tenant-cert/documents.js';
 import { identityFile } from '../settings.js';
 import { isClusterId } from '../../../wire/tenant-cert/cluster-id.js';

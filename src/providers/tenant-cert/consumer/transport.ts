@@ -1,13 +1,13 @@
 /**
- * The issuer client's adapter over the HTTP seam (src/core/http.ts): one built request sent over a client that
+ * The issuer client's adapter over the HTTP seam (src/base/http.ts): one built request sent over a client that
  * trusts ONLY the issuer's CA, the seam's classified failures mapped to this plugin's codes, and the handshake
- * retry loop (src/core/retry.ts) with this plugin's messages.
+ * retry loop (src/base/retry.ts) with this plugin's messages.
  *
  * Loaded on a cache miss only.
  */
-import { CredentialsError, isCredentialsError, type ErrorCode, type ERRORS } from '../../../core/errors.js';
-import { createHttpClient, isHttpFailure, type HttpClient } from '../../../core/http.js';
-import { withRetries as retryLoop } from '../../../core/retry.js';
+import { CredentialsError, isCredentialsError, type ErrorCode, type ERRORS } from '../../../base/errors.js';
+import { createHttpClient, isHttpFailure, type HttpClient } from '../../../base/http.js';
+import { withRetries as retryLoop } from '../../../base/retry.js';
 
 /** The codes the registry marks retryable: the only ones {@link retryableError} takes. */
 type RetryableCode = { [K in ErrorCode]: (typeof ERRORS)[K]['retryable'] extends true ? K : never }[ErrorCode];

@@ -20,9 +20,9 @@ import {
   temporaryPath,
   writeFileAtomic,
   writeFileAtomicSync,
-} from '../../src/core/private-files/atomic-write.js';
-import { acquireLock, type LockOptions } from '../../src/core/private-files/pid-lock.js';
-import { checkPrivateDirectory, PRIVATE_MODE_MASK, readPrivateFile } from '../../src/core/private-files/privacy.js';
+} from '../../src/base/private-files/atomic-write.js';
+import { acquireLock, type LockOptions } from '../../src/base/private-files/pid-lock.js';
+import { checkPrivateDirectory, PRIVATE_MODE_MASK, readPrivateFile } from '../../src/base/private-files/privacy.js';
 import { lockDataDir } from '../../src/issuer/state/data-dir/files.js';
 
 const posix = process.platform !== 'win32';

@@ -7,7 +7,7 @@ import {
   readDocumentFile,
   readDocumentText,
   type ParseDocumentOptions,
-} from '../../src/core/document.js';
+} from '../../src/base/document.js';
 
 const base: ParseDocumentOptions = { source: 'doc.yaml', code: 'ERR_PROFILE_PARSE' };
 

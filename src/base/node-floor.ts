@@ -1,7 +1,7 @@
 /**
  * The oldest Node.js the package runs on: package.json `engines`, which is undici's floor. undici is what the
  * library's client-node connections go through (src/client-node/build-config.ts), not the plugins: their HTTP seam
- * (src/core/http.ts) is node:net and node:tls. On an older Node something would fail late, far from its cause (undici
+ * (src/base/http.ts) is node:net and node:tls. On an older Node something would fail late, far from its cause (undici
  * on the library's first connection), so every entry point checks first, before it loads anything else: the bin stubs
  * import ./node-floor-exit.js on their first line, the library's entries import ./node-floor-throw.js first. This
  * module has no imports at run time.

@@ -1,6 +1,6 @@
-// The one place values are quoted back in messages (src/core/errors.ts): bounded, and URLs without their userinfo.
+// The one place values are quoted back in messages (src/base/errors.ts): bounded, and URLs without their userinfo.
 import { describe, expect, it } from 'vitest';
-import { clip, QUOTE_LIMIT, quote, quoteUrl, redactUrl } from '../../src/core/errors.js';
+import { clip, QUOTE_LIMIT, quote, quoteUrl, redactUrl } from '../../src/base/errors.js';
 
 describe('quote', () => {
   it('is JSON text for short values', () => {

@@ -20,7 +20,7 @@ export interface ErrorSpec {
 }
 
 export const ERRORS = {
-  // node: every entry point, before anything else (src/core/node-floor.ts)
+  // node: every entry point, before anything else (src/base/node-floor.ts)
   ERR_NODE_VERSION: { exit: 1, retryable: false },
 
   // library: the providers file and ClusterProfile resolution

@@ -26,7 +26,7 @@ export interface ErrorDoc {
 }
 
 export const ERROR_DOCS: { readonly [C in ErrorCode]: ErrorDoc } = {
-  // node: every entry point, before anything else (src/core/node-floor.ts)
+  // node: every entry point, before anything else (src/base/node-floor.ts)
   ERR_NODE_VERSION: {
     area: 'node',
     doc: 'The Node.js running a binary or importing the library is older than the package needs (engines): the message names both versions and the node binary; put a newer node first on PATH.',

@@ -1,4 +1,4 @@
-// HTTP/1.1 on the wire (src/core/http/http1.ts): the request head the seam writes and the answer reader, fed hand-made
+// HTTP/1.1 on the wire (src/base/http/http1.ts): the request head the seam writes and the answer reader, fed hand-made
 // bytes — whole, and one byte at a time, as a slow server or a small TLS record would deliver them.
 import { describe, expect, it } from 'vitest';
 import {
@@ -7,7 +7,7 @@ import {
   requestHead,
   type AnswerHead,
   type WireError,
-} from '../../src/core/http/http1.js';
+} from '../../src/base/http/http1.js';
 
 interface Read {
   head: AnswerHead | undefined;

@@ -1,8 +1,8 @@
 /**
  * The package's version, for `--version` on every binary. The binaries' bundles get it as a constant at build time
  * (esbuild `define` in scripts/build.mjs), so a plugin start reads no package.json; code compiled by tsc (the
- * library's dist/, tests run from source) reads package.json when asked: it is two levels up from both src/core/ and
- * dist/core/.
+ * library's dist/, tests run from source) reads package.json when asked: it is two levels up from both src/base/ and
+ * dist/base/.
  */
 declare const CLUSTERPROFILE_CREDENTIALS_VERSION: string | undefined;
 

@@ -1,11 +1,11 @@
-// The HTTP seam (src/core/http.ts) against real servers on 127.0.0.1 port 0: node:https servers with a test CA, a
+// The HTTP seam (src/base/http.ts) against real servers on 127.0.0.1 port 0: node:https servers with a test CA, a
 // TCP server that accepts and never answers the TLS handshake, one that resets every connection, and an HTTP
 // CONNECT proxy. What callers rely on: the body limit, one deadline covering connect + TLS + answer, retries that
 // stop at the deadline, the trust store, and no userinfo or sent bearer token in any message.
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import { connect as tcpConnect, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { formatError } from '../../src/core/errors.js';
+import { formatError } from '../../src/base/errors.js';
 import {
   createHttpClient,
   isHttpFailure,
@@ -13,7 +13,7 @@ import {
   type HttpFailure,
   type HttpRequest,
   type HttpSendOptions,
-} from '../../src/core/http.js';
+} from '../../src/base/http.js';
 import { createKubeTransport } from '../../src/kube/transport.js';
 import { createIssuerSend } from '../../src/providers/oidc/issuer-http.js';
 import { issuerClient, sendIssuerRequest } from '../../src/providers/tenant-cert/consumer/transport.js';
@@ -715,7 +715,7 @@ describe('userinfo is never printed', () => {
   });
 });
 
-describe('HTTP/1.1 connections (src/core/http/http1.ts and the pool of src/core/http/pool.ts on real sockets)', () => {
+describe('HTTP/1.1 connections (src/base/http/http1.ts and the pool of src/base/http/pool.ts on real sockets)', () => {
   /** A plain TCP server answering each request with `answer(n)` (n counts requests); it counts connections. */
   async function rawServer(
     answer: (request: number, socket: Socket) => void,
@@ -760,7 +760,7 @@ describe('HTTP/1.1 connections (src/core/http/http1.ts and the pool of src/core/
    * that process ends.
    */
   function runSeam(body: string, url: string) {
-    const script = `const { createHttpClient } = await import(${JSON.stringify(new URL('../../dist/core/http.js', import.meta.url).href)});\n${body}`;
+    const script = `const { createHttpClient } = await import(${JSON.stringify(new URL('../../dist/base/http.js', import.meta.url).href)});\n${body}`;
     return runNode('--input-type=module', ['-e', script, url]);
   }
 

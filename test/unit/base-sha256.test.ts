@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { sha256Hex } from '../../src/core/sha256.js';
+import { sha256Hex } from '../../src/base/sha256.js';
 
 const reference = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
 

@@ -4,7 +4,7 @@
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { createHttpClient } from '../../src/core/http.js';
+import { createHttpClient } from '../../src/base/http.js';
 
 let server: Server;
 let base: string;

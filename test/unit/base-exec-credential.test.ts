@@ -5,7 +5,7 @@ import {
   parseTimestamp,
   readExecInfo,
   renderExecCredential,
-} from '../../src/core/exec-credential.js';
+} from '../../src/base/exec-credential.js';
 import { validateDocument } from '../../src/schemas/index.js';
 
 const V1 = 'client.authentication.k8s.io/v1';

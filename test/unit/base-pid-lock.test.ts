@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { acquireLock, isLockHeld } from '../../src/core/private-files/pid-lock.js';
+import { acquireLock, isLockHeld } from '../../src/base/private-files/pid-lock.js';
 
 const now = () => new Date('2030-01-01T00:00:00Z');
 const options = { timeoutMs: 150, pollMs: 5, staleMs: 60_000, now };

@@ -1,6 +1,6 @@
-// The one retry loop (src/core/retry.ts) on a fake clock that sleeping advances: backoff, attempts, the deadline.
+// The one retry loop (src/base/retry.ts) on a fake clock that sleeping advances: backoff, attempts, the deadline.
 import { describe, expect, it } from 'vitest';
-import { withRetries } from '../../src/core/retry.js';
+import { withRetries } from '../../src/base/retry.js';
 
 function clock(start = 0) {
   let now = start;

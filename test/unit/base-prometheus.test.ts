@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { OwnedMetrics } from '../../src/core/prometheus.js';
+import { OwnedMetrics } from '../../src/base/prometheus.js';
 
 describe('core prometheus: one registry per owner, names under the owner', () => {
   it('defines counters, gauges and histograms into its own registry only', async () => {
