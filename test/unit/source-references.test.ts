@@ -97,7 +97,7 @@ function withoutExamples(text: string, comments: Array<[number, number]>): strin
 const REPO_PATH = /(?<![\w.\-/@~])(src|docs|test|bench|scripts|schemas|deploy)\/[\w.\-/]*/g;
 /** A module of src/ named from src/, without it (`base/http.ts`, `library/index.ts`). */
 const ROOM_PATH =
-  /(?<![\w.\-/@~])(?:core|schemas|wire|exec|kube|issuer|plugin|providers|resolve|client-node|fleet|library|cli|generated)\/[\w.\-/]*\.(?:ts|js)\b/g;
+  /(?<![\w.\-/@~])(?:base|core|schemas|wire|exec|kube|issuer|plugin|providers|resolve|client-node|fleet|library|cli|generated)\/[\w.\-/]*\.(?:ts|js)\b/g;
 /** A relative file (with an extension) in a comment. */
 const RELATIVE_PATH = /(?<![\w.\-/@~])\.{1,2}\/[\w.\-/]*\.(?:ts|mts|mjs|js|md|json|yaml)\b/g;
 
@@ -162,6 +162,19 @@ describe('source references: paths named in comments and strings exist', () => {
         ),
     );
     expect(stale).toEqual([]);
+  });
+
+  it("every module the bin/ stubs import from dist/ is built from a source that exists (dist/bin/ is the bundles')", () => {
+    const missing: string[] = [];
+    for (const name of readdirSync(join(root, 'bin')).filter((entry) => entry.endsWith('.mjs'))) {
+      const text = readFileSync(join(root, 'bin', name), 'utf8');
+      for (const match of text.matchAll(/['"]\.\.\/dist\/([\w./-]+)\.js['"]/g)) {
+        const built = match[1]!;
+        if (!built.startsWith('bin/') && !existsSync(join(root, 'src', `${built}.ts`)))
+          missing.push(`bin/${name}: dist/${built}.js`);
+      }
+    }
+    expect(missing).toEqual([]);
   });
 
   it('every made-up mention listed as an illustration is still there', () => {

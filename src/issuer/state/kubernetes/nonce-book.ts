@@ -168,20 +168,15 @@ export class KubernetesNonces implements NonceBook {
     }
     if (this.#recordIssued) {
       const selector = `${LABEL_KIND}=nonce,${LABEL_NONCE_STATE}=issued,${LABEL_CONSUMER}=${consumer}`;
-      for await (const object of listConfigMaps(
-        this.#conn,
-        this.#paths,
-        selector,
-        `listing the nonces of ${consumer}`,
-      )) {
+      await listConfigMaps(this.#conn, this.#paths, selector, `listing the nonces of ${consumer}`, (object) => {
         const nonce = object.data?.['nonce'];
-        if (nonce === undefined || found.has(nonce)) continue;
+        if (nonce === undefined || found.has(nonce)) return;
         try {
           found.set(nonce, this.#seal.open(nonce, consumer, now).expiresAt);
         } catch (error) {
           if (!isCredentialsError(error)) throw error;
         }
-      }
+      });
     }
     return [...found].sort((a, b) => a[1] - b[1]).map(([nonce]) => nonce);
   }
@@ -209,10 +204,10 @@ export class KubernetesNonces implements NonceBook {
     const selector =
       options.sweep === true ? `${LABEL_KIND}=nonce` : `${LABEL_KIND}=nonce,${LABEL_EXPIRES_MINUTE} in (${minutes})`;
     const expired: ObjectMeta[] = [];
-    for await (const object of listConfigMaps(this.#conn, this.#paths, selector, 'listing nonces to collect')) {
+    await listConfigMaps(this.#conn, this.#paths, selector, 'listing nonces to collect', (object) => {
       const until = Number(object.metadata?.labels?.[LABEL_EXPIRES]);
       if (object.metadata !== undefined && Number.isFinite(until) && until < nowSeconds) expired.push(object.metadata);
-    }
+    });
     let deleted = 0;
     for (let index = 0; index < expired.length; index += 8) {
       const answers = await Promise.all(

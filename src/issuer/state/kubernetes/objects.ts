@@ -6,6 +6,7 @@
 import { CredentialsError } from '../../../base/errors.js';
 import { statusMessage } from '../../../kube/status.js';
 import type { KubeResponse } from '../../../kube/types.js';
+import { KubeStatusError, listPages } from '../../../kube/watch.js';
 import type { StateConnection } from './connection.js';
 
 export const LABEL_KIND = 'credentials.clusterprofile.io/issuer-state';
@@ -21,10 +22,6 @@ export interface ObjectMeta {
 export interface KubeObject {
   metadata?: ObjectMeta;
   data?: Record<string, string>;
-}
-interface KubeList {
-  items?: KubeObject[];
-  metadata?: { continue?: string };
 }
 
 /** The coded error for an answer the state operation did not expect. */
@@ -63,20 +60,29 @@ export class Paths {
   }
 }
 
-/** Every item of a label-selected ConfigMap list, page by page (500 a page). */
-export async function* listConfigMaps(
+/**
+ * Hands every item of a label-selected ConfigMap list to `onItem`, page by page (500 a page) through the one list of
+ * src/kube/watch.ts (an expired continue token starts the list over). An answer other than 200 is a
+ * {@link stateFailure}.
+ */
+export async function listConfigMaps(
   conn: StateConnection,
   paths: Paths,
   selector: string,
   what: string,
-): AsyncGenerator<KubeObject> {
-  let next: string | undefined;
-  do {
-    const query = `?labelSelector=${encodeURIComponent(selector)}&limit=500${next === undefined ? '' : `&continue=${encodeURIComponent(next)}`}`;
-    const response = await conn.send({ method: 'GET', path: paths.configMaps(query) }, what);
-    if (response.status !== 200) throw stateFailure(what, response, paths.configMaps());
-    const list = response.body as KubeList;
-    for (const item of list.items ?? []) yield item;
-    next = list.metadata?.continue === '' ? undefined : list.metadata?.continue;
-  } while (next !== undefined);
+  onItem: (object: KubeObject) => void,
+): Promise<void> {
+  const path = paths.configMaps(`?labelSelector=${encodeURIComponent(selector)}`);
+  try {
+    await listPages((request, options) => conn.send(request, what, options?.signal), path, {
+      signal: new AbortController().signal,
+      pageSize: 500,
+      onPage: (page) => {
+        for (const item of Array.isArray(page.items) ? page.items : []) onItem(item as KubeObject);
+      },
+    });
+  } catch (error) {
+    if (!(error instanceof KubeStatusError)) throw error;
+    throw stateFailure(what, { status: error.status, body: error.body }, paths.configMaps());
+  }
 }

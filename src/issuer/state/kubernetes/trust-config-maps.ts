@@ -107,15 +107,10 @@ export class KubernetesTrustStore implements TrustSource {
 
   async list(): Promise<TrustedConsumer[]> {
     const consumers: TrustedConsumer[] = [];
-    for await (const object of listConfigMaps(
-      this.#conn,
-      this.#paths,
-      `${LABEL_KIND}=trust`,
-      'listing the trust records',
-    )) {
+    await listConfigMaps(this.#conn, this.#paths, `${LABEL_KIND}=trust`, 'listing the trust records', (object) => {
       const id = object.metadata?.labels?.[LABEL_CONSUMER];
       if (id !== undefined && isClusterId(id)) consumers.push(this.#parse(id, object));
-    }
+    });
     return consumers.sort((a, b) => a.clusterID.localeCompare(b.clusterID));
   }
 }
