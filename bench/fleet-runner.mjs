@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { getHeapSpaceStatistics, getHeapStatistics } from 'node:v8';
 import { createKubeTransport } from '../dist/kube/transport.js';
-import { loadKubeAccess } from '../dist/kube/kubeconfig.js';
+import { loadKubeAccess } from '../dist/kube/kubeconfig-loader.js';
 import { ClusterProfileFleet } from '../dist/library/index.js';
 
 const config = JSON.parse(process.argv[2]);

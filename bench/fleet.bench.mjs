@@ -65,7 +65,7 @@ const log = (line) => process.stdout.write(`${line}\n`);
 
 const startControlPlane = await loadStartControlPlane(root, 'fleet');
 const { createKubeTransport } = await import('../dist/kube/transport.js');
-const { loadKubeAccess } = await import('../dist/kube/kubeconfig.js');
+const { loadKubeAccess } = await import('../dist/kube/kubeconfig-loader.js');
 
 const binaries = await ensureControlPlaneBinaries({ log: () => {} });
 const controlPlane = await startControlPlane({ binaries, log: () => {} });
