@@ -113,7 +113,8 @@ function consumer(dir: string, spec: string): string {
   // needs them whatever it imports from us).
   const result = sh(
     'npm',
-    ['install', spec, '@kubernetes/client-node@2.0.x', '@types/ws', '--no-audit', '--no-fund'],
+    // --prefer-offline: from npm's cache when it has the versions (no registry round trip per package).
+    ['install', spec, '@kubernetes/client-node@2.0.x', '@types/ws', '--prefer-offline', '--no-audit', '--no-fund'],
     dir,
   );
   ok(result);
@@ -301,6 +302,66 @@ describe('npm pack of a never-built clone, installed into a fresh project', () =
 
   it('runs every binary (--version, --help) from node_modules/.bin', () => {
     expectBinariesWork(project);
+  });
+
+  it("type-checks the README's two examples as written and runs their imports", () => {
+    const examples = [...readFileSync(join(root, 'README.md'), 'utf8').matchAll(/^```ts\n([\s\S]*?)^```$/gm)].map(
+      (match) => match[1]!,
+    );
+    expect(examples).toHaveLength(2);
+    const files = examples.map((body, index) => {
+      writeFileSync(join(project, `readme-${index}.mts`), `${body}export {};\n`);
+      // Only the imports run: the rest needs a hub (npm run playground runs it all, test/e2e/playground.test.ts).
+      const imports = body.split('\n').filter((line) => line.startsWith('import '));
+      writeFileSync(
+        join(project, `readme-imports-${index}.mjs`),
+        `${imports.map((line) => line.replace(/,?\s*type \w+/g, '')).join('\n')}\nconsole.log('ok');\n`,
+      );
+      return `readme-${index}.mts`;
+    });
+    writeFileSync(
+      join(project, 'tsconfig.readme.json'),
+      JSON.stringify({
+        compilerOptions: { module: 'nodenext', target: 'es2023', strict: true, noEmit: true, types: ['node'] },
+        files,
+      }),
+    );
+    const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+    expect(ok(sh(process.execPath, [tsc, '-p', 'tsconfig.readme.json'], project))).toBe('');
+    for (const index of examples.keys()) {
+      expect(ok(sh(process.execPath, [`readme-imports-${index}.mjs`], project))).toBe('ok\n');
+    }
+  });
+
+  it('a plugin of the package missing from PATH: ERR_EXEC_NOT_FOUND names node_modules/.bin and the fixes', () => {
+    writeFileSync(
+      join(project, 'missing-plugin.mjs'),
+      `import { CoreV1Api } from '@kubernetes/client-node';
+import { buildConfigFromClusterProfile, formatError, parseAccessConfig } from 'clusterprofile-credentials';
+const providers = { providers: [{ name: 'oidc', execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command: 'clusterprofile-oidc' } }] };
+const profile = {
+  apiVersion: 'multicluster.x-k8s.io/v1alpha1', kind: 'ClusterProfile', metadata: { name: 'member-1', namespace: 'fleet' },
+  spec: { displayName: 'member-1', clusterManager: { name: 'test' } },
+  status: { accessProviders: [{ name: 'oidc', cluster: { server: 'https://127.0.0.1:9' } }] },
+};
+const member = buildConfigFromClusterProfile(profile, parseAccessConfig(JSON.stringify(providers), 'providers.json'));
+await member.makeApiClient(CoreV1Api).listNamespace().catch((error) => console.log(formatError(error)));
+`,
+    );
+    // A controller's PATH: without node_modules/.bin.
+    const run = spawnSync(process.execPath, ['missing-plugin.mjs'], {
+      cwd: project,
+      env: { ...env, PATH: '/usr/bin:/bin' },
+      encoding: 'utf8',
+    });
+    const bin = join(project, 'node_modules', '.bin');
+    expect(run.stdout).toBe(
+      [
+        'ERR_EXEC_NOT_FOUND: exec: executable clusterprofile-oidc not found (at clusterprofile-oidc)',
+        `hint: clusterprofile-oidc comes with the clusterprofile-credentials package, installed as ${join(bin, 'clusterprofile-oidc')}, which is not on PATH; either add ${bin} to the PATH of the process that runs it, or set "command" in the providers file to the absolute path ${join(bin, 'clusterprofile-oidc')}`,
+        '',
+      ].join('\n'),
+    );
   });
 });
 
