@@ -54,6 +54,10 @@ export interface ControlPlaneOptions {
   jwtIssuers?: JwtIssuer[];
   /** kube-controller-manager `--cluster-signing-duration` (default `10m`: short, but over the 10 min floor of expirationSeconds). */
   clusterSigningDuration?: string;
+  /** kube-apiserver's port on 127.0.0.1 (default: a free one). */
+  apiPort?: number;
+  /** Where the temp directory is made (default: the OS temp directory). */
+  parentDir?: string;
   /** Keep the temp directory (logs, certificates) after stop() for debugging. */
   keepWorkDir?: boolean;
   /** Readiness deadline for each component, ms (default 90 s: a loaded 2-core machine is slow to start). */
@@ -233,7 +237,7 @@ export function clientCertKubeconfig(
 export async function startControlPlane(options: ControlPlaneOptions): Promise<ControlPlane> {
   const log = options.log ?? (() => {});
   const readyTimeoutMs = options.readyTimeoutMs ?? 90_000;
-  const workDir = await mkdtemp(path.join(tmpdir(), 'cpc-e2e-'));
+  const workDir = await mkdtemp(path.join(options.parentDir ?? tmpdir(), 'cpc-e2e-'));
   const processes: Started[] = [];
   const stop = async (): Promise<void> => {
     for (const p of [...processes].reverse()) await stopProcess(p);
@@ -246,7 +250,8 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
       await writeFile(target, content, { mode });
       return target;
     };
-    const [etcdClientPort, etcdPeerPort, apiPort, kcmPort] = await uniquePorts(4);
+    const [etcdClientPort, etcdPeerPort, kcmPort, freeApiPort] = await uniquePorts(4, options.apiPort);
+    const apiPort = options.apiPort ?? freeApiPort;
     const server = `https://127.0.0.1:${apiPort}`;
     const serviceAccountIssuer = server;
 
@@ -396,8 +401,12 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
   }
 }
 
-async function uniquePorts(count: number): Promise<number[]> {
+/** `count` distinct free ports, none of them `reserved` (a port the caller chose). */
+async function uniquePorts(count: number, reserved?: number): Promise<number[]> {
   const ports = new Set<number>();
-  while (ports.size < count) ports.add(await freePort());
+  while (ports.size < count) {
+    const port = await freePort();
+    if (port !== reserved) ports.add(port);
+  }
   return [...ports];
 }
