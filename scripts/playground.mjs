@@ -189,34 +189,9 @@ function hubObjects() {
   };
 }
 
-function profile(name, server, caPem) {
-  return {
-    apiVersion: 'multicluster.x-k8s.io/v1alpha1',
-    kind: 'ClusterProfile',
-    metadata: { name, namespace: NAMESPACE },
-    spec: { displayName: name, clusterManager: { name: 'playground' } },
-    status: {
-      accessProviders: [
-        {
-          name: 'token-request',
-          cluster: {
-            server,
-            'certificate-authority-data': Buffer.from(caPem).toString('base64'),
-            extensions: [
-              {
-                name: 'client.authentication.k8s.io/exec',
-                extension: { namespace: NAMESPACE, serviceAccount: name, expirationSeconds: 3600 },
-              },
-            ],
-          },
-        },
-      ],
-    },
-  };
-}
-
 /** Creates the objects as the hub's admin, then each profile and its status (a separate write: a subresource). */
 async function populate(adminKubeconfig, server, caPem) {
+  const { clusterProfileDocument } = await import('../test/helpers/controlplane.ts');
   const k8s = await import('@kubernetes/client-node');
   const { parseAllDocuments } = await import('yaml');
   const config = new k8s.KubeConfig();
@@ -232,7 +207,17 @@ async function populate(adminKubeconfig, server, caPem) {
     namespace: NAMESPACE,
     plural: 'clusterprofiles',
   };
-  const profiles = MEMBERS.map((name) => profile(name, server, caPem));
+  const profiles = MEMBERS.map((name) =>
+    clusterProfileDocument({
+      name,
+      namespace: NAMESPACE,
+      provider: 'token-request',
+      server,
+      caPem,
+      clusterManager: 'playground',
+      execExtension: { namespace: NAMESPACE, serviceAccount: name, expirationSeconds: 3600 },
+    }),
+  );
   for (const body of profiles) {
     // The CRD is served a moment after it is created.
     for (let attempt = 0; ; attempt += 1) {

@@ -233,6 +233,40 @@ export function clientCertKubeconfig(
   };
 }
 
+/** A ClusterProfile (multicluster.x-k8s.io/v1alpha1) with one access provider reaching `server`. */
+export function clusterProfileDocument(o: {
+  name: string;
+  namespace: string;
+  provider: string;
+  server: string;
+  caPem: string;
+  /** `spec.clusterManager.name` (default `e2e`). */
+  clusterManager?: string;
+  /** The `client.authentication.k8s.io/exec` cluster extension: per-cluster config for the plugin. */
+  execExtension?: Record<string, unknown>;
+}): Record<string, unknown> {
+  return {
+    apiVersion: 'multicluster.x-k8s.io/v1alpha1',
+    kind: 'ClusterProfile',
+    metadata: { name: o.name, namespace: o.namespace },
+    spec: { displayName: o.name, clusterManager: { name: o.clusterManager ?? 'e2e' } },
+    status: {
+      accessProviders: [
+        {
+          name: o.provider,
+          cluster: {
+            server: o.server,
+            'certificate-authority-data': Buffer.from(o.caPem).toString('base64'),
+            ...(o.execExtension === undefined
+              ? {}
+              : { extensions: [{ name: 'client.authentication.k8s.io/exec', extension: o.execExtension }] }),
+          },
+        },
+      ],
+    },
+  };
+}
+
 /** Starts etcd, kube-apiserver and kube-controller-manager; resolves once kube-apiserver's /readyz says ok. */
 export async function startControlPlane(options: ControlPlaneOptions): Promise<ControlPlane> {
   const log = options.log ?? (() => {});
