@@ -17,8 +17,10 @@
 import { spawnSync } from 'node:child_process';
 import {
   chmodSync,
+  existsSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   readFileSync,
   realpathSync,
   rmSync,
@@ -48,7 +50,12 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 const NAMESPACE = 'fleet';
 const MEMBERS = ['member-1', 'member-2', 'member-3'];
 const PROVIDERS_FILE = 'clusterprofile-provider-file.json';
-const PLUGINS = ['clusterprofile', 'clusterprofile-tenant-cert', 'clusterprofile-token-request', 'clusterprofile-oidc'];
+const BINARIES = [
+  'clusterprofile',
+  'clusterprofile-tenant-cert',
+  'clusterprofile-token-request',
+  'clusterprofile-oidc',
+];
 
 class PlaygroundError extends Error {
   constructor(code, message) {
@@ -125,7 +132,7 @@ const shellQuote = (text) => `'${text.replaceAll("'", "'\\''")}'`;
 function workspace(dir) {
   mkdirSync(join(dir, 'bin'), { recursive: true });
   symlinkSync(process.execPath, join(dir, 'bin', 'node'));
-  for (const name of PLUGINS) {
+  for (const name of BINARIES) {
     const file = join(dir, 'bin', name);
     writeFileSync(
       file,
@@ -251,6 +258,10 @@ async function checkAccess(dir, profiles) {
 
 async function main() {
   const settings = options();
+  // Stopping removes the directory: one given with --dir must be new or empty, never a user's files.
+  if (settings.dir !== undefined && existsSync(settings.dir) && readdirSync(settings.dir).length > 0) {
+    throw new PlaygroundError('PLAYGROUND_USAGE', `--dir ${settings.dir} is not empty: give a new or empty directory`);
+  }
   await assertPortFree(settings.port);
   const built = await binaries();
   const { startControlPlane, clientCertKubeconfig } = await import('../test/helpers/controlplane.ts');

@@ -16,6 +16,7 @@ export const OWN_PLUGIN_BINARIES = [
   'clusterprofile-token-request',
   'clusterprofile-oidc',
 ] as const;
+export type OwnPluginBinary = (typeof OWN_PLUGIN_BINARIES)[number];
 
 /**
  * The package root: this module is `dist/exec/own-plugin-hint.js`, or bundled into `dist/bin/<binary>.mjs`; both are
@@ -36,8 +37,9 @@ export function ownPluginHint(command: string, root: string = packageRoot()): st
   const binDir = basename(dirname(root)) === 'node_modules' ? join(dirname(root), '.bin') : undefined;
   const linked = binDir !== undefined && existsSync(join(binDir, command)) ? join(binDir, command) : undefined;
   if (linked === undefined) {
-    // A clone of the repository: no link named like the command exists, only the script.
-    return `${command} comes with the clusterprofile-credentials package (${script}), but no ${command} is on PATH; set "command" in the providers file to that absolute path, or install the package with npm, which links it into node_modules/.bin, and add that directory to PATH`;
+    // A clone of the repository, or a global install (npm links those bins into its prefix's bin/, which we do not
+    // guess): the script is what certainly exists.
+    return `${command} comes with the clusterprofile-credentials package (${script}), but no ${command} is on PATH; set "command" in the providers file to that absolute path, or add the directory npm linked the package's binaries into to PATH (node_modules/.bin of the project that installed it; for npm install -g, the bin of npm's prefix)`;
   }
   return `${command} comes with the clusterprofile-credentials package, installed as ${linked}, which is not on PATH; either add ${binDir} to the PATH of the process that runs it, or set "command" in the providers file to the absolute path ${linked}`;
 }

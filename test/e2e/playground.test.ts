@@ -202,6 +202,19 @@ describe('npm run playground, bad input: one coded line', () => {
     expect(existsSync(join(work, 'taken'))).toBe(false);
   });
 
+  it('a --dir that holds files (stopping would remove them): refused, the files untouched', () => {
+    const mine = join(work, 'mine');
+    mkdirSync(mine);
+    writeFileSync(join(mine, 'notes.txt'), 'keep me');
+    const run = runToEnd(['--dir', mine], baseEnv);
+    expect([run.status, run.stdout, run.stderr]).toEqual([
+      2,
+      '',
+      `PLAYGROUND_USAGE: --dir ${mine} is not empty: give a new or empty directory\n`,
+    ]);
+    expect(readFileSync(join(mine, 'notes.txt'), 'utf8')).toBe('keep me');
+  });
+
   it('no Go on PATH and nothing built', async () => {
     const cache = mkdtempSync(join(work, 'empty-cache-'));
     const run = runToEnd(['--port', String(await freePort())], {
