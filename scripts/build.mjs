@@ -50,7 +50,8 @@ await bundlePlugins({
   },
 });
 
-// Swap: the previous build stays next to it for a few minutes (a running binary may still import its chunks).
+// Swap, then remove what was swapped out. Keeping the previous build would not help a binary that is still running:
+// its modules import their chunks by their dist/ path, which now names the new build.
 const previous = `dist.old-${process.pid}`;
 for (let attempt = 0; ; attempt += 1) {
   try {
@@ -66,12 +67,11 @@ for (let attempt = 0; ; attempt += 1) {
     if ((error.code !== 'ENOTEMPTY' && error.code !== 'EEXIST') || attempt > 20) throw error;
   }
 }
+// Every swapped-out build goes (also those an interrupted build left); an unfinished `dist.build-*` only when it is
+// old enough that no build can still be writing it.
 for (const name of readdirSync('.')) {
-  if (
-    /^dist\.(old|build)-[\d-]+$/.test(name) &&
-    !name.startsWith(previous) &&
-    Date.now() - statSync(name).mtimeMs > 5 * 60_000
-  ) {
-    rmSync(name, { recursive: true, force: true });
-  }
+  const stale =
+    /^dist\.old-[\d-]+$/.test(name) ||
+    (/^dist\.build-\d+$/.test(name) && name !== out && Date.now() - statSync(name).mtimeMs > 5 * 60_000);
+  if (stale) rmSync(name, { recursive: true, force: true });
 }

@@ -104,7 +104,7 @@ export const ERROR_DOCS: { readonly [C in ErrorCode]: ErrorDoc } = {
   },
   ERR_EXEC_NOT_FOUND: {
     area: 'exec',
-    doc: 'The plugin command does not exist or is not executable: install it (the message carries installHint).',
+    doc: "The plugin command does not exist or is not executable: install it (the message carries installHint); for one of this package's plugins the hint names its node_modules/.bin and the two fixes (PATH, or an absolute command).",
   },
   ERR_EXEC_FAILED: {
     area: 'exec',

@@ -28,16 +28,17 @@ export function errorSpec(code: string): ErrorSpec | undefined {
 export class CredentialsError<C extends ErrorCode = ErrorCode> extends Error {
   override readonly name = 'CredentialsError';
   readonly code: C;
+  // `declare`: own properties only when set, so that Node's printout of an uncaught error shows no `hint: undefined`.
   /** Where the problem is: a JSON path, a file, a flag or a URL. */
-  readonly path: string | undefined;
+  declare readonly path: string | undefined;
   /** What a user can do about it. */
-  readonly hint: string | undefined;
+  declare readonly hint: string | undefined;
 
   constructor(code: C, message: string, options: { path?: string; hint?: string; cause?: unknown } = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
-    this.path = options.path;
-    this.hint = options.hint;
+    if (options.path !== undefined) (this as { path: string }).path = options.path;
+    if (options.hint !== undefined) (this as { hint: string }).hint = options.hint;
   }
 
   /** The brand {@link isCredentialsError} checks (on the prototype: not an own property of the instance). */

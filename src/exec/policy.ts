@@ -14,6 +14,7 @@
  */
 import { CredentialsError, quote, type ErrorCodes } from '../base/errors.js';
 import type { Env } from '../base/io.js';
+import { notFoundProblem } from './own-plugin-hint.js';
 
 /** kuberc's `credentialPluginPolicy`; `''` means `AllowAll`. */
 export type CredentialPluginPolicyType = '' | 'AllowAll' | 'DenyAll' | 'Allowlist';
@@ -178,15 +179,11 @@ export function checkPluginPolicy(
     if (initial.error === undefined) return cmdPath;
     // Allowed by name, but Go's cmd.Run would fail with the lookup's error.
     if (initial.error.kind === 'not-found') {
-      const message = `exec: executable ${cmd} not found`;
-      throw new CredentialsError<PluginPolicyErrorCode>(
-        'ERR_EXEC_NOT_FOUND',
-        installHint === undefined || installHint === '' ? message : `${message}\n\n${installHint}`,
-        {
-          path: command,
-          ...(installHint ? { hint: installHint } : {}),
-        },
-      );
+      const { message, hint } = notFoundProblem(cmd, installHint);
+      throw new CredentialsError<PluginPolicyErrorCode>('ERR_EXEC_NOT_FOUND', message, {
+        path: command,
+        ...(hint ? { hint } : {}),
+      });
     }
     throw new CredentialsError<PluginPolicyErrorCode>('ERR_EXEC_FAILED', initial.error.message, { path: command });
   };

@@ -10,6 +10,7 @@ import { execError, type ExecError } from './errors.js';
 import { parseExecCredential, type ExecCredential } from './output.js';
 import type { Env } from '../base/io.js';
 import { buildExecRequest, type ExecRequest } from './request.js';
+import { notFoundProblem } from './own-plugin-hint.js';
 import { checkPluginPolicy, validatePluginPolicy, type CredentialPluginPolicy } from './policy.js';
 
 /** Default time a plugin may run before it is killed (client-go has none: kubernetes#108849). */
@@ -156,16 +157,8 @@ export function spawnExecRequest(request: ExecRequest, options: ExecRunOptions =
     });
     child.on('error', (error: NodeJS.ErrnoException) => {
       if (error.code === 'ENOENT' || error.code === 'EACCES' || error.code === 'ENOTDIR') {
-        const hint = request.installHint;
-        fail(
-          execError(
-            'ERR_EXEC_NOT_FOUND',
-            hint === undefined || hint === ''
-              ? `exec: executable ${command} not found`
-              : `exec: executable ${command} not found\n\n${hint}`,
-            { path: command, cause: error, ...(hint ? { hint } : {}) },
-          ),
-        );
+        const { message, hint } = notFoundProblem(command, request.installHint);
+        fail(execError('ERR_EXEC_NOT_FOUND', message, { path: command, cause: error, ...(hint ? { hint } : {}) }));
       } else {
         killGroup(pid);
         fail(execError('ERR_EXEC_FAILED', `exec: executable ${command} failed: ${error.message}`, { cause: error }));

@@ -21,6 +21,9 @@ import { inject } from 'vitest';
 import { stringify } from 'yaml';
 import { loadCa } from './controlplane-pki.js';
 import { clientCertKubeconfig as kubeconfigDocument, type ControlPlaneInfo } from './controlplane.js';
+
+// Test files import it from here, with the rest of the e2e context.
+export { clusterProfileDocument } from './controlplane.js';
 import type { DexInfo } from './dex.js';
 
 /** The test OpenID Provider as kube-apiserver trusts it (serializable part of oidc-op's TestOpenIdProvider). */
@@ -172,38 +175,6 @@ export async function clientCertKubeconfig(user: string, groups: string[] = []):
   const pair = await issueClientCert(user, groups);
   const caPem = await readFile(controlPlane.caFile, 'utf8');
   return tempFile(`${user}.kubeconfig`, stringify(kubeconfigDocument(controlPlane.server, caPem, user, pair)));
-}
-
-/** A ClusterProfile (multicluster.x-k8s.io/v1alpha1) with one access provider reaching `server`. */
-export function clusterProfileDocument(o: {
-  name: string;
-  namespace: string;
-  provider: string;
-  server: string;
-  caPem: string;
-  /** The `client.authentication.k8s.io/exec` cluster extension: per-cluster config for the plugin. */
-  execExtension?: Record<string, unknown>;
-}): Record<string, unknown> {
-  return {
-    apiVersion: 'multicluster.x-k8s.io/v1alpha1',
-    kind: 'ClusterProfile',
-    metadata: { name: o.name, namespace: o.namespace },
-    spec: { displayName: o.name, clusterManager: { name: 'e2e' } },
-    status: {
-      accessProviders: [
-        {
-          name: o.provider,
-          cluster: {
-            server: o.server,
-            'certificate-authority-data': Buffer.from(o.caPem).toString('base64'),
-            ...(o.execExtension === undefined
-              ? {}
-              : { extensions: [{ name: 'client.authentication.k8s.io/exec', extension: o.execExtension }] }),
-          },
-        },
-      ],
-    },
-  };
 }
 
 /** A kubeconfig file for a bearer token (OIDC, service-account) against the control plane. */

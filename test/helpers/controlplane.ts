@@ -54,6 +54,10 @@ export interface ControlPlaneOptions {
   jwtIssuers?: JwtIssuer[];
   /** kube-controller-manager `--cluster-signing-duration` (default `10m`: short, but over the 10 min floor of expirationSeconds). */
   clusterSigningDuration?: string;
+  /** kube-apiserver's port on 127.0.0.1 (default: a free one). */
+  apiPort?: number;
+  /** Where the temp directory is made (default: the OS temp directory). */
+  parentDir?: string;
   /** Keep the temp directory (logs, certificates) after stop() for debugging. */
   keepWorkDir?: boolean;
   /** Readiness deadline for each component, ms (default 90 s: a loaded 2-core machine is slow to start). */
@@ -229,11 +233,45 @@ export function clientCertKubeconfig(
   };
 }
 
+/** A ClusterProfile (multicluster.x-k8s.io/v1alpha1) with one access provider reaching `server`. */
+export function clusterProfileDocument(o: {
+  name: string;
+  namespace: string;
+  provider: string;
+  server: string;
+  caPem: string;
+  /** `spec.clusterManager.name` (default `e2e`). */
+  clusterManager?: string;
+  /** The `client.authentication.k8s.io/exec` cluster extension: per-cluster config for the plugin. */
+  execExtension?: Record<string, unknown>;
+}): Record<string, unknown> {
+  return {
+    apiVersion: 'multicluster.x-k8s.io/v1alpha1',
+    kind: 'ClusterProfile',
+    metadata: { name: o.name, namespace: o.namespace },
+    spec: { displayName: o.name, clusterManager: { name: o.clusterManager ?? 'e2e' } },
+    status: {
+      accessProviders: [
+        {
+          name: o.provider,
+          cluster: {
+            server: o.server,
+            'certificate-authority-data': Buffer.from(o.caPem).toString('base64'),
+            ...(o.execExtension === undefined
+              ? {}
+              : { extensions: [{ name: 'client.authentication.k8s.io/exec', extension: o.execExtension }] }),
+          },
+        },
+      ],
+    },
+  };
+}
+
 /** Starts etcd, kube-apiserver and kube-controller-manager; resolves once kube-apiserver's /readyz says ok. */
 export async function startControlPlane(options: ControlPlaneOptions): Promise<ControlPlane> {
   const log = options.log ?? (() => {});
   const readyTimeoutMs = options.readyTimeoutMs ?? 90_000;
-  const workDir = await mkdtemp(path.join(tmpdir(), 'cpc-e2e-'));
+  const workDir = await mkdtemp(path.join(options.parentDir ?? tmpdir(), 'cpc-e2e-'));
   const processes: Started[] = [];
   const stop = async (): Promise<void> => {
     for (const p of [...processes].reverse()) await stopProcess(p);
@@ -246,7 +284,8 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
       await writeFile(target, content, { mode });
       return target;
     };
-    const [etcdClientPort, etcdPeerPort, apiPort, kcmPort] = await uniquePorts(4);
+    const [etcdClientPort, etcdPeerPort, kcmPort, freeApiPort] = await uniquePorts(4, options.apiPort);
+    const apiPort = options.apiPort ?? freeApiPort;
     const server = `https://127.0.0.1:${apiPort}`;
     const serviceAccountIssuer = server;
 
@@ -396,8 +435,12 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
   }
 }
 
-async function uniquePorts(count: number): Promise<number[]> {
+/** `count` distinct free ports, none of them `reserved` (a port the caller chose). */
+async function uniquePorts(count: number, reserved?: number): Promise<number[]> {
   const ports = new Set<number>();
-  while (ports.size < count) ports.add(await freePort());
+  while (ports.size < count) {
+    const port = await freePort();
+    if (port !== reserved) ports.add(port);
+  }
   return [...ports];
 }

@@ -22,11 +22,16 @@ export function codeBlocks(markdown: string): CodeBlock[] {
   }));
 }
 
-/** The non-empty lines of the ```sh blocks. */
+/** The non-empty lines of the ```sh blocks, a line ending in `\` joined with the next (one command). */
 export function shellLines(blocks: readonly CodeBlock[]): string[] {
   return blocks
     .filter((block) => block.language === 'sh')
-    .flatMap((block) => block.body.split('\n').filter((line) => line.trim() !== ''));
+    .flatMap((block) =>
+      block.body
+        .replace(/\\\n\s*/g, ' ')
+        .split('\n')
+        .filter((line) => line.trim() !== ''),
+    );
 }
 
 /** Writes every titled block into `dir` (after `edit`, e.g. a test's own server in place of the example's). */

@@ -1,14 +1,16 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { delimiter, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { formatError } from '../../src/base/errors.js';
 import { ExecAuthenticator } from '../../src/exec/authenticator.js';
 import { runExecPlugin } from '../../src/exec/runner.js';
 import { EXEC_DEPTH_ENV } from '../../src/exec/request.js';
 import type { ExecCluster, ExecConfig } from '../../src/resolve/types.js';
 import { certFingerprint, createTestCa, type KeyPairPem } from '../helpers/tls.js';
 
+const REPO = fileURLToPath(new URL('../../', import.meta.url));
 const PLUGIN = fileURLToPath(new URL('../fixtures/plugins/plugin.mjs', import.meta.url));
 const V1 = 'client.authentication.k8s.io/v1' as const;
 const cluster: ExecCluster = {
@@ -124,6 +126,27 @@ describe('runExecPlugin: real plugin processes', () => {
     );
     const bare = await failure(runExecPlugin({ ...plugin(), command: 'cpc-no-such-plugin-xyz' }, cluster));
     expect(bare.message).toBe('exec: executable cpc-no-such-plugin-xyz not found');
+  });
+
+  it('one of our own plugins missing from PATH: the hint says where the package has it and the two fixes', async () => {
+    const missing = await failure(
+      runExecPlugin({ ...plugin(), command: 'clusterprofile-token-request' }, cluster, { env: { PATH: dir } }),
+    );
+    expect(missing.code).toBe('ERR_EXEC_NOT_FOUND');
+    expect(missing.message).toBe('exec: executable clusterprofile-token-request not found');
+    // This checkout is not under node_modules: the script itself is the absolute command to give.
+    const script = join(REPO, 'bin', 'clusterprofile-token-request.mjs');
+    expect(missing.hint).toContain(`(${script})`);
+    expect(missing.hint).toContain('set "command" in the providers file to that absolute path');
+    expect(formatError(missing)).not.toContain('undefined');
+    // The fix the hint gives works: the same exec with that command runs the plugin.
+    const fixed = await failure(
+      runExecPlugin({ ...plugin(), command: script, args: ['--definitely-not-a-flag'] }, cluster, {
+        env: { PATH: [dirname(process.execPath), process.env['PATH'] ?? ''].join(delimiter) },
+      }),
+    );
+    expect(fixed.code).toBe('ERR_EXEC_FAILED');
+    expect(fixed.message).toContain('--definitely-not-a-flag');
   });
 
   it('a plugin hanging past the timeout is killed with everything it started; the host goes on', async () => {

@@ -5,6 +5,8 @@
  * - `npm install git+file://` of a commit of the same tree (npm's clone installs the devDependencies and runs prepare).
  * Both: the three entry points type-check from an ES module (.mts) and a CommonJS (.cts) consumer (module nodenext,
  * skipLibCheck false) and run from both, and every binary answers --version and --help. Slow (npm, tsc, two builds).
+ * The packed one also runs the README examples' imports, and a plugin missing from a controller's PATH is answered
+ * with the node_modules/.bin it is in.
  */
 import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
 import {
@@ -113,7 +115,8 @@ function consumer(dir: string, spec: string): string {
   // needs them whatever it imports from us).
   const result = sh(
     'npm',
-    ['install', spec, '@kubernetes/client-node@2.0.x', '@types/ws', '--no-audit', '--no-fund'],
+    // --prefer-offline: from npm's cache when it has the versions (no registry round trip per package).
+    ['install', spec, '@kubernetes/client-node@2.0.x', '@types/ws', '--prefer-offline', '--no-audit', '--no-fund'],
     dir,
   );
   ok(result);
@@ -301,6 +304,56 @@ describe('npm pack of a never-built clone, installed into a fresh project', () =
 
   it('runs every binary (--version, --help) from node_modules/.bin', () => {
     expectBinariesWork(project);
+  });
+
+  it("runs the README's two examples' imports from the installed package", () => {
+    // The examples as a whole type-check in test/unit/docs.test.ts and run against a hub in test/e2e/playground.test.ts.
+    const examples = [...readFileSync(join(root, 'README.md'), 'utf8').matchAll(/^```ts\n([\s\S]*?)^```$/gm)].map(
+      (match) => match[1]!,
+    );
+    expect(examples).toHaveLength(2);
+    for (const [index, body] of examples.entries()) {
+      const imports = body.split('\n').filter((line) => line.startsWith('import '));
+      expect(imports.join('\n')).toContain("from 'clusterprofile-credentials'");
+      const file = `readme-imports-${index}.mjs`;
+      // Type-only specifiers (`type ClusterProfile`) are not there at run time.
+      writeFileSync(
+        join(project, file),
+        `${imports.map((line) => line.replace(/,?\s*type \w+/g, '')).join('\n')}\nconsole.log('ok');\n`,
+      );
+      expect(ok(sh(process.execPath, [file], project)), file).toBe('ok\n');
+    }
+  });
+
+  it('a plugin of the package missing from PATH: ERR_EXEC_NOT_FOUND names node_modules/.bin and the fixes', () => {
+    writeFileSync(
+      join(project, 'missing-plugin.mjs'),
+      `import { CoreV1Api } from '@kubernetes/client-node';
+import { buildConfigFromClusterProfile, formatError, parseAccessConfig } from 'clusterprofile-credentials';
+const providers = { providers: [{ name: 'oidc', execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command: 'clusterprofile-oidc' } }] };
+const profile = {
+  apiVersion: 'multicluster.x-k8s.io/v1alpha1', kind: 'ClusterProfile', metadata: { name: 'member-1', namespace: 'fleet' },
+  spec: { displayName: 'member-1', clusterManager: { name: 'test' } },
+  status: { accessProviders: [{ name: 'oidc', cluster: { server: 'https://127.0.0.1:9' } }] },
+};
+const member = buildConfigFromClusterProfile(profile, parseAccessConfig(JSON.stringify(providers), 'providers.json'));
+await member.makeApiClient(CoreV1Api).listNamespace().catch((error) => console.log(formatError(error)));
+`,
+    );
+    // A controller's PATH: without node_modules/.bin.
+    const run = spawnSync(process.execPath, ['missing-plugin.mjs'], {
+      cwd: project,
+      env: { ...env, PATH: '/usr/bin:/bin' },
+      encoding: 'utf8',
+    });
+    const bin = join(project, 'node_modules', '.bin');
+    expect(run.stdout).toBe(
+      [
+        'ERR_EXEC_NOT_FOUND: exec: executable clusterprofile-oidc not found (at clusterprofile-oidc)',
+        `hint: clusterprofile-oidc comes with the clusterprofile-credentials package, installed as ${join(bin, 'clusterprofile-oidc')}, which is not on PATH; either add ${bin} to the PATH of the process that runs it, or set "command" in the providers file to the absolute path ${join(bin, 'clusterprofile-oidc')}`,
+        '',
+      ].join('\n'),
+    );
   });
 });
 

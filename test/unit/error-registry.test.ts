@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { fileURLToPath } from 'node:url';
+import { inspect } from 'node:util';
 import { build } from 'esbuild';
 import { describe, expect, it } from 'vitest';
 import { run as cli } from '../../src/cli/main.js';
@@ -164,7 +165,15 @@ describe('CredentialsError', () => {
     const busy = new CredentialsError('ERR_ISSUER_BUSY', 'x');
     expect([busy.exitCode, busy.retryable, busy.httpStatus]).toEqual([1, true, 503]);
     // Derived, not own properties: nothing of the registry is copied onto the instance.
-    expect(Object.keys(busy).sort()).toEqual(['code', 'hint', 'name', 'path']);
+    expect(Object.keys(busy).sort()).toEqual(['code', 'name']);
+    // `path` and `hint` only when given: Node's printout of an uncaught error shows no `hint: undefined`.
+    expect(inspect(busy)).not.toContain('undefined');
+    const hinted = new CredentialsError('ERR_ISSUER_BUSY', 'x', { path: '--listen', hint: 'wait' });
+    expect([hinted.path, hinted.hint, Object.keys(hinted).sort()]).toEqual([
+      '--listen',
+      'wait',
+      ['code', 'hint', 'name', 'path'],
+    ]);
   });
 
   it('is recognised by its brand across two copies of the package, never by name or instanceof', async () => {

@@ -3,11 +3,15 @@
  * `clusterprofile-token-request`, `clusterprofile-oidc`, by name or as `node <script>`), so that the fleet obtains
  * their credentials in-process instead of running them, and loading their providers.
  */
+import type { OwnPluginBinary } from '../../exec/own-plugin-hint.js';
 import type { ExecConfig } from '../../resolve/types.js';
 import type { AnyCredentialProvider } from '../fleet-types.js';
 
-/** This package's plugins by binary name; loaded on first use (a provider's door pulls in its whole folder). */
-const BUILTIN_PROVIDERS: Readonly<Record<string, () => Promise<AnyCredentialProvider>>> = {
+/**
+ * This package's plugins by binary name (every one of exec's list: the type says so); loaded on first use (a
+ * provider's door pulls in its whole folder).
+ */
+const BUILTIN_PROVIDERS: Readonly<Record<OwnPluginBinary, () => Promise<AnyCredentialProvider>>> = {
   'clusterprofile-tenant-cert': async () => (await import('../../providers/tenant-cert/index.js')).tenantCertProvider,
   'clusterprofile-token-request': async () =>
     (await import('../../providers/token-request/index.js')).tokenRequestProvider,
@@ -37,5 +41,5 @@ export function builtinPluginOf(
 
 /** The provider of one of our binaries, as {@link builtinPluginOf} names it (its folder is imported now). */
 export function loadBuiltinProvider(binary: string): Promise<AnyCredentialProvider> {
-  return BUILTIN_PROVIDERS[binary]!();
+  return BUILTIN_PROVIDERS[binary as OwnPluginBinary]();
 }

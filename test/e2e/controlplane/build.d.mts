@@ -22,4 +22,6 @@ export interface ControlPlaneBinaries {
 export declare function ensureControlPlaneBinaries(options?: {
   log?: (line: string) => void;
   env?: NodeJS.ProcessEnv;
+  /** Only these targets (`etcd`, `kubernetes`, `dex`, …); the paths of the others are empty. */
+  only?: string[];
 }): Promise<ControlPlaneBinaries>;

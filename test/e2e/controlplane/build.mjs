@@ -234,7 +234,7 @@ async function binaryVersion(file) {
 
 /**
  * Makes sure every binary is built, building only what is missing or out of date.
- * @param {{ log?: (line: string) => void, env?: NodeJS.ProcessEnv }} [options]
+ * @param {{ log?: (line: string) => void, env?: NodeJS.ProcessEnv, only?: string[] }} [options] `only`: these targets (`etcd`, `kubernetes`, …), the others' paths left empty
  * @returns {Promise<ControlPlaneBinaries>}
  */
 export async function ensureControlPlaneBinaries(options = {}) {
@@ -251,6 +251,7 @@ export async function ensureControlPlaneBinaries(options = {}) {
   /** @type {ControlPlaneBinaries['targets']} */
   const report = {};
   for (const [index, target] of targets.entries()) {
+    if (options.only !== undefined && !options.only.includes(target.name)) continue;
     const version = target.version(goMods[index] ?? '');
     const dir = path.join(cacheRoot, 'controlplane', `${target.name}-${version}-${await sourceHash(target, version)}`);
     const stamp = await readStamp(dir);
