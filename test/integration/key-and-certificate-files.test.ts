@@ -204,6 +204,15 @@ describe('clusterprofile issuer serve with a bad serving pair or CA key', () => 
     }
   });
 
+  it('--api-server-ca holding a key: ERR_ISSUER_CONFIG naming the flag and file, nothing made', async () => {
+    const caFile = file('api-ca.crt', key.pem);
+    const dataDir = join(root, 'serve-api-server-ca');
+    const result = await serve(dataDir, ['--api-server-url', 'https://api.example:6443', '--api-server-ca', caFile]);
+    refused(result, 'ERR_ISSUER_CONFIG', `--api-server-ca ${caFile}`, /found a PEM block "PRIVATE KEY"/, 1);
+    expect(result.stderr).not.toContain(key.pem.split('\n')[1]!);
+    expect(existsSync(dataDir)).toBe(false);
+  });
+
   it("the data directory's CA key replaced by a certificate: ERR_ISSUER_DATA_DIR naming the file", async () => {
     const dataDir = join(root, 'data-ca');
     const issuer = await startIssuer(dataDir, PROVIDER);
