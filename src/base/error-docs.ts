@@ -200,7 +200,7 @@ export const ERROR_DOCS: { readonly [C in ErrorCode]: ErrorDoc } = {
   },
   ERR_TENANT_CERT_KEY_FILE: {
     area: 'tenant-cert',
-    doc: 'The key file is missing, not PKCS#8 PEM or accessible by others: chmod 600 it, or make one with clusterprofile keygen.',
+    doc: 'The key file (--key-file) is missing, not a PKCS#8 PEM private key that decodes (the message says what it holds instead) or accessible by others: chmod 600 it, or make one with clusterprofile keygen.',
   },
   ERR_TENANT_CERT_NO_ISSUER: {
     area: 'tenant-cert',
@@ -385,11 +385,11 @@ export const ERROR_DOCS: { readonly [C in ErrorCode]: ErrorDoc } = {
   },
   ERR_ISSUER_NOT_READY: {
     area: 'issuer',
-    doc: "GET /readyz: a readiness check failed or timed out (its name in the answer, details in the issuer's log), or the issuer is shutting down.",
+    doc: "GET /readyz: a readiness check failed or timed out (its name in the answer, details in the issuer's log), a background loop has failed for longer than its allowance (background:<loop>), or the issuer is shutting down.",
   },
   ERR_ISSUER_DATA_DIR: {
     area: 'issuer',
-    doc: 'The data dir cannot be created, read or written, is accessible by others or lost one file of a CA pair: fix the directory (clients get a generic 500).',
+    doc: 'The data dir cannot be created, read or written, is accessible by others, lost one file of a CA pair or holds a CA file that is not what it should be (the file named): fix the directory (clients get a generic 500).',
   },
   ERR_ISSUER_DATA_DIR_LOCKED: {
     area: 'issuer',

@@ -18,6 +18,8 @@ export type {
   RunningIssuer,
 } from './server.js';
 export { ISSUER_METRICS, IssuerMetrics } from './metrics.js';
+export { ALLOWED_PERIODS, BackgroundLoops, MIN_ALLOWANCE_MS } from './background.js';
+export type { BackgroundLoop, LoopReport } from './background.js';
 export { configError, openIssuer, openKubernetesTrust, parseListen } from './setup.js';
 export type { IssuerSettings, OpenIssuer } from './setup.js';
 export { TrustStore } from './state/data-dir/trust-files.js';

@@ -15,6 +15,7 @@ export const ISSUER_METRICS = {
   ready: 'clusterprofile_issuer_ready',
   servingNotAfter: 'clusterprofile_issuer_serving_certificate_not_after_seconds',
   servingReloads: 'clusterprofile_issuer_serving_certificate_reloads_total',
+  backgroundFailures: 'clusterprofile_issuer_background_failures_total',
 } as const;
 
 /** The two requests of a handshake: `POST /v1/nonces` and `POST /v1/tenants`. */
@@ -33,6 +34,7 @@ export class IssuerMetrics {
   readonly #certificates: Counter<'signer'>;
   readonly #servingNotAfter: Gauge;
   readonly #servingReloads: Counter<'result'>;
+  readonly #backgroundFailures: Counter<'loop'>;
   #ready: () => boolean = () => false;
 
   /** `processMetrics`: prom-client's default process and Node.js metrics (CPU, memory, event loop lag, handles). */
@@ -78,6 +80,11 @@ export class IssuerMetrics {
       help: 'New --tls-cert-file pairs seen, by result (reloaded; refused: the previous pair is kept).',
       labelNames: ['result'],
     });
+    this.#backgroundFailures = metrics.counter({
+      name: ISSUER_METRICS.backgroundFailures,
+      help: 'Failed runs of a background loop, by loop (nonce-collection, serving-reload, tenant-reconciler).',
+      labelNames: ['loop'],
+    });
     if (options.processMetrics !== false) {
       metrics.processMetrics();
     }
@@ -105,6 +112,11 @@ export class IssuerMetrics {
 
   servingReload(result: 'reloaded' | 'refused'): void {
     this.#servingReloads.inc({ result });
+  }
+
+  /** A failed run of a background loop (./background.ts). */
+  backgroundFailure(loop: string): void {
+    this.#backgroundFailures.inc({ loop });
   }
 
   certificateIssued(signer: string): void {

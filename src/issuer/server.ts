@@ -3,6 +3,7 @@
  * status the error registry gives its code (500 when it gives none); the operational endpoints (`/healthz` liveness,
  * `/readyz` readiness, `/metrics` Prometheus text) and the graceful stop. The logic lives in ./issuer.ts.
  */
+import type { BackgroundLoops } from './background.js';
 import { createServer, type Server } from 'node:https';
 import {
   createServer as createPlainServer,
@@ -61,6 +62,11 @@ export interface IssuerServerOptions {
   logHandshake?(entry: HandshakeLogEntry): void;
   /** Every check must pass for /readyz to answer 200 (the serving material is loaded once the server runs). */
   readinessChecks?: readonly ReadinessCheck[];
+  /**
+   * The background loops (./background.ts): the serving-pair reload registers and reports there, and every loop
+   * registered — now or later — is a readiness check of its own (`background:<loop>`).
+   */
+  background?: BackgroundLoops;
   /** How long one readiness check may take before it counts as failed (default 2 s). */
   readinessTimeoutMs?: number;
   /** Counters and histograms to record into and serve on /metrics; without it /metrics answers ERR_ISSUER_NOT_FOUND. */
@@ -254,9 +260,10 @@ export async function startIssuerServer(options: IssuerServerOptions): Promise<R
       lastReady = false;
       return { ready: false, checks: { serving: 'ERR_ISSUER_NOT_READY' } };
     }
-    const results = await Promise.all(checks.map((check) => runCheck(check, readinessTimeoutMs, log)));
+    const all = [...checks, ...(options.background?.readinessChecks() ?? [])];
+    const results = await Promise.all(all.map((check) => runCheck(check, readinessTimeoutMs, log)));
     const answer: Record<string, string> = { serving: 'ok' };
-    for (const [index, check] of checks.entries()) answer[check.name] = results[index] ?? 'ERR_ISSUER_INTERNAL';
+    for (const [index, check] of all.entries()) answer[check.name] = results[index] ?? 'ERR_ISSUER_INTERNAL';
     lastReady = !closing && results.every((result) => result === 'ok');
     return { ready: lastReady, checks: answer };
   }
@@ -405,8 +412,15 @@ export async function startIssuerServer(options: IssuerServerOptions): Promise<R
   announce(options.tls.certificatePem, 'serving certificate');
   let watch: ServingFilesWatch | undefined;
   if (options.servingFiles !== undefined) {
+    // Counted, and logged below in its own words (once per bad pair). Not a readiness condition: the replica keeps
+    // serving the previous pair, still valid, and a bad Secret seen by every replica must not take them all out.
+    const report = options.background?.register('serving-reload', options.servingFiles.intervalMs, {
+      log: false,
+      readiness: false,
+    });
     watch = watchServingFiles({
       ...options.servingFiles,
+      ...(report === undefined ? {} : { report }),
       now: () => new Date(),
       current: options.tls,
       apply(material) {

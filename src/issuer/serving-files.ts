@@ -3,16 +3,21 @@
  * kubernetes.io/tls Secret (cert-manager's, or one made by hand), instead of the data dir's own serving CA. The pair is
  * read at start and then polled ({@link watchServingFiles}): a renewed Secret is served without a restart.
  */
-import { X509Certificate, createHash, createPrivateKey } from 'node:crypto';
+import { X509Certificate, createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { CredentialsError, isCredentialsError } from '../base/errors.js';
+import { decodeCertificatesPem, decodePrivateKeyPem } from '../base/pem-file.js';
+import type { LoopReport } from './background.js';
 import type { ServingMaterial } from './state/issuer-cas.js';
+
+const PAIR_HINT =
+  'give the PEM certificate (chain) and its private key, e.g. tls.crt and tls.key of a kubernetes.io/tls Secret';
 
 function tlsError(message: string, path: string, cause?: unknown): CredentialsError {
   return new CredentialsError('ERR_ISSUER_CONFIG', message, {
     path,
-    hint: 'give the PEM certificate (chain) and its private key, e.g. tls.crt and tls.key of a kubernetes.io/tls Secret',
+    hint: PAIR_HINT,
     ...(cause === undefined ? {} : { cause }),
   });
 }
@@ -35,20 +40,19 @@ function checkPair(
   now: Date,
 ): ServingMaterial {
   const { certificatePem, keyPem } = pair;
-  let leaf: X509Certificate;
-  try {
-    leaf = new X509Certificate(certificatePem);
-  } catch (cause) {
-    throw tlsError(`--tls-cert-file ${certPath} holds no PEM certificate`, '--tls-cert-file', cause);
-  }
-  let matches: boolean;
-  try {
-    matches = leaf.checkPrivateKey(createPrivateKey(keyPem));
-  } catch (cause) {
-    // The key's text is never quoted.
-    throw tlsError(`--tls-key-file ${keyPath} holds no PEM private key`, '--tls-key-file', cause);
-  }
-  if (!matches) {
+  const [leaf] = decodeCertificatesPem(certificatePem, {
+    file: certPath,
+    flag: '--tls-cert-file',
+    code: 'ERR_ISSUER_CONFIG',
+    hint: PAIR_HINT,
+  }) as [X509Certificate];
+  const key = decodePrivateKeyPem(keyPem, {
+    file: keyPath,
+    flag: '--tls-key-file',
+    code: 'ERR_ISSUER_CONFIG',
+    hint: PAIR_HINT,
+  });
+  if (!leaf.checkPrivateKey(key)) {
     throw tlsError(`--tls-key-file ${keyPath} is not the key of the certificate in ${certPath}`, '--tls-key-file');
   }
   if (Date.parse(leaf.validTo) <= now.getTime() || Date.parse(leaf.validFrom) > now.getTime()) {
@@ -105,6 +109,8 @@ export interface ServingFilesWatchOptions {
    * stays. Called once per distinct content and error, not on every poll.
    */
   refused(error: CredentialsError): void;
+  /** Told after every poll: succeeded (the files hold the pair served), or failed with the refusal. */
+  report?: LoopReport;
 }
 
 export interface ServingFilesWatch {
@@ -124,6 +130,7 @@ export function watchServingFiles(options: ServingFilesWatchOptions): ServingFil
   const keyPath = resolve(options.cwd, options.keyFile);
   let served = pairHash(options.current);
   let lastRefusal = '';
+  let lastFailure: CredentialsError | undefined;
   let tail: Promise<unknown> = Promise.resolve();
   let pending = 0;
 
@@ -158,6 +165,7 @@ export function watchServingFiles(options: ServingFilesWatchOptions): ServingFil
         failedHash = hash;
       }
     }
+    lastFailure = failure;
     const refusal = `${failedHash} ${failure?.message ?? ''}`;
     if (failure !== undefined && refusal !== lastRefusal) {
       lastRefusal = refusal;
@@ -168,7 +176,14 @@ export function watchServingFiles(options: ServingFilesWatchOptions): ServingFil
 
   function check(): Promise<'unchanged' | 'reloaded' | 'refused'> {
     pending++;
-    const next = tail.then(poll).finally(() => pending--);
+    const next = tail
+      .then(poll)
+      .then((outcome) => {
+        if (outcome === 'refused') options.report?.failed(lastFailure);
+        else options.report?.succeeded();
+        return outcome;
+      })
+      .finally(() => pending--);
     tail = next.catch(() => undefined);
     return next;
   }

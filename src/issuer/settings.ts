@@ -15,6 +15,8 @@ export interface IssuerSettings {
   apiServerCaFile?: string;
   certLifetimeMs: number;
   nonceTtlMs: number;
+  /** `--state kubernetes`: how often spent nonce records are collected (±50 %; default 30 s). */
+  nonceCollectionMs?: number;
   groups: readonly string[];
   liqoCompat: boolean;
   signer: 'embedded' | 'kubernetes';

@@ -6,6 +6,7 @@ import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseDocument } from '../base/document.js';
 import { CredentialsError } from '../base/errors.js';
+import { decodeCertificatesPem } from '../base/pem-file.js';
 import type { Env } from '../base/io.js';
 import { openDataDir } from './state/data-dir/data-dir.js';
 import { embeddedSigner } from './signer/embedded-signer.js';
@@ -20,6 +21,7 @@ import { Issuer } from './issuer.js';
 import { NonceStore } from './state/data-dir/nonce-journal.js';
 import { checkGroups } from './policy.js';
 import { servingMaterialFromFiles } from './serving-files.js';
+import type { BackgroundLoops } from './background.js';
 import type { IssuerSettings } from './settings.js';
 import type { Signer } from './signer/signer.js';
 import { dataDirState } from './state/data-dir/data-dir-state.js';
@@ -55,7 +57,12 @@ export interface IssuerDeps {
   now(): Date;
   cwd: string;
   holder: string;
+  /** Operational lines (the state, background loops) — and, unless {@link logHandshakes} is false, one per handshake. */
   log?(line: string): void;
+  /** Whether the issuer writes its own line per handshake to {@link log} (default true; `issuer serve --log-format json` logs handshakes itself). */
+  logHandshakes?: boolean;
+  /** Where background loops report (logged, counted, readiness): ./background.ts. */
+  background?: BackgroundLoops;
 }
 
 interface IssuerRecord {
@@ -130,9 +137,7 @@ export async function openIssuer(settings: IssuerSettings, deps: IssuerDeps): Pr
     apiServerCaPem = await readFile(file, 'utf8').catch((cause: unknown) => {
       throw configError(`cannot read --api-server-ca ${file}: ${(cause as Error).message}`, file);
     });
-    if (!apiServerCaPem.includes('-----BEGIN CERTIFICATE-----')) {
-      throw configError(`--api-server-ca ${file} holds no PEM certificate`, file);
-    }
+    decodeCertificatesPem(apiServerCaPem, { file, flag: '--api-server-ca', code: 'ERR_ISSUER_CONFIG' });
   }
 
   const { state, providerClusterID } =
@@ -161,7 +166,7 @@ export async function openIssuer(settings: IssuerSettings, deps: IssuerDeps): Pr
     ...(settings.apiServer === undefined ? {} : { apiServer: settings.apiServer }),
     ...(apiServerCaPem === undefined ? {} : { apiServerCaPem }),
     now: deps.now,
-    ...(deps.log === undefined ? {} : { log: deps.log }),
+    ...(deps.log === undefined || deps.logHandshakes === false ? {} : { log: deps.log }),
   });
   return {
     issuer,

@@ -21,6 +21,7 @@
  * The Secret holds `kubeconfig` (cluster and the user's client certificate, without `client-key-data`: the private key
  * never leaves the consumer, which adds it), `tls.crt` and `ca.crt`.
  */
+import type { LoopReport } from './background.js';
 import { X509Certificate } from 'node:crypto';
 import type { KubeClient } from '../kube/kube-client.js';
 import type { SendKubeRequest } from '../kube/types.js';
@@ -66,6 +67,8 @@ export interface TenantControllerOptions {
   apiServer?: string;
   apiServerCaPem?: string;
   now(): Date;
+  /** Where the reconciler reports its lists, watches and status writes (`issuer serve`: logged, counted, readiness). */
+  report?: LoopReport;
   log?(line: string): void;
   /**
    * Runs `check` after `ms` (the running controller: a timer cancelled on stop). A Tenant refused as
@@ -143,16 +146,19 @@ export function startTenantController(options: TenantControllerOptions): Running
     pageSize: 500,
     ...(options.watchTimeoutSeconds === undefined ? {} : { timeoutSeconds: options.watchTimeoutSeconds }),
     ...(options.log === undefined ? {} : { log: options.log }),
+    ...(options.report === undefined ? {} : { report: options.report }),
     onEvent: async (type, tenant) => {
       if (type === 'DELETED') return; // the garbage collector removes its Identity and Secret (owner references)
       try {
         await reconcile(reconciling, tenant, stop.signal);
       } catch (error) {
         // Only the API server failing us gets here (a status that cannot be written): the next event or relist retries.
-        if (!stop.signal.aborted)
+        if (!stop.signal.aborted) {
           options.log?.(
             `tenant ${options.namespace}/${tenant.metadata?.name ?? '?'}: not answered: ${describe(error)}`,
           );
+          options.report?.failed(error);
+        }
       }
     },
   });

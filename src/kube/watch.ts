@@ -300,6 +300,8 @@ export interface ListAndWatchOptions<T extends WatchedObject> {
   retryDelayMs?: number;
   /** A line about each failure and relist (the loop itself never stops on them). */
   log?(line: string): void;
+  /** Told after each list (succeeded) and each failed list or watch (failed): the caller's health of the loop. */
+  report?: { succeeded(): void; failed(error: unknown): void };
 }
 
 function pause(ms: number, signal: AbortSignal): Promise<void> {
@@ -332,8 +334,10 @@ export async function listAndWatch<T extends WatchedObject>(options: ListAndWatc
         },
       }));
       if (signal.aborted) return;
+      options.report?.succeeded();
     } catch (error) {
       if (signal.aborted) return;
+      options.report?.failed(error);
       options.log?.(`list ${path} failed: ${(error as Error).message}; again in ${retryDelayMs} ms`);
       await pause(retryDelayMs, signal);
       continue;
@@ -366,6 +370,7 @@ export async function listAndWatch<T extends WatchedObject>(options: ListAndWatc
         options.log?.(`watch ${path}: resourceVersion ${resourceVersion} is gone (410); listing again`);
         continue;
       }
+      options.report?.failed(error);
       options.log?.(`watch ${path} failed: ${(error as Error).message}; listing again in ${retryDelayMs} ms`);
       await pause(retryDelayMs, signal);
     }

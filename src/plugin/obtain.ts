@@ -80,7 +80,9 @@ export interface ObtainedCredential {
 
 /**
  * Obtains a credential the way the provider's binary would, sharing its cache entries and locks: a cached credential
- * valid for the provider's `minRemainingSeconds` more is served without the lock; otherwise the key's lock is taken,
+ * valid for the provider's `minRemainingSeconds` more — by its `expirationTimestamp`, the provider's
+ * `stateExpiresAt` and, when it holds a client certificate, that certificate's own notBefore and notAfter — is served
+ * without the lock; otherwise the key's lock is taken,
  * the entry read again (another process may just have issued), the provider asked (with the previous entry), and a
  * credential with an expiry written atomically. A failure writes nothing.
  *
@@ -155,17 +157,25 @@ export async function obtain<F extends FlagSpecs, Settings, State>(
   const dir = cacheDirectory(provider.name, cacheDir, env);
   const key = cacheKey(provider.name, provider.cacheKey(settings));
   const minRemainingMs = (provider.minRemainingSeconds ?? 60) * 1000;
-  /** An entry to serve: valid for at least the provider's margin more. */
-  const fresh = (read: EntryRead<State>): read is Extract<EntryRead<State>, { kind: 'entry' }> =>
+  /** An entry whose stamps (its expiry, the provider's state) say it is valid for at least the margin more. */
+  const stamped = (read: EntryRead<State>): read is Extract<EntryRead<State>, { kind: 'entry' }> =>
     read.kind === 'entry' &&
     read.expiresAt - now().getTime() > minRemainingMs &&
     (provider.stateExpiresAt === undefined ||
       (provider.stateExpiresAt(read.entry.state) ?? Number.NEGATIVE_INFINITY) - now().getTime() > minRemainingMs);
+  /**
+   * Why a stamped entry's certificate, if it holds one, is not valid by its own notBefore and notAfter; undefined when
+   * it is. The reader is a chunk of its own: a token's cache hit does not load it.
+   */
+  const stale = async (read: Extract<EntryRead<State>, { kind: 'entry' }>): Promise<string | undefined> => {
+    const pem = read.entry.status.clientCertificateData;
+    return pem === undefined ? pem : (await import('./certificate-validity.js')).staleness(pem, now(), minRemainingMs);
+  };
 
   // Fast path: no lock, no provider code beyond settings().
   if (forceRefresh !== true && checkPrivateDirectory(dir)) {
     const read = readEntry<State>(dir, key);
-    if (fresh(read)) return { status: read.entry.status, fromCache: true };
+    if (stamped(read) && !(await stale(read))) return { status: read.entry.status, fromCache: true };
   }
   await hooks.beforeIssue?.();
   // Only now: a cached credential is served even to an aborted signal (nothing to stop), and runPlugin makes its
@@ -203,8 +213,11 @@ export async function obtain<F extends FlagSpecs, Settings, State>(
       removeEntry(dir, key);
       read = { kind: 'missing' };
     }
-    if (forceRefresh !== true && fresh(read)) {
-      return { status: read.entry.status, fromCache: true };
+    if (forceRefresh !== true && stamped(read)) {
+      const why = await stale(read);
+      if (!why) return { status: read.entry.status, fromCache: true };
+      // Its stamp was edited, restored from a backup or written on a wrong clock: renew; the new entry replaces it.
+      say(`renewing: the certificate cached in ${entryPath(dir, key)} ${why}`);
     }
     const issuedAt = now();
     const interactive = input.spec.interactive === true;

@@ -173,7 +173,8 @@ export interface CredentialProvider<F extends FlagSpecs = FlagSpecs, Settings = 
    * When a cached credential stops working by its own {@link IssuedCredential.state} (a certificate's notAfter), for
    * credentials that can end before their `expirationTimestamp` says (a clock that was wrong when the entry was
    * written, an edited entry): epoch ms, or undefined when the state cannot tell — the entry is then not served. Runs
-   * on every cache hit: read a stored value, never parse a certificate.
+   * on every cache hit: read a stored value, never parse a certificate (the runtime itself checks the notBefore and
+   * notAfter of a cached `clientCertificateData`, for every provider).
    */
   stateExpiresAt?(state: State | undefined): number | undefined;
   /**

@@ -417,6 +417,18 @@ export function handCases(pki: Pki): Case[] {
       ['field-name-case'],
     ),
     resolve(
+      'a providers file with "providers" twice is refused; upstream takes the last',
+      `{"providers": [], "providers": ${JSON.stringify([provider()])}}`,
+      [withExt(ext(EXEC, {}))],
+      ['duplicate-key-refused'],
+    ),
+    resolve(
+      'a providers entry with "name" twice is refused; upstream takes the last',
+      JSON.stringify({ providers: [provider()] }).replace('{"name":"p"', '{"name":"other","name":"p"'),
+      [withExt(ext(EXEC, {}))],
+      ['duplicate-key-refused'],
+    ),
+    resolve(
       'an empty command is refused now, upstream fails when it runs the plugin',
       file(provider({}, { command: '' })),
       [withExt()],

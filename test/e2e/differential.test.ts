@@ -53,6 +53,7 @@ const LISTED: Readonly<Record<string, 'docs/explanation/upstream.md' | 'docs/ref
   'profile-schema': 'docs/explanation/upstream.md',
   'yaml-providers-file': 'docs/explanation/upstream.md',
   'field-name-case': 'docs/explanation/upstream.md',
+  'duplicate-key-refused': 'docs/explanation/upstream.md',
   'nel-refused': 'docs/explanation/upstream.md',
   'upstream-panic': 'docs/explanation/upstream.md',
   'env-denied': 'docs/explanation/upstream.md',
@@ -230,6 +231,8 @@ function compareResolve(c: ResolveCase, go: GoResolveResult, ours: Ours): Findin
       finding.classes.add('nel-refused');
     else if (ours.code === 'ERR_PROFILE_ENV_DENIED') finding.classes.add('env-denied');
     else if (ours.code === 'ERR_PROFILE_INSECURE_TLS_DENIED') finding.classes.add('insecure-refused');
+    else if (ours.code === 'ERR_ACCESS_CONFIG_PARSE' && ours.message.includes('a duplicate key'))
+      finding.classes.add('duplicate-key-refused');
     else finding.unexplained.push(`Go accepted; we refused: ${ours.code}: ${ours.message}`);
     return finding;
   }

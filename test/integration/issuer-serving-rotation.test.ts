@@ -128,7 +128,7 @@ describe('--tls-cert-file/--tls-key-file rotation', () => {
     await expect
       .poll(() => issuer.log(), { timeout: 10_000, interval: 250 })
       .toMatch(
-        /serving certificate refused, still serving the previous one: ERR_ISSUER_CONFIG: --tls-cert-file \S+ holds no PEM certificate/,
+        /serving certificate refused, still serving the previous one: ERR_ISSUER_CONFIG: --tls-cert-file \S+: expected one or more PEM certificates \("CERTIFICATE"\), found no PEM block/,
       );
     expect(await servedSerial(issuer.url, ca.cert)).toBe(serialOf(second));
     writeFileSync(volume.dataFile('tls.crt'), third.cert);
@@ -147,6 +147,10 @@ describe('--tls-cert-file/--tls-key-file rotation', () => {
     const refused = Number(/serving_certificate_reloads_total\{result="refused"\} (\d+)/.exec(metrics.body)?.[1]);
     expect(refused).toBeGreaterThanOrEqual(3);
     expect(refused).toBeLessThanOrEqual(4);
+    // Every failed poll is a failed run of the reload loop; a refused pair does not fail readiness (the previous serves).
+    const failedRuns = Number(/background_failures_total\{loop="serving-reload"\} (\d+)/.exec(metrics.body)?.[1]);
+    expect(failedRuns).toBeGreaterThanOrEqual(refused);
+    expect((await get(`${issuer.url}/readyz`, ca.cert)).status).toBe(200);
     for (const pair of [first, second, third, expired]) expect(issuer.log()).not.toContain(pair.key.split('\n')[1]!);
     expect(issuer.log()).not.toContain('BEGIN');
   });

@@ -329,7 +329,8 @@ describe('cache-hit path', () => {
       (sum, url) => sum + statSync(new URL(url)).size,
       0,
     );
-    expect(loadedBytes).toBeLessThan(64 * 1024);
+    // What a token's hit reads: the stub, the entry and the one-file runtime (a certificate's validity reader is a chunk).
+    expect(loadedBytes).toBeLessThan(65 * 1024);
     for (const heavy of ['http', 'https', 'tls', 'http2', 'zlib']) {
       expect(onHit.builtins).not.toContain(heavy);
     }

@@ -27,12 +27,15 @@ import {
   type RunningIssuer,
 } from '../helpers/tenant-cert-plugin-run.js';
 import { createTestCa } from '../helpers/tls.js';
+import { otherUserProblem, stageBinaries, type StagedBinaries } from '../helpers/other-user.js';
 import { runCommand } from '../helpers/process.js';
 
 const BIN = join(import.meta.dirname, '../../bin/clusterprofile-token-request.mjs');
 const PROVIDER = 'member-1';
 const CONSUMER = 'hub-cluster';
 
+/** Why the binary cannot run as another user here (that test then skips with it in its title). */
+const OTHER_USER_PROBLEM = otherUserProblem();
 let root: string;
 let issuer: RunningIssuer;
 let api: FakeKubeApi;
@@ -227,22 +230,35 @@ describe('without HOME (a pod that sets none)', () => {
     expect(help.stdout).toContain('--identity-dir DIR');
   });
 
-  /** The binary as uid 65532, which has no entry in the user database (a distroless pod), without HOME. */
+  /**
+   * The binary as uid 65532, which has no entry in the user database (a distroless pod), without HOME: staged in a
+   * 0755 directory that user can reach, wherever the checkout lives.
+   */
+  let stagedForPod: StagedBinaries | undefined;
   function asPodUser(
     args: readonly string[],
     env: Record<string, string>,
   ): Promise<{ code: number | null; stdout: string; stderr: string }> {
+    const staged = (stagedForPod ??= stageBinaries());
     return runCommand(
       'setpriv',
-      ['--reuid=65532', '--regid=65532', '--clear-groups', '--', process.execPath, BIN, ...args],
+      [
+        '--reuid=65532',
+        '--regid=65532',
+        '--clear-groups',
+        '--',
+        staged.node,
+        staged.bin('clusterprofile-token-request.mjs'),
+        ...args,
+      ],
       {
         env: { PATH: process.env['PATH'], KUBERNETES_EXEC_INFO: execInfo(), ...env },
       },
     );
   }
 
-  test.skipIf(process.getuid?.() !== 0)(
-    'no home at all (needs root to run as a user without a passwd entry; skipped otherwise): a usage error naming --identity-dir, then KUBECACHEDIR — flags and variables token-request has',
+  test.skipIf(OTHER_USER_PROBLEM !== undefined)(
+    `no home at all (run as a user without a passwd entry${OTHER_USER_PROBLEM === undefined ? '' : ` — skipped: ${OTHER_USER_PROBLEM}`}): a usage error naming --identity-dir, then KUBECACHEDIR — flags and variables token-request has`,
     async () => {
       expect(readFileSync('/etc/passwd', 'utf8')).not.toMatch(/^[^:]*:[^:]*:65532:/m);
       const pod = join(root, 'pod');

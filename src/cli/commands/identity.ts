@@ -12,7 +12,6 @@
  * kubectl --kubeconfig member-1.kubeconfig get --raw /version
  * ```
  */
-import { createPrivateKey } from 'node:crypto';
 import { readFile, unlink } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { Argv } from 'yargs';
@@ -26,6 +25,7 @@ import {
   identityFile,
   loadClusterFlow,
   loadIdentityImport,
+  parsePrivateKeyPem,
   readKeyFile,
   type ParsedIdentity,
 } from '../../providers/tenant-cert/index.js';
@@ -251,7 +251,7 @@ export async function run(args: CommandArgs, ctx: CommandContext): Promise<numbe
   const { keyPem } = readKeyFile(keyFile);
   const checked = checkCertificate(identity.certificatePem, {
     clusterID: identity.consumerClusterID,
-    privateKey: createPrivateKey(keyPem),
+    privateKey: parsePrivateKeyPem(keyPem, keyFile, { flag: '--key-file', code: 'ERR_TENANT_CERT_KEY_FILE' }),
     now: new Date(),
     minRemainingMs: 60_000,
     source,

@@ -15,7 +15,7 @@ import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import type { Argv } from 'yargs';
 import { CredentialsError } from '../../base/errors.js';
-import type { IssuerSettings, OpenIssuer } from '../../issuer/index.js';
+import type { BackgroundLoops, IssuerSettings, OpenIssuer } from '../../issuer/index.js';
 import { checkClusterId, keyAlgorithm, parsePublicKey, spkiDer } from '../../providers/tenant-cert/index.js';
 import { parseDuration } from '../duration.js';
 import { readInput } from '../input.js';
@@ -40,6 +40,7 @@ export const actions = {
       'api-server-ca',
       'cert-lifetime',
       'nonce-ttl',
+      'nonce-collection-interval',
       'signer',
       'kubeconfig',
       'context',
@@ -158,6 +159,12 @@ export function builder(parser: Argv): Argv<object> {
       default: '60s',
       requiresArg: true,
       describe: 'how long a nonce may wait for its Tenant (5s..1h)',
+    })
+    .option('nonce-collection-interval', {
+      type: 'string',
+      default: '30s',
+      requiresArg: true,
+      describe: '--state kubernetes: how often spent nonce records are collected, ±50 % (1s..1h)',
     })
     .option('signer', {
       type: 'string',
@@ -284,6 +291,12 @@ export function issuerSettings(args: CommandArgs, providerClusterID: string | un
       max: 60 * MINUTE,
       code: 'ERR_ISSUER_CONFIG',
     }),
+    nonceCollectionMs: parseDuration(String(args['nonce-collection-interval'] ?? '30s'), {
+      flag: '--nonce-collection-interval',
+      min: 1000,
+      max: 60 * MINUTE,
+      code: 'ERR_ISSUER_CONFIG',
+    }),
     groups: strings(args['group']),
     liqoCompat: args['liqo-compat'] === true,
     signer: args['signer'] === 'kubernetes' ? 'kubernetes' : 'embedded',
@@ -304,8 +317,15 @@ function jsonLine(level: 'info' | 'warn' | 'error', msg: string, fields: Record<
 }
 
 async function serve(args: CommandArgs, ctx: CommandContext): Promise<number> {
-  const { IssuerMetrics, configError, openIssuer, parseListen, startIssuerServer, startMetricsServer } =
-    await loadIssuer();
+  const {
+    BackgroundLoops,
+    IssuerMetrics,
+    configError,
+    openIssuer,
+    parseListen,
+    startIssuerServer,
+    startMetricsServer,
+  } = await loadIssuer();
   checkStateFlags(args, 'serve');
   const providerClusterID = checkClusterId(required(args, 'cluster-id', 'serve'), '--cluster-id');
   const listen = parseListen(String(args['listen']));
@@ -329,7 +349,9 @@ async function serve(args: CommandArgs, ctx: CommandContext): Promise<number> {
     ? (line: string) =>
         ctx.io.stderr.write(
           jsonLine(
-            line.startsWith('internal error') || line.startsWith('readiness check')
+            line.startsWith('internal error') ||
+              line.startsWith('readiness check') ||
+              /^background \S+ failed/.test(line)
               ? 'error'
               : line.startsWith('serving certificate refused')
                 ? 'warn'
@@ -345,15 +367,21 @@ async function serve(args: CommandArgs, ctx: CommandContext): Promise<number> {
       ...strings(args['san']),
     ]),
   ];
-  // JSON: one line per handshake request from the server (code, consumer, duration) instead of the issuer's text lines.
+  // One logger in either format. JSON: one line per handshake request from the server (code, consumer, duration)
+  // instead of the issuer's own text lines; every other line (the state, background loops) the same in both.
+  let state: OpenIssuer['state'] | undefined;
+  const metrics = new IssuerMetrics({ noncesOutstanding: () => state?.outstandingNonces(new Date()) ?? 0 });
+  const background = new BackgroundLoops({ log, counted: (loop) => metrics.backgroundFailure(loop), now: Date.now });
   const opened = await openIssuer(settings, {
     env: ctx.env,
     now: () => new Date(),
     cwd: ctx.cwd,
     holder: 'issuer serve',
-    ...(json ? {} : { log }),
+    log,
+    logHandshakes: !json,
+    background,
   });
-  const metrics = new IssuerMetrics({ noncesOutstanding: () => opened.state.outstandingNonces(new Date()) });
+  state = opened.state;
   let running: Awaited<ReturnType<typeof startIssuerServer>>;
   let metricsServer: Awaited<ReturnType<typeof startMetricsServer>> | undefined;
   try {
@@ -366,6 +394,7 @@ async function serve(args: CommandArgs, ctx: CommandContext): Promise<number> {
       port: listen.port,
       log,
       metrics,
+      background,
       readinessChecks: [{ name: opened.state.kind, check: (signal) => opened.state.checkReady(signal) }],
       ...(settings.tlsCertFile !== undefined && settings.tlsKeyFile !== undefined
         ? {
@@ -425,7 +454,7 @@ async function serve(args: CommandArgs, ctx: CommandContext): Promise<number> {
   }
   const tenants =
     args['reconcile-tenants'] === true
-      ? await startReconciler(args, ctx, opened.issuer, log).catch(async (error: unknown) => {
+      ? await startReconciler(args, ctx, opened.issuer, log, background).catch(async (error: unknown) => {
           await running.close(0);
           await metricsServer?.close();
           await opened.close();
@@ -466,6 +495,7 @@ async function startReconciler(
   ctx: CommandContext,
   issuer: OpenIssuer['issuer'],
   log: (line: string) => void,
+  background: BackgroundLoops,
 ): Promise<{ stop(): Promise<void> }> {
   const [{ startTenantControllerFor }, { KubeClient }, { KUBE_RETRY }] = await Promise.all([
     loadIssuer(),
@@ -491,7 +521,9 @@ async function startReconciler(
       { path: '--namespace' },
     );
   }
-  const controller = startTenantControllerFor(client, { issuer, namespace, now: () => new Date(), log });
+  // Its lists and watches are retried a second after a failure: the allowance is the minimum, a minute.
+  const report = background.register('tenant-reconciler', 1000);
+  const controller = startTenantControllerFor(client, { issuer, namespace, now: () => new Date(), log, report });
   log(`reconciling the Tenants of namespace ${namespace} on ${access.endpoint.server} (${access.source})`);
   return controller;
 }

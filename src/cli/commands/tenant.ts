@@ -218,7 +218,7 @@ export async function run(args: CommandArgs, ctx: CommandContext): Promise<numbe
         path: keyFile,
       });
     });
-    const privateKey = parsePrivateKeyPem(keyPem, keyFile);
+    const privateKey = parsePrivateKeyPem(keyPem, keyFile, { flag: '--key-file', code: 'ERR_TENANT_CERT_KEY_FILE' });
     const { buildCsr, buildTenant } = await loadTenantBuilder();
     let document: unknown;
     if (args['liqo'] === true) {
@@ -310,7 +310,7 @@ async function apply(args: CommandArgs, ctx: CommandContext): Promise<number> {
   const providerClusterID = checkClusterId(required(args, 'provider-cluster-id', 'apply'), '--provider-cluster-id');
   const keyFile = resolve(ctx.cwd, required(args, 'key-file', 'apply'));
   const { keyPem } = readKeyFile(keyFile);
-  const privateKey = parsePrivateKeyPem(keyPem, keyFile);
+  const privateKey = parsePrivateKeyPem(keyPem, keyFile, { flag: '--key-file', code: 'ERR_TENANT_CERT_KEY_FILE' });
   const timeoutMs = parseDuration(String(args['timeout'] ?? '60s'), {
     flag: '--timeout',
     min: 1000,

@@ -6,6 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs';
 import { CredentialsError } from '../../base/errors.js';
+import { decodePrivateKeyPem } from '../../base/pem-file.js';
 import type { ClientAuthentication, ProviderMetadata } from './protocol.js';
 import type { ClientAuthMethod } from './settings.js';
 
@@ -96,6 +97,8 @@ export type ClientCredential =
       method: 'private_key_jwt';
       clientID: string;
       privateKeyPem: string;
+      /** Where {@link privateKeyPem} was read from, for messages. */
+      privateKeyFile: string;
       alg: string | undefined;
       kid: string | undefined;
     };
@@ -158,6 +161,7 @@ export async function loadClientCredential(o: {
         method: 'private_key_jwt',
         clientID: o.clientID,
         privateKeyPem: await readCredentialFile(o.privateKeyFile!, '--private-key-file', 'private key file'),
+        privateKeyFile: o.privateKeyFile!,
         alg: o.privateKeyAlg,
         kid: o.privateKeyId,
       };
@@ -194,17 +198,12 @@ export async function clientAuthentication(
     case 'client_secret_post':
       return { headers: {}, params: { client_id: credential.clientID, client_secret: credential.secret } };
     case 'private_key_jwt': {
-      const { createPrivateKey } = await import('node:crypto');
       const { importPKCS8, SignJWT } = await import('jose');
-      let keyObject: ReturnType<typeof createPrivateKey>;
-      try {
-        keyObject = createPrivateKey(credential.privateKeyPem);
-      } catch (error) {
-        throw new CredentialsError('ERR_OIDC_FILE', 'the private key file is not a PEM private key', {
-          path: '--private-key-file',
-          cause: error,
-        });
-      }
+      const keyObject = decodePrivateKeyPem(credential.privateKeyPem, {
+        file: credential.privateKeyFile,
+        flag: '--private-key-file',
+        code: 'ERR_OIDC_FILE',
+      });
       const alg = credential.alg ?? defaultAlg(keyObject.asymmetricKeyType, keyObject.asymmetricKeyDetails?.namedCurve);
       let key: Awaited<ReturnType<typeof importPKCS8>>;
       try {

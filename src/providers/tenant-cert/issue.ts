@@ -61,7 +61,10 @@ export async function issueTenantCertificate(
   context: IssueContext<TenantCertState>,
   options: IssueOptions = {},
 ): Promise<IssuedCredential<TenantCertState>> {
-  const privateKey = parsePrivateKeyPem(settings.keyPem, settings.keyFile);
+  const privateKey = parsePrivateKeyPem(settings.keyPem, settings.keyFile, {
+    flag: '--key-file',
+    code: 'ERR_TENANT_CERT_KEY_FILE',
+  });
   const log = (line: string): void => {
     context.stderr.write(`${line}\n`);
   };

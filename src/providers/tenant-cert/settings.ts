@@ -14,6 +14,7 @@
 import { isAbsolute, join, resolve } from 'node:path';
 import { CredentialsError, quote, quoteUrl } from '../../base/errors.js';
 import type { Env } from '../../base/io.js';
+import { describePem } from '../../base/pem-file.js';
 import { sha256Hex } from '../../base/sha256.js';
 import { readPrivateFile, type PrivacyProblem } from '../../base/private-files/privacy.js';
 import { checkClusterId, CLUSTER_ID_RULE, isClusterId } from '../../wire/tenant-cert/cluster-id.js';
@@ -196,7 +197,7 @@ export function readKeyFile(file: string): { keyPem: string; keyDigest: string }
   if (!/-----BEGIN PRIVATE KEY-----[\s\S]+-----END PRIVATE KEY-----/.test(keyPem)) {
     throw new CredentialsError(
       'ERR_TENANT_CERT_KEY_FILE',
-      'the key file is not a PKCS#8 PEM private key ("-----BEGIN PRIVATE KEY-----")',
+      `the key file is not a PKCS#8 PEM private key ("-----BEGIN PRIVATE KEY-----"): it holds ${describePem(keyPem)}`,
       { path: file, hint: 'convert with: openssl pkcs8 -topk8 -nocrypt -in OLD -out NEW' },
     );
   }

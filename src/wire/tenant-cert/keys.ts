@@ -5,7 +5,6 @@
  * RSA PKCS#1 v1.5 over SHA-256.
  */
 import {
-  createPrivateKey,
   createPublicKey,
   generateKeyPairSync,
   sign as cryptoSign,
@@ -13,7 +12,8 @@ import {
   type KeyObject,
   type webcrypto,
 } from 'node:crypto';
-import { isCredentialsError } from '../../base/errors.js';
+import { isCredentialsError, type ErrorCode } from '../../base/errors.js';
+import { decodePrivateKeyPem } from '../../base/pem-file.js';
 import { tenantError } from './protocol.js';
 
 export type KeyAlgorithm = 'ed25519' | 'ecdsa-p256' | 'rsa-2048';
@@ -83,27 +83,21 @@ export function keyAlgorithm(key: KeyObject, path?: string): KeyAlgorithm {
   );
 }
 
-/** A private key from PEM (PKCS#8; the traditional `EC`/`RSA PRIVATE KEY` forms are read too). Never logs it. */
-export function parsePrivateKeyPem(pem: string, path?: string): KeyObject {
-  if (!pem.includes('-----BEGIN') || !pem.includes('PRIVATE KEY-----')) {
-    throw tenantError('ERR_TENANT_BAD_PEM', 'the private key is not a PEM "PRIVATE KEY"', {
-      ...(path === undefined ? {} : { path }),
-    });
-  }
-  let key: KeyObject;
-  try {
-    key = createPrivateKey({ key: pem, format: 'pem' });
-  } catch (cause) {
-    // The cause of a failed private key parse can quote key material: keep only its code.
-    const code = (cause as { code?: unknown }).code;
-    throw tenantError(
-      'ERR_TENANT_BAD_PEM',
-      `the private key PEM cannot be read${typeof code === 'string' ? ` (${code})` : ''}`,
-      {
-        ...(path === undefined ? {} : { path }),
-      },
-    );
-  }
+/**
+ * A cluster's private key from PEM (PKCS#8; the traditional `EC`/`RSA PRIVATE KEY` forms are read too), decoded by
+ * the one key reader (base/pem-file.ts): a file that holds anything else is `code` (default `ERR_TENANT_BAD_PEM`)
+ * naming `path` and `flag`. Never logs it.
+ */
+export function parsePrivateKeyPem(
+  pem: string,
+  path?: string,
+  source: { flag?: string; code?: ErrorCode } = {},
+): KeyObject {
+  const key = decodePrivateKeyPem(pem, {
+    file: path ?? 'the private key',
+    code: source.code ?? 'ERR_TENANT_BAD_PEM',
+    ...(source.flag === undefined ? {} : { flag: source.flag }),
+  });
   keyAlgorithm(key, path);
   return key;
 }

@@ -12,9 +12,9 @@
  * issuer.lock      held by the process using nonces.journal
  * ```
  */
-import { createPrivateKey } from 'node:crypto';
 import { join } from 'node:path';
 import { CredentialsError } from '../../../base/errors.js';
+import { decodeCertificatesPem, decodePrivateKeyPem } from '../../../base/pem-file.js';
 import { createCertificateAuthority, loadCertificateAuthority, type CertificateAuthority } from '../../certificates.js';
 import { CA_LIFETIME_MS, caCommonName, servingFrom, type ServingMaterial } from '../issuer-cas.js';
 import { ensurePrivateDir, readOptional, writeFileAtomic } from './files.js';
@@ -54,15 +54,19 @@ async function loadOrCreateCa(
     certificatePem = created.certificatePem;
     keyPem = created.keyPem;
   }
+  const hint = 'restore both files of the pair from one backup';
+  // Each file decoded by the one key and certificate reader first: a refusal names the file and what it should hold.
+  decodeCertificatesPem(certificatePem, { file: certPath, code: 'ERR_ISSUER_DATA_DIR', hint });
+  const privateKey = decodePrivateKeyPem(keyPem, { file: keyPath, code: 'ERR_ISSUER_DATA_DIR', hint });
   try {
-    return loadCertificateAuthority(certificatePem, createPrivateKey(keyPem));
+    return loadCertificateAuthority(certificatePem, privateKey);
   } catch (cause) {
     throw new CredentialsError(
       'ERR_ISSUER_DATA_DIR',
       `${certPath} or ${keyPath} cannot be read: ${(cause as Error).message}`,
       {
         path: certPath,
-        hint: 'restore both files of the pair from one backup',
+        hint,
         cause,
       },
     );

@@ -35,6 +35,7 @@
  * An API server that is down or refuses makes a Tenant fail with ERR_ISSUER_STATE_UNAVAILABLE / _FORBIDDEN
  * (retryable; HTTP 503 to clients): spending is one write, so nothing is left half written.
  */
+import type { BackgroundLoops } from '../../background.js';
 import type { Env } from '../../../base/io.js';
 import type { CertificateAuthority } from '../../certificates.js';
 import { servingMaterialFromFiles } from '../../serving-files.js';
@@ -58,6 +59,8 @@ export interface KubernetesStateOptions {
   /** --liqo-compat: issued nonces recorded in the API, so a Liqo-shaped Tenant matches at any replica. */
   liqoCompat?: boolean;
   log?(line: string): void;
+  /** Where the collection loop reports its runs (`issuer serve`: logged, counted, readiness). */
+  background?: BackgroundLoops;
 }
 
 /** Opens the state in NS: the client CA (and serving CA) and the nonce key created or read, the collector started. */
@@ -75,7 +78,11 @@ export async function kubernetesState(
   const seal = await ensureNonceKey(conn, paths, options.providerClusterID);
   const nonces = new KubernetesNonces(conn, options.namespace, seal, { recordIssued: options.liqoCompat === true });
   const trust = new KubernetesTrustStore(conn, options.namespace);
-  const collector = startCollecting(nonces, options.collectEveryMs ?? 30_000, options.now, options.log);
+  const collectEveryMs = options.collectEveryMs ?? 30_000;
+  // Its longest interval: a run is scheduled at 0.5 to 1.5 periods.
+  const report =
+    collectEveryMs > 0 ? options.background?.register('nonce-collection', collectEveryMs * 1.5) : undefined;
+  const collector = startCollecting(nonces, collectEveryMs, options.now, options.log, report);
   const tls = options.tls;
   let serving: ServingMaterial | undefined;
   return {
@@ -118,7 +125,7 @@ export async function kubernetesState(
 export async function openKubernetesState(
   settings: IssuerSettings,
   providerClusterID: string,
-  deps: { env: Env; cwd: string; now(): Date; log?(line: string): void },
+  deps: { env: Env; cwd: string; now(): Date; log?(line: string): void; background?: BackgroundLoops },
 ): Promise<IssuerState> {
   let tls: KubernetesStateOptions['tls'];
   if (settings.tlsCertFile !== undefined && settings.tlsKeyFile !== undefined) {
@@ -132,8 +139,10 @@ export async function openKubernetesState(
       providerClusterID,
       now: deps.now,
       liqoCompat: settings.liqoCompat,
+      ...(settings.nonceCollectionMs === undefined ? {} : { collectEveryMs: settings.nonceCollectionMs }),
       ...(tls === undefined ? {} : { tls }),
       ...(deps.log === undefined ? {} : { log: deps.log }),
+      ...(deps.background === undefined ? {} : { background: deps.background }),
     });
   } catch (error) {
     await conn.close();

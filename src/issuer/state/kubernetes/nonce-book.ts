@@ -4,6 +4,7 @@
  * `issuer-nonce-<id>`. Records past their expiry are collected by any replica (./kubernetes-state.ts describes the
  * whole scheme).
  */
+import type { LoopReport } from '../../background.js';
 import { randomBytes } from 'node:crypto';
 import { isCredentialsError } from '../../../base/errors.js';
 import type { KubeResponse } from '../../../kube/types.js';
@@ -238,13 +239,15 @@ export class KubernetesNonces implements NonceBook {
 
 /**
  * Collects expired nonce records every `everyMs` (±50 % jitter; 0: never), a full sweep every tenth run; a run that
- * fails is logged and the next one scheduled. `stop` cancels the next run and waits for one under way.
+ * fails is reported (to `report` when given, else logged) and the next one scheduled. `stop` cancels the next run and
+ * waits for one under way.
  */
 export function startCollecting(
   nonces: KubernetesNonces,
   everyMs: number,
   now: () => Date,
   log?: (line: string) => void,
+  report?: LoopReport,
 ): { stop(): Promise<void> } {
   let timer: NodeJS.Timeout | undefined;
   let collecting: Promise<unknown> | undefined;
@@ -256,7 +259,13 @@ export function startCollecting(
       () => {
         collecting = nonces
           .collect(now(), { sweep: runs++ % 10 === 0 })
-          .catch((error: unknown) => log?.(`collecting expired nonces failed: ${(error as Error).message}`))
+          .then(
+            () => report?.succeeded(),
+            (error: unknown) =>
+              report === undefined
+                ? log?.(`collecting expired nonces failed: ${(error as Error).message}`)
+                : report.failed(error),
+          )
           .finally(schedule);
       },
       everyMs * (0.5 + Math.random()),

@@ -4,9 +4,13 @@
  */
 import { createPublicKey, type KeyObject, X509Certificate } from 'node:crypto';
 import { CredentialsError } from '../../../base/errors.js';
+import { NOT_BEFORE_TOLERANCE_MS } from '../../../plugin/certificate-validity.js';
 
-/** How far in the future a NotBefore may lie (after correcting for the measured offset) before we call it skew. */
-export const NOT_BEFORE_TOLERANCE_MS = 5 * 60_000;
+/**
+ * How far in the future a NotBefore may lie (after correcting for the measured offset) before we call it skew: the
+ * runtime's tolerance for a cached certificate, so that what is issued is also served from the cache.
+ */
+export { NOT_BEFORE_TOLERANCE_MS };
 
 export interface CertificateExpectations {
   /** Our cluster ID: the certificate's CN must be exactly this. */
