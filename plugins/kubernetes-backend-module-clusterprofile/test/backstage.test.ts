@@ -17,15 +17,10 @@ import { catalogServiceMock } from '@backstage/plugin-catalog-node/testUtils';
 import type { JsonObject } from '@backstage/types';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { isCredentialsError } from '../../../src/library/index.js';
-import {
-  applyAsAdmin,
-  clientCertKubeconfig,
-  e2eContext,
-  kubectl,
-  tempFile,
-} from '../../../test/helpers/controlplane-e2e.js';
+import { adminKubectl, startE2eIssuer, type E2eIssuer } from '../../../test/e2e/fixtures/tenant-cert-issuer.js';
+import { applyAsAdmin, clientCertKubeconfig, tempFile } from '../../../test/helpers/controlplane-e2e.js';
 import { fleetRbac } from '../../../test/helpers/fleet-rbac.js';
-import { startE2eIssuer, type E2eIssuer } from '../../../test/e2e/fixtures/tenant-cert-issuer.js';
+import { controlPlaneStatus, createProfile, patchProfileStatus, waitFor } from '../../../test/helpers/inventory-e2e.js';
 
 const MODULE = '@clusterprofile-credentials/backstage-plugin-kubernetes-backend-module-clusterprofile';
 const repo = fileURLToPath(new URL('../../../', import.meta.url));
@@ -51,85 +46,15 @@ const SHOP = {
   spec: { type: 'service', lifecycle: 'production', owner: 'team-a' },
 };
 
-let caPem = '';
 let hubKubeconfig = '';
 let providersFile = '';
 let rotatingCount = '';
 let rotatingToken = '';
 let issuer: E2eIssuer;
 
-async function admin(args: string[], input?: string): Promise<string> {
-  const { controlPlane } = e2eContext();
-  const result = await kubectl(controlPlane.adminKubeconfig, args, input === undefined ? {} : { input });
-  if (result.code !== 0) throw new Error(`kubectl ${args.join(' ')}: ${result.stderr}`);
-  return result.stdout;
-}
-
-/** A profile's status: one access provider reaching the control plane with `extension` as its plugin's config. */
-function statusOf(provider: string, extension?: Record<string, unknown>): Record<string, unknown> {
-  const { controlPlane } = e2eContext();
-  return {
-    accessProviders: [
-      {
-        name: provider,
-        cluster: {
-          server: controlPlane.server,
-          'certificate-authority-data': Buffer.from(caPem).toString('base64'),
-          ...(extension === undefined
-            ? {}
-            : { extensions: [{ name: 'client.authentication.k8s.io/exec', extension }] }),
-        },
-      },
-    ],
-    conditions: [
-      {
-        type: 'ControlPlaneHealthy',
-        status: 'True',
-        reason: 'Probe',
-        message: 'e2e',
-        lastTransitionTime: '2026-01-01T00:00:00Z',
-      },
-    ],
-  };
-}
-
+const admin = adminKubectl;
 const tokenRequest = (sa: string) =>
-  statusOf('token-request', { namespace: SA_NS, serviceAccount: sa, expirationSeconds: 600 });
-
-async function createProfile(name: string, status: Record<string, unknown>, labels = LABEL): Promise<void> {
-  const object = {
-    apiVersion: 'multicluster.x-k8s.io/v1alpha1',
-    kind: 'ClusterProfile',
-    metadata: { name, namespace: NS, labels },
-    spec: { displayName: name, clusterManager: { name: 'e2e' } },
-  };
-  await admin(['create', '-f', '-'], JSON.stringify(object));
-  await patchStatus(name, status);
-}
-
-async function patchStatus(name: string, status: Record<string, unknown>): Promise<void> {
-  await admin([
-    'patch',
-    'clusterprofile',
-    name,
-    '-n',
-    NS,
-    '--subresource=status',
-    '--type=merge',
-    '-p',
-    JSON.stringify({ status }),
-  ]);
-}
-
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
-  const started = Date.now();
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() - started > timeoutMs) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
+  controlPlaneStatus('token-request', { namespace: SA_NS, serviceAccount: sa, expirationSeconds: 600 });
 
 /** The module's configuration with `overrides` (the default: the inventory, the providers file, the label). */
 function moduleConfig(overrides: Record<string, unknown> = {}): Record<string, unknown> {
@@ -179,8 +104,6 @@ function codedCause(error: unknown): { code: string; path?: string; message: str
 }
 
 beforeAll(async () => {
-  const { controlPlane } = e2eContext();
-  caPem = await readFile(controlPlane.caFile, 'utf8');
   await admin(['apply', '-f', crdFile]);
   await admin(['wait', '--for=condition=Established', '--timeout=60s', 'crd/clusterprofiles.multicluster.x-k8s.io']);
   for (const ns of [NS, SA_NS, APPS]) await admin(['create', 'namespace', ns]);
@@ -273,16 +196,16 @@ beforeAll(async () => {
       ],
     }),
   );
-  await createProfile('bs-member-1', tokenRequest('bs-member-1'));
-  await createProfile('bs-member-2', tokenRequest('bs-member-2'));
-  await createProfile('bs-tc', statusOf('tenant-cert', issuer.config));
-  await createProfile('bs-rotating', statusOf('rotating'));
+  await createProfile(NS, 'bs-member-1', await tokenRequest('bs-member-1'), LABEL);
+  await createProfile(NS, 'bs-member-2', await tokenRequest('bs-member-2'), LABEL);
+  await createProfile(NS, 'bs-tc', await controlPlaneStatus('tenant-cert', issuer.config), LABEL);
+  await createProfile(NS, 'bs-rotating', await controlPlaneStatus('rotating'), LABEL);
   // No such ServiceAccount: its TokenRequest fails, for this member only.
-  await createProfile('bs-no-sa', tokenRequest('nobody'));
+  await createProfile(NS, 'bs-no-sa', await tokenRequest('nobody'), LABEL);
   // A provider the providers file does not have: the profile does not resolve.
-  await createProfile('bs-unknown', statusOf('not-in-the-providers-file'));
+  await createProfile(NS, 'bs-unknown', await controlPlaneStatus('not-in-the-providers-file'), LABEL);
   // Not selected by the label selector.
-  await createProfile('bs-unlabeled', tokenRequest('bs-member-1'), {});
+  await createProfile(NS, 'bs-unlabeled', await tokenRequest('bs-member-1'));
 }, 180_000);
 
 afterAll(async () => {
@@ -406,14 +329,14 @@ describe('the module in a Backstage backend, on the real control plane', () => {
   });
 
   it('a profile added, changed or deleted on the hub shows up without a restart', async () => {
-    await createProfile('bs-member-3', tokenRequest('bs-member-3'));
+    await createProfile(NS, 'bs-member-3', await tokenRequest('bs-member-3'), LABEL);
     await waitFor('bs-member-3 listed', async () => (await clusters()).names.includes('bs-member-3'));
     expect(await whoamiThroughBackstage('bs-member-3')).toMatchObject({
       username: `system:serviceaccount:${SA_NS}:bs-member-3`,
     });
 
     // bs-member-2's profile now binds it to another ServiceAccount: Backstage reaches it as that one.
-    await patchStatus('bs-member-2', tokenRequest('bs-member-3'));
+    await patchProfileStatus(NS, 'bs-member-2', await tokenRequest('bs-member-3'));
     await waitFor(
       'bs-member-2 rebound',
       async () =>
