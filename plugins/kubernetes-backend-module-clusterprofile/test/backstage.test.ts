@@ -8,7 +8,7 @@
  * those identities may read the entity's namespace, so an object Backstage returns for a member was read as a member.
  */
 import { execFile } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -17,7 +17,12 @@ import { catalogServiceMock } from '@backstage/plugin-catalog-node/testUtils';
 import type { JsonObject } from '@backstage/types';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { isCredentialsError } from '../../../src/library/index.js';
-import { adminKubectl, startE2eIssuer, type E2eIssuer } from '../../../test/e2e/fixtures/tenant-cert-issuer.js';
+import {
+  adminKubectl,
+  startE2eIssuer,
+  tempDir,
+  type E2eIssuer,
+} from '../../../test/e2e/fixtures/tenant-cert-issuer.js';
 import { applyAsAdmin, clientCertKubeconfig, tempFile } from '../../../test/helpers/controlplane-e2e.js';
 import { fleetRbac } from '../../../test/helpers/fleet-rbac.js';
 import { controlPlaneStatus, createProfile, patchProfileStatus, waitFor } from '../../../test/helpers/inventory-e2e.js';
@@ -51,6 +56,9 @@ let providersFile = '';
 let rotatingCount = '';
 let rotatingToken = '';
 let issuer: E2eIssuer;
+/** The credential cache of the providers running in the backend's process (KUBECACHEDIR; restored after). */
+let cacheDir = '';
+const savedCacheDir = process.env['KUBECACHEDIR'];
 
 const admin = adminKubectl;
 const tokenRequest = (sa: string) =>
@@ -63,6 +71,7 @@ function moduleConfig(overrides: Record<string, unknown> = {}): Record<string, u
     namespace: NS,
     providersFile,
     labelSelector: 'backstage.example/show=yes',
+    requireHealthy: true,
     refreshMarginSeconds: 2,
     ...overrides,
   };
@@ -104,6 +113,8 @@ function codedCause(error: unknown): { code: string; path?: string; message: str
 }
 
 beforeAll(async () => {
+  cacheDir = await tempDir('backstage-cache');
+  process.env['KUBECACHEDIR'] = cacheDir;
   await admin(['apply', '-f', crdFile]);
   await admin(['wait', '--for=condition=Established', '--timeout=60s', 'crd/clusterprofiles.multicluster.x-k8s.io']);
   for (const ns of [NS, SA_NS, APPS]) await admin(['create', 'namespace', ns]);
@@ -209,6 +220,8 @@ beforeAll(async () => {
 }, 180_000);
 
 afterAll(async () => {
+  if (savedCacheDir === undefined) delete process.env['KUBECACHEDIR'];
+  else process.env['KUBECACHEDIR'] = savedCacheDir;
   await issuer?.issuer.stop();
   // Other files list ClusterProfiles across all namespaces (the harness runs no namespace controller to delete them).
   await admin(['delete', 'clusterprofiles', '--all', '-n', NS, '--wait=true']).catch(() => undefined);
@@ -343,6 +356,17 @@ describe('the module in a Backstage backend, on the real control plane', () => {
         (await whoamiThroughBackstage('bs-member-2')).username === `system:serviceaccount:${SA_NS}:bs-member-3`,
     );
 
+    // With requireHealthy, a member whose ControlPlaneHealthy turns False leaves the list, and comes back with True.
+    const healthy = await tokenRequest('bs-member-3');
+    const conditions = healthy['conditions'] as Record<string, unknown>[];
+    await patchProfileStatus(NS, 'bs-member-3', { ...healthy, conditions: [{ ...conditions[0], status: 'False' }] });
+    await waitFor(
+      'bs-member-3 unlisted while unhealthy',
+      async () => !(await clusters()).names.includes('bs-member-3'),
+    );
+    await patchProfileStatus(NS, 'bs-member-3', healthy);
+    await waitFor('bs-member-3 listed again', async () => (await clusters()).names.includes('bs-member-3'));
+
     // A label no longer matching the selector takes a member away, as a deletion does.
     await admin(['label', 'clusterprofile', 'bs-member-3', '-n', NS, 'backstage.example/show-']);
     await waitFor('bs-member-3 unlisted', async () => !(await clusters()).names.includes('bs-member-3'));
@@ -369,7 +393,7 @@ describe('the module in a Backstage backend, on the real control plane', () => {
     expect((await runs()).length - before.length).toBeGreaterThanOrEqual(2);
   });
 
-  it('the log names each profile that is not listed or has no credential, with its code, and holds no credential', async () => {
+  it("the log names each profile that is not listed or has no credential, with its code; neither the log nor the disk holds a credential beyond the providers' own cache", async () => {
     const text = logs.join('\n');
     expect(text).toContain(`ClusterProfile ${NS}/bs-unknown is not listed: ERR_NO_MATCHING_PROVIDER`);
     expect(text).toMatch(new RegExp(`ClusterProfile ${NS}/bs-no-sa: no credential: ERR_TOKEN_REQUEST_`));
@@ -378,6 +402,18 @@ describe('the module in a Backstage backend, on the real control plane', () => {
     expect(text.split(`${NS}/bs-no-sa: no credential for Backstage`)).toHaveLength(2);
     expect(text).not.toContain(rotatingToken);
     expect(text).not.toMatch(/eyJ[\w-]+\.eyJ|BEGIN [A-Z ]*PRIVATE KEY|BEGIN CERTIFICATE/);
+
+    // On disk: only the in-process providers' cache entries (as their binaries keep them), 0600 in 0700 directories.
+    const providers = (await readdir(path.join(cacheDir, 'clusterprofile'))).sort();
+    expect(providers).toEqual(['tenant-cert', 'token-request']);
+    for (const provider of providers) {
+      const dir = path.join(cacheDir, 'clusterprofile', provider);
+      expect((await stat(dir)).mode & 0o777).toBe(0o700);
+      for (const entry of await readdir(dir, { recursive: true })) {
+        const info = await stat(path.join(dir, entry));
+        if (info.isFile()) expect(info.mode & 0o777, entry).toBe(0o600);
+      }
+    }
   });
 });
 
