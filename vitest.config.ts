@@ -23,7 +23,8 @@ export default defineConfig({
       {
         test: {
           name: 'e2e',
-          include: ['test/e2e/**/*.test.ts'],
+          // The workspaces' tests (plugins/*: the Backstage module in a real Backstage backend) need the control plane.
+          include: ['test/e2e/**/*.test.ts', 'plugins/*/test/**/*.test.ts'],
           globalSetup: ['test/e2e/global-setup.ts'],
           testTimeout: 180_000,
           hookTimeout: 600_000,

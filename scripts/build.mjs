@@ -75,3 +75,13 @@ for (const name of readdirSync('.')) {
     (/^dist\.build-\d+$/.test(name) && name !== out && Date.now() - statSync(name).mtimeMs > 5 * 60_000);
   if (stale) rmSync(name, { recursive: true, force: true });
 }
+
+// The workspaces (plugins/*: the Backstage module) import the package's public entry points from the dist/ above.
+for (const workspace of JSON.parse(readFileSync('package.json', 'utf8')).workspaces ?? []) {
+  for (const dir of readdirSync(workspace.replace(/\/\*$/, ''), { withFileTypes: true })) {
+    const tsconfig = `${dir.parentPath}/${dir.name}/tsconfig.json`;
+    if (dir.isDirectory() && existsSync(tsconfig)) {
+      run(process.execPath, ['node_modules/typescript/bin/tsc', '-p', tsconfig]);
+    }
+  }
+}

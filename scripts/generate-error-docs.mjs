@@ -27,6 +27,8 @@ const AREAS = {
   'token-request': 'token-request plugin and `clusterprofile token sync`',
   oidc: 'oidc plugin',
   cli: '`clusterprofile` command',
+  backstage:
+    'Backstage backend module (`@clusterprofile-credentials/backstage-plugin-kubernetes-backend-module-clusterprofile`)',
 };
 
 async function loadTs(file) {

@@ -17,7 +17,8 @@ export type ErrorArea =
   | 'issuer'
   | 'token-request'
   | 'oidc'
-  | 'cli';
+  | 'cli'
+  | 'backstage';
 
 export interface ErrorDoc {
   readonly area: ErrorArea;
@@ -95,6 +96,16 @@ export const ERROR_DOCS: { readonly [C in ErrorCode]: ErrorDoc } = {
   ERR_FLEET_CLOSED: {
     area: 'library',
     doc: 'The fleet was closed, or the member was removed from it, while a call was under way.',
+  },
+  ERR_FLEET_MEMBER_UNKNOWN: {
+    area: 'library',
+    doc: "The fleet's inventory has no ClusterProfile of that name (never had, or it was deleted): list the members again.",
+  },
+
+  // backstage: the Backstage backend module
+  ERR_BACKSTAGE_CONFIG: {
+    area: 'backstage',
+    doc: "A key of the Backstage module's configuration is missing or of the wrong type, or what it names cannot be used (the hub, the namespace, the providers file): the message names the key.",
   },
 
   // exec: running a credential plugin (client-go's exec authenticator)

@@ -7,6 +7,7 @@
  * ./fleet-types.ts.
  */
 import { CredentialsError } from '../base/errors.js';
+import type { ExecCredential } from '../exec/output.js';
 import { FleetCredentials } from './credentials/slots.js';
 import { FleetEventBus } from './events.js';
 import type {
@@ -19,6 +20,7 @@ import type {
 } from './fleet-types.js';
 import { HubConnection } from './hub-connection.js';
 import { InventoryWatch } from './inventory-watch.js';
+import { memberCredential } from './member-credential.js';
 import { FleetMembers } from './members.js';
 import { FleetMetrics } from './metrics.js';
 import { systemClock, type FleetClock } from './scheduler/clock.js';
@@ -172,6 +174,23 @@ export class ClusterProfileFleet implements AsyncIterable<FleetEvent> {
   /** The member `name`, if the inventory has it. */
   get(name: string): FleetMember | undefined {
     return this.#members.get(name);
+  }
+
+  /**
+   * The member's current credential (a bearer token, or a client certificate and key), for a caller that sends its
+   * own requests: the one the member's client uses, fetched if none is held or it expired, refreshed by the fleet
+   * ahead of expiry. Works with `clients: false`. Rejects with `ERR_FLEET_MEMBER_UNKNOWN` for a name the inventory
+   * does not have, with the profile's coded resolution error for an invalid member, and with the last fetch's coded
+   * error while that member's backoff lasts.
+   *
+   * @example
+   * ```ts
+   * const credential = await fleet.credential('member-1');
+   * const headers = credential.token === undefined ? {} : { authorization: `Bearer ${credential.token}` };
+   * ```
+   */
+  credential(name: string): Promise<ExecCredential> {
+    return memberCredential(this.#members.get(name), name, this.namespace);
   }
 
   /** Every member, in name order. */

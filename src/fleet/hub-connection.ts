@@ -14,7 +14,7 @@ import type { Env } from '../base/io.js';
 import { isRecord } from '../base/record.js';
 import { CLUSTERPROFILE_GROUP, CLUSTERPROFILE_PLURAL, CLUSTERPROFILE_VERSIONS } from '../kube/cluster-profile.js';
 import { KubeClient } from '../kube/kube-client.js';
-import type { KubeAccess } from '../kube/kubeconfig-loader.js';
+import { loadInClusterAccess, type KubeAccess } from '../kube/kubeconfig-loader.js';
 import { statusMessage } from '../kube/status.js';
 import { KUBE_RETRY } from '../kube/transport.js';
 import type { KubeResponse } from '../kube/types.js';
@@ -56,6 +56,16 @@ export interface FleetHubOptions {
   kubeconfig?: string;
   /** A context instead of the current one. */
   context?: string;
+  /**
+   * Only the pod's service account (the token re-read as it rotates), whatever KUBECONFIG and ~/.kube/config hold;
+   * `kubeconfig` and `context` are then ignored. Rejects with `ERR_IN_CLUSTER_UNAVAILABLE` outside a pod.
+   */
+  inCluster?: boolean;
+  /**
+   * Only the ClusterProfiles this label selector matches (Kubernetes syntax, e.g. `env=prod,tier!=edge`), chosen by
+   * the hub on list and watch: a profile whose labels stop matching is removed, one that starts matching is added.
+   */
+  labelSelector?: string;
   /** Hub access already loaded (then `kubeconfig` and `context` are ignored, and its credential is not read again). */
   access?: KubeAccess;
   /** Deadline of one list page, retries included (default 30 s). */
@@ -94,19 +104,24 @@ export class HubConnection {
       ...(options.requestTimeoutMs === undefined ? {} : { timeoutMs: options.requestTimeoutMs }),
       exec: { env: deps.env },
     };
-    const client =
-      options.access === undefined
-        ? await KubeClient.load(
-            {
-              ...(options.kubeconfig === undefined ? {} : { kubeconfig: options.kubeconfig }),
-              ...(options.context === undefined ? {} : { context: options.context }),
-              what: "the hub's kubeconfig",
-              allowExec: true,
-            },
-            { env: deps.env, cwd: deps.cwd },
-            clientOptions,
-          )
-        : KubeClient.fromAccess(options.access, undefined, clientOptions);
+    let client: KubeClient;
+    if (options.access !== undefined) {
+      client = KubeClient.fromAccess(options.access, undefined, clientOptions);
+    } else if (options.inCluster === true) {
+      const inCluster = () => loadInClusterAccess({ env: deps.env, cwd: deps.cwd });
+      client = KubeClient.fromAccess(await inCluster(), inCluster, clientOptions);
+    } else {
+      client = await KubeClient.load(
+        {
+          ...(options.kubeconfig === undefined ? {} : { kubeconfig: options.kubeconfig }),
+          ...(options.context === undefined ? {} : { context: options.context }),
+          what: "the hub's kubeconfig",
+          allowExec: true,
+        },
+        { env: deps.env, cwd: deps.cwd },
+        clientOptions,
+      );
+    }
     return new HubConnection(client, options, deps);
   }
 
@@ -142,29 +157,33 @@ export class HubConnection {
       try {
         // The hub user's exec plugin runs here (a failure of it is ERR_FLEET_HUB_FORBIDDEN, below).
         await this.#client.authenticate();
-        const { resourceVersion } = await listPages(this.#client.send, collectionPath(version, namespace), {
-          signal,
-          pageSize: this.#options.pageSize ?? DEFAULT_PAGE_SIZE,
-          onStart: handlers.onStart,
-          onPage: (page) => {
-            if (!Array.isArray(page.items)) {
-              throw new CredentialsError(
-                'ERR_FLEET_HUB_REQUEST',
-                `the hub ${this.server} answered the list of ${CLUSTERPROFILE_RESOURCE} in namespace ${namespace} without items`,
-                {
-                  path: this.server,
-                },
+        const { resourceVersion } = await listPages(
+          this.#client.send,
+          collectionPath(version, namespace, this.#options.labelSelector),
+          {
+            signal,
+            pageSize: this.#options.pageSize ?? DEFAULT_PAGE_SIZE,
+            onStart: handlers.onStart,
+            onPage: (page) => {
+              if (!Array.isArray(page.items)) {
+                throw new CredentialsError(
+                  'ERR_FLEET_HUB_REQUEST',
+                  `the hub ${this.server} answered the list of ${CLUSTERPROFILE_RESOURCE} in namespace ${namespace} without items`,
+                  {
+                    path: this.server,
+                  },
+                );
+              }
+              // A list's items may leave apiVersion and kind to the list.
+              const items = page.items.map((item: unknown) =>
+                isRecord(item) ? { apiVersion: page.apiVersion, kind: 'ClusterProfile', ...item } : item,
               );
-            }
-            // A list's items may leave apiVersion and kind to the list.
-            const items = page.items.map((item: unknown) =>
-              isRecord(item) ? { apiVersion: page.apiVersion, kind: 'ClusterProfile', ...item } : item,
-            );
-            pages += 1;
-            this.#version = version;
-            handlers.onPage(items);
+              pages += 1;
+              this.#version = version;
+              handlers.onPage(items);
+            },
           },
-        });
+        );
         return { resourceVersion, version };
       } catch (error) {
         // A version the hub does not serve answers 404 with a Status that names no object.
@@ -201,7 +220,7 @@ export class HubConnection {
       const { events } = await watchOnce<Record<string, unknown>>({
         send: this.#client.send,
         stream: (path, onChunk, options) => this.#client.stream(path, onChunk, options),
-        path: collectionPath(version, namespace),
+        path: collectionPath(version, namespace, this.#options.labelSelector),
         resourceVersion,
         signal,
         random: this.#deps.random,
@@ -295,6 +314,9 @@ export class HubConnection {
   }
 }
 
-function collectionPath(version: string, namespace: string): string {
-  return `/apis/${CLUSTERPROFILE_GROUP}/${version}/namespaces/${encodeURIComponent(namespace)}/${CLUSTERPROFILE_PLURAL}`;
+function collectionPath(version: string, namespace: string, labelSelector: string | undefined): string {
+  const collection = `/apis/${CLUSTERPROFILE_GROUP}/${version}/namespaces/${encodeURIComponent(namespace)}/${CLUSTERPROFILE_PLURAL}`;
+  return labelSelector === undefined || labelSelector === ''
+    ? collection
+    : `${collection}?labelSelector=${encodeURIComponent(labelSelector)}`;
 }

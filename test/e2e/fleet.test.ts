@@ -25,7 +25,16 @@ import {
   type FleetEvent,
   type FleetMember,
 } from '../../src/library/index.js';
-import { applyAsAdmin, e2eContext, exec, issueClientCert, kubectl, tempFile } from '../helpers/controlplane-e2e.js';
+import {
+  applyAsAdmin,
+  e2eContext,
+  exec,
+  issueClientCert,
+  kubectl,
+  tempFile,
+  tokenKubeconfig,
+  whoami,
+} from '../helpers/controlplane-e2e.js';
 import { clientCertKubeconfig as kubeconfigDocument } from '../helpers/controlplane.js';
 import { fleetRbac } from '../helpers/fleet-rbac.js';
 
@@ -412,6 +421,22 @@ describe('ClusterProfileFleet on the real control plane', () => {
     }
     // Requests used the credential the fleet holds: no further fetch.
     expect(fleet.get('member-1')?.fetches).toBe(1);
+  });
+
+  it('credential(name) hands out the credential the member holds; an unknown or invalid member is a coded error', async () => {
+    const credential = await fleet.credential('member-1');
+    expect(credential.expiresAt).toBe(fleet.get('member-1')?.credentialExpiresAt);
+    const kubeconfig = await tokenKubeconfig('member-1-credential', credential.token!);
+    expect((await whoami(kubeconfig)).username).toBe(`system:serviceaccount:${SA_NS}:member-1`);
+    // The credential held was handed out: no further fetch.
+    expect(fleet.get('member-1')?.fetches).toBe(1);
+    await expect(fleet.credential('no-such-member')).rejects.toMatchObject({
+      code: 'ERR_FLEET_MEMBER_UNKNOWN',
+      path: `${NS}/no-such-member`,
+    });
+    await expect(fleet.credential('member-unknown-provider')).rejects.toMatchObject({
+      code: 'ERR_NO_MATCHING_PROVIDER',
+    });
   });
 
   it("a status-only change (a condition's lastTransitionTime) rebuilds nothing; an access change rebuilds exactly once", async () => {

@@ -275,3 +275,57 @@ describe('src/ architecture', () => {
     expect(library.filter((file) => !entries.includes(file)).map((file) => relative(src, file))).toEqual([]);
   });
 });
+
+/**
+ * The workspaces beside the package (plugins/*: the Backstage module) use it as any application would: through the
+ * entry points its package.json exports, never through its src/ or dist/ files; and the package itself never
+ * depends on what a workspace brings (Backstage).
+ */
+describe('plugins/ workspaces', () => {
+  const root = join(src, '..');
+  const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+    name: string;
+    exports: Record<string, unknown>;
+    dependencies?: Record<string, string>;
+    peerDependencies?: Record<string, string>;
+  };
+  const entryPoints = new Set(
+    Object.keys(manifest.exports).map((key) => (key === '.' ? manifest.name : `${manifest.name}/${key.slice(2)}`)),
+  );
+  const SPECIFIER = /(?:\bfrom\s*|\bimport\s*\(\s*|\bimport\s+)['"]([^'"]+)['"]/g;
+
+  /** The imports of `text` that leave its workspace other than through an entry point of the package. */
+  function strayImports(text: string): string[] {
+    return [...withoutComments(text).matchAll(SPECIFIER)]
+      .map((match) => match[1]!)
+      .filter((spec) => (spec.startsWith('.') ? spec.startsWith('../') : spec.startsWith(manifest.name)))
+      .filter((spec) => !entryPoints.has(spec));
+  }
+
+  it('a workspace imports the package only through its exported entry points', () => {
+    const workspaces = readdirSync(join(root, 'plugins'), { withFileTypes: true }).filter((entry) =>
+      entry.isDirectory(),
+    );
+    expect(workspaces.length).toBeGreaterThan(0);
+    const stray = workspaces.flatMap((workspace) => {
+      const dir = join(root, 'plugins', workspace.name, 'src');
+      return sourceFiles(dir).flatMap((file) =>
+        strayImports(readFileSync(file, 'utf8')).map((spec) => `${relative(root, file)}: ${spec}`),
+      );
+    });
+    expect(stray).toEqual([]);
+  });
+
+  it('detects an import past the entry points (the check itself can fail)', () => {
+    expect(
+      strayImports(
+        "import { a } from 'clusterprofile-credentials/dist/fleet/fleet.js';\nimport { b } from '../../../src/fleet/index.js';\nimport { c } from './c.js';",
+      ),
+    ).toEqual(['clusterprofile-credentials/dist/fleet/fleet.js', '../../../src/fleet/index.js']);
+  });
+
+  it('the package depends on nothing Backstage', () => {
+    const deps = Object.keys({ ...manifest.dependencies, ...manifest.peerDependencies });
+    expect(deps.filter((name) => name.startsWith('@backstage/'))).toEqual([]);
+  });
+});
