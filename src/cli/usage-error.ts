@@ -35,7 +35,12 @@ export interface UsageContext {
 
 /** An unknown command: the nearest of `known`, else where the list is. */
 export function unknownCommand(name: string, known: readonly string[], words: readonly string[]): CredentialsError {
-  return unknownWord(`command "${name}"`, [[name, closest(name, known)]], `"${SCRIPT} --help" lists the commands`, words);
+  return unknownWord(
+    `command "${name}"`,
+    [[name, closest(name, known)]],
+    `"${SCRIPT} --help" lists the commands`,
+    words,
+  );
 }
 
 /**
