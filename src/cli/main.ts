@@ -19,11 +19,9 @@ import yargs, { type Argv } from 'yargs';
 import { CredentialsError, formatError, isCredentialsError } from '../base/errors.js';
 import type { Run } from '../base/io.js';
 import type { ActionSpec, CommandArgs, CommandContext, CommandModule } from './command.js';
-import { closest } from './suggest.js';
+import { SCRIPT, unknownCommand, usageErrorFor, type KnownOptions } from './usage-error.js';
 import { packageVersion } from '../base/version.js';
 import { commands } from './commands/index.js';
-
-const SCRIPT = 'clusterprofile';
 
 export const run: Run = async (argv, env, io) => {
   const words = [...argv];
@@ -31,10 +29,7 @@ export const run: Run = async (argv, env, io) => {
   const entry = commands.find((candidate) => commandName(candidate.command) === name);
   if (name !== undefined && entry === undefined) {
     const names = commands.map((candidate) => commandName(candidate.command));
-    return usageError(
-      io,
-      unknownWord(`command "${name}"`, name, names, `"${SCRIPT} --help" lists the commands`, words),
-    );
+    return usageError(io, unknownCommand(name, names, words));
   }
 
   let module: CommandModule | undefined;
@@ -62,11 +57,15 @@ export const run: Run = async (argv, env, io) => {
     .wrap(100)
     .exitProcess(false)
     .showHelpOnFail(false);
+  // What the command's builder declared: the usage error of a mistyped flag or value names the nearest.
+  let options: KnownOptions | undefined;
   for (const candidate of commands) {
     if (candidate === entry && module !== undefined) {
       const loaded = module;
       parser.command(candidate.command, candidate.describe, (sub: Argv) => {
         const built = loaded.builder(sub);
+        const declared = optionsOf(built);
+        options = { key: { ...declared.key }, alias: { ...declared.alias }, choices: { ...declared.choices } };
         return action === undefined ? built : forAction(built, loaded.actions![action]!);
       });
     } else {
@@ -89,24 +88,17 @@ export const run: Run = async (argv, env, io) => {
   });
 
   if (parsed.error !== undefined) {
-    const given = parsed.args?.['action'];
-    if (entry !== undefined && actions !== undefined && typeof given === 'string' && !Object.hasOwn(actions, given)) {
-      const command = `${SCRIPT} ${commandName(entry.command)}`;
-      return usageError(
-        io,
-        unknownWord(
-          `action "${given}" of ${command}`,
-          given,
-          Object.keys(actions),
-          `"${command} --help" lists the actions`,
-          words,
-        ),
-      );
-    }
-    const where = entry === undefined ? '' : ` ${commandName(entry.command)}`;
+    const flags = action === undefined ? undefined : actions?.[action]?.flags;
     return usageError(
       io,
-      new CredentialsError('ERR_USAGE', `${parsed.error.message} (see "${SCRIPT}${where} --help")`),
+      usageErrorFor(parsed.error.message, {
+        words,
+        ...(entry === undefined ? {} : { command: commandName(entry.command) }),
+        ...(action === undefined ? {} : { command: `${commandName(entry!.command)} ${action}` }),
+        ...(flags === undefined ? {} : { flags }),
+        ...(options === undefined ? {} : { options }),
+        ...(parsed.args === undefined ? {} : { args: parsed.args }),
+      }),
     );
   }
   if (parsed.output !== '') {
@@ -138,29 +130,16 @@ function usageError(io: Parameters<Run>[2], error: CredentialsError): number {
   return error.exitCode ?? 2;
 }
 
-/**
- * `unknown <what>`, with a hint naming the nearest known word in the command line as given (`did you mean
- * "clusterprofile issuer serve --data-dir d"?`) and where the list is.
- */
-function unknownWord(
-  what: string,
-  word: string,
-  known: readonly string[],
-  list: string,
-  words: readonly string[],
-): CredentialsError {
-  const nearest = closest(word, known);
-  const corrected = words.map((candidate, index) => (index === words.indexOf(word) ? nearest : candidate));
-  const hint = nearest === undefined ? list : `did you mean "${SCRIPT} ${corrected.join(' ')}"? ${list}`;
-  return new CredentialsError('ERR_USAGE', `unknown ${what}`, { hint });
+/** yargs' `getOptions()` (missing from @types/yargs 17): every key the builder declared, aliases, choices. */
+function optionsOf(parser: Argv<object>): KnownOptions {
+  return (parser as unknown as { getOptions(): KnownOptions }).getOptions();
 }
 
 /** The help of one action: its usage line and description, and only the flags it reads. */
 function forAction(parser: Argv<object>, action: ActionSpec): Argv<object> {
   if (action.flags !== undefined) {
     const shown = new Set([...action.flags, 'help', 'version']);
-    // getOptions() is yargs' (missing from @types/yargs 17): every key the builder declared.
-    const { key: keys } = (parser as unknown as { getOptions(): { key: Record<string, unknown> } }).getOptions();
+    const { key: keys } = optionsOf(parser);
     for (const key of Object.keys(keys)) {
       if (!shown.has(key)) parser.hide(key);
     }

@@ -4,10 +4,15 @@
  * Security level of the Namespace admits the Deployment's pod (a server-side dry run: nothing runs pods here), and the
  * issuer's ServiceAccount holds exactly the rights the issuer needs — checked with `kubectl auth can-i --as` for every
  * verb it uses and for samples it must not have (other namespaces, cluster-wide Secrets, RBAC, CSRs for the embedded
- * CA).
+ * CA). The example kustomization of deploy/examples/issuer (an overlay taken as it is, the image set by `images:`)
+ * renders with its image and settings and is accepted the same way; one whose `images:` names the wrong image fails
+ * the render check loudly. The control plane is at least the minimum Kubernetes version deploy/README.md states.
  */
+import { readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { e2eContext, kubectl, type ExecResult } from '../helpers/controlplane-e2e.js';
+import { parseAllDocuments } from 'yaml';
+import { e2eContext, kubectl, tempFile, type ExecResult } from '../helpers/controlplane-e2e.js';
 import { REPO } from './fixtures/tenant-cert-issuer.js';
 
 const NAMESPACE = 'clusterprofile-system';
@@ -27,6 +32,28 @@ async function adminOk(args: string[], input?: string): Promise<ExecResult> {
 
 async function rendered(overlay: string): Promise<string> {
   return (await adminOk(['kustomize', `${REPO}deploy/overlays/${overlay}`])).stdout;
+}
+
+const EXAMPLE = `${REPO}deploy/examples/issuer`;
+/** The image deploy/base names, for a kustomization's `images:` to set. */
+const BASE_IMAGE = 'clusterprofile-issuer';
+
+/**
+ * The issuer Deployment's image in a rendered kustomization, which must be one the kustomization set: still the
+ * base's name means its `images:` entry matched nothing (kustomize says nothing), and that is an error here.
+ */
+function issuerImage(text: string, where: string): string {
+  const deployment = parseAllDocuments(text)
+    .map((document) => document.toJS() as { kind?: string; metadata?: { name?: string }; spec?: any })
+    .find((object) => object.kind === 'Deployment' && object.metadata?.name === 'clusterprofile-issuer');
+  const image = deployment?.spec?.template?.spec?.containers?.[0]?.image as string | undefined;
+  if (image === undefined) throw new Error(`${where}: renders no clusterprofile-issuer Deployment with an image`);
+  if (image === BASE_IMAGE) {
+    throw new Error(
+      `${where}: the issuer still runs image "${BASE_IMAGE}": the kustomization's images: entry matched nothing — its name must be "${BASE_IMAGE}"`,
+    );
+  }
+  return image;
 }
 
 /** `kubectl auth can-i VERB RESOURCE [-n NS]` as the issuer's ServiceAccount: true for yes. */
@@ -114,11 +141,30 @@ async function expectNothingBeyond(): Promise<void> {
 afterAll(async () => {
   // Leave the control plane as found for the next e2e file.
   // The CRDs stay: other e2e files (the declarative flow) apply them too, and a CRD still terminating would fail them.
-  const text = (await rendered('csr-signer'))
-    .split(/^---$/m)
-    .filter((document) => !/^kind: CustomResourceDefinition$/m.test(document))
-    .join('---\n');
-  await admin(['delete', '--ignore-not-found', '--wait=false', '-f', '-'], text);
+  for (const text of [await rendered('csr-signer'), (await adminOk(['kustomize', EXAMPLE])).stdout]) {
+    const withoutCrds = text
+      .split(/^---$/m)
+      .filter((document) => !/^kind: CustomResourceDefinition$/m.test(document))
+      .join('---\n');
+    await admin(['delete', '--ignore-not-found', '--wait=false', '-f', '-'], withoutCrds);
+  }
+});
+
+describe('the control plane', () => {
+  it('is at least the minimum Kubernetes version deploy/README.md states', async () => {
+    const readme = await readFile(path.join(REPO, 'deploy', 'README.md'), 'utf8');
+    const stated = /\*\*Kubernetes >= (\d+)\.(\d+)\.\*\*/.exec(readme);
+    expect(stated, 'deploy/README.md states "**Kubernetes >= X.Y.**"').not.toBeNull();
+    const version = JSON.parse((await adminOk(['version', '-o', 'json'])).stdout) as {
+      serverVersion: { major: string; minor: string; gitVersion: string };
+    };
+    const [major, minor] = [Number(version.serverVersion.major), Number.parseInt(version.serverVersion.minor, 10)];
+    const [neededMajor, neededMinor] = [Number(stated![1]), Number(stated![2])];
+    expect(
+      major > neededMajor || (major === neededMajor && minor >= neededMinor),
+      `kube-apiserver ${version.serverVersion.gitVersion} is older than the stated minimum ${neededMajor}.${neededMinor}`,
+    ).toBe(true);
+  });
 });
 
 describe.each(['embedded-ca', 'csr-signer'])('deploy/overlays/%s on kube-apiserver', (overlay) => {
@@ -217,5 +263,55 @@ describe('switching back to the embedded CA', () => {
     const result = await admin(['apply', '--server-side', `--field-manager=${MANAGER}`, '-f', '-'], text);
     expect(result.code, result.stderr).toBe(0);
     expect(await can('create', 'secrets', { namespace: NAMESPACE })).toBe(true);
+  });
+});
+
+describe('deploy/examples/issuer: a kustomization of ones own above a shipped overlay', () => {
+  it('renders with the image its images: entry sets and its settings merged, and is accepted with server-side apply', async () => {
+    const text = (await adminOk(['kustomize', EXAMPLE])).stdout;
+    expect(issuerImage(text, 'deploy/examples/issuer')).toBe('registry.example/clusterprofile:0.1.0');
+    const config = parseAllDocuments(text)
+      .map(
+        (document) => document.toJS() as { kind?: string; metadata?: { name?: string }; data?: Record<string, string> },
+      )
+      .find(
+        (object) => object.kind === 'ConfigMap' && object.metadata?.name?.startsWith('clusterprofile-issuer-config'),
+      );
+    expect(config?.data).toEqual({
+      PROVIDER_CLUSTER_ID: 'provider-east',
+      API_SERVER_URL: 'https://east.k8s.example:6443',
+    });
+    for (let round = 0; round < 2; round += 1) {
+      const applied = await admin(['apply', '--server-side', `--field-manager=${MANAGER}`, '-f', '-'], text);
+      expect(applied.code, applied.stderr).toBe(0);
+    }
+    const deployment = JSON.parse(
+      (await adminOk(['get', 'deployment/clusterprofile-issuer', '-n', NAMESPACE, '-o', 'json'])).stdout,
+    );
+    expect(deployment.spec.replicas).toBe(3);
+    expect(deployment.spec.template.spec.containers[0].image).toBe('registry.example/clusterprofile:0.1.0');
+    // The preStop sleep action survived admission: this API server knows it (the minimum version's reason).
+    expect(deployment.spec.template.spec.containers[0].lifecycle.preStop).toEqual({ sleep: { seconds: 5 } });
+    expect(deployment.spec.template.spec.containers[0].args).toContain('--signer=embedded');
+  });
+
+  it('one whose images: entry names another image fails the render check, naming the name it must use', async () => {
+    const example = await readFile(path.join(EXAMPLE, 'kustomization.yaml'), 'utf8');
+    // A copy elsewhere (kustomize takes bases by relative path only), with the image's name mistyped.
+    const file = await tempFile('kustomization.yaml', '');
+    const dir = path.dirname(file);
+    const overlay = path.relative(dir, path.join(REPO, 'deploy', 'overlays', 'embedded-ca'));
+    const wrong = example
+      .replace('- name: clusterprofile-issuer\n', '- name: clusterprofile\n')
+      .replace('\n  - ../../overlays/embedded-ca\n', `\n  - ${overlay}\n`);
+    expect(wrong).not.toMatch(/- name: clusterprofile-issuer$/m);
+    expect(wrong).toContain(`  - ${overlay}\n`);
+    await writeFile(file, wrong);
+    const text = (await adminOk(['kustomize', dir])).stdout;
+    // kustomize itself is silent about it: the render succeeds, with the base's image name.
+    expect(text).toContain(`image: ${BASE_IMAGE}\n`);
+    expect(() => issuerImage(text, 'wrong-name overlay')).toThrow(
+      'wrong-name overlay: the issuer still runs image "clusterprofile-issuer": the kustomization\'s images: entry matched nothing — its name must be "clusterprofile-issuer"',
+    );
   });
 });

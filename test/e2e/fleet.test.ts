@@ -604,6 +604,45 @@ describe('ClusterProfileFleet on the real control plane', () => {
       'ERR_EXEC_TIMEOUT',
     );
 
+    // The table form: a header and fixed columns, as `kubectl get -w` prints them — every cell starts under its
+    // header, at least three spaces after the previous cell.
+    const watchTable = await exec(
+      process.execPath,
+      [
+        cli,
+        'fleet',
+        'watch',
+        '-n',
+        NS,
+        '--clusterprofile-provider-file',
+        providers,
+        '--fetch-timeout',
+        '2s',
+        '--for',
+        '5s',
+      ],
+      { env },
+    );
+    expect(watchTable.code, watchTable.stderr).toBe(0);
+    const [header, ...rows] = watchTable.stdout.trimEnd().split('\n');
+    expect(header).toMatch(/^TIME {3,}EVENT {3,}NAME {3,}DETAIL$/);
+    const starts = ['EVENT', 'NAME', 'DETAIL'].map((title) => header!.indexOf(title));
+    expect(rows.filter((row) => / added {3,}member-[134] /.test(row))).toHaveLength(3);
+    for (const row of rows) {
+      const cells = [0, ...starts].map((start, index, all) => row.slice(start, all[index + 1]));
+      for (const start of starts) {
+        expect(row.slice(start - 3, start), row).toBe('   ');
+        expect(row[start], row).not.toBe(' ');
+      }
+      expect(new Date(cells[0]!.trim()).toISOString(), row).toBe(cells[0]!.trim());
+      expect(['added', 'updated', 'removed', 'unhealthy', 'credentialError', 'invalid', 'hubError']).toContain(
+        cells[1]!.trim(),
+      );
+    }
+    expect(rows.find((row) => row.includes('member-hangs') && row.includes('credentialError'))).toContain(
+      'ERR_EXEC_TIMEOUT',
+    );
+
     const usage = await exec(process.execPath, [cli, 'fleet', 'status', '--clusterprofile-provider-file', providers], {
       env,
     });

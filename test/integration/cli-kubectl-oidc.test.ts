@@ -216,6 +216,8 @@ describe('kubectl with a kubeconfig for a person (oidc device code)', () => {
       cwd: dir,
     });
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toMatch(/^ERR_USAGE: Invalid values:/);
+    expect(bad.stderr).toMatch(
+      /^ERR_USAGE: unknown value "Sometimes" of --interactive-mode \(one of IfAvailable, Always, Never\)\n/,
+    );
   });
 });

@@ -131,12 +131,56 @@ describe('finding one’s way', () => {
     expect(hintOf(far)).toBe('"clusterprofile issuer --help" lists the actions');
   });
 
-  it("a yargs usage error points at the command's --help, which explains the flag", async () => {
-    const result = await cli(['kubeconfig', '--profile', 'p.yaml', '--bogus']);
+  it("a missing flag value points at the command's --help, which explains the flag", async () => {
+    const result = await cli(['kubeconfig', '--profile']);
     expect(result.code).toBe(2);
+    expect(result.stdout).toBe('');
     const see = /\(see "([^"]+)"\)/.exec(result.stderr)?.[1];
     expect(see).toBe('clusterprofile kubeconfig --help');
     expect(ok(await cli(words(see!)))).toContain('--profile');
+  });
+
+  // Every kind of mistyped word goes through the same path: one coded line naming the word and the command, the
+  // nearest known word put back into the command line, exit 2, nothing on stdout.
+  it.each([
+    {
+      typed: ['fleet', 'stat', '-n', 'fleet'],
+      error: 'unknown action "stat" of clusterprofile fleet',
+      hint: 'did you mean "clusterprofile fleet status -n fleet"? "clusterprofile fleet --help" lists the actions',
+    },
+    {
+      typed: ['kubeconfig', '--profle', 'p.yaml'],
+      error: 'unknown flag "--profle" of clusterprofile kubeconfig',
+      hint: 'did you mean "clusterprofile kubeconfig --profile p.yaml"? "clusterprofile kubeconfig --help" lists the flags',
+    },
+    {
+      typed: ['issuer', 'serve', '--data-dri=d'],
+      error: 'unknown flag "--data-dri" of clusterprofile issuer serve',
+      hint: 'did you mean "clusterprofile issuer serve --data-dir=d"? "clusterprofile issuer serve --help" lists the flags',
+    },
+    {
+      typed: ['fleet', 'status', '-n', 'fleet', '-o', 'jsno'],
+      error: 'unknown value "jsno" of --output (one of table, json, yaml)',
+      hint: 'did you mean "clusterprofile fleet status -n fleet -o json"? "clusterprofile fleet --help" explains --output',
+    },
+    {
+      typed: ['kubeconfig', '--profile', 'p.yaml', '--bogus'],
+      error: 'unknown flag "--bogus" of clusterprofile kubeconfig',
+      hint: '"clusterprofile kubeconfig --help" lists the flags',
+    },
+    {
+      typed: ['keygen', 'extra'],
+      error: 'unexpected argument "extra" of clusterprofile keygen',
+      hint: '"clusterprofile keygen --help" shows what it takes',
+    },
+  ])('clusterprofile $typed: $error', async ({ typed, error, hint }) => {
+    const result = await cli(typed);
+    expect(result).toEqual({ code: 2, stdout: '', stderr: `ERR_USAGE: ${error}\nhint: ${hint}\n` });
+    const suggested = /did you mean "([^"]+)"/.exec(hint)?.[1];
+    if (suggested === undefined) return;
+    // The suggestion parses: whatever it says next is not a usage error about the word that was wrong.
+    const followed = await cli(words(suggested));
+    expect(followed.stderr).not.toMatch(/^ERR_USAGE: unknown/);
   });
 });
 

@@ -155,6 +155,46 @@ describe('on Node 20', () => {
     );
   });
 
+  it('kubectl running a plugin on Node 20 shows the line once, however often it retries; the next kubectl again', async () => {
+    const bin = join(work, 'kubectl-bin');
+    mkdirSync(bin, { recursive: true });
+    execFileSync('ln', ['-sf', node, join(bin, 'node')]);
+    const kubeconfig = join(work, 'node20.kubeconfig');
+    writeFileSync(
+      kubeconfig,
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        clusters: [{ name: 'c', cluster: { server: 'https://127.0.0.1:1' } }],
+        users: [
+          {
+            name: 'u',
+            user: {
+              exec: {
+                apiVersion: 'client.authentication.k8s.io/v1',
+                command: stub('clusterprofile-token-request'),
+                interactiveMode: 'Never',
+              },
+            },
+          },
+        ],
+        contexts: [{ name: 'c', context: { cluster: 'c', user: 'u' } }],
+        'current-context': 'c',
+      }),
+    );
+    const line = refusal('clusterprofile-token-request');
+    for (let attempt = 0; attempt < 2; attempt += 1) {
+      // kubectl runs the plugin once per request of its discovery and retries it: five or more runs.
+      const result = await run('kubectl', ['--kubeconfig', kubeconfig, 'get', 'namespaces'], {
+        PATH: `${bin}${delimiter}${process.env['PATH'] ?? ''}`,
+      });
+      expect(result.code).toBe(1);
+      expect(result.stdout).toBe('');
+      expect(result.stderr.split('\n').filter((printed) => `${printed}\n` === line)).toHaveLength(1);
+      expect(result.stderr.match(/failed with exit code 1/g)?.length ?? 0).toBeGreaterThan(1);
+    }
+  });
+
   it('importing any entry point of the library throws ERR_NODE_VERSION (ESM and require)', async () => {
     const imported = await run(node, ['--input-type=module', '-e', IMPORT_ALL]);
     expect(imported.code).toBe(0);

@@ -127,7 +127,7 @@ async function watch(
   const events = fleet.events({ signal: stop.signal });
   try {
     await fleet.start();
-    if (output === 'table') ctx.io.stdout.write(`${pad(['TIME', 'EVENT', 'NAME', 'DETAIL'], [24, 16, 32])}\n`);
+    if (output === 'table') ctx.io.stdout.write(`${pad(['TIME', 'EVENT', 'NAME', 'DETAIL'], WATCH_WIDTHS)}\n`);
     for await (const event of events) {
       ctx.io.stdout.write(output === 'json' ? `${JSON.stringify(eventRecord(event))}\n` : `${eventLine(event)}\n`);
     }
@@ -186,8 +186,15 @@ function eventLine(event: FleetEvent): string {
         : `ControlPlaneHealthy=${event.condition.status}${event.condition.reason === undefined ? '' : ` (${event.condition.reason})`}`;
   else if (event.type === 'added' || event.type === 'updated')
     detail = `${String(record['provider'])} ${String(record['mode'])}`;
-  return pad([String(record['time']), event.type, 'name' in event ? event.name : '-', detail], [24, 16, 32]);
+  return pad([String(record['time']), event.type, 'name' in event ? event.name : '-', detail], WATCH_WIDTHS);
 }
+
+/**
+ * The watch's columns, fixed before the first event (as `kubectl get -w` keeps the widths of its first page): an
+ * ISO-8601 time with milliseconds, the longest event type, a name of up to 40 characters (a longer one pushes the
+ * rest of its line right, never into the next column).
+ */
+const WATCH_WIDTHS = ['2026-01-01T00:00:00.000Z'.length, 'credentialError'.length, 40];
 
 /** `kubectl get`-style columns: NAME PROVIDER STATE EXPIRES LAST ERROR. */
 export function statusTable(status: FleetStatus, now: number): string {
@@ -199,13 +206,17 @@ export function statusTable(status: FleetStatus, now: number): string {
       row.lastError === undefined ? '<none>' : oneLine(`${row.lastError.code}: ${row.lastError.message}`, 100);
     rows.push([row.name, row.provider ?? '<none>', row.state, expires, error]);
   }
-  const widths = [0, 1, 2, 3].map((column) => Math.max(...rows.map((row) => row[column]!.length)) + 3);
+  const widths = [0, 1, 2, 3].map((column) => Math.max(...rows.map((row) => row[column]!.length)));
   return `${rows.map((row) => pad(row, widths)).join('\n')}\n`;
 }
 
+/** kubectl's column gap (its tabwriter's padding). */
+const GAP = 3;
+
+/** One row: each cell but the last padded to its column's width, then the gap, so cells never run together. */
 function pad(cells: string[], widths: number[]): string {
   return cells
-    .map((cell, index) => (index < widths.length ? cell.padEnd(widths[index]!) : cell))
+    .map((cell, index) => (index < widths.length ? `${cell.padEnd(widths[index]!)}${' '.repeat(GAP)}` : cell))
     .join('')
     .trimEnd();
 }

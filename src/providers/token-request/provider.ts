@@ -29,7 +29,7 @@ export const tokenRequestFlags = {
   audience: {
     type: 'string',
     multiple: true,
-    description: 'token audience, repeatable (default for spec.cluster.config.audiences)',
+    description: 'token audience (default: spec.cluster.config.audiences)',
     placeholder: 'AUD',
   },
   'expiration-seconds': {
