@@ -14,7 +14,8 @@
 import { CredentialsError } from '../base/errors.js';
 
 /** The loops, as the metric's `loop` label names them. */
-export type BackgroundLoop = 'nonce-collection' | 'serving-reload' | 'tenant-reconciler';
+export const BACKGROUND_LOOPS = ['nonce-collection', 'serving-reload', 'tenant-reconciler'] as const;
+export type BackgroundLoop = (typeof BACKGROUND_LOOPS)[number];
 
 /** A condition of readiness, in the shape ./server.ts takes (`ReadinessCheck`). */
 export interface LoopReadinessCheck {

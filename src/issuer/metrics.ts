@@ -5,6 +5,7 @@
  */
 import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { OwnedMetrics } from '../base/prometheus.js';
+import { BACKGROUND_LOOPS } from './background.js';
 
 /** The metric names, for dashboards, alerts and tests. */
 export const ISSUER_METRICS = {
@@ -85,6 +86,8 @@ export class IssuerMetrics {
       help: 'Failed runs of a background loop, by loop (nonce-collection, serving-reload, tenant-reconciler).',
       labelNames: ['loop'],
     });
+    // Every loop's series from the start, at 0: an alert on increase() then sees the first failure too.
+    for (const loop of BACKGROUND_LOOPS) this.#backgroundFailures.inc({ loop }, 0);
     if (options.processMetrics !== false) {
       metrics.processMetrics();
     }

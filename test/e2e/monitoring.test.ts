@@ -18,12 +18,6 @@ import { e2eContext, kubectl } from '../helpers/controlplane-e2e.js';
 import { startIssuerProcess, type IssuerProcess } from '../helpers/issuer-process.js';
 import { REPO } from './fixtures/tenant-cert-issuer.js';
 
-/**
- * Metrics the dashboards and rules query that other branches add to the processes: counted as exported until they
- * land (then this list is emptied).
- */
-const EXPECTED_FROM_OTHER_BRANCHES = ['clusterprofile_issuer_background_failures_total'];
-
 const NS = 'monitoring-e2e';
 const MONITORING = path.join(REPO, 'deploy', 'monitoring');
 
@@ -261,9 +255,7 @@ describe('every metric they query is exported by the running processes', () => {
       }
     }
     expect(queried.size).toBeGreaterThan(15);
-    const missing = [...queried].filter(
-      (name) => !issuerNames.has(name) && !fleetNames.has(name) && !EXPECTED_FROM_OTHER_BRANCHES.includes(name),
-    );
+    const missing = [...queried].filter((name) => !issuerNames.has(name) && !fleetNames.has(name));
     expect(missing, 'queried by deploy/monitoring, exported by no process').toEqual([]);
   });
 });
