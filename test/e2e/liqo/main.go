@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"os"
 
-
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	"github.com/liqotech/liqo/pkg/consts"
@@ -45,12 +44,12 @@ type request struct {
 }
 
 type response struct {
-	Error         string                `json:"error,omitempty"`
-	Tenant        *authv1beta1.Tenant   `json:"tenant,omitempty"`
-	Organizations []string              `json:"organizations,omitempty"`
-	ControlPlane  *bool                 `json:"controlPlane,omitempty"`
-	Kubeconfig    string                `json:"kubeconfig,omitempty"`
-	Labels        map[string]string     `json:"labels,omitempty"`
+	Error         string              `json:"error,omitempty"`
+	Tenant        *authv1beta1.Tenant `json:"tenant,omitempty"`
+	Organizations []string            `json:"organizations,omitempty"`
+	ControlPlane  *bool               `json:"controlPlane,omitempty"`
+	Kubeconfig    string              `json:"kubeconfig,omitempty"`
+	Labels        map[string]string   `json:"labels,omitempty"`
 }
 
 func main() {
@@ -137,7 +136,6 @@ func answer(req request) (response, error) {
 	return response{}, nil
 }
 
-
 func privateKey(text string) crypto.Signer {
 	block, _ := pem.Decode([]byte(text))
 	if block == nil {
@@ -154,4 +152,3 @@ func fail(err error) {
 	fmt.Fprintf(os.Stderr, "liqo driver: %s\n", err)
 	os.Exit(1)
 }
-
