@@ -96,6 +96,10 @@ export const ERROR_DOCS: { readonly [C in ErrorCode]: ErrorDoc } = {
     area: 'library',
     doc: 'The fleet was closed, or the member was removed from it, while a call was under way.',
   },
+  ERR_FLEET_DUPLICATE_MEMBER: {
+    area: 'library',
+    doc: 'Two ClusterProfiles of one inventory namespace carry the same multicluster.x-k8s.io/inventory-member-id label: the fleet engages the member once, through the profile that had it first, and reports the other (invalid) until the first lets go; give each profile its own member ID.',
+  },
 
   // exec: running a credential plugin (client-go's exec authenticator)
   ERR_EXEC_CONFIG_INVALID: {

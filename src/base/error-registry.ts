@@ -42,6 +42,7 @@ export const ERRORS = {
   ERR_FLEET_HUB_REQUEST: { exit: 1, retryable: false },
   ERR_FLEET_CREDENTIAL_TIMEOUT: { exit: 1, retryable: true },
   ERR_FLEET_CLOSED: { exit: 1, retryable: false },
+  ERR_FLEET_DUPLICATE_MEMBER: { exit: 1, retryable: false },
 
   // exec: running a credential plugin (client-go's exec authenticator)
   ERR_EXEC_CONFIG_INVALID: { exit: 1, retryable: false },
