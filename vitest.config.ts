@@ -40,8 +40,8 @@ export default defineConfig({
       },
       // The library and fleet scenarios again, on a control plane of their own, on upstream's CRD
       // (cluster-inventory-api v0.1.3, v1alpha1 only), then on ours with profiles written as v1alpha2
-      // (test/helpers/e2e-crd.ts). Their tests run after everything else, one file at a time (vitest starts every
-      // project's global setup, so each control plane, before the first test).
+      // (test/helpers/e2e-crd.ts). Each runs in a group of its own (sequence.groupOrder), one file at a time, never
+      // beside another e2e file; vitest starts every project's global setup, so each control plane, up front.
       ...(
         [
           ['e2e-upstream-crd', { CPC_E2E_CRD: 'upstream' }, 1],
