@@ -2,7 +2,8 @@
  * The v1alpha2 member-ID label on the real control plane: ClusterProfileFleet keys members by
  * `multicluster.x-k8s.io/inventory-member-id` when a profile has it. Two profiles naming one member are reported
  * (`invalid` with ERR_FLEET_DUPLICATE_MEMBER naming both profiles and the label), engaged once, and the rest of the
- * inventory is unaffected; when the first profile is deleted the second takes the member over. Runs on whichever CRD
+ * inventory is unaffected; when the first profile is deleted, or relabelled, the waiting one takes the member over.
+ * Runs on whichever CRD
  * test/helpers/e2e-crd.ts selects (labels are the same in every version).
  */
 import { readFile } from 'node:fs/promises';
@@ -150,6 +151,29 @@ describe('ClusterProfileFleet keys members by the inventory-member-id label', ()
     expect(events.map((event) => [event.type, 'name' in event ? event.name : ''])).toEqual([
       ['removed', 'ocm-a'],
       ['added', 'ocm-b'],
+    ]);
+  });
+
+  it('relabelling: a profile taking a held member ID is reported; the holder moving to another ID lets it in', async () => {
+    events.length = 0;
+    const label = (name: string, id: string) =>
+      admin(['label', 'clusterprofile', name, '-n', NS, '--overwrite', `${INVENTORY_MEMBER_ID_LABEL}=${id}`]);
+    await label('plain', 'm-1');
+    await waitFor('plain reported', () => fleet.get('plain')?.state === 'invalid');
+    expect(fleet.get('plain')?.error).toMatchObject({ code: 'ERR_FLEET_DUPLICATE_MEMBER' });
+    expect(fleet.get('ocm-b')).toMatchObject({ memberKey: 'm-1', engaged: true });
+    await label('ocm-b', 'm-3');
+    await waitFor('plain engaged', () => fleet.get('plain')?.engaged === true);
+    expect(fleet.list().map((member) => [member.name, member.memberKey, member.engaged])).toEqual([
+      ['ocm-b', 'm-3', true],
+      ['ocm-c', 'm-2', true],
+      ['plain', 'm-1', true],
+    ]);
+    // ocm-b's access did not change: it was never disengaged.
+    expect(events.map((event) => [event.type, 'name' in event ? event.name : ''])).toEqual([
+      ['removed', 'plain'],
+      ['invalid', 'plain'],
+      ['added', 'plain'],
     ]);
   });
 });
