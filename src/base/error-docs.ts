@@ -101,6 +101,10 @@ export const ERROR_DOCS: { readonly [C in ErrorCode]: ErrorDoc } = {
     area: 'library',
     doc: "The fleet's inventory has no ClusterProfile of that name (never had, or it was deleted): list the members again.",
   },
+  ERR_FLEET_DUPLICATE_MEMBER: {
+    area: 'library',
+    doc: 'Two ClusterProfiles of one inventory namespace carry the same multicluster.x-k8s.io/inventory-member-id label: the fleet engages the member once, through the profile that had it first, and reports the other (invalid) until the first lets go; give each profile its own member ID.',
+  },
 
   // backstage: the Backstage backend module
   ERR_BACKSTAGE_CONFIG: {

@@ -43,6 +43,7 @@ export const ERRORS = {
   ERR_FLEET_CREDENTIAL_TIMEOUT: { exit: 1, retryable: true },
   ERR_FLEET_CLOSED: { exit: 1, retryable: false },
   ERR_FLEET_MEMBER_UNKNOWN: { exit: 1, retryable: false },
+  ERR_FLEET_DUPLICATE_MEMBER: { exit: 1, retryable: false },
 
   // backstage: the Backstage backend module (plugins/kubernetes-backend-module-clusterprofile)
   ERR_BACKSTAGE_CONFIG: { exit: 2, retryable: false },

@@ -41,6 +41,12 @@ export interface HealthCondition {
 export interface FleetMember {
   readonly name: string;
   readonly namespace: string;
+  /**
+   * The inventory member the profile stands for: its `multicluster.x-k8s.io/inventory-member-id` label when set, else
+   * its name. Two profiles with one key are one member, engaged once (the second is `invalid` with
+   * `ERR_FLEET_DUPLICATE_MEMBER`).
+   */
+  readonly memberKey: string;
   readonly state: FleetClusterState;
   /** Between its `added` and `removed` events. */
   readonly engaged: boolean;

@@ -15,6 +15,7 @@ export type {
   HealthCondition,
 } from './fleet-types.js';
 export type { FleetHubOptions } from './hub-connection.js';
+export { INVENTORY_MEMBER_ID_LABEL } from './member-key.js';
 export { FLEET_METRICS } from './metrics.js';
 export { systemClock } from './scheduler/clock.js';
 export type { FleetClock } from './scheduler/clock.js';

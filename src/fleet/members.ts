@@ -5,7 +5,9 @@
  * rebuilds nothing. A member is engaged (`added`) once it has a credential (and, with `requireHealthy`,
  * ControlPlaneHealthy is True); it stays engaged until its profile is deleted or becomes invalid (`removed`), or,
  * with `disengageUnhealthy`, until ControlPlaneHealthy turns False. A profile that fails resolution is that member's
- * state with its coded error; it never stops the others.
+ * state with its coded error; it never stops the others. Profiles are members by their member key (./member-key.ts):
+ * a second profile with the key of one already held is invalid (`ERR_FLEET_DUPLICATE_MEMBER`) until the first lets go
+ * of it (deleted or relabelled), and is then applied.
  */
 import { canonicalJson } from '../base/canonical-json.js';
 import { sha256HexNative } from '../base/sha256.js';
@@ -22,6 +24,7 @@ import type {
   HealthCondition,
 } from './fleet-types.js';
 import type { FleetMetrics } from './metrics.js';
+import { duplicateMemberError, memberKeyOf } from './member-key.js';
 import type { FleetClock } from './scheduler/clock.js';
 import { errorSummary } from './status.js';
 
@@ -31,6 +34,8 @@ type ClientConstructor = typeof ClusterProfileKubeConfig;
 export class Member implements FleetMember {
   readonly name: string;
   readonly namespace: string;
+  /** The inventory member this profile stands for ({@link memberKeyOf}). */
+  memberKey: string;
   readonly #owner: FleetMembers;
   access: ResolvedClusterAccess | undefined;
   accessHash: string | undefined;
@@ -43,10 +48,11 @@ export class Member implements FleetMember {
   reportedUnhealthy = false;
   rebuilds = 0;
 
-  constructor(owner: FleetMembers, namespace: string, name: string) {
+  constructor(owner: FleetMembers, namespace: string, name: string, memberKey: string) {
     this.#owner = owner;
     this.namespace = namespace;
     this.name = name;
+    this.memberKey = memberKey;
   }
 
   get state(): FleetClusterState {
@@ -97,6 +103,10 @@ export class FleetMembers {
   readonly #strings = new Map<string, string>();
   /** Members by credential slot key. */
   readonly #bySlot = new Map<string, Set<Member>>();
+  /** Member key → the name of the profile that holds it. */
+  readonly #holders = new Map<string, string>();
+  /** Profiles refused for a member key another profile holds, by name: applied again when it is let go of. */
+  readonly #waiting = new Map<string, unknown>();
   /** Slots whose first fetch has not ended yet. */
   readonly #unsettled = new Set<string>();
   #settledWaiters: (() => void)[] = [];
@@ -160,11 +170,23 @@ export class FleetMembers {
 
   /** A profile as the hub has it now: resolve, rebuild when the access changed, update health and engagement. */
   apply(name: string, profile: unknown): void {
+    const key = memberKeyOf(profile, name);
     let member = this.#members.get(name);
     if (member === undefined) {
-      member = new Member(this, this.#deps.namespace, name);
+      member = new Member(this, this.#deps.namespace, name, key);
       this.#members.set(name, member);
+    } else if (member.memberKey !== key) {
+      this.#letGo(member);
+      member.memberKey = key;
     }
+    const holder = this.#holders.get(key);
+    if (holder !== undefined && holder !== name) {
+      this.#waiting.set(name, profile);
+      this.#invalidate(member, duplicateMemberError(this.#deps.namespace, name, key, holder));
+      return;
+    }
+    this.#waiting.delete(name);
+    this.#holders.set(key, name);
     const condition = healthConditionOf(profile);
     member.condition = condition;
     member.healthy = condition === undefined ? undefined : condition.status === 'True';
@@ -221,12 +243,26 @@ export class FleetMembers {
     const member = this.#members.get(name);
     if (member === undefined) return;
     this.#members.delete(name);
+    this.#waiting.delete(name);
     this.#teardown(member);
     if (member.engaged) {
       member.engaged = false;
       this.#deps.events.emit({ type: 'removed', name, reason });
     }
+    this.#letGo(member);
     this.#checkSettled();
+  }
+
+  /** The member no longer holds its key: the first profile waiting for that key is applied now. */
+  #letGo(member: Member): void {
+    const key = member.memberKey;
+    if (this.#holders.get(key) !== member.name) return;
+    this.#holders.delete(key);
+    for (const [name, profile] of this.#waiting) {
+      if (memberKeyOf(profile, name) !== key) continue;
+      this.apply(name, profile);
+      return;
+    }
   }
 
   /** After each fetch of a slot (`error` undefined on success): its members report and reconcile. */
@@ -265,6 +301,8 @@ export class FleetMembers {
       if (member.client !== undefined) closing.push(member.client.close().catch(() => undefined));
     }
     this.#members.clear();
+    this.#holders.clear();
+    this.#waiting.clear();
     this.#bySlot.clear();
     return Promise.all(closing);
   }

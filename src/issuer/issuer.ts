@@ -258,6 +258,8 @@ export class Issuer {
     });
     const certificate = checkIssued(certificatePem, tenant, subject);
 
+    // The consumer's own proxy (a Liqo Tenant names it) wins over the issuer's, as at Liqo's provider.
+    const proxyURL = tenant.proxyURL ?? options.proxyURL;
     const input = {
       providerClusterID: options.providerClusterID,
       consumerClusterID: consumer.clusterID,
@@ -266,7 +268,7 @@ export class Issuer {
       notAfter: new Date(certificate.validTo),
       ...(options.apiServer === undefined ? {} : { apiServer: options.apiServer }),
       ...(options.apiServerCaPem === undefined ? {} : { apiServerCaPem: options.apiServerCaPem }),
-      ...(options.proxyURL === undefined ? {} : { proxyURL: options.proxyURL }),
+      ...(proxyURL === undefined ? {} : { proxyURL }),
     };
     return {
       identity: tenant.flavour === 'liqo' ? buildLiqoIdentity(input) : buildIdentity(input),

@@ -8,7 +8,13 @@ export {
   defaultExecCredentialCache,
 } from '../client-node/build-config.js';
 export type { BuildConfigOptions } from '../client-node/build-config.js';
-export { ClusterProfileFleet, DEFAULT_REFRESH_POLICY, FLEET_CLUSTER_STATES, FLEET_METRICS } from '../fleet/index.js';
+export {
+  ClusterProfileFleet,
+  DEFAULT_REFRESH_POLICY,
+  FLEET_CLUSTER_STATES,
+  FLEET_METRICS,
+  INVENTORY_MEMBER_ID_LABEL,
+} from '../fleet/index.js';
 export type {
   AnyCredentialProvider,
   ClusterProfileFleetOptions,

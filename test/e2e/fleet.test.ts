@@ -35,11 +35,12 @@ import {
   tokenKubeconfig,
   whoami,
 } from '../helpers/controlplane-e2e.js';
+import { clusterProfileCrdFile, profileApiVersion } from '../helpers/e2e-crd.js';
 import { clientCertKubeconfig as kubeconfigDocument } from '../helpers/controlplane.js';
 import { fleetRbac } from '../helpers/fleet-rbac.js';
 
 const repo = fileURLToPath(new URL('../../', import.meta.url));
-const crdFile = path.join(repo, 'schemas/crd/multicluster.x-k8s.io_clusterprofiles.yaml');
+const crdFile = clusterProfileCrdFile;
 const cli = path.join(repo, 'bin/clusterprofile.mjs');
 const NS = 'fleet-e2e';
 const SA_NS = 'fleet-e2e-members';
@@ -94,7 +95,7 @@ function profile(
   };
   return {
     object: {
-      apiVersion: 'multicluster.x-k8s.io/v1alpha1',
+      apiVersion: profileApiVersion,
       kind: 'ClusterProfile',
       metadata: { name, namespace: NS },
       spec: { displayName: name, clusterManager: { name: 'e2e' } },

@@ -24,9 +24,10 @@ import {
   tempFile,
   whoami,
 } from '../helpers/controlplane-e2e.js';
+import { clusterProfileCrdFile, profileApiVersion } from '../helpers/e2e-crd.js';
 
 const repo = fileURLToPath(new URL('../../', import.meta.url));
-const crdFile = path.join(repo, 'schemas/crd/multicluster.x-k8s.io_clusterprofiles.yaml');
+const crdFile = clusterProfileCrdFile;
 const plugin = path.join(repo, 'test/e2e/fixtures/client-cert-plugin.mjs');
 const cli = path.join(repo, 'bin/clusterprofile.mjs');
 const NAMESPACE = 'fleet';
@@ -104,6 +105,7 @@ describe('hub: ClusterProfiles on the API server', () => {
         caPem,
       });
       const { status, ...object } = doc;
+      object.apiVersion = profileApiVersion;
       await adminOk(['create', '-f', '-'], JSON.stringify(object));
       // status is a subresource: written separately, as a cluster manager would.
       await adminOk([

@@ -62,6 +62,8 @@ export interface E2eBinaries {
   /** Upstream's plugins/secretreader and plugins/kubeconfig-secretreader (test/e2e/upstream-plugins), unchanged. */
   secretreaderPlugin: string;
   kubeconfigSecretreaderPlugin: string;
+  /** test/e2e/liqo: Liqo v1.2.0's consumer-side handshake functions and kubeconfig forging, as a JSON driver. */
+  liqo: string;
   versions: Record<string, string>;
 }
 

@@ -60,9 +60,18 @@ beforeAll(async () => {
     notAfter: new Date(Date.now() + 86_400_000),
   });
   identityFile = join(root, 'identity.yaml');
-  writeFileSync(identityFile, liqoIdentityYaml({ provider: 'member-1', consumer: 'consumer-1', certPem }), {
-    mode: 0o600,
-  });
+  writeFileSync(
+    identityFile,
+    liqoIdentityYaml({
+      provider: 'member-1',
+      consumer: 'consumer-1',
+      certPem,
+      apiServer: 'https://member-1.example:6443',
+    }),
+    {
+      mode: 0o600,
+    },
+  );
 });
 
 describe('an Identity with a YAML alias bomb', () => {

@@ -246,7 +246,12 @@ describe('tenant-cert plugin: an imported Identity next to an issuer', () => {
     const file = writeText(
       root,
       'imported-identity.yaml',
-      liqoIdentityYaml({ provider: PROVIDER, consumer: CONSUMER, certPem: valid }),
+      liqoIdentityYaml({
+        provider: PROVIDER,
+        consumer: CONSUMER,
+        certPem: valid,
+        apiServer: 'https://member.example:6443',
+      }),
     );
     const imported = await runNode(CLI, [
       'identity',

@@ -278,9 +278,9 @@ describe('the reconciler (an in-process issuer, an in-memory API)', () => {
     expect(api.calls.filter((call) => !call.startsWith('GET'))).toEqual([`PATCH ${TENANTS}/c1/status`]);
   });
 
-  test('with --liqo-compat the Liqo spec is answered: an Identity owned by the Tenant, a Secret owned by the Identity', async () => {
+  test('with --liqo-compat the Liqo spec is answered: an Identity owned by the Tenant, a Secret owned by the Identity, through the proxy the Tenant names', async () => {
     const { f, api, options, store, stored } = await setup(true);
-    const tenant = resource('c1', 1, await liqoSpec(f, 'c1'));
+    const tenant = resource('c1', 1, { ...(await liqoSpec(f, 'c1')), proxyURL: 'http://proxy.c1.example:3128' });
     store(tenant);
     await reconcile(options, tenant);
     expect(stored('c1').status).toMatchObject({
@@ -295,14 +295,17 @@ describe('the reconciler (an in-process issuer, an in-memory API)', () => {
     expect(identity.spec).toMatchObject({
       clusterID: 'p1',
       consumerClusterID: 'c1',
-      authParams: { apiServer: 'https://p1.example:6443' },
+      authParams: { apiServer: 'https://p1.example:6443', proxyURL: 'http://proxy.c1.example:3128' },
     });
     const secret = api.objects.get('/api/v1/namespaces/ns/secrets/kubeconfig-c1');
     expect(secret.metadata.ownerReferences).toEqual([
       expect.objectContaining({ kind: 'Identity', uid: identity.metadata.uid }),
     ]);
     const kubeconfig = parse(Buffer.from(secret.data.kubeconfig, 'base64').toString('utf8'));
-    expect(kubeconfig.clusters[0].cluster.server).toBe('https://p1.example:6443');
+    expect(kubeconfig.clusters[0].cluster).toMatchObject({
+      server: 'https://p1.example:6443',
+      'proxy-url': 'http://proxy.c1.example:3128',
+    });
     expect(kubeconfig.users[0].user['client-key-data']).toBeUndefined();
   });
 

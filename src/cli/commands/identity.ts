@@ -1,7 +1,7 @@
 /**
  * `clusterprofile identity import FILE --key-file KEY [--cluster-id ID] [--identity-dir DIR] [--kubeconfig OUT]`:
  * the consumer's last step of the manual flow. Reads an Identity (ours or Liqo's `authentication.liqo.io/v1beta1`,
- * YAML or JSON; `-` for stdin), checks that its certificate is for our cluster ID and our key and not expired, and
+ * YAML or JSON; `-` for stdin; Liqo's must name its apiServer, as Liqo needs), checks that its certificate is for our cluster ID and our key and not expired, and
  * stores it where `clusterprofile-tenant-cert` looks first (`DIR/<consumer>/<provider>.yaml`, 0600). With
  * `--kubeconfig`, also writes a kubeconfig for the Identity's API server whose user runs the plugin: both or neither (a
  * kubeconfig that cannot be written undoes the store, and the error says so).
@@ -239,6 +239,17 @@ export async function run(args: CommandArgs, ctx: CommandContext): Promise<numbe
       );
   const { checkCertificate, parseIdentity, storeIdentity } = await loadIdentityImport();
   const identity = parseIdentity(text, source);
+  if (identity.format === 'liqo' && identity.apiServer === undefined) {
+    // Liqo's consumer forges the Identity's kubeconfig from apiServer alone: without it the kubeconfig names no server.
+    throw new CredentialsError(
+      'ERR_TENANT_CERT_IDENTITY_INVALID',
+      `${source}: a Liqo Identity must name the provider's API server (spec.authParams.apiServer); Liqo cannot use one without it`,
+      {
+        path: '$.spec.authParams.apiServer',
+        hint: 'answer the Tenant with clusterprofile tenant accept --api-server-url URL',
+      },
+    );
+  }
 
   const clusterID = args['cluster-id'] as string | undefined;
   if (clusterID !== undefined && clusterID !== identity.consumerClusterID) {

@@ -46,9 +46,9 @@ export const actions = {
   },
   generate: {
     usage:
-      '$0 tenant generate --key-file KEY --cluster-id CONSUMER_ID --provider-cluster-id PROVIDER_ID --nonce NONCE [--group G]... [--liqo]',
+      '$0 tenant generate --key-file KEY --cluster-id CONSUMER_ID --provider-cluster-id PROVIDER_ID --nonce NONCE [--group G]... [--liqo [--proxy-url URL]]',
     describe: 'Consumer: answer the nonce with a Tenant (a CSR signed over nonce and cluster IDs) on stdout.',
-    flags: ['key-file', 'cluster-id', 'provider-cluster-id', 'nonce', 'group', 'liqo'],
+    flags: ['key-file', 'cluster-id', 'provider-cluster-id', 'nonce', 'group', 'liqo', 'proxy-url'],
   },
   accept: {
     usage:
@@ -126,7 +126,12 @@ export function builder(parser: Argv): Argv<object> {
     .option('liqo', {
       type: 'boolean',
       default: false,
-      describe: 'generate: a Liqo-shaped Tenant (signature over the nonce alone, O=liqo.io)',
+      describe: 'generate: a Liqo-shaped Tenant (signature over the nonce alone; O=liqo.io first, then any --group)',
+    })
+    .option('proxy-url', {
+      type: 'string',
+      requiresArg: true,
+      describe: 'generate --liqo: the proxy this cluster reaches the provider through (the Identity carries it back)',
     })
     .option('api-server-url', {
       type: 'string',
@@ -224,8 +229,10 @@ export async function run(args: CommandArgs, ctx: CommandContext): Promise<numbe
     if (args['liqo'] === true) {
       const csr = await buildCsr(privateKey, {
         commonName: consumerClusterID,
-        organizations: groups.length > 0 ? groups : ['liqo.io'],
+        // Liqo's provider checks that the first O is liqo.io, and its authorizer admits control-plane users by it.
+        organizations: ['liqo.io', ...groups.filter((group) => group !== 'liqo.io')],
       });
+      const proxyURL = typeof args['proxy-url'] === 'string' ? args['proxy-url'] : undefined;
       const liqo: LiqoTenantDocument = {
         apiVersion: LIQO_API_VERSION,
         kind: 'Tenant',
@@ -235,10 +242,16 @@ export async function run(args: CommandArgs, ctx: CommandContext): Promise<numbe
           csr: encodeBase64(csr.pem),
           publicKey: encodeBase64(publicKeyPem(privateKey)),
           signature: encodeBase64(signBytes(privateKey, Buffer.from(nonce, 'utf8'))),
+          ...(proxyURL === undefined ? {} : { proxyURL }),
         },
       };
       document = liqo;
     } else {
+      if (args['proxy-url'] !== undefined) {
+        throw new CredentialsError('ERR_USAGE', '--proxy-url goes with --liqo (our Tenant carries no proxy)', {
+          path: '--proxy-url',
+        });
+      }
       document = await buildTenant({ privateKey, consumerClusterID, providerClusterID, nonce, organizations: groups });
     }
     ctx.io.stdout.write(stringify(document));

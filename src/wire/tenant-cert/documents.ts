@@ -56,6 +56,11 @@ export interface ReceivedTenant {
   csr: ParsedCsr;
   signature: Buffer;
   signatureFormat: SignatureFormat;
+  /**
+   * Liqo's Tenant only: the proxy the consumer reaches the provider's API server through (`liqoctl generate tenant
+   * --proxy-url`); Liqo's provider copies it into the Identity's `authParams.proxyURL`, and so does the issuer.
+   */
+  proxyURL?: string;
 }
 
 /**
@@ -88,6 +93,9 @@ export async function readTenant(document: unknown): Promise<ReceivedTenant> {
       csr,
       signature,
       signatureFormat: 'liqo-nonce',
+      ...(tenant.spec.proxyURL === undefined || tenant.spec.proxyURL === ''
+        ? {}
+        : { proxyURL: checkProxyUrl(tenant.spec.proxyURL, '$.spec.proxyURL') }),
     };
   }
   return {
@@ -100,6 +108,19 @@ export async function readTenant(document: unknown): Promise<ReceivedTenant> {
     signature,
     signatureFormat: tenant.spec.signatureFormat ?? 'context-v1',
   };
+}
+
+/** A proxy URL a document names: http, https or socks5 with a host (what client-go's `proxy-url` dials). */
+function checkProxyUrl(text: string, path: string): string {
+  const url = URL.parse(text);
+  if (url === null || !['http:', 'https:', 'socks5:'].includes(url.protocol) || url.hostname === '') {
+    throw tenantError(
+      'ERR_TENANT_INVALID_DOCUMENT',
+      `the Tenant is invalid: proxyURL ${JSON.stringify(text)} is not an http, https or socks5 URL with a host`,
+      { path },
+    );
+  }
+  return text;
 }
 
 export interface TenantInput {

@@ -15,6 +15,8 @@ export interface ControlPlaneBinaries {
   /** Upstream's plugins/secretreader and plugins/kubeconfig-secretreader (test/e2e/upstream-plugins), unchanged. */
   secretreaderPlugin: string;
   kubeconfigSecretreaderPlugin: string;
+  /** test/e2e/liqo: Liqo v1.2.0's consumer-side handshake functions and kubeconfig forging, as a JSON driver. */
+  liqo: string;
   /** Binary name → the version it reports (`kube-apiserver --version`, `etcd --version`). */
   versions: Record<string, string>;
   targets: Record<string, { built: boolean; seconds: number; dir: string }>;

@@ -118,6 +118,14 @@ const targets = [
       `sigs.k8s.io/cluster-inventory-api/plugins/${plugin}/cmd/plugin`,
     ],
   })),
+  {
+    // Liqo v1.2.0's consumer-side handshake code (test/e2e/liqo), for test/e2e/tenant-cert-liqo.test.ts.
+    name: 'liqo',
+    moduleDir: path.resolve(here, '../liqo'),
+    version: (goMod) => requiredVersion(goMod, 'github.com/liqotech/liqo'),
+    binaries: ['liqo'],
+    buildArgs: () => ['-ldflags=-s -w', '-o', 'OUT/liqo', '.'],
+  },
 ];
 
 function requiredVersion(goMod, modulePath) {
@@ -210,7 +218,7 @@ async function readStamp(dir) {
 
 async function binaryVersion(file) {
   const name = path.basename(file);
-  if (name === 'goclient' || name === 'differential' || name.endsWith('-plugin')) return undefined;
+  if (['goclient', 'differential', 'liqo'].includes(name) || name.endsWith('-plugin')) return undefined;
   const result = await run(file, name === 'dex' ? ['version'] : ['--version']);
   const text = (result.stdout + result.stderr).trim();
   if (name === 'etcd') return /etcd Version:\s*(\S+)/.exec(text)?.[1] ?? text;
@@ -228,6 +236,7 @@ async function binaryVersion(file) {
  * @property {string} differential
  * @property {string} secretreaderPlugin
  * @property {string} kubeconfigSecretreaderPlugin
+ * @property {string} liqo
  * @property {Record<string, string>} versions binary name → version it reports
  * @property {Record<string, { built: boolean, seconds: number, dir: string }>} targets
  */
@@ -304,6 +313,7 @@ export async function ensureControlPlaneBinaries(options = {}) {
     differential: paths.differential ?? '',
     secretreaderPlugin: paths['secretreader-plugin'] ?? '',
     kubeconfigSecretreaderPlugin: paths['kubeconfig-secretreader-plugin'] ?? '',
+    liqo: paths.liqo ?? '',
     versions,
     targets: report,
   };
