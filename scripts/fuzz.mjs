@@ -20,6 +20,10 @@ try {
     packages: 'external',
     outfile,
     logLevel: 'warning',
+    // Modules that load a package lazily with require() (src/base/document.ts's yaml) need one in an ES module.
+    banner: {
+      js: "import { createRequire as cpcCreateRequire } from 'node:module'; const require = cpcCreateRequire(import.meta.url);",
+    },
     // The bundle lives elsewhere: keep import.meta paths those of the sources.
     define: { 'import.meta.dirname': JSON.stringify(path.join(root, 'test/fuzz')) },
   });

@@ -186,7 +186,7 @@ function generateAnswer(random: Random): Buffer {
   } else {
     answer += body.toString('latin1');
   }
-  let bytes = Buffer.from(answer, 'latin1');
+  let bytes: Buffer = Buffer.from(answer, 'latin1');
   if (random.chance(0.25)) bytes = mutateBytes(random, bytes);
   if (random.chance(0.1)) bytes = bytes.subarray(0, random.int(0, bytes.length));
   if (random.chance(0.05)) bytes = Buffer.concat([bytes, Buffer.from('HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n')]);

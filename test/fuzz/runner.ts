@@ -16,6 +16,8 @@ export interface FuzzSession<Input> {
   shrink(input: Input): Iterable<Input>;
   /** The input as the file a failure leaves behind, and that file's extension. */
   serialize(input: Input): { bytes: Buffer | string; extension: string };
+  /** What the cases so far came to (both read, both refused, refused as listed...), for the run's report. */
+  summary?(): string;
   close(): Promise<void>;
 }
 
@@ -39,6 +41,7 @@ export interface FuzzResult {
   cases: number;
   elapsedMs: number;
   failures: FuzzFailure[];
+  summary: string | undefined;
 }
 
 export interface FuzzRunOptions {
@@ -53,17 +56,23 @@ export interface FuzzRunOptions {
   outDir?: string;
 }
 
+/** The seed `npm test` runs the targets with unless CPC_FUZZ_SEED says otherwise. */
+export const TEST_SEED = 20_261_203;
+
 export const DEFAULT_FUZZ_OUT = path.resolve(import.meta.dirname, '../../.cache/fuzz');
 
-/** The seed from `CPC_FUZZ_SEED` when set, else a fresh one (printed by whoever reports the run). */
-export function fuzzSeed(env: NodeJS.ProcessEnv = process.env): number {
+/**
+ * The seed from `CPC_FUZZ_SEED` when set, else `fallback` (the tests' fixed seed: `npm test` checks the same cases on
+ * every run), else a fresh one (`npm run fuzz`, which prints it).
+ */
+export function fuzzSeed(env: NodeJS.ProcessEnv = process.env, fallback?: number): number {
   const given = env.CPC_FUZZ_SEED;
   if (given !== undefined && given !== '') {
     const seed = Number(given);
     if (!Number.isInteger(seed) || seed < 0 || seed > 0xffff_ffff) throw new TypeError(`CPC_FUZZ_SEED=${given}`);
     return seed;
   }
-  return Math.floor(Math.random() * 0x1_0000_0000);
+  return fallback ?? Math.floor(Math.random() * 0x1_0000_0000);
 }
 
 /** Greedy shrinking: take the first smaller input that still disagrees, until none does (bounded in steps). */
@@ -120,7 +129,8 @@ export async function runFuzz<Input>(target: FuzzTarget<Input>, options: FuzzRun
   } finally {
     await session.close();
   }
-  return { target: target.name, seed: options.seed, cases: index, elapsedMs: performance.now() - started, failures };
+  const elapsedMs = performance.now() - started;
+  return { target: target.name, seed: options.seed, cases: index, elapsedMs, failures, summary: session.summary?.() };
 }
 
 /** A failure as a test or the command reports it: the seed to replay it and the file holding the minimized input. */
@@ -132,4 +142,17 @@ export function describeFailures(result: FuzzResult): string {
         `disagrees: ${failure.reason}\n  minimized input: ${failure.file}`,
     )
     .join('\n');
+}
+
+/** Counts of named outcomes (`both read`, `both refuse`, a listed refusal...), for {@link FuzzSession.summary}. */
+export class Tally {
+  readonly #counts = new Map<string, number>();
+
+  add(outcome: string): void {
+    this.#counts.set(outcome, (this.#counts.get(outcome) ?? 0) + 1);
+  }
+
+  toString(): string {
+    return [...this.#counts].map(([outcome, count]) => `${count} ${outcome}`).join(', ');
+  }
 }

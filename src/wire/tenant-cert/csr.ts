@@ -174,10 +174,12 @@ function expectTag(element: DerElement | undefined, tag: number, what: string): 
   return element;
 }
 
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
 function decodeString(element: DerElement): string {
   switch (element.tag) {
-    case 0x0c: // UTF8String
-      return element.value.toString('utf8');
+    case 0x0c: // UTF8String: invalid UTF-8 is refused, never read as U+FFFD (two names would read the same)
+      return STRICT_UTF8.decode(element.value);
     case 0x13: // PrintableString
     case 0x16: // IA5String
     case 0x14: // TeletexString
