@@ -52,7 +52,7 @@ export async function main(argv: string[]): Promise<number> {
     const rate = result.cases / (result.elapsedMs / 1000);
     process.stdout.write(
       `${name}: ${result.cases} cases in ${(result.elapsedMs / 1000).toFixed(1)} s, ${rate.toFixed(0)} cases/s, ` +
-        `${result.failures.length === 0 ? 'no disagreement' : 'DISAGREEMENT'}\n`,
+        `${result.failures.length === 0 ? 'no disagreement' : 'DISAGREEMENT'}${result.summary === undefined ? '' : ` (${result.summary})`}\n`,
     );
     if (result.failures.length > 0) {
       failed = true;

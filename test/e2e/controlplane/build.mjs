@@ -104,6 +104,14 @@ const targets = [
     binaries: ['differential'],
     buildArgs: () => ['-ldflags=-s -w', '-o', 'OUT/differential', '.'],
   },
+  {
+    // client-go's clientcmd loading rules for the kubeconfig fuzz target (test/fuzz/kubeconfig-target.ts).
+    name: 'kubeconfig-differential',
+    moduleDir: path.resolve(here, '../kubeconfig-differential'),
+    version: (goMod) => requiredVersion(goMod, 'k8s.io/client-go'),
+    binaries: ['kubeconfig-differential'],
+    buildArgs: () => ['-ldflags=-s -w', '-o', 'OUT/kubeconfig-differential', '.'],
+  },
   // Upstream's reader plugins, unchanged: what reads the Secrets `clusterprofile token sync` writes. Two targets of one
   // wrapper module, because both packages are named `plugin`.
   ...['secretreader', 'kubeconfig-secretreader'].map((plugin) => ({
@@ -210,7 +218,7 @@ async function readStamp(dir) {
 
 async function binaryVersion(file) {
   const name = path.basename(file);
-  if (name === 'goclient' || name === 'differential' || name.endsWith('-plugin')) return undefined;
+  if (name === 'goclient' || name.endsWith('differential') || name.endsWith('-plugin')) return undefined;
   const result = await run(file, name === 'dex' ? ['version'] : ['--version']);
   const text = (result.stdout + result.stderr).trim();
   if (name === 'etcd') return /etcd Version:\s*(\S+)/.exec(text)?.[1] ?? text;
@@ -226,6 +234,7 @@ async function binaryVersion(file) {
  * @property {string} dex
  * @property {string} goclient
  * @property {string} differential
+ * @property {string} kubeconfigDifferential
  * @property {string} secretreaderPlugin
  * @property {string} kubeconfigSecretreaderPlugin
  * @property {Record<string, string>} versions binary name → version it reports
@@ -301,6 +310,7 @@ export async function ensureControlPlaneBinaries(options = {}) {
     dex: paths.dex ?? '',
     goclient: paths.goclient ?? '',
     differential: paths.differential ?? '',
+    kubeconfigDifferential: paths['kubeconfig-differential'] ?? '',
     secretreaderPlugin: paths['secretreader-plugin'] ?? '',
     kubeconfigSecretreaderPlugin: paths['kubeconfig-secretreader-plugin'] ?? '',
     versions,
