@@ -13,4 +13,4 @@ it('our loader and clientcmd agree on server, CA, credential and failure, or dif
   const result = await runFuzz(target, { seed, cases: Number(process.env.CPC_FUZZ_CASES ?? 400) });
   expect(result.failures, describeFailures(result)).toEqual([]);
   expect(result.summary).toMatch(/\d+ both load, same/);
-});
+}, 180_000);

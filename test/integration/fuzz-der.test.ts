@@ -11,4 +11,4 @@ it('our CSRs verify and decode alike; mutated DER gets the same verdict from our
   expect(result.failures, describeFailures(result)).toEqual([]);
   expect(result.summary).toMatch(/\d+ both read, signature valid/);
   expect(result.summary).toMatch(/\d+ both refuse/);
-});
+}, 180_000);
