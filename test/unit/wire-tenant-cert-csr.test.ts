@@ -87,6 +87,9 @@ describe('DER the fuzz test found us reading wrong', () => {
     latin1[cn - 2] = 0x0c; // PrintableString → UTF8String
     latin1[cn] = 0xe9; // 'c' → a lone Latin-1 é: not UTF-8
     expect(() => parseCsrSync(latin1)).toThrow(expect.objectContaining({ code: 'ERR_TENANT_BAD_PEM' }));
+    // An empty value names nothing (X.520: SIZE (1..MAX)); read as an empty organization before.
+    const { der: empty } = await buildCsr(key, { commonName: 'consumer-1', organizations: [''] });
+    expect(() => parseCsrSync(empty)).toThrow(expect.objectContaining({ code: 'ERR_TENANT_BAD_PEM' }));
   });
 
   it('refuses a short length written in long form, or a long form with a leading zero byte', async () => {

@@ -229,10 +229,10 @@ function readRequestInfo(der: Buffer) {
   for (const rdn of children(expectTag(name, 0x30, 'subject Name').value)) {
     for (const pair of children(expectTag(rdn, 0x31, 'RDN').value)) {
       const [type, value] = children(expectTag(pair, 0x30, 'AttributeTypeAndValue').value);
-      subject.push({
-        type: decodeObjectIdentifier(expectTag(type, 0x06, 'attribute type').value),
-        value: decodeString(value ?? expectTag(undefined, 0, 'value')),
-      });
+      const text = decodeString(value ?? expectTag(undefined, 0, 'value'));
+      // X.520's DirectoryString is SIZE (1..MAX): an empty value names nothing.
+      if (text === '') throw new RangeError('empty subject attribute value');
+      subject.push({ type: decodeObjectIdentifier(expectTag(type, 0x06, 'attribute type').value), value: text });
     }
   }
   const extensions: ParsedCsr['extensions'] = [];
