@@ -36,6 +36,7 @@ import { parseDocument, readDocumentText } from '../base/document.js';
 import { CredentialsError, errno } from '../base/errors.js';
 import type { Env } from '../base/io.js';
 import type { KubeCredential, KubeEndpoint } from './types.js';
+import { isGoBase64 } from '../base/go-base64.js';
 import { isRecord } from '../base/record.js';
 
 export type KubeconfigErrorCode = 'ERR_KUBECONFIG_READ' | 'ERR_KUBECONFIG_INVALID' | 'ERR_IN_CLUSTER_UNAVAILABLE';
@@ -151,6 +152,41 @@ function parseKubeconfig(text: string, file: string, what: string): Record<strin
   return doc;
 }
 
+/** Fields whose type clientcmd's decoding checks (a string where a bool goes fails the whole file), by type. */
+const BOOLEAN_FIELDS = new Set(['insecure-skip-tls-verify', 'disable-compression']);
+const STRING_FIELDS = new Set([
+  'server',
+  'tls-server-name',
+  'certificate-authority',
+  'proxy-url',
+  'client-certificate',
+  'client-key',
+  'token',
+  'tokenFile',
+  'as',
+  'as-uid',
+  'username',
+  'password',
+  'cluster',
+  'user',
+  'namespace',
+]);
+
+/**
+ * clientcmd decodes every entry of every file it loads, used or not: a field of the wrong type or bad base64 in a
+ * `*-data` field anywhere fails the load, so it fails ours too (rather than only when that entry is chosen).
+ */
+function checkFieldTypes(value: Record<string, unknown>, at: string): void {
+  for (const [key, field] of Object.entries(value)) {
+    if (field === null || field === undefined) continue;
+    const wrong =
+      (BOOLEAN_FIELDS.has(key) && typeof field !== 'boolean') ||
+      ((STRING_FIELDS.has(key) || key.endsWith('-data')) && typeof field !== 'string');
+    if (wrong) throw invalid(`${key} must be a ${BOOLEAN_FIELDS.has(key) ? 'boolean' : 'string'}`, `${at}.${key}`);
+    if (key.endsWith('-data') && !isGoBase64(field as string)) throw invalid(`${key} is not base64`, `${at}.${key}`);
+  }
+}
+
 /** Adds one file's entries to `merged`: names already defined by an earlier file are kept (first wins). */
 function mergeFile(merged: Merged, doc: Record<string, unknown>, file: string): void {
   merged.files.push(file);
@@ -178,6 +214,7 @@ function mergeFile(merged: Merged, doc: Record<string, unknown>, file: string): 
       const value = item[kind] ?? {};
       if (!isRecord(value))
         throw invalid(`${kind} ${JSON.stringify(name)} must be a mapping`, `${file}: ${at}.${kind}`);
+      checkFieldTypes(value, `${file}: ${at}.${kind}`);
       if (!merged.entries[kind].has(name)) merged.entries[kind].set(name, { name, file, at: `${at}.${kind}`, value });
     });
   }
@@ -199,6 +236,17 @@ function decodeData(entry: Entry, key: string): string | undefined {
   const decoded = Buffer.from(value, 'base64').toString('utf8');
   if (decoded.trim() === '') throw invalid('expected base64 data', `${entry.file}: ${entry.at}.${key}`);
   return decoded;
+}
+
+/**
+ * `<key>-data` or the file `<key>` names, never both: clientcmd refuses an entry that sets both (its data would
+ * override the file, and the file would be a lie).
+ */
+async function dataOrFile(read: Read, entry: Entry, key: string, what: string): Promise<string | undefined> {
+  if (optionalString(entry, `${key}-data`) !== undefined && optionalString(entry, key) !== undefined) {
+    throw invalid(`${key}-data and ${key} are both set: keep one`, `${entry.file}: ${entry.at}.${key}`);
+  }
+  return decodeData(entry, `${key}-data`) ?? (await readReferenced(read, entry, key, what));
 }
 
 /** `key`'s file, relative to the kubeconfig that holds it, read; undefined when unset. */
@@ -224,12 +272,13 @@ async function endpointOf(read: Read, cluster: Entry): Promise<KubeEndpoint> {
   const server = optionalString(cluster, 'server');
   if (server === undefined)
     throw invalid(`cluster ${JSON.stringify(cluster.name)} has no server`, `${cluster.file}: ${cluster.at}.server`);
-  // Data wins over a file, as in client-go.
-  const caPem =
-    decodeData(cluster, 'certificate-authority-data') ??
-    (await readReferenced(read, cluster, 'certificate-authority', 'certificate authority'));
+  const caPem = await dataOrFile(read, cluster, 'certificate-authority', 'certificate authority');
   const tlsServerName = optionalString(cluster, 'tls-server-name');
   const proxyUrl = optionalString(cluster, 'proxy-url');
+  // clientcmd's rule: a proxy is reached over http, https or socks5, nothing else.
+  if (proxyUrl !== undefined && !/^(?:https?|socks5):\/\//i.test(proxyUrl)) {
+    throw invalid('proxy-url must be an http, https or socks5 URL', `${cluster.file}: ${cluster.at}.proxy-url`);
+  }
   return {
     server,
     ...(caPem === undefined ? {} : { caPem }),
@@ -265,12 +314,9 @@ async function credentialOf(read: Read, user: Entry | undefined, allowExec: bool
       throw invalid(message, `${user.file}: ${user.at}.${key} (user ${JSON.stringify(user.name)})`);
     }
   }
-  const certificatePem =
-    decodeData(user, 'client-certificate-data') ??
-    (await readReferenced(read, user, 'client-certificate', 'client certificate'));
+  const certificatePem = await dataOrFile(read, user, 'client-certificate', 'client certificate');
   if (certificatePem !== undefined) {
-    const keyPem =
-      decodeData(user, 'client-key-data') ?? (await readReferenced(read, user, 'client-key', 'client key'));
+    const keyPem = await dataOrFile(read, user, 'client-key', 'client key');
     if (keyPem === undefined)
       throw invalid(
         'a client certificate without a client key',
@@ -281,6 +327,16 @@ async function credentialOf(read: Read, user: Entry | undefined, allowExec: bool
   const fromFile = await readReferenced(read, user, 'tokenFile', 'token file');
   const token = fromFile?.trim() ?? optionalString(user, 'token');
   return token === undefined || token === '' ? { kind: 'none' } : { kind: 'token', token };
+}
+
+/**
+ * An exec command with a directory in it (`./bin/plugin`), relative, resolves against the kubeconfig's directory, as
+ * clientcmd resolves it; a bare name (`kubectl-oidc`) is left for PATH.
+ */
+function withResolvedCommand(exec: Record<string, unknown>, file: string): Record<string, unknown> {
+  const command = exec['command'];
+  if (typeof command !== 'string' || isAbsolute(command) || !command.includes('/')) return exec;
+  return { ...exec, command: join(dirname(file), command) };
 }
 
 async function accessFromKubeconfig(
@@ -336,7 +392,9 @@ async function accessFromKubeconfig(
   return {
     endpoint,
     credential: isRecord(exec) ? { kind: 'none' } : credential,
-    ...(isRecord(exec) ? { exec: { config: exec, path: `${user!.file}: ${user!.at}.exec` } } : {}),
+    ...(isRecord(exec)
+      ? { exec: { config: withResolvedCommand(exec, user!.file), path: `${user!.file}: ${user!.at}.exec` } }
+      : {}),
     namespace: optionalString(context, 'namespace'),
     source: `context ${JSON.stringify(name)} of ${label}`,
     origin,

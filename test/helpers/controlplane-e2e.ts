@@ -59,6 +59,8 @@ export interface E2eBinaries {
   goclient: string;
   /** test/e2e/differential: cluster-inventory-api and client-go's exec decoding, as a JSON-lines driver. */
   differential: string;
+  /** test/e2e/kubeconfig-differential: client-go's clientcmd loading rules, as a JSON-lines driver. */
+  kubeconfigDifferential: string;
   /** Upstream's plugins/secretreader and plugins/kubeconfig-secretreader (test/e2e/upstream-plugins), unchanged. */
   secretreaderPlugin: string;
   kubeconfigSecretreaderPlugin: string;

@@ -354,3 +354,51 @@ describe('loadInClusterAccess', () => {
     expect(access.endpoint.server).toBe('https://[fd00::1]:443');
   });
 });
+
+// Each found by the kubeconfig fuzz test (test/fuzz/kubeconfig-target.ts), where clientcmd refused and we loaded, or
+// loaded something else.
+describe('loadKubeAccess: what clientcmd refuses, refused too', () => {
+  const config = (cluster: Record<string, unknown>, user: Record<string, unknown> = {}, extra: unknown[] = []) => ({
+    apiVersion: 'v1',
+    kind: 'Config',
+    'current-context': 'c',
+    clusters: [{ name: 'k', cluster: { server: 'https://k:6443', ...cluster } }, ...extra],
+    users: [{ name: 'u', user }],
+    contexts: [{ name: 'c', context: { cluster: 'k', user: 'u' } }],
+  });
+  const load = (root: string, allowExec = false) =>
+    loadKubeAccess({ kubeconfig: join(root, 'config'), allowExec }, { env: {}, cwd: root });
+
+  it('data and file both set, bad base64 or a wrong type in any entry, a proxy that is not http, https or socks5', async () => {
+    const refused = async (files: Record<string, unknown>, message: RegExp) =>
+      expect(await rejection(load(tree(files)))).toMatchObject({ code: 'ERR_KUBECONFIG_INVALID', message });
+    await refused(
+      { config: config({ 'certificate-authority-data': b64(CA), 'certificate-authority': 'ca.crt' }), 'ca.crt': CA },
+      /certificate-authority-data and certificate-authority are both set/,
+    );
+    await refused(
+      { config: config({}, { 'client-certificate-data': b64(CA), 'client-key-data': b64(CA), 'client-key': 'k' }) },
+      /client-key-data and client-key are both set/,
+    );
+    // In an entry no context uses: clientcmd decodes the whole file.
+    const unused = [{ name: 'other', cluster: { server: 'https://o', 'certificate-authority-data': 'not base64!' } }];
+    await refused({ config: config({}, {}, unused) }, /certificate-authority-data is not base64/);
+    await refused(
+      { config: config({ 'insecure-skip-tls-verify': 'true' }) },
+      /insecure-skip-tls-verify must be a boolean/,
+    );
+    await refused({ config: config({ 'proxy-url': 'ftp://proxy' }) }, /proxy-url must be an http, https or socks5 URL/);
+  });
+
+  it("an exec command with a directory in it resolves against the kubeconfig's directory, a bare name does not", async () => {
+    const exec = (command: string) => ({ exec: { apiVersion: 'client.authentication.k8s.io/v1', command } });
+    const root = tree({ 'sub/config': config({}, exec('./bin/plugin')) });
+    const access = await loadKubeAccess(
+      { kubeconfig: join(root, 'sub/config'), allowExec: true },
+      { env: {}, cwd: root },
+    );
+    expect(access.exec?.config['command']).toBe(join(root, 'sub/bin/plugin'));
+    const bare = await load(tree({ config: config({}, exec('kubectl-oidc')) }), true);
+    expect(bare.exec?.config['command']).toBe('kubectl-oidc');
+  });
+});

@@ -3,7 +3,7 @@
 import { generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { buildCsr, parseCsrSync } from '../../src/wire/tenant-cert/csr.js';
-import { splitSigned } from '../../src/wire/tenant-cert/der.js';
+import { decodeObjectIdentifier, objectIdentifier, splitSigned } from '../../src/wire/tenant-cert/der.js';
 import { toCryptoKeyPair, webCryptoAlgorithm } from '../../src/wire/tenant-cert/keys.js';
 import { x509 } from '../../src/wire/tenant-cert/x509.js';
 
@@ -58,4 +58,49 @@ describe('buildCsr', () => {
       });
     },
   );
+});
+
+// Found by the differential fuzz test (test/fuzz/der-target.ts), each where @peculiar/asn1-csr and we disagreed.
+describe('DER the fuzz test found us reading wrong', () => {
+  it('decodes an OID whose first subidentifier takes two bytes, and refuses one cut short or padded', () => {
+    expect(decodeObjectIdentifier(objectIdentifier('2.5.4.3').subarray(2))).toBe('2.5.4.3');
+    // 2.10804.10: 80 + 10804 = 10884 = 0x85 0x04 in base 128 (read as 2.53.4.10 before).
+    expect(decodeObjectIdentifier(Buffer.from([0xd5, 0x04, 0x0a]))).toBe('2.10804.10');
+    // commonName with a dangling continuation byte: read as 2.5.4.3 before.
+    expect(() => decodeObjectIdentifier(Buffer.from([0x55, 0x04, 0x03, 0x83]))).toThrow(RangeError);
+    expect(() => decodeObjectIdentifier(Buffer.from([0x55, 0x80, 0x04]))).toThrow(RangeError);
+    expect(() => decodeObjectIdentifier(Buffer.alloc(0))).toThrow(RangeError);
+  });
+
+  it('refuses a signature algorithm that is not a SEQUENCE, and a subject value that is not UTF-8', async () => {
+    const key = keys.ed25519();
+    const { der } = await buildCsr(key, { commonName: 'consumer-1' });
+    const parts = splitSigned(der);
+    // The AlgorithmIdentifier's tag 0x30 → 0x46 (APPLICATION 6): the signature used to verify all the same.
+    const at = der.indexOf(Buffer.from([0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70]), parts.signed.length);
+    const retagged = Buffer.from(der);
+    retagged[at] = 0x46;
+    expect(parseCsrSync(der).signatureValid).toBe(true);
+    expect(parseCsrSync(retagged).signatureValid).toBe(false);
+    const cn = der.indexOf(Buffer.from('consumer-1'));
+    const latin1 = Buffer.from(der);
+    latin1[cn - 2] = 0x0c; // PrintableString → UTF8String
+    latin1[cn] = 0xe9; // 'c' → a lone Latin-1 é: not UTF-8
+    expect(() => parseCsrSync(latin1)).toThrow(expect.objectContaining({ code: 'ERR_TENANT_BAD_PEM' }));
+    // An empty value names nothing (X.520: SIZE (1..MAX)); read as an empty organization before.
+    const { der: empty } = await buildCsr(key, { commonName: 'consumer-1', organizations: [''] });
+    expect(() => parseCsrSync(empty)).toThrow(expect.objectContaining({ code: 'ERR_TENANT_BAD_PEM' }));
+  });
+
+  it('refuses a short length written in long form, or a long form with a leading zero byte', async () => {
+    const { der } = await buildCsr(keys.ed25519(), { commonName: 'consumer-1' });
+    expect(parseCsrSync(der).commonNames).toEqual(['consumer-1']);
+    // The request info's length (byte 3: 0x30 <len> 0x30 <info len>) in long form: 0x81 <len>, the outer one plus one.
+    const infoLength = der[3]!;
+    expect(infoLength).toBeLessThan(0x80);
+    const longForm = Buffer.concat([Buffer.from([0x30, der[1]! + 1, 0x30, 0x81, infoLength]), der.subarray(4)]);
+    expect(() => parseCsrSync(longForm)).toThrow(expect.objectContaining({ code: 'ERR_TENANT_BAD_PEM' }));
+    const leadingZero = Buffer.concat([Buffer.from([0x30, 0x82, 0x00, der[1]!]), der.subarray(2)]);
+    expect(() => parseCsrSync(leadingZero)).toThrow(expect.objectContaining({ code: 'ERR_TENANT_BAD_PEM' }));
+  });
 });

@@ -29,6 +29,14 @@ export class WireError extends Error {
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 /** Field values: visible characters, spaces, tabs and obs-text; never CR, LF or NUL. */
 const FIELD_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+/**
+ * A chunk's extensions (RFC 9112 §7.1.1): `;name`, `;name=` or `;name=value`, the value a token or a quoted string,
+ * no blanks. Anything else (control characters, an unterminated quote, blanks) is refused, as llhttp refuses it.
+ */
+const CHUNK_EXTENSIONS =
+  /^(?:;[!#$%&'*+\-.^_`|~0-9A-Za-z]+(?:=(?:[!#$%&'*+\-.^_`|~0-9A-Za-z]+|"(?:[\t \x21\x23-\x5b\x5d-\x7e\x80-\xff]|\\[\t \x21-\x7e\x80-\xff])*")?)?)*$/;
+/** Strips the blanks HTTP allows around a field value (spaces and tabs: never a line break, unlike String#trim). */
+const withoutBlanks = (value: string): string => value.replace(/^[ \t]+|[ \t]+$/g, '');
 
 /**
  * The head of one request, `method target HTTP/1.1` and the fields in the order given. A field name that is not a
@@ -186,8 +194,11 @@ export class AnswerReader {
     if (statusLine === undefined) throw invalid('the answer does not start with an HTTP/1.x status line');
     const { status } = statusLine;
     const rawHeaders = parseFields(lines.slice(1));
+    checkFraming(rawHeaders);
     if (status >= 100 && status < 200) {
       if (status === 101) throw invalid('the server switched protocols, which was not asked for');
+      // HTTP/1.0 has no interim answers: llhttp reads one as the whole answer, and whatever follows as an error.
+      if (statusLine.minor === 0) throw invalid('the answer is an interim (1xx) answer of HTTP/1.0');
       return true; // an interim answer (100 Continue, 103 Early Hints): the final one follows
     }
     this.#keepAlive = statusLine.minor === 1 && !hasToken(rawHeaders, 'connection', 'close');
@@ -205,27 +216,14 @@ export class AnswerReader {
     if (this.#method === 'HEAD' || status === 204 || status === 304) return { kind: 'none' };
     const codings = fieldValues(rawHeaders, 'transfer-encoding');
     if (codings.length > 0) {
-      const last = codings
-        .join(',')
-        .split(',')
-        .map((coding) => coding.trim().toLowerCase())
-        .filter((coding) => coding !== '')
-        .at(-1);
-      // Transfer-Encoding overrides Content-Length (RFC 9112 §6.3); a coding other than chunked last: read to the end.
-      if (last === 'chunked') {
-        if (fieldValues(rawHeaders, 'content-length').length > 0) this.#keepAlive = false;
-        return { kind: 'chunked' };
-      }
+      // The last coding as written: `chunked,` ends with an empty one, so the body is not chunked (as for llhttp).
+      const last = codings.join(',').split(',').at(-1)?.trim().toLowerCase();
+      // A coding other than chunked last: the body runs to the end of the connection (RFC 9112 §6.3).
+      if (last === 'chunked') return { kind: 'chunked' };
       return { kind: 'close' };
     }
-    const lengths = fieldValues(rawHeaders, 'content-length').flatMap((value) =>
-      value.split(',').map((part) => part.trim()),
-    );
-    if (lengths.length === 0) return { kind: 'close' };
-    if (!lengths.every((length) => /^\d{1,15}$/.test(length)) || new Set(lengths.map(Number)).size !== 1) {
-      throw invalid('the answer has an invalid or conflicting Content-Length');
-    }
-    return { kind: 'length', left: Number(lengths[0]) };
+    const [length] = fieldValues(rawHeaders, 'content-length');
+    return length === undefined ? { kind: 'close' } : { kind: 'length', left: Number(length) };
   }
 
   #readBody(): boolean {
@@ -249,8 +247,9 @@ export class AnswerReader {
       return false;
     }
     const line = this.#take(end + 2).toString('latin1', 0, end);
-    const size = /^([0-9A-Fa-f]{1,12})[ \t]*(?:;.*)?$/.exec(line);
+    const size = /^([0-9A-Fa-f]{1,12})(.*)$/.exec(line);
     if (size === null) throw invalid('the answer has an invalid chunk size');
+    if (!CHUNK_EXTENSIONS.test(size[2]!)) throw invalid('the answer has an invalid chunk extension');
     this.#chunkLeft = Number.parseInt(size[1]!, 16);
     this.#state = this.#chunkLeft === 0 ? 'trailers' : 'chunk-data';
     return true;
@@ -274,7 +273,7 @@ export class AnswerReader {
     return true;
   }
 
-  /** The trailer section after the last chunk: fields read and dropped, up to the empty line. */
+  /** The trailer section after the last chunk: fields checked as header fields are, then dropped, up to the empty line. */
   #readTrailers(): boolean {
     const end = this.#buffered.indexOf('\r\n');
     if (end === -1) {
@@ -283,25 +282,42 @@ export class AnswerReader {
     }
     this.#trailerBytes += end + 2;
     if (this.#trailerBytes > MAX_HEAD_BYTES) throw overflow('trailer section');
-    this.#take(end + 2);
+    const line = this.#take(end + 2).toString('latin1', 0, end);
     if (end === 0) this.#state = 'done';
+    else parseFields([line]);
     return true;
   }
 }
 
-/** Header field lines into [name, value, ...]; an obsolete line folding (RFC 9112 §5.2) becomes one space. */
+/**
+ * The framing fields as llhttp checks them, on every answer whatever its status: at most one Content-Length, of
+ * digits only; no Transfer-Encoding without a coding; never both (a message framed two ways is how requests are
+ * smuggled, RFC 9112 §6.1).
+ */
+function checkFraming(rawHeaders: readonly string[]): void {
+  const lengths = fieldValues(rawHeaders, 'content-length');
+  if (lengths.length > 1) throw invalid('the answer has more than one Content-Length');
+  if (lengths.length === 1 && !/^\d{1,15}$/.test(lengths[0]!))
+    throw invalid('the answer has an invalid Content-Length');
+  const codings = fieldValues(rawHeaders, 'transfer-encoding');
+  if (codings.some((value) => value === '')) throw invalid('the answer has an empty Transfer-Encoding');
+  if (codings.length > 0 && lengths.length > 0)
+    throw invalid('the answer has both Content-Length and Transfer-Encoding');
+}
+
+/**
+ * Header field lines into [name, value, ...]. An obsolete line folding (RFC 9112 §5.2) is refused, as llhttp refuses
+ * it: a server that folds is either very old or trying to make two readers see two different fields.
+ */
 function parseFields(lines: string[]): string[] {
   const raw: string[] = [];
   for (const line of lines) {
-    if (line.startsWith(' ') || line.startsWith('\t')) {
-      if (raw.length === 0) throw invalid("the answer's header starts with a folded line");
-      raw[raw.length - 1] = `${raw[raw.length - 1]!} ${line.trim()}`.trim();
-      continue;
-    }
+    if (line.startsWith(' ') || line.startsWith('\t'))
+      throw invalid("the answer's header has a folded line (obs-fold)");
     const colon = line.indexOf(':');
     const name = colon === -1 ? '' : line.slice(0, colon);
     if (!TOKEN.test(name)) throw invalid('the answer has a malformed header field');
-    const value = line.slice(colon + 1).trim();
+    const value = withoutBlanks(line.slice(colon + 1));
     if (!FIELD_VALUE.test(value)) throw invalid(`the answer's header field "${name}" has an invalid character`);
     raw.push(name, value);
   }

@@ -174,10 +174,12 @@ function expectTag(element: DerElement | undefined, tag: number, what: string): 
   return element;
 }
 
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
 function decodeString(element: DerElement): string {
   switch (element.tag) {
-    case 0x0c: // UTF8String
-      return element.value.toString('utf8');
+    case 0x0c: // UTF8String: invalid UTF-8 is refused, never read as U+FFFD (two names would read the same)
+      return STRICT_UTF8.decode(element.value);
     case 0x13: // PrintableString
     case 0x16: // IA5String
     case 0x14: // TeletexString
@@ -227,10 +229,10 @@ function readRequestInfo(der: Buffer) {
   for (const rdn of children(expectTag(name, 0x30, 'subject Name').value)) {
     for (const pair of children(expectTag(rdn, 0x31, 'RDN').value)) {
       const [type, value] = children(expectTag(pair, 0x30, 'AttributeTypeAndValue').value);
-      subject.push({
-        type: decodeObjectIdentifier(expectTag(type, 0x06, 'attribute type').value),
-        value: decodeString(value ?? expectTag(undefined, 0, 'value')),
-      });
+      const text = decodeString(value ?? expectTag(undefined, 0, 'value'));
+      // X.520's DirectoryString is SIZE (1..MAX): an empty value names nothing.
+      if (text === '') throw new RangeError('empty subject attribute value');
+      subject.push({ type: decodeObjectIdentifier(expectTag(type, 0x06, 'attribute type').value), value: text });
     }
   }
   const extensions: ParsedCsr['extensions'] = [];

@@ -84,7 +84,7 @@ export interface DerElement {
   value: Buffer;
 }
 
-/** Reads one TLV at `offset`; throws RangeError on anything malformed. */
+/** Reads one TLV at `offset`; throws RangeError on anything malformed or not DER (a length longer than it needs). */
 export function readElement(input: Buffer, offset = 0): DerElement & { end: number } {
   const tag = input[offset];
   let lengthByte = input[offset + 1];
@@ -106,6 +106,10 @@ export function readElement(input: Buffer, offset = 0): DerElement & { end: numb
       }
       length = length * 256 + lengthByte;
     }
+    // DER writes a length in the fewest bytes: short form below 128, no leading zero byte in the long form.
+    if (length < 0x80 || input[offset + 2] === 0) {
+      throw new RangeError('non-minimal DER length');
+    }
   }
   const end = cursor + length;
   if (end > input.length) {
@@ -125,18 +129,30 @@ export function children(contents: Buffer): DerElement[] {
   return elements;
 }
 
+/**
+ * An OBJECT IDENTIFIER's contents as dotted text. Each subidentifier is base 128, the first one holding the first
+ * two arcs (40 × first + second, so `2.999` takes two bytes); an empty value, a subidentifier with a leading 0x80
+ * byte or one cut short is a RangeError, never read as a shorter OID.
+ */
 export function decodeObjectIdentifier(contents: Buffer): string {
-  const first = contents[0] ?? 0;
-  const parts = [Math.min(2, Math.floor(first / 40)), first - 40 * Math.min(2, Math.floor(first / 40))];
+  const subidentifiers: number[] = [];
   let value = 0;
-  for (const byte of contents.subarray(1)) {
+  let started = false;
+  for (const byte of contents) {
+    if (!started && byte === 0x80) throw new RangeError('non-minimal OBJECT IDENTIFIER');
+    started = true;
     value = value * 128 + (byte & 0x7f);
+    if (value > Number.MAX_SAFE_INTEGER / 128) throw new RangeError('OBJECT IDENTIFIER arc too large');
     if ((byte & 0x80) === 0) {
-      parts.push(value);
+      subidentifiers.push(value);
       value = 0;
+      started = false;
     }
   }
-  return parts.join('.');
+  const [first] = subidentifiers;
+  if (first === undefined || started) throw new RangeError('truncated OBJECT IDENTIFIER');
+  const head = first < 80 ? [Math.floor(first / 40), first % 40] : [2, first - 80];
+  return [...head, ...subidentifiers.slice(1)].join('.');
 }
 
 /** A signed structure (Certificate, CertificationRequest): the signed bytes, the algorithm OID, the signature. */
@@ -153,8 +169,8 @@ export function splitSigned(der: Buffer): SignedParts {
   if (outer.tag !== 0x30 || outer.end !== der.length) {
     throw new RangeError('not a DER SEQUENCE');
   }
-  const [signed, algorithm, signature] = children(outer.value);
-  if (signed === undefined || algorithm === undefined || signature === undefined || signature.tag !== 0x03) {
+  const [signed, algorithm, signature, ...rest] = children(outer.value);
+  if (signed?.tag !== 0x30 || algorithm?.tag !== 0x30 || signature?.tag !== 0x03 || rest.length > 0) {
     throw new RangeError('not a signed structure');
   }
   const [oid, parameters] = children(algorithm.value);

@@ -12,6 +12,8 @@ export interface ControlPlaneBinaries {
   goclient: string;
   /** test/e2e/differential: the Go reference answering the differential test's cases. */
   differential: string;
+  /** test/e2e/kubeconfig-differential: client-go's clientcmd loading rules for the kubeconfig fuzz target. */
+  kubeconfigDifferential: string;
   /** Upstream's plugins/secretreader and plugins/kubeconfig-secretreader (test/e2e/upstream-plugins), unchanged. */
   secretreaderPlugin: string;
   kubeconfigSecretreaderPlugin: string;

@@ -104,6 +104,14 @@ const targets = [
     binaries: ['differential'],
     buildArgs: () => ['-ldflags=-s -w', '-o', 'OUT/differential', '.'],
   },
+  {
+    // client-go's clientcmd loading rules for the kubeconfig fuzz target (test/fuzz/kubeconfig-target.ts).
+    name: 'kubeconfig-differential',
+    moduleDir: path.resolve(here, '../kubeconfig-differential'),
+    version: (goMod) => requiredVersion(goMod, 'k8s.io/client-go'),
+    binaries: ['kubeconfig-differential'],
+    buildArgs: () => ['-ldflags=-s -w', '-o', 'OUT/kubeconfig-differential', '.'],
+  },
   // Upstream's reader plugins, unchanged: what reads the Secrets `clusterprofile token sync` writes. Two targets of one
   // wrapper module, because both packages are named `plugin`.
   ...['secretreader', 'kubeconfig-secretreader'].map((plugin) => ({
@@ -218,7 +226,7 @@ async function readStamp(dir) {
 
 async function binaryVersion(file) {
   const name = path.basename(file);
-  if (['goclient', 'differential', 'liqo'].includes(name) || name.endsWith('-plugin')) return undefined;
+  if (['goclient', 'liqo'].includes(name) || name.endsWith('differential') || name.endsWith('-plugin')) return undefined;
   const result = await run(file, name === 'dex' ? ['version'] : ['--version']);
   const text = (result.stdout + result.stderr).trim();
   if (name === 'etcd') return /etcd Version:\s*(\S+)/.exec(text)?.[1] ?? text;
@@ -234,6 +242,7 @@ async function binaryVersion(file) {
  * @property {string} dex
  * @property {string} goclient
  * @property {string} differential
+ * @property {string} kubeconfigDifferential
  * @property {string} secretreaderPlugin
  * @property {string} kubeconfigSecretreaderPlugin
  * @property {string} liqo
@@ -311,6 +320,7 @@ export async function ensureControlPlaneBinaries(options = {}) {
     dex: paths.dex ?? '',
     goclient: paths.goclient ?? '',
     differential: paths.differential ?? '',
+    kubeconfigDifferential: paths['kubeconfig-differential'] ?? '',
     secretreaderPlugin: paths['secretreader-plugin'] ?? '',
     kubeconfigSecretreaderPlugin: paths['kubeconfig-secretreader-plugin'] ?? '',
     liqo: paths.liqo ?? '',
