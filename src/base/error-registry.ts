@@ -42,6 +42,11 @@ export const ERRORS = {
   ERR_FLEET_HUB_REQUEST: { exit: 1, retryable: false },
   ERR_FLEET_CREDENTIAL_TIMEOUT: { exit: 1, retryable: true },
   ERR_FLEET_CLOSED: { exit: 1, retryable: false },
+  ERR_FLEET_LEASE_FORBIDDEN: { exit: 1, retryable: false },
+  ERR_FLEET_LEASE_REQUEST: { exit: 1, retryable: true },
+  ERR_FLEET_LEASE_INVALID: { exit: 1, retryable: false },
+  ERR_FLEET_REPLICA_IDENTITY: { exit: 2, retryable: false },
+  ERR_FLEET_SHARD_CONFIG: { exit: 2, retryable: false },
 
   // exec: running a credential plugin (client-go's exec authenticator)
   ERR_EXEC_CONFIG_INVALID: { exit: 1, retryable: false },

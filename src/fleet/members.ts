@@ -6,6 +6,10 @@
  * ControlPlaneHealthy is True); it stays engaged until its profile is deleted or becomes invalid (`removed`), or,
  * with `disengageUnhealthy`, until ControlPlaneHealthy turns False. A profile that fails resolution is that member's
  * state with its coded error; it never stops the others.
+ *
+ * Sharded (the fleet's `sharding` option): every profile is kept by virtual shard, but only the members of the shards
+ * this replica owns are resolved and engaged; a shard acquired engages its members ({@link FleetMembers.adopt}), a
+ * shard lost disengages them at once ({@link FleetMembers.disown}), and no member of a shard not owned is handed out.
  */
 import { canonicalJson } from '../base/canonical-json.js';
 import { sha256HexNative } from '../base/sha256.js';
@@ -17,12 +21,14 @@ import type { FleetEventBus } from './events.js';
 import type {
   ClusterProfileFleetOptions,
   CredentialMode,
+  FleetEvent,
   FleetClusterState,
   FleetMember,
   HealthCondition,
 } from './fleet-types.js';
 import type { FleetMetrics } from './metrics.js';
 import type { FleetClock } from './scheduler/clock.js';
+import { shardOf } from './sharding/assignment.js';
 import { errorSummary } from './status.js';
 
 type ClientConstructor = typeof ClusterProfileKubeConfig;
@@ -40,6 +46,8 @@ export class Member implements FleetMember {
   healthy: boolean | undefined;
   condition: HealthCondition | undefined;
   engaged = false;
+  /** Its virtual shard (0 when the fleet is not sharded). */
+  shard = 0;
   reportedUnhealthy = false;
   rebuilds = 0;
 
@@ -80,8 +88,20 @@ export type FleetMembersOptions = Pick<
   'accessConfig' | 'warn' | 'requireHealthy' | 'disengageUnhealthy' | 'maxConnections'
 >;
 
+/** Which shards this replica owns (a sharded fleet). */
+export interface MemberOwnership {
+  readonly shards: number;
+  /** Whether the replica may act on the shard's members now. */
+  owns(shard: number): boolean;
+}
+
+/** Why a member is disengaged. */
+export type RemovedReason = Extract<FleetEvent, { type: 'removed' }>['reason'];
+
 export interface FleetMembersDeps {
   namespace: string;
+  /** Set when the fleet is sharded. */
+  ownership?: MemberOwnership | undefined;
   credentials: FleetCredentials;
   events: FleetEventBus;
   metrics: FleetMetrics;
@@ -100,6 +120,8 @@ export class FleetMembers {
   /** Slots whose first fetch has not ended yet. */
   readonly #unsettled = new Set<string>();
   #settledWaiters: (() => void)[] = [];
+  /** Sharded: every profile of the inventory as last seen, by shard and member key (owned or not). */
+  readonly #profiles = new Map<number, Map<string, unknown>>();
   #synced = false;
   #Client: ClientConstructor | undefined;
 
@@ -113,8 +135,15 @@ export class FleetMembers {
     this.#Client = Client;
   }
 
+  /** The member `name`; sharded, only while this replica owns its shard. */
   get(name: string): Member | undefined {
-    return this.#members.get(name);
+    const member = this.#members.get(name);
+    return member === undefined || this.#owns(member.shard) ? member : undefined;
+  }
+
+  /** Sharded: the members engaged by this replica. */
+  get size(): number {
+    return this.#members.size;
   }
 
   values(): IterableIterator<Member> {
@@ -156,13 +185,58 @@ export class FleetMembers {
   /** Removes every member whose name is not in `seen` (a full list no longer has it). */
   removeAllBut(seen: ReadonlySet<string>): void {
     for (const name of [...this.#members.keys()]) if (!seen.has(name)) this.remove(name, 'deleted');
+    for (const profiles of this.#profiles.values())
+      for (const name of [...profiles.keys()]) if (!seen.has(name)) profiles.delete(name);
+  }
+
+  /** Sharded: the shard is now this replica's: each of its members is applied (resolved, engaged). Returns how many. */
+  adopt(shard: number): number {
+    const profiles = this.#profiles.get(shard);
+    if (profiles === undefined) return 0;
+    for (const [name, profile] of profiles) this.apply(name, profile);
+    return profiles.size;
+  }
+
+  /**
+   * Sharded: the shard is no longer this replica's: each of its members is disengaged now (`removed` with `reason`),
+   * its client closed and its credential let go; the profiles are kept for a later {@link adopt}. Returns how many.
+   */
+  disown(shard: number, reason: RemovedReason): number {
+    let count = 0;
+    for (const name of this.#profiles.get(shard)?.keys() ?? []) {
+      const member = this.#members.get(name);
+      if (member === undefined) continue;
+      count += 1;
+      this.#drop(member, reason);
+    }
+    this.#checkSettled();
+    return count;
   }
 
   /** A profile as the hub has it now: resolve, rebuild when the access changed, update health and engagement. */
   apply(name: string, profile: unknown): void {
     let member = this.#members.get(name);
+    const ownership = this.#deps.ownership;
+    let shard = 0;
+    if (ownership !== undefined) {
+      shard = member?.shard ?? shardOf(name, ownership.shards);
+      let profiles = this.#profiles.get(shard);
+      if (profiles === undefined) {
+        profiles = new Map();
+        this.#profiles.set(shard, profiles);
+      }
+      // Who last wrote which field is not needed to resolve the profile again after a hand-over.
+      const metadata = (profile as { metadata?: Record<string, unknown> } | null)?.metadata;
+      if (typeof metadata === 'object' && metadata !== null) delete metadata['managedFields'];
+      profiles.set(name, profile);
+      if (!ownership.owns(shard)) {
+        if (member !== undefined) this.#drop(member, 'handedOver');
+        return;
+      }
+    }
     if (member === undefined) {
       member = new Member(this, this.#deps.namespace, name);
+      member.shard = shard;
       this.#members.set(name, member);
     }
     const condition = healthConditionOf(profile);
@@ -218,15 +292,26 @@ export class FleetMembers {
 
   /** The profile is gone from the hub: the member's client is closed, its credential let go; `removed` if engaged. */
   remove(name: string, reason: 'deleted'): void {
+    const ownership = this.#deps.ownership;
+    if (ownership !== undefined) this.#profiles.get(shardOf(name, ownership.shards))?.delete(name);
     const member = this.#members.get(name);
     if (member === undefined) return;
-    this.#members.delete(name);
+    this.#drop(member, reason);
+    this.#checkSettled();
+  }
+
+  /** Forgets the member: its client closed, its credential let go; `removed` if it was engaged. */
+  #drop(member: Member, reason: RemovedReason): void {
+    this.#members.delete(member.name);
     this.#teardown(member);
     if (member.engaged) {
       member.engaged = false;
-      this.#deps.events.emit({ type: 'removed', name, reason });
+      this.#deps.events.emit({ type: 'removed', name: member.name, reason });
     }
-    this.#checkSettled();
+  }
+
+  #owns(shard: number): boolean {
+    return this.#deps.ownership === undefined || this.#deps.ownership.owns(shard);
   }
 
   /** After each fetch of a slot (`error` undefined on success): its members report and reconcile. */
@@ -266,6 +351,7 @@ export class FleetMembers {
     }
     this.#members.clear();
     this.#bySlot.clear();
+    this.#profiles.clear();
     return Promise.all(closing);
   }
 
@@ -348,6 +434,8 @@ export class FleetMembers {
   /** Engagement and health reports after anything about the member changed. */
   #reconcile(member: Member): void {
     if (member.access === undefined) return;
+    // A shard past its fencing deadline is disowned by this check (the member is gone then).
+    if (!this.#owns(member.shard)) return;
     const unhealthy = this.#unhealthy(member);
     if (unhealthy && !member.reportedUnhealthy) {
       member.reportedUnhealthy = true;

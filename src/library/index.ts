@@ -8,7 +8,13 @@ export {
   defaultExecCredentialCache,
 } from '../client-node/build-config.js';
 export type { BuildConfigOptions } from '../client-node/build-config.js';
-export { ClusterProfileFleet, DEFAULT_REFRESH_POLICY, FLEET_CLUSTER_STATES, FLEET_METRICS } from '../fleet/index.js';
+export {
+  ClusterProfileFleet,
+  DEFAULT_REFRESH_POLICY,
+  DEFAULT_SHARDING,
+  FLEET_CLUSTER_STATES,
+  FLEET_METRICS,
+} from '../fleet/index.js';
 export type {
   AnyCredentialProvider,
   ClusterProfileFleetOptions,
@@ -21,6 +27,8 @@ export type {
   FleetEventType,
   FleetHubOptions,
   FleetMember,
+  FleetShardingOptions,
+  FleetShardingStatus,
   FleetStatus,
   HealthCondition,
   RefreshPolicy,
