@@ -94,7 +94,7 @@ export const ERROR_DOCS: { readonly [C in ErrorCode]: ErrorDoc } = {
   },
   ERR_FLEET_CLOSED: {
     area: 'library',
-    doc: 'The fleet was closed, or the member was removed from it, while a call was under way.',
+    doc: "The fleet was closed, or the member was removed from it, while a call was under way; or a sharded fleet's member client was used after its shard went to another replica (the client is revoked).",
   },
   ERR_FLEET_LEASE_FORBIDDEN: {
     area: 'library',

@@ -303,7 +303,7 @@ export class FleetMembers {
   /** Forgets the member: its client closed, its credential let go; `removed` if it was engaged. */
   #drop(member: Member, reason: RemovedReason): void {
     this.#members.delete(member.name);
-    this.#teardown(member);
+    this.#teardown(member, reason === 'handedOver' || reason === 'fenced');
     if (member.engaged) {
       member.engaged = false;
       this.#deps.events.emit({ type: 'removed', name: member.name, reason });
@@ -384,13 +384,16 @@ export class FleetMembers {
     if (!known) this.#deps.events.emit({ type: 'invalid', name: member.name, member, error });
   }
 
-  /** Closes the member's client and lets go of its credential (forgotten when no other member shares it). */
-  #teardown(member: Member): void {
+  /**
+   * Closes the member's client and lets go of its credential (forgotten when no other member shares it). With
+   * `revoke` (its shard is no longer this replica's) requests in flight are aborted and the client refuses any more.
+   */
+  #teardown(member: Member, revoke = false): void {
     const client = member.client;
     member.client = undefined;
     if (member.slot !== undefined) this.#detach(member, member.slot);
     member.slot = undefined;
-    if (client !== undefined) void client.close().catch(() => undefined);
+    if (client !== undefined) void client.close(revoke ? { revoke } : {}).catch(() => undefined);
   }
 
   #attach(member: Member, slot: CredentialSlot): void {

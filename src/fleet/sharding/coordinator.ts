@@ -77,6 +77,8 @@ export class ShardCoordinator {
   #holders: (string | undefined)[] = [];
   #replicas: ReplicaView[] = [];
   #replicaVersion: string | undefined;
+  /** Monotonic ms until which this replica counts itself live (its last heartbeat's start + lease − margin). */
+  #aliveUntil = Number.NEGATIVE_INFINITY;
   #replicaTransitions = 0;
   #failures = 0;
   #rounds = 0;
@@ -261,21 +263,34 @@ export class ShardCoordinator {
         `another process renews the replica Lease ${ownName} of identity ${s.identity}: two replicas were given one identity`,
       );
     }
-    const heartbeat =
+    // While this replica is live (its last heartbeat within the lease), the heartbeat goes out with the round's other
+    // writes; otherwise it must succeed first, so that a replica never acquires as a member of a set it is not in.
+    const heartbeatStarted = monotonic();
+    const heartbeat = this.#timed(() =>
       own === undefined
-        ? await api.create(ownName, 'replica', this.#input(s.identity, true, 0, s.shards))
-        : await api.replace(
+        ? api.create(ownName, 'replica', this.#input(s.identity, true, 0, s.shards))
+        : api.replace(
             ownName,
             'replica',
             own.resourceVersion,
             this.#input(s.identity, own.holder !== s.identity, own.transitions, s.shards),
-          );
-    const alive = heartbeat.ok;
-    if (heartbeat.ok) {
-      this.#replicaVersion = heartbeat.resourceVersion;
+          ),
+    ).then((write) => {
+      if (!write.ok) {
+        this.#aliveUntil = Number.NEGATIVE_INFINITY;
+        throw new CredentialsError(
+          'ERR_FLEET_LEASE_REQUEST',
+          `the replica Lease ${ownName} changed under this replica's renewal`,
+          { path: `leases/${api.namespace}/${ownName}` },
+        );
+      }
+      this.#replicaVersion = write.resourceVersion;
       this.#replicaTransitions = own?.transitions ?? 0;
-      this.#observed.set(ownName, { resourceVersion: heartbeat.resourceVersion, seenAt: monotonic() });
-    }
+      this.#aliveUntil = heartbeatStarted + s.leaseDurationSeconds * 1000 - s.safetyMarginMs;
+      this.#observed.set(ownName, { resourceVersion: write.resourceVersion, seenAt: monotonic() });
+    });
+    if (!(this.#aliveUntil > listed)) await heartbeat.catch(() => undefined);
+    const alive = this.#aliveUntil > monotonic();
 
     // The live replica set: ours, and every replica Lease that changed within its duration and agrees on the shards.
     const live = new Set<string>(alive ? [s.identity] : []);
@@ -338,19 +353,13 @@ export class ShardCoordinator {
       }
     }
     // Every write ends before the round does (a write still under way would race the next round's).
-    const failed = (await Promise.allSettled(writes)).find((outcome) => outcome.status === 'rejected');
+    const failed = (await Promise.allSettled([heartbeat, ...writes])).find((outcome) => outcome.status === 'rejected');
     this.#holders = holders;
     const counts = new Map<string, number>();
     for (const holder of this.holders()) if (holder !== undefined) counts.set(holder, (counts.get(holder) ?? 0) + 1);
     this.#replicas = [...new Set([...seenReplicas, ...live])]
       .sort()
       .map((identity) => ({ identity, live: live.has(identity), shards: counts.get(identity) ?? 0 }));
-    if (!alive)
-      throw new CredentialsError(
-        'ERR_FLEET_LEASE_REQUEST',
-        `the replica Lease ${ownName} changed under this replica's renewal`,
-        { path: `leases/${api.namespace}/${ownName}` },
-      );
     if (failed !== undefined) throw failed.reason;
     this.#failures = 0;
   }
