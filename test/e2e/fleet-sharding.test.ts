@@ -22,11 +22,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rendezvousOwner, shardOf } from '../../src/fleet/sharding/assignment.js';
 import { loadKubeAccess } from '../../src/kube/kubeconfig-loader.js';
 import { createKubeTransport } from '../../src/kube/transport.js';
-import { applyAsAdmin, clientCertKubeconfig, e2eContext, kubectl } from '../helpers/controlplane-e2e.js';
+import { applyAsAdmin, clientCertKubeconfig, e2eContext, exec, kubectl } from '../helpers/controlplane-e2e.js';
 import { fleetRbac } from '../helpers/fleet-rbac.js';
 
 const repo = fileURLToPath(new URL('../../', import.meta.url));
 const REPLICA = path.join(repo, 'test/e2e/fixtures/fleet-replica.mjs');
+const CLI = path.join(repo, 'bin/clusterprofile.mjs');
 const NS = 'shard-e2e';
 const LEASES = 'shard-e2e-leases';
 const SA_NS = 'shard-e2e-members';
@@ -432,6 +433,39 @@ describe('ClusterProfileFleet sharded over three replica processes', () => {
     expect(moved.length / N).toBeLessThan(0.4);
     expect(engagedBy(d).size).toBe(moved.length);
     expect(servedTwice()).toEqual([]);
+
+    // `clusterprofile fleet status --lease-namespace`: the owner of each member, read from the Leases, and the replicas.
+    const env = { ...process.env, KUBECONFIG: hubKubeconfig, KUBECACHEDIR: path.join(workDir, 'cache-cli') };
+    const args = [
+      CLI,
+      'fleet',
+      'status',
+      '-n',
+      NS,
+      '--clusterprofile-provider-file',
+      providersFile,
+      '--lease-namespace',
+      LEASES,
+    ];
+    const table = await exec(process.execPath, args, { env });
+    expect(table.stderr).toBe('');
+    expect(table.code).toBe(0);
+    const lines = table.stdout.trimEnd().split('\n');
+    expect(lines[0]).toMatch(/^NAME\s+PROVIDER\s+STATE\s+EXPIRES\s+OWNER\s+LAST ERROR$/);
+    for (const [name, id] of after)
+      expect(
+        lines.find((line) => line.startsWith(`${name} `)),
+        name,
+      ).toMatch(new RegExp(`\\s${id}\\s`));
+    expect(lines.at(-1)).toMatch(
+      new RegExp(
+        `^replicas in ${LEASES}: replica-a \\(\\d+ shards\\), replica-b .*replica-d \\(\\d+ shards\\); ${SHARDS} shards, 0 free$`,
+      ),
+    );
+    const json = JSON.parse((await exec(process.execPath, [...args, '-o', 'json'], { env })).stdout) as {
+      clusters: { name: string; owner: string }[];
+    };
+    expect(new Map(json.clusters.map((row) => [row.name, row.owner]))).toEqual(after);
   });
 
   it('kube-apiserver stopped for longer than the lease: the replicas fence, then share the members out again', async () => {
