@@ -1,6 +1,7 @@
-// The ClusterProfiles of the fleet benches (bench/fleet.bench.mjs, bench/fleet-replicas.mjs): N token-request members
-// of one ServiceAccount, each with its own audience (its own credential: one TokenRequest per member against the real
-// API server), created as a cluster manager does — the object, then its status — 32 at a time.
+// The ClusterProfiles of the fleet benches (bench/fleet.bench.mjs, bench/fleet-replicas.mjs) and of
+// test/e2e/fleet-sharding.test.ts, created as a cluster manager does — the object, then its status — 32 at a time. The
+// benches' status: a token-request member of one ServiceAccount with its own audience (its own credential: one
+// TokenRequest per member against the real API server).
 
 /** The status of member `i`: one token-request access provider reaching `server`. */
 export function benchProfileStatus(i, { server, caPem, accountNamespace }) {

@@ -18,6 +18,7 @@ import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
+import { createBenchProfiles } from '../../bench/lib/fleet-profiles.mjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rendezvousOwner, shardOf } from '../../src/fleet/sharding/assignment.js';
 import { loadKubeAccess } from '../../src/kube/kubeconfig-loader.js';
@@ -280,51 +281,23 @@ beforeAll(async () => {
   const caPem = await readFile(controlPlane.caFile, 'utf8');
   const access = await loadKubeAccess({ kubeconfig: controlPlane.adminKubeconfig }, { env: {}, cwd: repo });
   const kube = createKubeTransport(access.endpoint, access.credential, { timeoutMs: 60_000 });
-  const base = `/apis/multicluster.x-k8s.io/v1alpha1/namespaces/${NS}/clusterprofiles`;
-  const create = async (i: number) => {
-    const name = `m-${String(i).padStart(3, '0')}`;
-    const created = await kube.send({
-      method: 'POST',
-      path: base,
-      body: {
-        apiVersion: 'multicluster.x-k8s.io/v1alpha1',
-        kind: 'ClusterProfile',
-        metadata: { name },
-        spec: { displayName: name, clusterManager: { name: 'e2e' } },
-      },
-    });
-    if (created.status !== 201) throw new Error(`create ${name}: HTTP ${created.status}`);
-    const status = {
-      accessProviders: [
-        {
-          name: 'token-request',
-          cluster: {
-            server: controlPlane.server,
-            'certificate-authority-data': Buffer.from(caPem).toString('base64'),
-            extensions: [
-              {
-                name: 'client.authentication.k8s.io/exec',
-                extension: { namespace: SA_NS, serviceAccount: 'member', expirationSeconds: 3600 },
-              },
-            ],
-          },
+  await createBenchProfiles(kube, NS, N, 0, () => ({
+    accessProviders: [
+      {
+        name: 'token-request',
+        cluster: {
+          server: controlPlane.server,
+          'certificate-authority-data': Buffer.from(caPem).toString('base64'),
+          extensions: [
+            {
+              name: 'client.authentication.k8s.io/exec',
+              extension: { namespace: SA_NS, serviceAccount: 'member', expirationSeconds: 3600 },
+            },
+          ],
         },
-      ],
-    };
-    const patched = await kube.send({
-      method: 'PATCH',
-      path: `${base}/${name}/status`,
-      body: { status },
-      contentType: 'application/merge-patch+json',
-    });
-    if (patched.status !== 200) throw new Error(`status ${name}: HTTP ${patched.status}`);
-  };
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: 16 }, async () => {
-      while (next < N) await create(next++);
-    }),
-  );
+      },
+    ],
+  }));
   await kube.close();
 });
 

@@ -4,8 +4,8 @@
  * ({@link rendezvousOwner}: highest random weight — every replica scores the shard, the highest score owns it).
  * A replica joining takes about 1/N of the shards from the others and nothing moves between the others; a replica
  * leaving gives its shards out spread over the rest. {@link ringOwner} (consistent hashing with virtual nodes) is
- * kept beside it because the choice between the two is measured (test/unit/fleet-sharding.test.ts, bench/sharding.bench.mjs,
- * docs/explanation/fleet-sharding.md); the fleet uses rendezvous.
+ * kept beside it because the choice between the two is measured (test/unit/fleet-sharding.test.ts,
+ * bench/sharding.bench.mjs, docs/explanation/fleet-sharding.md); the fleet uses rendezvous.
  *
  * The hashes are FNV-1a (32-bit) over the UTF-8 bytes, finished with a murmur3 mix: stable across processes, Node
  * versions and machines (every replica must compute the same answer), and cheap enough to run per member.
