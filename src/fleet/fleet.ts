@@ -185,7 +185,13 @@ export class ClusterProfileFleet implements AsyncIterable<FleetEvent> {
       signal: this.#stop.signal,
     });
     this.#watch = watch;
-    await watch.listFirst();
+    try {
+      await watch.listFirst();
+    } catch (error) {
+      // A start that fails holds no shard: the other replicas take them at once.
+      await this.#coordinator?.close();
+      throw error;
+    }
     this.#throwIfClosed();
     this.#members.markSynced();
     watch.start();
