@@ -145,7 +145,11 @@ export class ShardCoordinator {
     return this.#replicas;
   }
 
-  /** Runs the first round (so the fleet's first list engages only this replica's members), then one per period. */
+  /**
+   * Runs the first round, then one per period. The first round only announces this replica (its heartbeat) and reads
+   * the others: replicas started together see each other before any of them acquires, so none engages members it
+   * would hand over a period later. Shards are acquired from the second round on.
+   */
   async start(): Promise<void> {
     await this.#runRound();
   }
@@ -339,7 +343,7 @@ export class ShardCoordinator {
     for (let shard = 0; shard < s.shards; shard++) {
       const record = byShard.get(shard);
       holders[shard] = record?.problem === undefined ? record?.holder : `?${record.name}`;
-      const mine = alive && rendezvousOwner(shard, replicas) === s.identity;
+      const mine = alive && this.#rounds > 1 && rendezvousOwner(shard, replicas) === s.identity;
       const owned = this.#owned.get(shard);
       if (owned !== undefined && !this.owns(shard)) continue; // lost to its deadline just now
       if (owned !== undefined && !mine && alive) {
