@@ -12,6 +12,7 @@
  * shard lost disengages them at once ({@link FleetMembers.disown}), and no member of a shard not owned is handed out.
  */
 import { canonicalJson } from '../base/canonical-json.js';
+import { isRecord } from '../base/record.js';
 import { sha256HexNative } from '../base/sha256.js';
 import type { ClusterProfileKubeConfig } from '../client-node/build-config.js';
 import { resolveClusterAccess } from '../resolve/cluster-access.js';
@@ -225,9 +226,7 @@ export class FleetMembers {
         profiles = new Map();
         this.#profiles.set(shard, profiles);
       }
-      // Who last wrote which field is not needed to resolve the profile again after a hand-over.
-      const metadata = (profile as { metadata?: Record<string, unknown> } | null)?.metadata;
-      if (typeof metadata === 'object' && metadata !== null) delete metadata['managedFields'];
+      this.#park(profile);
       profiles.set(name, profile);
       if (!ownership.owns(shard)) {
         if (member !== undefined) this.#drop(member, 'handedOver');
@@ -353,6 +352,22 @@ export class FleetMembers {
     this.#bySlot.clear();
     this.#profiles.clear();
     return Promise.all(closing);
+  }
+
+  /**
+   * Trims a profile kept for a later {@link adopt}: who last wrote which field is not needed to resolve it again, and
+   * the CA bundles its access providers repeat are interned (every profile of an inventory is kept on every replica).
+   */
+  #park(profile: unknown): void {
+    if (!isRecord(profile)) return;
+    if (isRecord(profile['metadata'])) delete profile['metadata']['managedFields'];
+    const providers = isRecord(profile['status']) ? profile['status']['accessProviders'] : undefined;
+    if (!Array.isArray(providers)) return;
+    for (const provider of providers) {
+      const cluster = isRecord(provider) ? provider['cluster'] : undefined;
+      const ca = isRecord(cluster) ? cluster['certificate-authority-data'] : undefined;
+      if (isRecord(cluster) && typeof ca === 'string') cluster['certificate-authority-data'] = this.#intern(ca);
+    }
   }
 
   #intern(text: string): string {
