@@ -23,6 +23,7 @@
 //  5. side by side, multicluster-runtime's cluster-inventory-api provider (bench/fleet-mcr, built from the Go module
 //     proxy, or from CPC_MCR_SOURCE) engaging the same profiles: time to all engaged, RSS, re-engagements on
 //     status-only updates.
+// With --replicas N the bench is the sharded fleet over N replica processes instead (bench/fleet-replicas.mjs).
 // Targets (2 cores): 10 000 ready <= 30 s; <= 20 KiB RSS per idle member; in-process >= 20x cheaper in CPU than exec;
 // zero rebuilds on status-only updates. Reported MET / NOT MET; they do not fail the run.
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -38,6 +39,7 @@ import {
   spawnLimited,
   spawnSyncLimited,
 } from './lib/memory-cgroup.mjs';
+import { benchProfileStatus, createBenchProfiles } from './lib/fleet-profiles.mjs';
 import { loadStartControlPlane } from './lib/test-helpers.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -59,6 +61,12 @@ if (process.argv.includes('--memory-limit')) {
     process.stderr.write(`${error.message}\n`);
     process.exit(2);
   }
+}
+if (process.argv.includes('--replicas')) {
+  // The sharded fleet over several replica processes: a run of its own (bench/fleet-replicas.mjs).
+  const { runReplicasBench } = await import('./fleet-replicas.mjs');
+  await runReplicasBench({ root, clusters: N, replicas: flag('replicas', 3), flag });
+  process.exit(0);
 }
 const work = mkdtempSync(join(tmpdir(), 'cpc-bench-fleet-'));
 const log = (line) => process.stdout.write(`${line}\n`);
@@ -105,69 +113,11 @@ try {
   kubectl(['create', 'serviceaccount', 'bench', '-n', 'bench-members']);
 
   const caPem = readFileSync(controlPlane.caFile, 'utf8');
-  const statusOf = (i) => ({
-    accessProviders: [
-      {
-        name: 'token-request',
-        cluster: {
-          server: controlPlane.server,
-          'certificate-authority-data': Buffer.from(caPem).toString('base64'),
-          extensions: [
-            {
-              name: 'client.authentication.k8s.io/exec',
-              extension: {
-                namespace: 'bench-members',
-                serviceAccount: 'bench',
-                audiences: [`bench-${i}`],
-                expirationSeconds: 3600,
-              },
-            },
-          ],
-        },
-      },
-    ],
-    conditions: [
-      {
-        type: 'ControlPlaneHealthy',
-        status: 'True',
-        reason: 'Probe',
-        message: 'bench',
-        lastTransitionTime: '2026-01-01T00:00:00Z',
-      },
-    ],
-  });
+  const statusOf = (i) =>
+    benchProfileStatus(i, { server: controlPlane.server, caPem, accountNamespace: 'bench-members' });
   const admin = await loadKubeAccess({ kubeconfig: controlPlane.adminKubeconfig }, { env: {}, cwd: root });
   const kube = createKubeTransport(admin.endpoint, admin.credential, { timeoutMs: 60_000 });
-  const create = async (namespace, count, offset) => {
-    const base = `/apis/multicluster.x-k8s.io/v1alpha1/namespaces/${namespace}/clusterprofiles`;
-    const one = async (i) => {
-      const name = `c-${String(i).padStart(5, '0')}`;
-      const created = await kube.send({
-        method: 'POST',
-        path: base,
-        body: {
-          apiVersion: 'multicluster.x-k8s.io/v1alpha1',
-          kind: 'ClusterProfile',
-          metadata: { name },
-          spec: { displayName: name, clusterManager: { name: 'bench' } },
-        },
-      });
-      if (created.status !== 201) throw new Error(`create ${name}: HTTP ${created.status}`);
-      const patched = await kube.send({
-        method: 'PATCH',
-        path: `${base}/${name}/status`,
-        body: { status: statusOf(offset + i) },
-        contentType: 'application/merge-patch+json',
-      });
-      if (patched.status !== 200) throw new Error(`status ${name}: HTTP ${patched.status}`);
-    };
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: 32 }, async () => {
-        while (next < count) await one(next++);
-      }),
-    );
-  };
+  const create = (namespace, count, offset) => createBenchProfiles(kube, namespace, count, offset, statusOf);
   const t = performance.now();
   await create('bench-fleet', N, 0);
   log(`created ${N} ClusterProfiles (with status) in ${((performance.now() - t) / 1000).toFixed(1)} s`);

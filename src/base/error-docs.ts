@@ -95,7 +95,27 @@ export const ERROR_DOCS: { readonly [C in ErrorCode]: ErrorDoc } = {
   },
   ERR_FLEET_CLOSED: {
     area: 'library',
-    doc: 'The fleet was closed, or the member was removed from it, while a call was under way.',
+    doc: "The fleet was closed, or the member was removed from it, while a call was under way; or a sharded fleet's member client was used after its shard went to another replica (the client is revoked).",
+  },
+  ERR_FLEET_LEASE_FORBIDDEN: {
+    area: 'library',
+    doc: "A sharded fleet's replica may not write Leases (coordination.k8s.io) in its leaseNamespace (401/403): grant get, list, create and update on leases there. Until then it owns no member.",
+  },
+  ERR_FLEET_LEASE_REQUEST: {
+    area: 'library',
+    doc: "A sharded fleet's Lease request failed (API server unreachable, timeout, another status); retried every renew period. A replica that cannot renew stops acting on its members at its fencing deadline.",
+  },
+  ERR_FLEET_LEASE_INVALID: {
+    area: 'library',
+    doc: "A Lease of a sharded fleet does not read as one (holderIdentity, leaseDurationSeconds or the fleet's annotations edited into something else): treated as held until it stays unchanged for a lease duration, then taken over.",
+  },
+  ERR_FLEET_REPLICA_IDENTITY: {
+    area: 'library',
+    doc: 'Another process renews the replica Lease of this sharding identity: two replicas were given the same identity (use the pod name). Shard Leases still fence them: a shard is held by one process at a time.',
+  },
+  ERR_FLEET_SHARD_CONFIG: {
+    area: 'library',
+    doc: 'Replicas of one sharded fleet disagree on the number of shards: the replica with the other count is left out of the assignment until the Deployment is consistent.',
   },
   ERR_FLEET_MEMBER_UNKNOWN: {
     area: 'library',

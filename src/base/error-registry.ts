@@ -44,6 +44,11 @@ export const ERRORS = {
   ERR_FLEET_CLOSED: { exit: 1, retryable: false },
   ERR_FLEET_MEMBER_UNKNOWN: { exit: 1, retryable: false },
   ERR_FLEET_DUPLICATE_MEMBER: { exit: 1, retryable: false },
+  ERR_FLEET_LEASE_FORBIDDEN: { exit: 1, retryable: false },
+  ERR_FLEET_LEASE_REQUEST: { exit: 1, retryable: true },
+  ERR_FLEET_LEASE_INVALID: { exit: 1, retryable: false },
+  ERR_FLEET_REPLICA_IDENTITY: { exit: 2, retryable: false },
+  ERR_FLEET_SHARD_CONFIG: { exit: 2, retryable: false },
 
   // backstage: the Backstage backend module (plugins/kubernetes-backend-module-clusterprofile)
   ERR_BACKSTAGE_CONFIG: { exit: 2, retryable: false },

@@ -15,6 +15,7 @@ import https from 'node:https';
 import { KubeConfig, type Cluster as KubeCluster, type RequestContext, type User } from '@kubernetes/client-node';
 import { Agent, Dispatcher, ProxyAgent } from 'undici';
 import { connectionFromCluster, connectionHttpOptions } from '../base/cluster-connection.js';
+import { CredentialsError } from '../base/errors.js';
 import { type NodeTlsOptions, nodeTlsOptions } from '../base/http.js';
 import { ExecCredentialCache, type ExecAuthenticator } from '../exec/authenticator.js';
 import type { ExecCredential } from '../exec/output.js';
@@ -162,6 +163,8 @@ export class ClusterProfileKubeConfig extends KubeConfig {
   #authenticator: ExecAuthenticator | undefined;
   #pool: { fingerprint: string; dispatcher: Dispatcher } | undefined;
   #agent: { fingerprint: string; agent: http.Agent } | undefined;
+  /** Set by `close({ revoke: true })`: every request from then on is refused with it. */
+  #revoked: CredentialsError | undefined;
 
   readonly #maxConnections: number;
 
@@ -257,9 +260,11 @@ export class ClusterProfileKubeConfig extends KubeConfig {
 
   /**
    * Closes this KubeConfig's connections (in-flight requests finish) and, with `forgetCredential`, drops the cached
-   * credential of its plugin input from the cache (other KubeConfigs for the same input will exec again).
+   * credential of its plugin input from the cache (other KubeConfigs for the same input will exec again). With
+   * `revoke` (a sharded fleet's member handed to another replica) requests in flight are aborted and every later one
+   * is refused with `ERR_FLEET_CLOSED`: a client kept from before can no longer reach the cluster.
    */
-  async close(options: { forgetCredential?: boolean } = {}): Promise<void> {
+  async close(options: { forgetCredential?: boolean; revoke?: boolean } = {}): Promise<void> {
     const pool = this.#pool;
     const agent = this.#agent;
     this.#pool = undefined;
@@ -269,7 +274,20 @@ export class ClusterProfileKubeConfig extends KubeConfig {
       this.#cache.forget(this.access.exec, this.access.cluster);
       this.#authenticator = undefined;
     }
+    if (options.revoke === true) {
+      this.#revoked = new CredentialsError(
+        'ERR_FLEET_CLOSED',
+        `the client of ClusterProfile ${this.getCurrentCluster()?.name ?? this.access.profile.name} was revoked: its member is no longer this replica's`,
+        { path: this.access.profile.name },
+      );
+      await pool?.dispatcher.destroy(this.#revoked);
+      return;
+    }
     await pool?.dispatcher.close();
+  }
+
+  #refuseIfRevoked(): void {
+    if (this.#revoked !== undefined) throw this.#revoked;
   }
 
   #onUnauthorized(credential: ExecCredential): () => void {
@@ -278,7 +296,9 @@ export class ClusterProfileKubeConfig extends KubeConfig {
 
   /** client-node's hook for fetch-based requests (makeApiClient, Watch, Log, Metrics, health). */
   override async applySecurityAuthentication(context: RequestContext): Promise<void> {
+    this.#refuseIfRevoked();
     const credential = await this.authenticator.getCredential();
+    this.#refuseIfRevoked();
     if (credential.token !== undefined) {
       context.setHeaderParam('Authorization', `Bearer ${credential.token}`);
     }
@@ -290,7 +310,9 @@ export class ClusterProfileKubeConfig extends KubeConfig {
 
   /** client-node's hook for WebSocket requests (Exec, Attach, PortForward, Cp) and the protobuf client. */
   override async applyToHTTPSOptions(opts: Parameters<KubeConfig['applyToHTTPSOptions']>[0]): Promise<void> {
+    this.#refuseIfRevoked();
     const credential = await this.authenticator.getCredential();
+    this.#refuseIfRevoked();
     const tls = this.#tls(credential);
     const target = opts as https.RequestOptions;
     const headers: Record<string, unknown> = { ...(target.headers as Record<string, unknown> | undefined) };

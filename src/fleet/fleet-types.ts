@@ -10,6 +10,7 @@ import type { ClusterProfileKubeConfig } from '../client-node/build-config.js';
 import type { AccessConfig, ResolvedClusterAccess } from '../resolve/types.js';
 import type { FleetHubOptions } from './hub-connection.js';
 import type { FleetClock } from './scheduler/clock.js';
+import type { FleetShardingOptions } from './sharding/options.js';
 import type { RefreshPolicy } from './scheduler/refresh-time.js';
 
 /** How a member's credential is obtained: a provider in this process, or the plugin run as a process. */
@@ -77,7 +78,15 @@ export type FleetEvent =
   | { type: 'added'; name: string; member: FleetMember }
   /** The resolved access changed: `member.client` is a new client; the previous one is closed. */
   | { type: 'updated'; name: string; member: FleetMember; previousClient: ClusterProfileKubeConfig | undefined }
-  | { type: 'removed'; name: string; reason: 'deleted' | 'invalid' | 'unhealthy' | 'closed' }
+  /**
+   * Disengaged: the profile was deleted, became invalid or unhealthy, the fleet closed, or (sharded) the member's
+   * shard was handed over to another replica (`handedOver`) or its lease could not be renewed in time (`fenced`).
+   */
+  | {
+      type: 'removed';
+      name: string;
+      reason: 'deleted' | 'invalid' | 'unhealthy' | 'closed' | 'handedOver' | 'fenced';
+    }
   | { type: 'unhealthy'; name: string; member: FleetMember; condition: HealthCondition | undefined }
   | {
       type: 'credentialError';
@@ -90,7 +99,21 @@ export type FleetEvent =
   /** The profile does not resolve (bad profile, no matching provider, bad exec args): the member has no client. */
   | { type: 'invalid'; name: string; member: FleetMember; error: unknown }
   /** Listing or watching the hub failed; retried with backoff. */
-  | { type: 'hubError'; error: unknown; failures: number };
+  | { type: 'hubError'; error: unknown; failures: number }
+  /**
+   * Sharded: this replica acquired a shard (its `members` engaged next; `from` the replica that held it), released it
+   * to another replica (`released`: its members got `removed`, reason `handedOver`) or lost it to its fencing
+   * deadline (`lost`: `removed`, reason `fenced`).
+   */
+  | {
+      type: 'handOver';
+      shard: number;
+      action: 'acquired' | 'released' | 'lost';
+      members: number;
+      from?: string | undefined;
+    }
+  /** Sharded: a Lease request failed or a Lease is bad (a coded error: `ERR_FLEET_LEASE_*`, `ERR_FLEET_REPLICA_IDENTITY`, `ERR_FLEET_SHARD_CONFIG`). */
+  | { type: 'leaseError'; error: unknown; failures: number };
 
 /** The `type` of a {@link FleetEvent}. */
 export type FleetEventType = FleetEvent['type'];
@@ -100,6 +123,8 @@ export type FleetEventOf<T extends FleetEventType> = Extract<FleetEvent, { type:
 /** One member's row of `ClusterProfileFleet.status()`: plain data (JSON-ready). */
 export interface FleetClusterStatus {
   name: string;
+  /** The inventory-member-id label's value, when the profile has one that differs from its name. */
+  memberKey?: string;
   state: FleetClusterState;
   engaged: boolean;
   provider?: string;
@@ -112,6 +137,22 @@ export interface FleetClusterStatus {
   lastError?: { code: string; message: string };
   fetches: number;
   rebuilds: number;
+  /** Sharded: the member's virtual shard and the replica that owns it (this one: only owned members are listed). */
+  shard?: number;
+  owner?: string;
+}
+
+/** Sharded: the replica set and the shards as this replica sees them. */
+export interface FleetShardingStatus {
+  identity: string;
+  leaseNamespace: string;
+  shards: number;
+  /** The shards this replica owns. */
+  ownedShards: number[];
+  /** Every replica seen in the Leases: live (renewing within its lease duration) or not, and its shard count. */
+  replicas: { identity: string; live: boolean; shards: number }[];
+  /** Each shard's holder by index (null: free). */
+  holders: (string | null)[];
 }
 
 /** The fleet as plain data (JSON-ready), from `ClusterProfileFleet.status()`. */
@@ -130,6 +171,8 @@ export interface FleetStatus {
   /** Credential fetches under way, waiting, plugin processes running, refreshes scheduled. */
   credentials: { slots: number; fetching: number; waiting: number; processes: number; scheduled: number };
   clusters: FleetClusterStatus[];
+  /** Present when the fleet is sharded. */
+  sharding?: FleetShardingStatus;
 }
 
 /** What `ClusterProfileFleet` is made with: the inventory and the providers file, the rest optional. */
@@ -172,4 +215,11 @@ export interface ClusterProfileFleetOptions {
   clock?: FleetClock;
   /** Random source in [0, 1) for jitter. */
   random?: () => number;
+  /**
+   * Share the members among the replicas of a controller through Leases on the hub (see {@link FleetShardingOptions}):
+   * each replica engages only the members of the virtual shards it holds. Without it the fleet engages every member.
+   */
+  sharding?: FleetShardingOptions;
+  /** Monotonic milliseconds for the sharding deadlines (default the process's; tests freeze it with `clock`). */
+  monotonic?: () => number;
 }

@@ -4,8 +4,11 @@
  * (./hub-connection.ts), the list/watch loop (./inventory-watch.ts) that drives member reconciliation
  * (./members.ts), the credential slots (./credentials/) refreshed by the scheduler (./scheduler/), the event bus
  * (./events.ts), status (./status.ts) and metrics (./metrics.ts). Its options, events and member view are in
- * ./fleet-types.ts.
+ * ./fleet-types.ts. With the `sharding` option a shard coordinator (./sharding/) decides which members this replica
+ * engages.
  */
+import { randomBytes } from 'node:crypto';
+import { monotonicMs } from '../base/io.js';
 import { CredentialsError } from '../base/errors.js';
 import type { ExecCredential } from '../exec/output.js';
 import { FleetCredentials } from './credentials/slots.js';
@@ -25,7 +28,10 @@ import { FleetMembers } from './members.js';
 import { FleetMetrics } from './metrics.js';
 import { systemClock, type FleetClock } from './scheduler/clock.js';
 import { DEFAULT_REFRESH_POLICY } from './scheduler/refresh-time.js';
-import { countByState, errorSummary, memberStatus, secondsToNearestExpiry } from './status.js';
+import { ShardCoordinator } from './sharding/coordinator.js';
+import { LeaseApi } from './sharding/leases.js';
+import { resolveShardingOptions, type ResolvedShardingOptions } from './sharding/options.js';
+import { countByState, errorSummary, memberStatus, secondsToNearestExpiry, shardingStatus } from './status.js';
 
 /**
  * A live fleet over one inventory namespace of the hub.
@@ -55,6 +61,8 @@ export class ClusterProfileFleet implements AsyncIterable<FleetEvent> {
   readonly #credentials: FleetCredentials;
   readonly #members: FleetMembers;
   readonly #stop = new AbortController();
+  readonly #sharding: ResolvedShardingOptions | undefined;
+  #coordinator: ShardCoordinator | undefined;
   #hub: HubConnection | undefined;
   #watch: InventoryWatch | undefined;
   #started = false;
@@ -94,6 +102,8 @@ export class ClusterProfileFleet implements AsyncIterable<FleetEvent> {
         );
       }
     }
+    this.#sharding =
+      options.sharding === undefined ? undefined : resolveShardingOptions(options.sharding, options.namespace);
     this.namespace = options.namespace;
     this.#options = options;
     this.#clock = options.clock ?? systemClock;
@@ -102,6 +112,15 @@ export class ClusterProfileFleet implements AsyncIterable<FleetEvent> {
     this.#metrics = new FleetMetrics({
       clustersByState: () => countByState(this.#members.values()),
       secondsToNearestExpiry: () => secondsToNearestExpiry(this.#credentials.slots(), () => this.#clock.now()),
+      sharding: () => {
+        const coordinator = this.#coordinator;
+        if (coordinator === undefined) return undefined;
+        return {
+          members: this.#members.size,
+          shards: coordinator.ownedShards().length,
+          replicas: coordinator.replicas().filter((replica) => replica.live).length,
+        };
+      },
     });
     this.#credentials = new FleetCredentials({
       env: options.env ?? process.env,
@@ -123,6 +142,13 @@ export class ClusterProfileFleet implements AsyncIterable<FleetEvent> {
       events: this.#events,
       metrics: this.#metrics,
       clock: this.#clock,
+      ownership:
+        this.#sharding === undefined
+          ? undefined
+          : {
+              shards: this.#sharding.shards,
+              owns: (shard) => this.#coordinator?.owns(shard) === true,
+            },
     });
   }
 
@@ -149,6 +175,7 @@ export class ClusterProfileFleet implements AsyncIterable<FleetEvent> {
     }
     await this.#credentials.prepare(this.#options.accessConfig);
     this.#throwIfClosed();
+    if (this.#sharding !== undefined) await this.#startSharding(hub, this.#sharding);
     const watch = new InventoryWatch({
       namespace: this.namespace,
       hub,
@@ -160,10 +187,56 @@ export class ClusterProfileFleet implements AsyncIterable<FleetEvent> {
       signal: this.#stop.signal,
     });
     this.#watch = watch;
-    await watch.listFirst();
+    try {
+      await watch.listFirst();
+    } catch (error) {
+      // A start that fails holds no shard: the other replicas take them at once.
+      await this.#coordinator?.close();
+      throw error;
+    }
     this.#throwIfClosed();
     this.#members.markSynced();
     watch.start();
+  }
+
+  /** The shard coordinator's first round: this replica holds its shards before the first list is applied. */
+  async #startSharding(hub: HubConnection, sharding: ResolvedShardingOptions): Promise<void> {
+    const events = this.#events;
+    const metrics = this.#metrics;
+    const coordinator = new ShardCoordinator({
+      sharding,
+      instance: randomBytes(8).toString('hex'),
+      api: new LeaseApi(hub.send, {
+        namespace: sharding.leaseNamespace,
+        fleet: this.namespace,
+        timeoutMs: sharding.leaseDurationSeconds * 1000,
+        now: () => this.#clock.now(),
+      }),
+      clock: this.#clock,
+      monotonic: this.#options.monotonic ?? (this.#options.clock === undefined ? monotonicMs : () => this.#clock.now()),
+      hooks: {
+        acquired: (shard, from) => {
+          metrics.handOver('acquired');
+          // The event first: a listener learns of the shard before its members' `added`.
+          const members = this.#members.adopt(shard);
+          events.emit({ type: 'handOver', shard, action: 'acquired', members, from });
+        },
+        lost: (shard, reason) => {
+          const members = this.#members.disown(shard, reason);
+          if (reason === 'closed') return;
+          const action = reason === 'handedOver' ? 'released' : 'lost';
+          metrics.handOver(action);
+          events.emit({ type: 'handOver', shard, action, members });
+        },
+        error: (error, failures) => {
+          metrics.leaseFailure(error.code);
+          events.emit({ type: 'leaseError', error, failures });
+        },
+        renewed: (seconds) => metrics.leaseWrite(seconds),
+      },
+    });
+    this.#coordinator = coordinator;
+    await coordinator.start();
   }
 
   /** Resolves when every member has had its first credential fetch end (a credential or an error), or is invalid. */
@@ -193,9 +266,11 @@ export class ClusterProfileFleet implements AsyncIterable<FleetEvent> {
     return memberCredential(this.#members.get(name), name, this.namespace);
   }
 
-  /** Every member, in name order. */
+  /** Every member (sharded: every member this replica owns now), in name order. */
   list(): FleetMember[] {
-    return [...this.#members.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    return [...this.#members.values()]
+      .filter((member) => this.#members.get(member.name) !== undefined)
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
   /** The fleet as plain data: the hub, counts by state, credential load, one row per member. */
@@ -214,9 +289,18 @@ export class ClusterProfileFleet implements AsyncIterable<FleetEvent> {
       counts: countByState(this.#members.values()),
       credentials: { slots: this.#credentials.size, ...this.#credentials.load },
       clusters: this.list().map((member) => {
-        const slot = this.#members.get(member.name)?.slot;
-        return memberStatus(member, slot === undefined ? undefined : this.#credentials.dueAt(slot));
+        const internal = this.#members.get(member.name);
+        const slot = internal?.slot;
+        const row = memberStatus(member, slot === undefined ? undefined : this.#credentials.dueAt(slot));
+        if (this.#coordinator !== undefined && internal !== undefined) {
+          row.shard = internal.shard;
+          row.owner = this.#coordinator.identity;
+        }
+        return row;
       }),
+      ...(this.#coordinator === undefined || this.#sharding === undefined
+        ? {}
+        : { sharding: shardingStatus(this.#coordinator, this.#sharding) }),
     };
   }
 
@@ -260,6 +344,8 @@ export class ClusterProfileFleet implements AsyncIterable<FleetEvent> {
     const clientsClosed = this.#members.close();
     this.#credentials.close();
     await clientsClosed;
+    // After every member was disengaged: the shard Leases are written free for the other replicas.
+    await this.#coordinator?.close();
     await this.#hub?.close();
     this.#events.end();
     this.#members.resolveSettled();

@@ -17,7 +17,7 @@ import { KubeClient } from '../kube/kube-client.js';
 import { loadInClusterAccess, type KubeAccess } from '../kube/kubeconfig-loader.js';
 import { statusMessage } from '../kube/status.js';
 import { KUBE_RETRY } from '../kube/transport.js';
-import type { KubeResponse } from '../kube/types.js';
+import type { KubeResponse, SendKubeRequest } from '../kube/types.js';
 import {
   DEFAULT_WATCH_IDLE_MS,
   KubeStatusError,
@@ -133,6 +133,11 @@ export class HubConnection {
   /** Where the hub access came from (`context "hub" of /path`), for messages. */
   get source(): string {
     return this.#client.source;
+  }
+
+  /** Sends one request to the hub as the fleet's identity (a sharded fleet's Leases). */
+  get send(): SendKubeRequest {
+    return this.#client.send;
   }
 
   /** The ClusterProfile version the hub serves (after the first list). */

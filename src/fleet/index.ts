@@ -11,6 +11,7 @@ export type {
   FleetEventOf,
   FleetEventType,
   FleetMember,
+  FleetShardingStatus,
   FleetStatus,
   HealthCondition,
 } from './fleet-types.js';
@@ -21,3 +22,5 @@ export { systemClock } from './scheduler/clock.js';
 export type { FleetClock } from './scheduler/clock.js';
 export { DEFAULT_REFRESH_POLICY } from './scheduler/refresh-time.js';
 export type { RefreshPolicy } from './scheduler/refresh-time.js';
+export { DEFAULT_SHARDING } from './sharding/options.js';
+export type { FleetShardingOptions } from './sharding/options.js';

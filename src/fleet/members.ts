@@ -7,9 +7,15 @@
  * with `disengageUnhealthy`, until ControlPlaneHealthy turns False. A profile that fails resolution is that member's
  * state with its coded error; it never stops the others. Profiles are members by their member key (./member-key.ts):
  * a second profile with the key of one already held is invalid (`ERR_FLEET_DUPLICATE_MEMBER`) until the first lets go
- * of it (deleted or relabelled), and is then applied.
+ * of it (deleted, relabelled or handed over), and is then applied.
+ *
+ * Sharded (the fleet's `sharding` option): every profile is kept by virtual shard, but only the members of the shards
+ * this replica owns are resolved and engaged; a shard acquired engages its members ({@link FleetMembers.adopt}), a
+ * shard lost disengages them at once ({@link FleetMembers.disown}), and no member of a shard not owned is handed out.
+ * Shards are chosen by member key, so every profile naming one member is on one replica, which sees the duplicate.
  */
 import { canonicalJson } from '../base/canonical-json.js';
+import { isRecord } from '../base/record.js';
 import { sha256HexNative } from '../base/sha256.js';
 import type { ClusterProfileKubeConfig } from '../client-node/build-config.js';
 import { resolveClusterAccess } from '../resolve/cluster-access.js';
@@ -19,13 +25,15 @@ import type { FleetEventBus } from './events.js';
 import type {
   ClusterProfileFleetOptions,
   CredentialMode,
+  FleetEvent,
   FleetClusterState,
   FleetMember,
   HealthCondition,
 } from './fleet-types.js';
 import type { FleetMetrics } from './metrics.js';
-import { duplicateMemberError, memberKeyOf } from './member-key.js';
 import type { FleetClock } from './scheduler/clock.js';
+import { duplicateMemberError, memberKeyOf } from './member-key.js';
+import { shardOf } from './sharding/assignment.js';
 import { errorSummary } from './status.js';
 
 type ClientConstructor = typeof ClusterProfileKubeConfig;
@@ -45,6 +53,8 @@ export class Member implements FleetMember {
   healthy: boolean | undefined;
   condition: HealthCondition | undefined;
   engaged = false;
+  /** Its virtual shard (0 when the fleet is not sharded). */
+  shard = 0;
   reportedUnhealthy = false;
   rebuilds = 0;
 
@@ -86,8 +96,20 @@ export type FleetMembersOptions = Pick<
   'accessConfig' | 'warn' | 'requireHealthy' | 'disengageUnhealthy' | 'maxConnections'
 >;
 
+/** Which shards this replica owns (a sharded fleet). */
+export interface MemberOwnership {
+  readonly shards: number;
+  /** Whether the replica may act on the shard's members now. */
+  owns(shard: number): boolean;
+}
+
+/** Why a member is disengaged. */
+export type RemovedReason = Extract<FleetEvent, { type: 'removed' }>['reason'];
+
 export interface FleetMembersDeps {
   namespace: string;
+  /** Set when the fleet is sharded. */
+  ownership?: MemberOwnership | undefined;
   credentials: FleetCredentials;
   events: FleetEventBus;
   metrics: FleetMetrics;
@@ -103,13 +125,17 @@ export class FleetMembers {
   readonly #strings = new Map<string, string>();
   /** Members by credential slot key. */
   readonly #bySlot = new Map<string, Set<Member>>();
+  /** Slots whose first fetch has not ended yet. */
+  readonly #unsettled = new Set<string>();
+  #settledWaiters: (() => void)[] = [];
+  /** Sharded: every profile of the inventory as last seen, by shard and member key (owned or not). */
+  readonly #profiles = new Map<number, Map<string, unknown>>();
+  /** Sharded: the shard each kept profile is filed under (its member key's; it moves when the key does). */
+  readonly #shardOfProfile = new Map<string, number>();
   /** Member key → the name of the profile that holds it. */
   readonly #holders = new Map<string, string>();
   /** Profiles refused for a member key another profile holds, by name: applied again when it is let go of. */
   readonly #waiting = new Map<string, unknown>();
-  /** Slots whose first fetch has not ended yet. */
-  readonly #unsettled = new Set<string>();
-  #settledWaiters: (() => void)[] = [];
   #synced = false;
   #Client: ClientConstructor | undefined;
 
@@ -123,8 +149,15 @@ export class FleetMembers {
     this.#Client = Client;
   }
 
+  /** The member `name`; sharded, only while this replica owns its shard. */
   get(name: string): Member | undefined {
-    return this.#members.get(name);
+    const member = this.#members.get(name);
+    return member === undefined || this.#owns(member.shard) ? member : undefined;
+  }
+
+  /** Sharded: the members engaged by this replica. */
+  get size(): number {
+    return this.#members.size;
   }
 
   values(): IterableIterator<Member> {
@@ -165,15 +198,63 @@ export class FleetMembers {
 
   /** Removes every member whose name is not in `seen` (a full list no longer has it). */
   removeAllBut(seen: ReadonlySet<string>): void {
-    for (const name of [...this.#members.keys()]) if (!seen.has(name)) this.remove(name, 'deleted');
+    const known = new Set([...this.#members.keys(), ...this.#shardOfProfile.keys(), ...this.#waiting.keys()]);
+    for (const name of known) if (!seen.has(name)) this.remove(name, 'deleted');
+  }
+
+  /** Sharded: the shard is now this replica's: each of its members is applied (resolved, engaged). Returns how many. */
+  adopt(shard: number): number {
+    const profiles = this.#profiles.get(shard);
+    if (profiles === undefined) return 0;
+    for (const [name, profile] of profiles) this.apply(name, profile);
+    return profiles.size;
+  }
+
+  /**
+   * Sharded: the shard is no longer this replica's: each of its members is disengaged now (`removed` with `reason`),
+   * its client closed and its credential let go; the profiles are kept for a later {@link adopt}. Returns how many.
+   */
+  disown(shard: number, reason: RemovedReason): number {
+    let count = 0;
+    for (const name of this.#profiles.get(shard)?.keys() ?? []) {
+      const member = this.#members.get(name);
+      if (member === undefined) continue;
+      count += 1;
+      this.#drop(member, reason);
+    }
+    this.#checkSettled();
+    return count;
   }
 
   /** A profile as the hub has it now: resolve, rebuild when the access changed, update health and engagement. */
   apply(name: string, profile: unknown): void {
     const key = memberKeyOf(profile, name);
     let member = this.#members.get(name);
+    const ownership = this.#deps.ownership;
+    let shard = 0;
+    if (ownership !== undefined) {
+      shard = shardOf(key, ownership.shards);
+      const previous = this.#shardOfProfile.get(name);
+      if (previous !== shard) {
+        if (previous !== undefined) this.#profiles.get(previous)?.delete(name);
+        this.#shardOfProfile.set(name, shard);
+        if (member !== undefined) member.shard = shard;
+      }
+      let profiles = this.#profiles.get(shard);
+      if (profiles === undefined) {
+        profiles = new Map();
+        this.#profiles.set(shard, profiles);
+      }
+      this.#park(profile);
+      profiles.set(name, profile);
+      if (!ownership.owns(shard)) {
+        if (member !== undefined) this.#drop(member, 'handedOver');
+        return;
+      }
+    }
     if (member === undefined) {
       member = new Member(this, this.#deps.namespace, name, key);
+      member.shard = shard;
       this.#members.set(name, member);
     } else if (member.memberKey !== key) {
       this.#letGo(member);
@@ -240,17 +321,28 @@ export class FleetMembers {
 
   /** The profile is gone from the hub: the member's client is closed, its credential let go; `removed` if engaged. */
   remove(name: string, reason: 'deleted'): void {
+    const shard = this.#shardOfProfile.get(name);
+    if (shard !== undefined) this.#profiles.get(shard)?.delete(name);
+    this.#shardOfProfile.delete(name);
+    this.#waiting.delete(name);
     const member = this.#members.get(name);
     if (member === undefined) return;
-    this.#members.delete(name);
-    this.#waiting.delete(name);
-    this.#teardown(member);
+    this.#drop(member, reason);
+    this.#checkSettled();
+  }
+
+  /**
+   * Forgets the member: its client closed, its credential let go; `removed` if it was engaged; its member key let go
+   * of (a profile waiting for it is applied).
+   */
+  #drop(member: Member, reason: RemovedReason): void {
+    this.#members.delete(member.name);
+    this.#teardown(member, reason === 'handedOver' || reason === 'fenced');
     if (member.engaged) {
       member.engaged = false;
-      this.#deps.events.emit({ type: 'removed', name, reason });
+      this.#deps.events.emit({ type: 'removed', name: member.name, reason });
     }
     this.#letGo(member);
-    this.#checkSettled();
   }
 
   /** The member no longer holds its key: the first profile waiting for that key is applied now. */
@@ -263,6 +355,10 @@ export class FleetMembers {
       this.apply(name, profile);
       return;
     }
+  }
+
+  #owns(shard: number): boolean {
+    return this.#deps.ownership === undefined || this.#deps.ownership.owns(shard);
   }
 
   /** After each fetch of a slot (`error` undefined on success): its members report and reconcile. */
@@ -301,10 +397,28 @@ export class FleetMembers {
       if (member.client !== undefined) closing.push(member.client.close().catch(() => undefined));
     }
     this.#members.clear();
+    this.#bySlot.clear();
+    this.#profiles.clear();
+    this.#shardOfProfile.clear();
     this.#holders.clear();
     this.#waiting.clear();
-    this.#bySlot.clear();
     return Promise.all(closing);
+  }
+
+  /**
+   * Trims a profile kept for a later {@link adopt}: who last wrote which field is not needed to resolve it again, and
+   * the CA bundles its access providers repeat are interned (every profile of an inventory is kept on every replica).
+   */
+  #park(profile: unknown): void {
+    if (!isRecord(profile)) return;
+    if (isRecord(profile['metadata'])) delete profile['metadata']['managedFields'];
+    const providers = isRecord(profile['status']) ? profile['status']['accessProviders'] : undefined;
+    if (!Array.isArray(providers)) return;
+    for (const provider of providers) {
+      const cluster = isRecord(provider) ? provider['cluster'] : undefined;
+      const ca = isRecord(cluster) ? cluster['certificate-authority-data'] : undefined;
+      if (isRecord(cluster) && typeof ca === 'string') cluster['certificate-authority-data'] = this.#intern(ca);
+    }
   }
 
   #intern(text: string): string {
@@ -336,13 +450,16 @@ export class FleetMembers {
     if (!known) this.#deps.events.emit({ type: 'invalid', name: member.name, member, error });
   }
 
-  /** Closes the member's client and lets go of its credential (forgotten when no other member shares it). */
-  #teardown(member: Member): void {
+  /**
+   * Closes the member's client and lets go of its credential (forgotten when no other member shares it). With
+   * `revoke` (its shard is no longer this replica's) requests in flight are aborted and the client refuses any more.
+   */
+  #teardown(member: Member, revoke = false): void {
     const client = member.client;
     member.client = undefined;
     if (member.slot !== undefined) this.#detach(member, member.slot);
     member.slot = undefined;
-    if (client !== undefined) void client.close().catch(() => undefined);
+    if (client !== undefined) void client.close(revoke ? { revoke } : {}).catch(() => undefined);
   }
 
   #attach(member: Member, slot: CredentialSlot): void {
@@ -386,6 +503,8 @@ export class FleetMembers {
   /** Engagement and health reports after anything about the member changed. */
   #reconcile(member: Member): void {
     if (member.access === undefined) return;
+    // A shard past its fencing deadline is disowned by this check (the member is gone then).
+    if (!this.#owns(member.shard)) return;
     const unhealthy = this.#unhealthy(member);
     if (unhealthy && !member.reportedUnhealthy) {
       member.reportedUnhealthy = true;

@@ -18,6 +18,12 @@ export const FLEET_METRICS = {
   rebuilds: 'clusterprofile_fleet_client_rebuilds_total',
   relists: 'clusterprofile_fleet_hub_relists_total',
   watchErrors: 'clusterprofile_fleet_hub_watch_errors_total',
+  ownedMembers: 'clusterprofile_fleet_owned_members',
+  ownedShards: 'clusterprofile_fleet_owned_shards',
+  liveReplicas: 'clusterprofile_fleet_live_replicas',
+  handOvers: 'clusterprofile_fleet_hand_overs_total',
+  leaseWrite: 'clusterprofile_fleet_lease_renew_duration_seconds',
+  leaseFailures: 'clusterprofile_fleet_lease_renew_failures_total',
 } as const;
 
 /** What the gauges read when scraped. */
@@ -26,6 +32,8 @@ export interface FleetGaugeSource {
   clustersByState(): Record<string, number>;
   /** Seconds until the earliest credential expiry among the fleet's credentials; undefined when none expires. */
   secondsToNearestExpiry(): number | undefined;
+  /** Sharded: members engaged here, shards held, live replicas; undefined when not sharded (the gauges are absent). */
+  sharding(): { members: number; shards: number; replicas: number } | undefined;
 }
 
 /** The fleet's counters, histogram and gauges in one registry. */
@@ -38,6 +46,9 @@ export class FleetMetrics {
   readonly #rebuilds: Counter;
   readonly #relists: Counter;
   readonly #watchErrors: Counter<'code'>;
+  readonly #handOvers: Counter<'action'>;
+  readonly #leaseWrite: Histogram;
+  readonly #leaseFailures: Counter<'code'>;
 
   constructor(source: FleetGaugeSource) {
     const metrics = this.#metrics;
@@ -57,6 +68,36 @@ export class FleetMetrics {
         this.reset();
         if (seconds !== undefined) this.set(seconds);
       },
+    });
+    for (const [name, help, key] of [
+      [FLEET_METRICS.ownedMembers, 'Sharded: members this replica engages (those of the shards it holds).', 'members'],
+      [FLEET_METRICS.ownedShards, 'Sharded: virtual shards whose Lease this replica holds.', 'shards'],
+      [FLEET_METRICS.liveReplicas, 'Sharded: replicas renewing their Lease, as this replica sees them.', 'replicas'],
+    ] as const) {
+      metrics.gauge({
+        name,
+        help,
+        collect() {
+          const sharding = source.sharding();
+          this.reset();
+          if (sharding !== undefined) this.set(sharding[key]);
+        },
+      });
+    }
+    this.#handOvers = metrics.counter({
+      name: FLEET_METRICS.handOvers,
+      help: 'Sharded: shards acquired, released to another replica, or lost to the fencing deadline.',
+      labelNames: ['action'],
+    });
+    this.#leaseWrite = metrics.histogram({
+      name: FLEET_METRICS.leaseWrite,
+      help: 'Sharded: time of one Lease renewal or acquisition (a compare-and-swap on the hub).',
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    });
+    this.#leaseFailures = metrics.counter({
+      name: FLEET_METRICS.leaseFailures,
+      help: 'Sharded: failed Lease rounds and writes, and bad Leases seen, by error code.',
+      labelNames: ['code'],
     });
     this.#fetches = metrics.counter({
       name: FLEET_METRICS.fetches,
@@ -104,6 +145,18 @@ export class FleetMetrics {
 
   rebuild(): void {
     this.#rebuilds.inc();
+  }
+
+  handOver(action: 'acquired' | 'released' | 'lost'): void {
+    this.#handOvers.inc({ action });
+  }
+
+  leaseWrite(seconds: number): void {
+    this.#leaseWrite.observe(seconds);
+  }
+
+  leaseFailure(code: string): void {
+    this.#leaseFailures.inc({ code });
   }
 
   relist(): void {

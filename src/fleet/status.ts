@@ -1,14 +1,18 @@
 /**
  * The fleet as plain data (JSON-ready), for `ClusterProfileFleet.status()`, the metrics' gauges and the CLI: a
- * member's row, members counted by state, the nearest credential expiry, and `{ code, message }` of an error.
+ * member's row, members counted by state, the nearest credential expiry, `{ code, message }` of an error, and the
+ * replica set and shard holders of a sharded fleet.
  */
 import { isCredentialsError } from '../base/errors.js';
 import type { CredentialSlot } from './credentials/slots.js';
+import type { ShardCoordinator } from './sharding/coordinator.js';
+import type { ResolvedShardingOptions } from './sharding/options.js';
 import {
   FLEET_CLUSTER_STATES,
   type FleetClusterState,
   type FleetClusterStatus,
   type FleetMember,
+  type FleetShardingStatus,
 } from './fleet-types.js';
 
 /** `{ code, message }` of any error (code `uncoded` for an uncoded one). */
@@ -26,6 +30,7 @@ export function memberStatus(member: FleetMember, nextFetchAt: number | undefine
     fetches: member.fetches,
     rebuilds: member.rebuilds,
   };
+  if (member.memberKey !== member.name) row.memberKey = member.memberKey;
   if (member.providerName !== undefined) row.provider = member.providerName;
   if (member.mode !== undefined) row.mode = member.mode;
   if (member.healthy !== undefined) row.healthy = member.healthy;
@@ -55,4 +60,16 @@ export function secondsToNearestExpiry(slots: Iterable<CredentialSlot>, now: () 
     if (at !== undefined && (nearest === undefined || at < nearest)) nearest = at;
   }
   return nearest === undefined ? undefined : (nearest - now()) / 1000;
+}
+
+/** A sharded fleet's replica set and shard holders, as this replica last read them. */
+export function shardingStatus(coordinator: ShardCoordinator, sharding: ResolvedShardingOptions): FleetShardingStatus {
+  return {
+    identity: sharding.identity,
+    leaseNamespace: sharding.leaseNamespace,
+    shards: sharding.shards,
+    ownedShards: coordinator.ownedShards(),
+    replicas: coordinator.replicas().map((replica) => ({ ...replica })),
+    holders: coordinator.holders().map((holder) => holder ?? null),
+  };
 }

@@ -11,6 +11,7 @@ export type { BuildConfigOptions } from '../client-node/build-config.js';
 export {
   ClusterProfileFleet,
   DEFAULT_REFRESH_POLICY,
+  DEFAULT_SHARDING,
   FLEET_CLUSTER_STATES,
   FLEET_METRICS,
   INVENTORY_MEMBER_ID_LABEL,
@@ -27,6 +28,8 @@ export type {
   FleetEventType,
   FleetHubOptions,
   FleetMember,
+  FleetShardingOptions,
+  FleetShardingStatus,
   FleetStatus,
   HealthCondition,
   RefreshPolicy,

@@ -58,7 +58,9 @@ describe('buildConfigFromClusterProfile: ClusterProfile + providers file → wor
     server = await startHttpsServer({
       ca,
       clientCert: 'require',
-      handler: (_r, _req, res) => {
+      handler: async (_r, req, res) => {
+        // A list with labelSelector=slow is answered after 3 s (a request in flight when its client is revoked).
+        if (req.url?.includes('labelSelector=slow') === true) await new Promise((resolve) => setTimeout(resolve, 3000));
         res.writeHead(200, { 'content-type': 'application/json' });
         res.end(
           JSON.stringify({
@@ -103,6 +105,38 @@ describe('buildConfigFromClusterProfile: ClusterProfile + providers file → wor
     expect(list.items[0]?.metadata?.name).toBe('kube-system');
     expect(server.requests.at(-1)?.clientCert?.fingerprint256).toBe(certFingerprint(client.cert));
     expect(kc.getCurrentCluster()?.server).toBe(server.url);
+  });
+
+  it('close({ revoke: true }) aborts a request in flight and refuses every later one with ERR_FLEET_CLOSED', async () => {
+    const file = join(dir, 'cred-revoke.yaml');
+    writeFileSync(
+      file,
+      `apiVersion: ${V1}\nkind: ExecCredential\nstatus:\n  clientCertificateData: |\n${indent(client.cert)}\n  clientKeyData: |\n${indent(client.key)}\n`,
+    );
+    const kc = buildConfigFromClusterProfile(
+      profile(server.url, ca.certBase64, [{ name: 'cat-provider' }]),
+      {
+        providers: [
+          {
+            name: 'cat-provider',
+            execConfig: { apiVersion: V1, command: 'cat', args: [file], interactiveMode: 'Never' },
+          },
+        ],
+      },
+      { cache: new ExecCredentialCache() },
+    );
+    const api = kc.makeApiClient(CoreV1Api);
+    expect((await api.listNamespace()).items).toHaveLength(1);
+    const seen = server.requests.length;
+    const inFlight = api.listNamespace({ labelSelector: 'slow' });
+    inFlight.catch(() => undefined);
+    while (server.requests.length === seen) await new Promise((resolve) => setTimeout(resolve, 10));
+    const started = Date.now();
+    await kc.close({ revoke: true });
+    await expect(inFlight).rejects.toThrow();
+    expect(Date.now() - started).toBeLessThan(2500);
+    await expect(api.listNamespace()).rejects.toMatchObject({ code: 'ERR_FLEET_CLOSED' });
+    expect(server.requests.length).toBe(seen + 1);
   });
 
   it('the plugin gets the profile’s exec extension as spec.cluster.config and the additional args/envs by policy; inputs untouched', async () => {

@@ -13,51 +13,20 @@ import { CredentialsError } from '../../src/base/errors.js';
 import type { CredentialProvider } from '../../src/plugin/provider.js';
 import { builtinPluginOf } from '../../src/fleet/credentials/builtin-plugins.js';
 import { FleetCredentials, type CredentialSlot, type FetchRecord } from '../../src/fleet/credentials/slots.js';
-import type { FleetClock } from '../../src/fleet/scheduler/clock.js';
 import { DueQueue } from '../../src/fleet/scheduler/due-queue.js';
 import { backoffDelay, DEFAULT_REFRESH_POLICY, refreshTime } from '../../src/fleet/scheduler/refresh-time.js';
 import { Semaphore } from '../../src/fleet/scheduler/semaphore.js';
 import type { ResolvedClusterAccess } from '../../src/resolve/types.js';
+import { FrozenClock as FrozenClockBase } from '../helpers/frozen-clock.js';
 
 const T0 = Date.parse('2030-01-01T00:00:00Z');
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 
-/** A clock that moves only when told to; timers fire in time order as it moves. */
-class FrozenClock implements FleetClock {
-  time = T0;
-  readonly timers = new Map<number, { at: number; callback: () => void }>();
-  #next = 1;
-
-  now(): number {
-    return this.time;
-  }
-
-  setTimer(callback: () => void, delayMs: number): unknown {
-    const id = this.#next++;
-    this.timers.set(id, { at: this.time + Math.max(0, delayMs), callback });
-    return id;
-  }
-
-  clearTimer(handle: unknown): void {
-    this.timers.delete(handle as number);
-  }
-
-  /** Moves to `time + ms`, firing every timer due on the way (and letting the work it starts run). */
-  async advance(ms: number): Promise<void> {
-    const end = this.time + ms;
-    for (;;) {
-      await settle();
-      let earliest: [number, { at: number; callback: () => void }] | undefined;
-      for (const entry of this.timers)
-        if (entry[1].at <= end && (earliest === undefined || entry[1].at < earliest[1].at)) earliest = entry;
-      if (earliest === undefined) break;
-      this.timers.delete(earliest[0]);
-      this.time = Math.max(this.time, earliest[1].at);
-      earliest[1].callback();
-    }
-    this.time = end;
-    await settle();
+/** The frozen clock of these tests: between timers it lets promise chains and the cache's file writes settle. */
+class FrozenClock extends FrozenClockBase {
+  constructor() {
+    super(T0, settle);
   }
 }
 

@@ -2,12 +2,15 @@
  * `clusterprofile fleet status|watch`: the inventory of one hub namespace through ClusterProfileFleet (the library's
  * fleet manager), without client-node. `status` lists the profiles, obtains each member's credential as the fleet
  * does (in-process for this package's plugins, from the same cache kubectl's plugin runs use; other plugins run as
- * processes) and prints one row per member; `watch` prints the fleet's events until stopped.
+ * processes) and prints one row per member; `watch` prints the fleet's events until stopped. With
+ * `--lease-namespace` (a fleet sharded over hub replicas) `status` also reads the fleet's Leases there and shows the
+ * replica that owns each member and the replica set.
  *
  * @example
  * ```sh
  * clusterprofile fleet status -n fleet --clusterprofile-provider-file providers.json
  * clusterprofile fleet status -n fleet -o yaml
+ * clusterprofile fleet status -n fleet --lease-namespace hub-controller
  * clusterprofile fleet watch -n fleet --for 10m
  * ```
  */
@@ -17,7 +20,9 @@ import { stringify } from 'yaml';
 import { loadAccessConfig } from '../../resolve/access-config.js';
 import { ClusterProfileFleet } from '../../fleet/fleet.js';
 import type { FleetEvent, FleetStatus } from '../../fleet/fleet-types.js';
+import { readShardOwnership, ownerOf, type ShardOwnership } from '../../fleet/sharding/observe.js';
 import { errorSummary } from '../../fleet/status.js';
+import { KubeClient } from '../../kube/kube-client.js';
 import { PROVIDER_FILE_OPTION, withProviderFileOption } from '../../resolve/provider-file-option.js';
 import { parseDuration } from '../duration.js';
 import type { CommandArgs, CommandContext } from '../command.js';
@@ -62,12 +67,19 @@ export function builder(parser: Argv): Argv<object> {
       requiresArg: true,
       describe: 'watch: stop after DURATION (default: until interrupted)',
     })
+    .option('lease-namespace', {
+      type: 'string',
+      requiresArg: true,
+      describe:
+        'status: the Leases of a fleet sharded over hub replicas: add the owner of each member and the replicas',
+    })
     .option('require-healthy', {
       type: 'boolean',
       default: false,
       describe: 'Count a member ready only while its ControlPlaneHealthy condition is True',
     })
     .example('$0 fleet status -n fleet', 'every member: provider, state, credential expiry, last error')
+    .example('$0 fleet status -n fleet --lease-namespace hub-controller', 'which hub replica owns each member')
     .example('$0 fleet watch -n fleet -o json', 'events as JSON lines');
 }
 
@@ -103,13 +115,44 @@ export async function run(args: CommandArgs, ctx: CommandContext): Promise<numbe
     await fleet.start();
     await fleet.settled();
     const status = fleet.status();
-    if (output === 'json') ctx.io.stdout.write(`${JSON.stringify(status, null, 2)}\n`);
-    else if (output === 'yaml') ctx.io.stdout.write(stringify(status));
-    else ctx.io.stdout.write(statusTable(status, Date.now()));
+    const owners =
+      typeof args['lease-namespace'] === 'string' ? await readOwners(args, ctx, args['lease-namespace']) : undefined;
+    const document = owners === undefined ? status : withOwners(status, owners);
+    if (output === 'json') ctx.io.stdout.write(`${JSON.stringify(document, null, 2)}\n`);
+    else if (output === 'yaml') ctx.io.stdout.write(stringify(document));
+    else ctx.io.stdout.write(statusTable(status, Date.now(), owners));
     return 0;
   } finally {
     await fleet.close();
   }
+}
+
+/** The sharded fleet's Leases in `leaseNamespace`, read as the hub identity. */
+async function readOwners(args: CommandArgs, ctx: CommandContext, leaseNamespace: string): Promise<ShardOwnership> {
+  const kube = await KubeClient.load(
+    {
+      ...(typeof args.kubeconfig === 'string' ? { kubeconfig: args.kubeconfig, flag: '--kubeconfig' } : {}),
+      ...(typeof args.context === 'string' ? { context: args.context } : {}),
+      what: "the hub's kubeconfig",
+      allowExec: true,
+    },
+    { env: ctx.env, cwd: ctx.cwd },
+    { exec: { env: ctx.env } },
+  );
+  try {
+    return await readShardOwnership(kube.send, { leaseNamespace, fleet: String(args.namespace) });
+  } finally {
+    await kube.close();
+  }
+}
+
+/** The status with each member's owner and the replica set (`-o json|yaml`). */
+function withOwners(status: FleetStatus, owners: ShardOwnership): Record<string, unknown> {
+  return {
+    ...status,
+    clusters: status.clusters.map((row) => ({ ...row, owner: ownerOf(owners, row.memberKey ?? row.name) ?? null })),
+    leases: owners,
+  };
 }
 
 async function watch(
@@ -196,18 +239,30 @@ function eventLine(event: FleetEvent): string {
  */
 const WATCH_WIDTHS = ['2026-01-01T00:00:00.000Z'.length, 'credentialError'.length, 40];
 
-/** `kubectl get`-style columns: NAME PROVIDER STATE EXPIRES LAST ERROR. */
-export function statusTable(status: FleetStatus, now: number): string {
-  const rows = [['NAME', 'PROVIDER', 'STATE', 'EXPIRES', 'LAST ERROR']];
+/**
+ * `kubectl get`-style columns: NAME PROVIDER STATE EXPIRES LAST ERROR; with `owners` (a sharded fleet's Leases) an
+ * OWNER column before LAST ERROR and the replica set after the table.
+ */
+export function statusTable(status: FleetStatus, now: number, owners?: ShardOwnership): string {
+  const header = ['NAME', 'PROVIDER', 'STATE', 'EXPIRES', ...(owners === undefined ? [] : ['OWNER']), 'LAST ERROR'];
+  const rows = [header];
   for (const row of status.clusters) {
     const expires =
       row.credentialExpiresAt === undefined ? '<none>' : humanDuration(Date.parse(row.credentialExpiresAt) - now);
     const error =
       row.lastError === undefined ? '<none>' : oneLine(`${row.lastError.code}: ${row.lastError.message}`, 100);
-    rows.push([row.name, row.provider ?? '<none>', row.state, expires, error]);
+    const owner = owners === undefined ? [] : [ownerOf(owners, row.memberKey ?? row.name) ?? '<none>'];
+    rows.push([row.name, row.provider ?? '<none>', row.state, expires, ...owner, error]);
   }
-  const widths = [0, 1, 2, 3].map((column) => Math.max(...rows.map((row) => row[column]!.length)));
-  return `${rows.map((row) => pad(row, widths)).join('\n')}\n`;
+  const widths = header.slice(0, -1).map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
+  const table = `${rows.map((row) => pad(row, widths)).join('\n')}\n`;
+  if (owners === undefined) return table;
+  const replicas =
+    owners.replicas.length === 0
+      ? '<none>'
+      : owners.replicas.map((replica) => `${replica.identity} (${replica.shards} shards)`).join(', ');
+  const free = owners.holders.filter((holder) => holder === null).length;
+  return `${table}\nreplicas in ${owners.leaseNamespace}: ${replicas}; ${owners.shards ?? 'unknown'} shards, ${free} free\n`;
 }
 
 /** kubectl's column gap (its tabwriter's padding). */

@@ -226,7 +226,8 @@ async function readStamp(dir) {
 
 async function binaryVersion(file) {
   const name = path.basename(file);
-  if (['goclient', 'liqo'].includes(name) || name.endsWith('differential') || name.endsWith('-plugin')) return undefined;
+  if (['goclient', 'liqo'].includes(name) || name.endsWith('differential') || name.endsWith('-plugin'))
+    return undefined;
   const result = await run(file, name === 'dex' ? ['version'] : ['--version']);
   const text = (result.stdout + result.stderr).trim();
   if (name === 'etcd') return /etcd Version:\s*(\S+)/.exec(text)?.[1] ?? text;
