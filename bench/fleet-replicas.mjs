@@ -7,7 +7,12 @@
 //    kube-apiserver's apiserver_request_total, less the control plane's own rate measured before the replicas start;
 //  - fail-over: one replica SIGKILLed, seconds until every member it owned is engaged by another;
 //  - members engaged by two replicas at once at any sampled instant (every 200 ms), from the replicas' logs;
-// then one JSON object of the figures (the lead prints it beside multicluster-runtime's sharded coordinator).
+// then, side by side on the same profiles and control plane (our replicas stopped first), multicluster-runtime
+// v0.24.1's sharded coordinator (peer Leases, rendezvous hashing, a fence Lease per cluster) with its
+// cluster-inventory-api provider, as N replica processes of bench/fleet-mcr (bench/lib/fleet-mcr.mjs): time to every
+// member engaged by exactly one replica, RSS per replica, Lease writes per second, fail-over of one SIGKILLed
+// replica's members, members engaged by two replicas at once (from the replicas' own event logs); then one JSON
+// object of both sides' figures.
 //   npm run build && node bench/fleet.bench.mjs --replicas 3 --clusters 30000 [--lease-seconds 15] [--renew-ms 5000]
 //     [--shards 64]
 // Targets (2 cores, 30 000 over 3): all ready <= 60 s; fail-over <= lease + 15 s; Lease writes independent of N;
@@ -17,6 +22,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ensureControlPlaneBinaries } from '../test/e2e/controlplane/build.mjs';
+import { buildFleetMcr, runMcrSharded } from './lib/fleet-mcr.mjs';
 import { benchProfileStatus, createBenchProfiles } from './lib/fleet-profiles.mjs';
 import { loadText, verdict } from './lib/report.mjs';
 import { loadStartControlPlane } from './lib/test-helpers.mjs';
@@ -243,6 +249,54 @@ export async function runReplicasBench({ root, clusters: N, replicas: R, flag })
     verdict(twiceMax === 0, 'owned twice', String(twiceMax), '0');
     if (!atTarget) log(`  [targets are for 30 000 profiles over 3 replicas; this run: ${N} over ${R}]`);
     log(`load after: ${loadText()}`);
+
+    // multicluster-runtime's sharded coordinator on the same profiles, once ours have stopped.
+    for (const replica of live()) replica.child.kill('SIGKILL');
+    kubectl(['create', 'namespace', 'bench-leases-mcr']);
+    const built = buildFleetMcr({ root, work });
+    let mcr = built;
+    if (built.skipped === undefined) {
+      log(
+        `multicluster-runtime v0.24.1 sharded coordinator, ${R} replicas (bench/fleet-mcr --peer-id), fence Leases of ${leaseSeconds} s renewed every ${renewMs} ms, on the same ${N} profiles; load ${loadText()}`,
+      );
+      mcr = await runMcrSharded({
+        binary: built.binary,
+        hubKubeconfig: controlPlane.adminKubeconfig,
+        namespace: 'bench-fleet',
+        providersFile,
+        replicas: R,
+        members: N,
+        leaseNamespace: 'bench-leases-mcr',
+        lease: { durationSeconds: leaseSeconds, renewSeconds: renewMs / 1000 },
+        steadySeconds: (6 * renewMs) / 1000,
+        limitSeconds: Math.max(300, N / 100),
+      });
+    }
+    if (mcr.skipped !== undefined) log(`multicluster-runtime side by side: not measured (${mcr.skipped})`);
+    else {
+      const mcrReady =
+        mcr.readySeconds === undefined
+          ? `not within ${mcr.limitSeconds} s (${mcr.readyAtLimit}/${N} engaged by exactly one replica)`
+          : `${mcr.readySeconds.toFixed(1)} s`;
+      log(`  all engaged, each by one replica: ${mcrReady}   [ours: ${readySeconds.toFixed(1)} s]`);
+      if (mcr.readySeconds !== undefined) {
+        const mcrLeases = mcr.leaseWritesPerSecond - idle.leases;
+        log(
+          `  Lease writes at steady state: ${mcrLeases.toFixed(2)}/s (a fence per cluster)   [ours: ${leaseWrites.toFixed(2)}/s]`,
+        );
+        log(
+          `  RSS per replica: ${mcr.rssPerReplica.map((rss) => `${(rss / 2 ** 20).toFixed(1)} MiB`).join(', ')} (each replica builds every member's cluster; ${mcr.ownedPerReplica.join('/')} engaged)`,
+        );
+        const failover =
+          mcr.failover.seconds === undefined
+            ? `not within the limit (${mcr.failover.missingAtLimit} of ${mcr.failover.members} not engaged)`
+            : `${mcr.failover.seconds.toFixed(1)} s for ${mcr.failover.members} members`;
+        log(`  fail-over after SIGKILL: ${failover}   [ours: ${failoverSeconds.toFixed(1)} s]`);
+        log(
+          `  members engaged by two replicas at once: ${mcr.doubleOwned.members} (longest ${mcr.doubleOwned.longestMs} ms)   [ours: ${twiceMax}]`,
+        );
+      }
+    }
     log(
       JSON.stringify({
         bench: 'fleet-replicas',
@@ -261,6 +315,7 @@ export async function runReplicasBench({ root, clusters: N, replicas: R, flag })
         ownedTwiceMax: twiceMax,
         samples,
         load: loadText(),
+        multiclusterRuntime: mcr,
       }),
     );
     await kube.close();

@@ -26,12 +26,12 @@
 // With --replicas N the bench is the sharded fleet over N replica processes instead (bench/fleet-replicas.mjs).
 // Targets (2 cores): 10 000 ready <= 30 s; <= 20 KiB RSS per idle member; in-process >= 20x cheaper in CPU than exec;
 // zero rebuilds on status-only updates. Reported MET / NOT MET; they do not fail the run.
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ensureControlPlaneBinaries, goEnv } from '../test/e2e/controlplane/build.mjs';
+import { ensureControlPlaneBinaries } from '../test/e2e/controlplane/build.mjs';
 import {
   findMemoryCgroup,
   formatLimit,
@@ -40,6 +40,7 @@ import {
   spawnSyncLimited,
 } from './lib/memory-cgroup.mjs';
 import { benchProfileStatus, createBenchProfiles } from './lib/fleet-profiles.mjs';
+import { buildFleetMcr } from './lib/fleet-mcr.mjs';
 import { loadStartControlPlane } from './lib/test-helpers.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -272,41 +273,11 @@ try {
     await transport.close();
   };
 
-  /**
-   * The Go provider on bench-fleet: built, then engaging, then status-only updates. Built from the Go module proxy
-   * (the caches outside the clone, as for the control plane); with CPC_MCR_SOURCE, from that directory instead (the
-   * providers/cluster-inventory-api directory of multicluster-runtime v0.24.1) — for a proxy that does not serve the
-   * submodule (it is its own module, so multicluster-runtime's own zip leaves it out).
-   */
+  /** The Go provider on bench-fleet: built (bench/lib/fleet-mcr.mjs), then engaging, then status-only updates. */
   const multiclusterRuntime = async ({ providersFile, patchStatusOnly }) => {
-    const source = process.env.CPC_MCR_SOURCE;
-    const dir = join(root, 'bench/fleet-mcr');
-    const modfile = join(work, 'fleet-mcr.mod');
-    writeFileSync(modfile, readFileSync(join(dir, 'go.mod')));
-    writeFileSync(join(work, 'fleet-mcr.sum'), readFileSync(join(dir, 'go.sum')));
-    const binary = join(work, 'fleet-mcr');
-    // The submodule's checksum is not in go.sum (it cannot be fetched everywhere): taken from the proxy as served.
-    const env = { ...goEnv(), GONOSUMDB: 'sigs.k8s.io/multicluster-runtime', GOFLAGS: `${goEnv().GOFLAGS} -mod=mod` };
-    const go = (args) => spawnSync('go', args, { cwd: dir, env, encoding: 'utf8' });
-    let result = { status: 0, stderr: '' };
-    if (source !== undefined && source !== '') {
-      result = go([
-        'mod',
-        'edit',
-        `-modfile=${modfile}`,
-        `-replace=sigs.k8s.io/multicluster-runtime/providers/cluster-inventory-api=${source}`,
-      ]);
-    }
-    if (result.status === 0) result = go(['build', `-modfile=${modfile}`, '-o', binary, '.']);
-    if (result.status !== 0) {
-      const why = result.stderr.trim().split('\n').slice(-2).join(' ');
-      return {
-        skipped:
-          source === undefined || source === ''
-            ? `the module sigs.k8s.io/multicluster-runtime/providers/cluster-inventory-api@v0.24.1 could not be fetched (${why}); set CPC_MCR_SOURCE to its source directory`
-            : `go build with CPC_MCR_SOURCE=${source} failed: ${why}`,
-      };
-    }
+    const built = buildFleetMcr({ root, work });
+    if (built.skipped !== undefined) return built;
+    const { binary } = built;
     const limitSeconds = Math.max(120, N / 20);
     // Under the same limit as the fleet processes (exec'd from the cgroup's shell: the same PID, for its RSS below).
     const child = spawnLimited(

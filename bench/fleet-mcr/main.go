@@ -3,6 +3,11 @@
 // providers file (access.Config.BuildConfigFromCP) and the default NewCluster. It counts every NewCluster call (one
 // per engagement or re-engagement) and prints, every 200 ms, one JSON line: seconds since start, distinct members
 // engaged, engagements in all.
+//
+// With --peer-id, the manager runs multicluster-runtime's sharded coordinator (rendezvous hashing over peer Leases,
+// a fence Lease per cluster) as one replica of several: then a counting component is engaged only for the members
+// this replica owns, each start and stop is printed as its own JSON line ({"t": Unix ms, "event": "engaged" or
+// "disengaged", "cluster": name}), and the 200 ms lines add "owned", the members whose engagement is live.
 package main
 
 import (
@@ -23,10 +28,14 @@ import (
 	"sigs.k8s.io/cluster-inventory-api/pkg/access"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded"
+	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded/peers"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	clusterinventoryapi "sigs.k8s.io/multicluster-runtime/providers/cluster-inventory-api"
 	"sigs.k8s.io/multicluster-runtime/providers/cluster-inventory-api/kubeconfigstrategy"
 )
@@ -35,6 +44,10 @@ func main() {
 	kubeconfig := flag.String("hub-kubeconfig", "", "the hub's kubeconfig")
 	namespace := flag.String("namespace", "", "the inventory namespace")
 	providersFile := flag.String("providers-file", "", "the providers file")
+	peerID := flag.String("peer-id", "", "run the sharded coordinator as this replica (empty: no sharding)")
+	leaseNamespace := flag.String("lease-namespace", "", "the namespace of the peer and fence Leases")
+	leaseDuration := flag.Duration("lease-duration", 20*time.Second, "the fence Leases' duration")
+	leaseRenew := flag.Duration("lease-renew", 10*time.Second, "how often a fence Lease is renewed")
 	flag.Parse()
 	ctrl.SetLogger(logr.Discard())
 
@@ -72,17 +85,38 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
+	out := &lines{encoder: json.NewEncoder(os.Stdout)}
+	var mcOptions []mcmanager.Option
+	owned := &ownership{out: out, live: map[string]int{}}
+	if *peerID != "" {
+		kube, err := client.New(cfg, client.Options{Scheme: scheme})
+		if err != nil {
+			fail(err)
+		}
+		log := logr.Discard()
+		mcOptions = append(mcOptions, mcmanager.WithCoordinator(sharded.New(kube, log,
+			sharded.WithPeerRegistry(peers.NewLeaseRegistry(kube, *leaseNamespace, "mcr-peer", *peerID, 1, log)),
+			sharded.WithShardLease(*leaseNamespace, "mcr-shard"),
+			sharded.WithPerClusterLease(true),
+			sharded.WithLeaseTimings(*leaseDuration, *leaseRenew, 750*time.Millisecond),
+		)))
+	}
 	mgr, err := mcmanager.New(cfg, provider, manager.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{*namespace: {}}},
-	})
+	}, mcOptions...)
 	if err != nil {
 		fail(err)
 	}
 	if err := provider.SetupWithManager(mgr); err != nil {
 		fail(err)
+	}
+	if *peerID != "" {
+		if err := mgr.Add(owned); err != nil {
+			fail(err)
+		}
 	}
 	started := time.Now()
 	go func() {
@@ -90,13 +124,66 @@ func main() {
 			fail(err)
 		}
 	}()
-	out := json.NewEncoder(os.Stdout)
 	for range time.Tick(200 * time.Millisecond) {
 		lock.Lock()
 		line := map[string]any{"seconds": time.Since(started).Seconds(), "engaged": len(members), "engagements": engagements}
 		lock.Unlock()
-		_ = out.Encode(line)
+		if *peerID != "" {
+			line["owned"] = owned.count()
+		}
+		out.write(line)
 	}
+}
+
+// lines writes one JSON object per line from any goroutine.
+type lines struct {
+	mu      sync.Mutex
+	encoder *json.Encoder
+}
+
+func (l *lines) write(v any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_ = l.encoder.Encode(v)
+}
+
+// ownership is the component the sharded coordinator engages for the members this replica owns: it records each
+// start and each stop (the engagement's context ending) with the wall clock, for the bench to find overlaps.
+type ownership struct {
+	out  *lines
+	mu   sync.Mutex
+	live map[string]int // engagements not yet ended, per member
+}
+
+var _ mcmanager.Runnable = (*ownership)(nil)
+
+func (o *ownership) Start(ctx context.Context) error {
+	<-ctx.Done()
+	return nil
+}
+
+func (o *ownership) Engage(ctx context.Context, name multicluster.ClusterName, _ cluster.Cluster) error {
+	key := name.String()
+	o.mu.Lock()
+	o.live[key]++
+	o.mu.Unlock()
+	o.out.write(map[string]any{"t": time.Now().UnixMilli(), "event": "engaged", "cluster": key})
+	go func() {
+		<-ctx.Done()
+		o.mu.Lock()
+		if o.live[key]--; o.live[key] == 0 {
+			delete(o.live, key)
+		}
+		o.mu.Unlock()
+		o.out.write(map[string]any{"t": time.Now().UnixMilli(), "event": "disengaged", "cluster": key})
+	}()
+	return nil
+}
+
+func (o *ownership) count() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.live)
 }
 
 func fail(err error) {
