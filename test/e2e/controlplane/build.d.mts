@@ -15,6 +15,11 @@ export interface ControlPlaneBinaries {
   /** Upstream's plugins/secretreader and plugins/kubeconfig-secretreader (test/e2e/upstream-plugins), unchanged. */
   secretreaderPlugin: string;
   kubeconfigSecretreaderPlugin: string;
+  /** Open Cluster Management's registration binary (its hub controller writes ClusterProfiles), test/e2e/ocm. */
+  ocmRegistration: string;
+  /** managed-serviceaccount's manager and its cp-creds plugin (test/e2e/managed-serviceaccount), unchanged. */
+  managedServiceAccount: string;
+  cpCredsPlugin: string;
   /** Binary name → the version it reports (`kube-apiserver --version`, `etcd --version`). */
   versions: Record<string, string>;
   targets: Record<string, { built: boolean; seconds: number; dir: string }>;

@@ -118,6 +118,26 @@ const targets = [
       `sigs.k8s.io/cluster-inventory-api/plugins/${plugin}/cmd/plugin`,
     ],
   })),
+  // Open Cluster Management's own code (test/e2e/ocm, test/e2e/managed-serviceaccount), unchanged: the registration
+  // binary whose hub controller writes ClusterProfiles, managed-serviceaccount's manager (its ClusterProfile
+  // credential syncer) and its cp-creds plugin.
+  {
+    name: 'ocm-registration',
+    moduleDir: path.resolve(here, '../ocm'),
+    version: (goMod) => requiredVersion(goMod, 'open-cluster-management.io/ocm'),
+    binaries: ['ocm-registration'],
+    buildArgs: () => ['-ldflags=-s -w', '-o', 'OUT/ocm-registration', 'open-cluster-management.io/ocm/cmd/registration'],
+  },
+  ...[
+    ['managed-serviceaccount', 'cmd'],
+    ['clusterprofile-credentials-plugin', 'cmd/clusterprofile-credentials-plugin'],
+  ].map(([binary, pkg]) => ({
+    name: binary,
+    moduleDir: path.resolve(here, '../managed-serviceaccount'),
+    version: (goMod) => requiredVersion(goMod, 'open-cluster-management.io/managed-serviceaccount'),
+    binaries: [binary],
+    buildArgs: () => ['-ldflags=-s -w', '-o', `OUT/${binary}`, `open-cluster-management.io/managed-serviceaccount/${pkg}`],
+  })),
 ];
 
 function requiredVersion(goMod, modulePath) {
@@ -210,7 +230,7 @@ async function readStamp(dir) {
 
 async function binaryVersion(file) {
   const name = path.basename(file);
-  if (name === 'goclient' || name === 'differential' || name.endsWith('-plugin')) return undefined;
+  if (['goclient', 'differential', 'managed-serviceaccount'].includes(name) || name.endsWith('-plugin')) return undefined;
   const result = await run(file, name === 'dex' ? ['version'] : ['--version']);
   const text = (result.stdout + result.stderr).trim();
   if (name === 'etcd') return /etcd Version:\s*(\S+)/.exec(text)?.[1] ?? text;
@@ -228,6 +248,9 @@ async function binaryVersion(file) {
  * @property {string} differential
  * @property {string} secretreaderPlugin
  * @property {string} kubeconfigSecretreaderPlugin
+ * @property {string} ocmRegistration
+ * @property {string} managedServiceAccount
+ * @property {string} cpCredsPlugin
  * @property {Record<string, string>} versions binary name → version it reports
  * @property {Record<string, { built: boolean, seconds: number, dir: string }>} targets
  */
@@ -303,6 +326,9 @@ export async function ensureControlPlaneBinaries(options = {}) {
     differential: paths.differential ?? '',
     secretreaderPlugin: paths['secretreader-plugin'] ?? '',
     kubeconfigSecretreaderPlugin: paths['kubeconfig-secretreader-plugin'] ?? '',
+    ocmRegistration: paths['ocm-registration'] ?? '',
+    managedServiceAccount: paths['managed-serviceaccount'] ?? '',
+    cpCredsPlugin: paths['clusterprofile-credentials-plugin'] ?? '',
     versions,
     targets: report,
   };
