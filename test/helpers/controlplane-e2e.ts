@@ -59,6 +59,11 @@ export interface E2eBinaries {
   /** Upstream's plugins/secretreader and plugins/kubeconfig-secretreader (test/e2e/upstream-plugins), unchanged. */
   secretreaderPlugin: string;
   kubeconfigSecretreaderPlugin: string;
+  /** Open Cluster Management, unchanged (test/e2e/ocm, test/e2e/cluster-proxy, test/e2e/managed-serviceaccount). */
+  ocmRegistration: string;
+  clusterProxyAddonManager: string;
+  managedServiceAccount: string;
+  cpCredsPlugin: string;
   versions: Record<string, string>;
 }
 

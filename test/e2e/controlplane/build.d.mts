@@ -17,6 +17,8 @@ export interface ControlPlaneBinaries {
   kubeconfigSecretreaderPlugin: string;
   /** Open Cluster Management's registration binary (its hub controller writes ClusterProfiles), test/e2e/ocm. */
   ocmRegistration: string;
+  /** cluster-proxy's addon-manager (test/e2e/cluster-proxy): writes the profiles' access provider. */
+  clusterProxyAddonManager: string;
   /** managed-serviceaccount's manager and its cp-creds plugin (test/e2e/managed-serviceaccount), unchanged. */
   managedServiceAccount: string;
   cpCredsPlugin: string;

@@ -118,15 +118,32 @@ const targets = [
       `sigs.k8s.io/cluster-inventory-api/plugins/${plugin}/cmd/plugin`,
     ],
   })),
-  // Open Cluster Management's own code (test/e2e/ocm, test/e2e/managed-serviceaccount), unchanged: the registration
-  // binary whose hub controller writes ClusterProfiles, managed-serviceaccount's manager (its ClusterProfile
-  // credential syncer) and its cp-creds plugin.
+  // Open Cluster Management's own code (test/e2e/ocm, test/e2e/cluster-proxy, test/e2e/managed-serviceaccount),
+  // unchanged: the registration binary whose hub controller writes ClusterProfiles, cluster-proxy's addon-manager
+  // (their access provider), managed-serviceaccount's manager (its ClusterProfile credential syncer) and cp-creds.
   {
     name: 'ocm-registration',
     moduleDir: path.resolve(here, '../ocm'),
     version: (goMod) => requiredVersion(goMod, 'open-cluster-management.io/ocm'),
     binaries: ['ocm-registration'],
-    buildArgs: () => ['-ldflags=-s -w', '-o', 'OUT/ocm-registration', 'open-cluster-management.io/ocm/cmd/registration'],
+    buildArgs: () => [
+      '-ldflags=-s -w',
+      '-o',
+      'OUT/ocm-registration',
+      'open-cluster-management.io/ocm/cmd/registration',
+    ],
+  },
+  {
+    name: 'cluster-proxy',
+    moduleDir: path.resolve(here, '../cluster-proxy'),
+    version: (goMod) => requiredVersion(goMod, 'open-cluster-management.io/cluster-proxy'),
+    binaries: ['cluster-proxy-addon-manager'],
+    buildArgs: () => [
+      '-ldflags=-s -w',
+      '-o',
+      'OUT/cluster-proxy-addon-manager',
+      'open-cluster-management.io/cluster-proxy/cmd/addon-manager',
+    ],
   },
   ...[
     ['managed-serviceaccount', 'cmd'],
@@ -136,7 +153,12 @@ const targets = [
     moduleDir: path.resolve(here, '../managed-serviceaccount'),
     version: (goMod) => requiredVersion(goMod, 'open-cluster-management.io/managed-serviceaccount'),
     binaries: [binary],
-    buildArgs: () => ['-ldflags=-s -w', '-o', `OUT/${binary}`, `open-cluster-management.io/managed-serviceaccount/${pkg}`],
+    buildArgs: () => [
+      '-ldflags=-s -w',
+      '-o',
+      `OUT/${binary}`,
+      `open-cluster-management.io/managed-serviceaccount/${pkg}`,
+    ],
   })),
 ];
 
@@ -230,7 +252,11 @@ async function readStamp(dir) {
 
 async function binaryVersion(file) {
   const name = path.basename(file);
-  if (['goclient', 'differential', 'managed-serviceaccount'].includes(name) || name.endsWith('-plugin')) return undefined;
+  if (
+    ['goclient', 'differential', 'managed-serviceaccount', 'cluster-proxy-addon-manager'].includes(name) ||
+    name.endsWith('-plugin')
+  )
+    return undefined;
   const result = await run(file, name === 'dex' ? ['version'] : ['--version']);
   const text = (result.stdout + result.stderr).trim();
   if (name === 'etcd') return /etcd Version:\s*(\S+)/.exec(text)?.[1] ?? text;
@@ -249,6 +275,7 @@ async function binaryVersion(file) {
  * @property {string} secretreaderPlugin
  * @property {string} kubeconfigSecretreaderPlugin
  * @property {string} ocmRegistration
+ * @property {string} clusterProxyAddonManager
  * @property {string} managedServiceAccount
  * @property {string} cpCredsPlugin
  * @property {Record<string, string>} versions binary name → version it reports
@@ -327,6 +354,7 @@ export async function ensureControlPlaneBinaries(options = {}) {
     secretreaderPlugin: paths['secretreader-plugin'] ?? '',
     kubeconfigSecretreaderPlugin: paths['kubeconfig-secretreader-plugin'] ?? '',
     ocmRegistration: paths['ocm-registration'] ?? '',
+    clusterProxyAddonManager: paths['cluster-proxy-addon-manager'] ?? '',
     managedServiceAccount: paths['managed-serviceaccount'] ?? '',
     cpCredsPlugin: paths['clusterprofile-credentials-plugin'] ?? '',
     versions,
