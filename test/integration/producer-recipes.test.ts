@@ -12,7 +12,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { ExecAuthenticator, resolveClusterAccess, type AccessConfig, type ClusterProfile } from '../../src/library/index.js';
+import {
+  ExecAuthenticator,
+  resolveClusterAccess,
+  type AccessConfig,
+  type ClusterProfile,
+} from '../../src/library/index.js';
 import { ROOT, runBin } from '../helpers/library-cli.js';
 
 const RECIPES = join(ROOT, 'examples/producers');
