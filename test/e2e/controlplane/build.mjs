@@ -126,12 +126,14 @@ const targets = [
     moduleDir: path.resolve(here, '../ocm'),
     version: (goMod) => requiredVersion(goMod, 'open-cluster-management.io/ocm'),
     binaries: ['ocm-registration'],
-    buildArgs: () => [
-      '-ldflags=-s -w',
-      '-o',
-      'OUT/ocm-registration',
-      'open-cluster-management.io/ocm/cmd/registration',
-    ],
+    buildArgs: (version) => {
+      // What OCM's Makefile stamps in; without it library-go's serving config cannot parse the version and panics.
+      const [major, minor] = version.replace(/^v/, '').split('.');
+      const pkg = 'open-cluster-management.io/ocm/pkg/version';
+      const stamps = [`versionFromGit=${version}`, `majorFromGit=${major}`, `minorFromGit=${minor}`];
+      const ldflags = ['-s -w', ...stamps.map((stamp) => `-X ${pkg}.${stamp}`)].join(' ');
+      return [`-ldflags=${ldflags}`, '-o', 'OUT/ocm-registration', 'open-cluster-management.io/ocm/cmd/registration'];
+    },
   },
   {
     name: 'cluster-proxy',
