@@ -2,8 +2,9 @@
 /**
  * Builds what the e2e tests run, from Go modules, into a git-ignored cache: etcd, kube-apiserver,
  * kube-controller-manager (wrapper modules next to this file), Dex (test/e2e/dex), the Go reference client
- * (test/e2e/goclient), the differential driver (test/e2e/differential) and upstream's secretreader and
- * kubeconfig-secretreader plugins (test/e2e/upstream-plugins).
+ * (test/e2e/goclient), the differential driver (test/e2e/differential), upstream's secretreader and
+ * kubeconfig-secretreader plugins (test/e2e/upstream-plugins) and Open Cluster Management's registration hub,
+ * cluster-proxy addon-manager, managed-serviceaccount and cp-creds (test/e2e/ocm, cluster-proxy, managed-serviceaccount).
  *
  *   npm run controlplane:build          # prints the binary paths and versions
  *
