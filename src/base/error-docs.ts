@@ -523,6 +523,10 @@ export const ERROR_DOCS: { readonly [C in ErrorCode]: ErrorDoc } = {
     doc: 'Secret Reader mode: the hub refused or failed to return the Secret.',
   },
   ERR_SECRET_READER_NO_TOKEN: { area: 'token-request', doc: 'Secret Reader mode: the Secret has no token key.' },
+  ERR_SECRET_READER_NOT_A_TOKEN: {
+    area: 'token-request',
+    doc: "Secret Reader mode: the Secret's token key holds something other than a bearer token (RFC 6750 characters); the value is never printed.",
+  },
   ERR_TOKEN_SYNC_USAGE: { area: 'token-request', doc: 'token sync: a bad --interval.' },
   ERR_TOKEN_SYNC_HUB: {
     area: 'token-request',

@@ -165,6 +165,7 @@ export const ERRORS = {
   ERR_SECRET_READER_CONFIG: { exit: 1, retryable: false },
   ERR_SECRET_READER_GET: { exit: 1, retryable: false },
   ERR_SECRET_READER_NO_TOKEN: { exit: 1, retryable: false },
+  ERR_SECRET_READER_NOT_A_TOKEN: { exit: 1, retryable: false },
   ERR_TOKEN_SYNC_USAGE: { exit: 1, retryable: false },
   ERR_TOKEN_SYNC_HUB: { exit: 1, retryable: false },
   ERR_TOKEN_SYNC_BOOTSTRAP: { exit: 1, retryable: false },

@@ -178,6 +178,17 @@ export function resolveClusterAccess(
     }
   }
   const clusterPath = `$.status.${chosen.field}[${chosen.index}].cluster`;
+  if (typeof cluster.server !== 'string' || cluster.server === '') {
+    // client-go would send such a config's requests to localhost; producers write "" when they do not know the server.
+    throw new CredentialsError(
+      'ERR_PROFILE_INVALID',
+      `access provider ${quote(chosenEntry.name)} of ClusterProfile ${quote(name)} has no server`,
+      {
+        path: `${clusterPath}.server`,
+        hint: "the cluster manager has not reported the cluster's API server yet: report it to the producer",
+      },
+    );
+  }
   assertUniqueExtensionNames(extensions, clusterPath);
   assertProxyUrl(cluster['proxy-url'], clusterPath);
   if (cluster['insecure-skip-tls-verify'] === true && chosenEntry.allowInsecureSkipTLSVerify !== true) {

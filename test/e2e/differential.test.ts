@@ -225,7 +225,10 @@ function compareResolve(c: ResolveCase, go: GoResolveResult, ours: Ours): Findin
     if (failsWhenUsed) finding.classes.add('validated-earlier');
     else if (miscased) finding.classes.add('field-name-case');
     // The schema's own issues start with a JSON path.
-    else if (ours.code === 'ERR_PROFILE_INVALID' && /^ClusterProfile is invalid: \$|has no cluster/.test(ours.message))
+    else if (
+      ours.code === 'ERR_PROFILE_INVALID' &&
+      /^ClusterProfile is invalid: \$|has no cluster|has no server$/.test(ours.message)
+    )
       finding.classes.add('profile-schema');
     else if (ours.code === 'ERR_EXTENSION_INVALID' && ours.message.includes('U+0085'))
       finding.classes.add('nel-refused');

@@ -66,6 +66,11 @@ export interface E2eBinaries {
   kubeconfigSecretreaderPlugin: string;
   /** test/e2e/liqo: Liqo v1.2.0's consumer-side handshake functions and kubeconfig forging, as a JSON driver. */
   liqo: string;
+  /** Open Cluster Management, unchanged (test/e2e/ocm, test/e2e/cluster-proxy, test/e2e/managed-serviceaccount). */
+  ocmRegistration: string;
+  clusterProxyAddonManager: string;
+  managedServiceAccount: string;
+  cpCredsPlugin: string;
   versions: Record<string, string>;
 }
 

@@ -184,6 +184,26 @@ describe('requests and answers', () => {
   });
 });
 
+describe('which certificates a CA bundle trusts', () => {
+  it("a bundle holding the server's own CA-issued certificate verifies it, as client-go does; another CA's does not", async () => {
+    // Open Cluster Management's cluster-proxy publishes its user server's certificate (issued by its own CA) as the
+    // profile's certificate-authority-data. Go makes every certificate of the pool an anchor; so does the client.
+    const serverCert = await ca.issueServerCert();
+    const server = await startHttpsServer({ ca, serverCert });
+    try {
+      const leafOnly = await sendOnce({ tls: { caPem: serverCert.cert } }, { method: 'GET', url: `${server.url}/x` });
+      expect(leafOnly.failure, printed(leafOnly.failure)).toBeUndefined();
+      expect(leafOnly.response?.status).toBe(200);
+      const other = await createTestCa('cpc-unrelated-ca');
+      const refused = await sendOnce({ tls: { caPem: other.cert } }, { method: 'GET', url: `${server.url}/x` });
+      expect(refused.response).toBeUndefined();
+      expect(printed(refused.failure)).toMatch(/certificate/i);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
 describe('the body limit', () => {
   let endless: TestHttpsServer;
   let written = 0;

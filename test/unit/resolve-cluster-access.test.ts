@@ -237,6 +237,20 @@ describe('resolveClusterAccess: BuildConfigFromCP', () => {
     });
   });
 
+  it('refuses a chosen cluster whose server is empty, as KubeFleet writes it before the entry point is known', () => {
+    const p = profile({
+      accessProviders: [
+        { name: 'other', cluster: { server: '' } },
+        { name: 'test-provider-1', cluster: { server: '' } },
+      ],
+    });
+    expect(codeOf(() => resolveClusterAccess(p, upstreamProviders()))).toEqual({
+      code: 'ERR_PROFILE_INVALID',
+      message: 'access provider "test-provider-1" of ClusterProfile "test-cluster" has no server',
+      path: '$.status.accessProviders[1].cluster.server',
+    });
+  });
+
   it('checks the chosen exec config as client-go would, naming the path; other entries are not its business', () => {
     const file = {
       providers: [{ name: 'test-provider-1', execConfig: { apiVersion: V1, command: '' } }],

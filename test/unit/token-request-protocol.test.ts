@@ -191,12 +191,40 @@ describe('Secret Reader', () => {
   });
 
   test('upstream texts for a missing Secret and a missing key', () => {
-    const reader = { namespace: 'fleet', clusterName: 'spoke-1' };
+    const reader = { namespace: 'fleet', clusterName: 'spoke-1', secretName: 'spoke-1' };
     expect(() =>
       processSecretResponse({ status: 404, body: { kind: 'Status', message: 'secrets "spoke-1" not found' } }, reader),
     ).toThrow('failed to get secret fleet/spoke-1: secrets "spoke-1" not found');
     expect(() =>
       processSecretResponse({ status: 200, body: { kind: 'Secret', data: { other: 'eA==' } } }, reader),
     ).toThrow('secret fleet/spoke-1 missing "token" key');
+  });
+
+  test("--managed-serviceaccount reads Open Cluster Management's Secret <clusterName>-<msa>", () => {
+    const reader = parseSecretReaderSettings({ clusterName: 'cluster1' }, 'kueue-system', 'kueue-admin');
+    expect(buildSecretRequest(reader)).toEqual({
+      method: 'GET',
+      path: '/api/v1/namespaces/kueue-system/secrets/cluster1-kueue-admin',
+    });
+    expect(() => parseSecretReaderSettings({ clusterName: 'cluster1' }, 'kueue-system', 'Bad_Msa')).toThrow(
+      expect.objectContaining({ code: 'ERR_SECRET_READER_CONFIG', path: '--managed-serviceaccount' }),
+    );
+  });
+
+  test('a token key holding something other than a bearer token is refused without printing it', () => {
+    const reader = parseSecretReaderSettings({ clusterName: 'cluster1' }, 'kueue-system', 'kueue-admin');
+    const kubeconfig = 'apiVersion: v1\nkind: Config\nusers: [{name: secret-user}]';
+    const respond = () =>
+      processSecretResponse(
+        { status: 200, body: { kind: 'Secret', data: { token: Buffer.from(kubeconfig).toString('base64') } } },
+        reader,
+      );
+    expect(respond).toThrow(
+      expect.objectContaining({
+        code: 'ERR_SECRET_READER_NOT_A_TOKEN',
+        path: 'secret kueue-system/cluster1-kueue-admin data.token',
+      }),
+    );
+    expect(() => respond()).not.toThrow(/secret-user/);
   });
 });

@@ -120,7 +120,7 @@ export class Connector {
       host,
       port: portOf(origin),
       ...(socket === undefined ? {} : { socket }),
-      ...(tls.ca === undefined ? {} : { ca: tls.ca }),
+      ...(tls.ca === undefined ? {} : { ca: tls.ca, allowPartialTrustChain: tls.allowPartialTrustChain === true }),
       ...(tls.cert === undefined ? {} : { cert: tls.cert }),
       ...(tls.key === undefined ? {} : { key: tls.key }),
       ...(servername === undefined ? {} : { servername }),

@@ -20,16 +20,23 @@ export interface TlsOptions {
 /** {@link TlsOptions} as node's `tls.connect` (and https.Agent, undici's `connect`) take them. */
 export interface NodeTlsOptions {
   ca?: string;
+  /** Set with `ca`: every certificate of the bundle is a trust anchor, as in Go's crypto/x509 (client-go). */
+  allowPartialTrustChain?: boolean;
   cert?: string;
   key?: string;
   servername?: string;
   rejectUnauthorized: boolean;
 }
 
-/** The node TLS options of `tls`: only the fields it sets, and verification on unless it is explicitly off. */
+/**
+ * The node TLS options of `tls`: only the fields it sets, and verification on unless it is explicitly off. A given CA
+ * bundle is trusted as client-go trusts `certificate-authority-data`: each certificate in it is an anchor, so a bundle
+ * holding the server's own (CA-issued) certificate verifies it — what Open Cluster Management's cluster-proxy
+ * publishes for its user server. OpenSSL, by default, would want the chain up to a self-signed root.
+ */
 export function nodeTlsOptions(tls: TlsOptions = {}): NodeTlsOptions {
   return {
-    ...(tls.caPem === undefined ? {} : { ca: tls.caPem }),
+    ...(tls.caPem === undefined ? {} : { ca: tls.caPem, allowPartialTrustChain: true }),
     ...(tls.certPem === undefined ? {} : { cert: tls.certPem }),
     ...(tls.keyPem === undefined ? {} : { key: tls.keyPem }),
     ...(tls.servername === undefined ? {} : { servername: tls.servername }),

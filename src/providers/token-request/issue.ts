@@ -156,6 +156,7 @@ async function readSecret(
   const reader = parseSecretReaderSettings(
     settings.config,
     settings.secretNamespace ?? hub.access.namespace ?? 'default',
+    settings.managedServiceAccount,
   );
   try {
     const response = await hub.send(buildSecretRequest(reader), { signal: context.signal });

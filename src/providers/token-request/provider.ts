@@ -76,6 +76,12 @@ export const tokenRequestFlags = {
       'secret-reader: namespace of the Secrets (default: the hub context\'s or pod\'s namespace, then "default")',
     placeholder: 'NS',
   },
+  'managed-serviceaccount': {
+    type: 'string',
+    description:
+      "secret-reader: read Secret <clusterName>-<NAME>, Open Cluster Management's layout (its cp-creds plugin's flag)",
+    placeholder: 'NAME',
+  },
   timeout: {
     type: 'string',
     description: 'deadline for the API server exchange: connect, TLS, answer and retries (default 30)',
@@ -155,6 +161,7 @@ export const tokenRequestProvider: CredentialProvider<Flags, TokenRequestProvide
         config: input.spec.cluster?.config,
         hubKubeconfig: flags['hub-kubeconfig'],
         secretNamespace: flags['secret-namespace'],
+        managedServiceAccount: flags['managed-serviceaccount'],
       };
     }
     if (mode !== 'token-request') {

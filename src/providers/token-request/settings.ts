@@ -206,5 +206,7 @@ export type TokenRequestProviderSettings =
       config: unknown;
       hubKubeconfig: string | undefined;
       secretNamespace: string | undefined;
+      /** `--managed-serviceaccount`: read Open Cluster Management's Secret `<clusterName>-<msa>`. */
+      managedServiceAccount: string | undefined;
       timeoutMs: number;
     };

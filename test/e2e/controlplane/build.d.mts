@@ -19,6 +19,13 @@ export interface ControlPlaneBinaries {
   kubeconfigSecretreaderPlugin: string;
   /** test/e2e/liqo: Liqo v1.2.0's consumer-side handshake functions and kubeconfig forging, as a JSON driver. */
   liqo: string;
+  /** Open Cluster Management's registration binary (its hub controller writes ClusterProfiles), test/e2e/ocm. */
+  ocmRegistration: string;
+  /** cluster-proxy's addon-manager (test/e2e/cluster-proxy): writes the profiles' access provider. */
+  clusterProxyAddonManager: string;
+  /** managed-serviceaccount's manager and its cp-creds plugin (test/e2e/managed-serviceaccount), unchanged. */
+  managedServiceAccount: string;
+  cpCredsPlugin: string;
   /** Binary name → the version it reports (`kube-apiserver --version`, `etcd --version`). */
   versions: Record<string, string>;
   targets: Record<string, { built: boolean; seconds: number; dir: string }>;

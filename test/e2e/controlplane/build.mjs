@@ -2,8 +2,9 @@
 /**
  * Builds what the e2e tests run, from Go modules, into a git-ignored cache: etcd, kube-apiserver,
  * kube-controller-manager (wrapper modules next to this file), Dex (test/e2e/dex), the Go reference client
- * (test/e2e/goclient), the differential driver (test/e2e/differential) and upstream's secretreader and
- * kubeconfig-secretreader plugins (test/e2e/upstream-plugins).
+ * (test/e2e/goclient), the differential driver (test/e2e/differential), upstream's secretreader and
+ * kubeconfig-secretreader plugins (test/e2e/upstream-plugins) and Open Cluster Management's registration hub,
+ * cluster-proxy addon-manager, managed-serviceaccount and cp-creds (test/e2e/ocm, cluster-proxy, managed-serviceaccount).
  *
  *   npm run controlplane:build          # prints the binary paths and versions
  *
@@ -134,6 +135,50 @@ const targets = [
     binaries: ['liqo'],
     buildArgs: () => ['-ldflags=-s -w', '-o', 'OUT/liqo', '.'],
   },
+  // Open Cluster Management's own code (test/e2e/ocm, test/e2e/cluster-proxy, test/e2e/managed-serviceaccount),
+  // unchanged: the registration binary whose hub controller writes ClusterProfiles, cluster-proxy's addon-manager
+  // (their access provider), managed-serviceaccount's manager (its ClusterProfile credential syncer) and cp-creds.
+  {
+    name: 'ocm-registration',
+    moduleDir: path.resolve(here, '../ocm'),
+    version: (goMod) => requiredVersion(goMod, 'open-cluster-management.io/ocm'),
+    binaries: ['ocm-registration'],
+    buildArgs: (version) => {
+      // What OCM's Makefile stamps in; without it library-go's serving config cannot parse the version and panics.
+      const [major, minor] = version.replace(/^v/, '').split('.');
+      const pkg = 'open-cluster-management.io/ocm/pkg/version';
+      const stamps = [`versionFromGit=${version}`, `majorFromGit=${major}`, `minorFromGit=${minor}`];
+      const ldflags = ['-s -w', ...stamps.map((stamp) => `-X ${pkg}.${stamp}`)].join(' ');
+      return [`-ldflags=${ldflags}`, '-o', 'OUT/ocm-registration', 'open-cluster-management.io/ocm/cmd/registration'];
+    },
+  },
+  {
+    name: 'cluster-proxy',
+    moduleDir: path.resolve(here, '../cluster-proxy'),
+    version: (goMod) => requiredVersion(goMod, 'open-cluster-management.io/cluster-proxy'),
+    binaries: ['cluster-proxy-addon-manager'],
+    buildArgs: () => [
+      '-ldflags=-s -w',
+      '-o',
+      'OUT/cluster-proxy-addon-manager',
+      'open-cluster-management.io/cluster-proxy/cmd/addon-manager',
+    ],
+  },
+  ...[
+    ['managed-serviceaccount', 'cmd'],
+    ['clusterprofile-credentials-plugin', 'cmd/clusterprofile-credentials-plugin'],
+  ].map(([binary, pkg]) => ({
+    name: binary,
+    moduleDir: path.resolve(here, '../managed-serviceaccount'),
+    version: (goMod) => requiredVersion(goMod, 'open-cluster-management.io/managed-serviceaccount'),
+    binaries: [binary],
+    buildArgs: () => [
+      '-ldflags=-s -w',
+      '-o',
+      `OUT/${binary}`,
+      `open-cluster-management.io/managed-serviceaccount/${pkg}`,
+    ],
+  })),
 ];
 
 function requiredVersion(goMod, modulePath) {
@@ -226,7 +271,11 @@ async function readStamp(dir) {
 
 async function binaryVersion(file) {
   const name = path.basename(file);
-  if (['goclient', 'liqo'].includes(name) || name.endsWith('differential') || name.endsWith('-plugin'))
+  if (
+    ['goclient', 'liqo', 'managed-serviceaccount', 'cluster-proxy-addon-manager'].includes(name) ||
+    name.endsWith('differential') ||
+    name.endsWith('-plugin')
+  )
     return undefined;
   const result = await run(file, name === 'dex' ? ['version'] : ['--version']);
   const text = (result.stdout + result.stderr).trim();
@@ -247,6 +296,10 @@ async function binaryVersion(file) {
  * @property {string} secretreaderPlugin
  * @property {string} kubeconfigSecretreaderPlugin
  * @property {string} liqo
+ * @property {string} ocmRegistration
+ * @property {string} clusterProxyAddonManager
+ * @property {string} managedServiceAccount
+ * @property {string} cpCredsPlugin
  * @property {Record<string, string>} versions binary name → version it reports
  * @property {Record<string, { built: boolean, seconds: number, dir: string }>} targets
  */
@@ -325,6 +378,10 @@ export async function ensureControlPlaneBinaries(options = {}) {
     secretreaderPlugin: paths['secretreader-plugin'] ?? '',
     kubeconfigSecretreaderPlugin: paths['kubeconfig-secretreader-plugin'] ?? '',
     liqo: paths.liqo ?? '',
+    ocmRegistration: paths['ocm-registration'] ?? '',
+    clusterProxyAddonManager: paths['cluster-proxy-addon-manager'] ?? '',
+    managedServiceAccount: paths['managed-serviceaccount'] ?? '',
+    cpCredsPlugin: paths['clusterprofile-credentials-plugin'] ?? '',
     versions,
     targets: report,
   };
