@@ -73,16 +73,27 @@ async function settledFleet(
   return { fleet, rows: Object.fromEntries(fleet.status().clusters.map((row) => [row.name, row])) };
 }
 
-const namespaces = ['fleet-cluster-inventory', 'fleet-system', 'fleet', 'fleet-workloads'];
+const namespaces = ['fleet-cluster-inventory', 'fleet-system', 'liqo-inventory', 'fleet-workloads'];
+
+/** The namespaces this file made (another e2e file may own one of the same name, e.g. `fleet`: left alone). */
+const created: string[] = [];
 
 beforeAll(async () => {
   await adminKubectl(['apply', '-f', crdFile]);
   await adminKubectl(['wait', '--for=condition=Established', '--timeout=60s', '-f', crdFile]);
-  for (const ns of namespaces) await adminKubectl(['create', 'namespace', ns]);
+  for (const ns of namespaces) {
+    const exists = await adminKubectl(['get', 'namespace', ns]).then(
+      () => true,
+      () => false,
+    );
+    if (exists) continue;
+    await adminKubectl(['create', 'namespace', ns]);
+    created.push(ns);
+  }
 }, 120_000);
 
 afterAll(async () => {
-  for (const ns of namespaces) await adminKubectl(['delete', 'namespace', ns, '--wait=false']).catch(() => undefined);
+  for (const ns of created) await adminKubectl(['delete', 'namespace', ns, '--wait=false']).catch(() => undefined);
 });
 
 describe('the fleet on each recipe’s profile, unchanged', () => {
