@@ -389,6 +389,14 @@ async function accessFromKubeconfig(
   const exec = options.allowExec === true && user !== undefined ? user.value['exec'] : undefined;
   if (exec !== undefined && exec !== null && !isRecord(exec))
     throw invalid('exec must be a mapping', `${user!.file}: ${user!.at}.exec`);
+  // kubectl sends no credential to a plain http:// server (clientcmd leaves the user out); we refuse rather than drop
+  // it silently, so the operator learns why the requests are anonymous.
+  if (/^http:/i.test(endpoint.server) && (credential.kind !== 'none' || isRecord(exec))) {
+    throw invalid(
+      `cluster ${JSON.stringify(cluster.name)} is a plain http:// server: the credential of user ${JSON.stringify(userName)} would travel in the clear (kubectl sends none to it); use an https:// server`,
+      `${cluster.file}: ${cluster.at}.server`,
+    );
+  }
   return {
     endpoint,
     credential: isRecord(exec) ? { kind: 'none' } : credential,

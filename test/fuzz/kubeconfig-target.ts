@@ -48,6 +48,10 @@ export const OUR_REFUSALS: ReadonlyArray<{ name: string; applies: (reason: strin
     applies: (reason, server) => /^http:/i.test(server) && reason.startsWith('ERR_KUBECONFIG_READ'),
   },
   {
+    name: 'a credential for a plain http:// server (clientcmd drops it; refused here)',
+    applies: (reason, server) => /^http:/i.test(server) && reason.includes('plain http:// server'),
+  },
+  {
     name: 'a context naming a user no file defines (clientcmd goes on without credentials)',
     applies: (reason) => /has no user named/.test(reason),
   },
@@ -397,9 +401,10 @@ export async function kubeconfigTarget(binary?: string): Promise<FuzzTarget<Kube
           tally.add('listed: an empty token file is no token');
         }
         if (/^http:/i.test(String(go.view['server']))) {
-          // clientcmd reads no TLS settings and no credential for a plain http:// server; we keep both (listed).
-          for (const key of ['ca', 'tlsServerName', 'insecure', 'credential']) ours.view[key] = go.view[key]!;
-          tally.add('listed: plain http:// server (clientcmd drops the credential and TLS settings)');
+          // clientcmd reads no TLS settings for a plain http:// server; we keep them, unused (listed). A credential
+          // for one is refused before this point.
+          for (const key of ['ca', 'tlsServerName', 'insecure']) ours.view[key] = go.view[key]!;
+          tally.add('listed: plain http:// server (clientcmd drops the TLS settings)');
         }
         for (const key of Object.keys(go.view)) {
           if (go.view[key] !== ours.view[key]) {

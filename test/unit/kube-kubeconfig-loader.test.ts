@@ -402,3 +402,32 @@ describe('loadKubeAccess: what clientcmd refuses, refused too', () => {
     expect(bare.exec?.config['command']).toBe('kubectl-oidc');
   });
 });
+
+describe('loadKubeAccess: a plain http:// server', () => {
+  const config = (user: Record<string, unknown>) =>
+    stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [{ name: 'plain', cluster: { server: 'http://127.0.0.1:8080' } }],
+      users: [{ name: 'u', user }],
+      contexts: [{ name: 'c', context: { cluster: 'plain', user: 'u' } }],
+      'current-context': 'c',
+    });
+
+  it('refuses a token for it, naming the server field and never the token (kubectl would send none)', async () => {
+    const secret = 'sha256~cGxhaW4taHR0cC10b2tlbg';
+    const error = await failure(config({ token: secret }));
+    expect(error.code).toBe('ERR_KUBECONFIG_INVALID');
+    expect(error.message).toMatch(/plain http:\/\/ server/);
+    expect((error as { path?: string }).path).toMatch(/clusters\[0\]\.cluster\.server/);
+    expect(error.message).not.toContain(secret);
+  });
+
+  it('loads it without a credential', async () => {
+    const file = join(dir, 'plain-anonymous');
+    writeFileSync(file, config({}), { mode: 0o600 });
+    const access = await loadKubeAccess({ kubeconfig: file }, { env: {}, cwd: dir });
+    expect(access.endpoint.server).toBe('http://127.0.0.1:8080');
+    expect(access.credential).toEqual({ kind: 'none' });
+  });
+});
