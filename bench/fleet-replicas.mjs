@@ -14,7 +14,9 @@
 // replica's members, members engaged by two replicas at once (from the replicas' own event logs); then one JSON
 // object of both sides' figures.
 //   npm run build && node bench/fleet.bench.mjs --replicas 3 --clusters 30000 [--lease-seconds 15] [--renew-ms 5000]
-//     [--shards 64]
+//     [--shards 64] [--no-standby]
+// The replicas run with sharding.standby (each holds the credentials of the shards it would inherit) unless
+// --no-standby; the replica SIGKILLed is the one owning the most members.
 // Targets (2 cores, 30 000 over 3): all ready <= 60 s; fail-over <= lease + 15 s; Lease writes independent of N;
 // 0 owned twice. Reported MET / NOT MET; they do not fail the run.
 import { spawn, execFileSync } from 'node:child_process';
@@ -24,6 +26,7 @@ import { join } from 'node:path';
 import { ensureControlPlaneBinaries } from '../test/e2e/controlplane/build.mjs';
 import { buildFleetMcr, runMcrSharded } from './lib/fleet-mcr.mjs';
 import { benchProfileStatus, createBenchProfiles } from './lib/fleet-profiles.mjs';
+import { childProcessesCpu, controlPlaneCpu, cpuSince } from './lib/process-cpu.mjs';
 import { loadText, verdict } from './lib/report.mjs';
 import { loadStartControlPlane } from './lib/test-helpers.mjs';
 
@@ -51,12 +54,40 @@ function rate(before, after) {
   return { leases: (after.leases - before.leases) / seconds, all: (after.all - before.all) / seconds };
 }
 
+/** CPU seconds the replica processes have used so far (a killed one no longer counts). */
+function replicasCpu(replicas) {
+  const pids = new Set(replicas.map((replica) => replica.child.pid));
+  return childProcessesCpu()
+    .filter((child) => pids.has(child.pid))
+    .reduce((sum, child) => sum + child.seconds, 0);
+}
+
+function cpuText(cpu) {
+  return Object.entries(cpu)
+    .filter(([, seconds]) => seconds >= 0.05)
+    .map(([comm, seconds]) => `${comm} ${seconds.toFixed(1)} s`)
+    .join(', ');
+}
+
+/** When each replica's fleet had started and first acquired a shard, and the CPU of a phase by party. */
+function phaseText(replicas, started, cpu) {
+  const at = (t) => (t === undefined ? '—' : `${((t - started) / 1000).toFixed(1)} s`);
+  const rows = replicas.map(
+    (replica) => `${replica.identity} started ${at(replica.startedAt)}, first shard ${at(replica.acquiredAt[0])}`,
+  );
+  return `${rows.join('; ')}; CPU: replicas ${cpu.replicas.toFixed(1)} s, ${cpuText(cpu.controlPlane)}`;
+}
+
 export async function runReplicasBench({ root, clusters: N, replicas: R, flag }) {
   const leaseSeconds = flag('lease-seconds', 15);
   const renewMs = flag('renew-ms', 5000);
   const shards = flag('shards', 64);
+  const standby = !process.argv.includes('--no-standby');
   const log = (line) => process.stdout.write(`${line}\n`);
   const work = mkdtempSync(join(tmpdir(), 'cpc-bench-replicas-'));
+  // CPC_BENCH_CPU_PROF=<dir>: a CPU profile of each replica there (written when it is stopped at the end).
+  const profileDir = process.env.CPC_BENCH_CPU_PROF;
+  const profileArgs = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
   const startControlPlane = await loadStartControlPlane(root, 'fleet');
   const { createKubeTransport } = await import('../dist/kube/transport.js');
   const { loadKubeAccess } = await import('../dist/kube/kubeconfig-loader.js');
@@ -71,7 +102,7 @@ export async function runReplicasBench({ root, clusters: N, replicas: R, flag })
   for (const signal of ['SIGINT', 'SIGTERM'])
     process.once(signal, () => void stopAll().finally(() => process.exit(130)));
   log(
-    `control plane: ${controlPlane.server}; ${N} ClusterProfiles over ${R} replicas, ${shards} shards, lease ${leaseSeconds} s renewed every ${renewMs} ms; load ${loadText()}`,
+    `control plane: ${controlPlane.server}; ${N} ClusterProfiles over ${R} replicas, ${shards} shards, lease ${leaseSeconds} s renewed every ${renewMs} ms, standby ${standby ? 'on' : 'off'}; load ${loadText()}`,
   );
   try {
     const kubectl = (args) =>
@@ -122,24 +153,34 @@ export async function runReplicasBench({ root, clusters: N, replicas: R, flag })
         cacheDir: join(work, `cache-${i}`),
         reach: false,
         touchMs: 0,
-        statusMs: 1000,
+        statusMs: 2000,
         sharding: {
           identity,
           leaseNamespace: 'bench-leases',
           shards,
           leaseDurationSeconds: leaseSeconds,
           renewIntervalMs: renewMs,
+          standby,
         },
       };
       const child = spawn(
         process.execPath,
-        [join(root, 'test/e2e/fixtures/fleet-replica.mjs'), JSON.stringify(config)],
+        [...profileArgs, join(root, 'test/e2e/fixtures/fleet-replica.mjs'), JSON.stringify(config)],
         {
           stdio: ['ignore', 'pipe', 'inherit'],
         },
       );
       children.push(child);
-      const replica = { identity, child, engaged: new Set(), added: new Map(), status: undefined, killedAt: undefined };
+      const replica = {
+        identity,
+        child,
+        engaged: new Set(),
+        added: new Map(),
+        status: undefined,
+        killedAt: undefined,
+        startedAt: undefined,
+        acquiredAt: [],
+      };
       let buffer = '';
       child.stdout.setEncoding('utf8').on('data', (chunk) => {
         buffer += chunk;
@@ -152,6 +193,8 @@ export async function runReplicasBench({ root, clusters: N, replicas: R, flag })
             replica.engaged.add(record.name);
             replica.added.set(record.name, record.t);
           } else if (record.type === 'removed') replica.engaged.delete(record.name);
+          else if (record.type === 'started') replica.startedAt = record.t;
+          else if (record.type === 'handOver' && record.action === 'acquired') replica.acquiredAt.push(record.t);
           else if (record.type === 'status') replica.status = record;
         }
       });
@@ -182,15 +225,33 @@ export async function runReplicasBench({ root, clusters: N, replicas: R, flag })
     };
 
     const started = now();
+    const planeBefore = controlPlaneCpu();
     for (let i = 0; i < R; i += 1) spawnReplica(i);
     await waitFor('every member engaged by one replica', engagedOnce, 600_000);
     const readySeconds = (now() - started) / 1000;
+    const readyCpu = { replicas: replicasCpu(replicas), controlPlane: cpuSince(planeBefore, controlPlaneCpu()) };
     log(
       `all ${N} members engaged, each by one of ${R} replicas: ${readySeconds.toFixed(1)} s after the replicas started`,
     );
+    log(`  ${phaseText(replicas, started, readyCpu)}`);
 
-    // Steady state: two lease durations for the start-up hand-overs to settle, then a window of six renew periods.
+    // Steady state: two lease durations for the start-up hand-overs to settle (and, with standby, every replica holding
+    // a credential for each member it would inherit), then a window of six renew periods.
     await sleep(2 * leaseSeconds * 1000);
+    if (standby) {
+      const standbyStarted = now();
+      const held = () =>
+        replicas.every(
+          ({ status }) =>
+            status?.standby !== undefined &&
+            status.standby.members > 0 &&
+            status.standby.ready === status.standby.members,
+        );
+      await waitFor('every replica holding its standby credentials', held, 600_000);
+      log(
+        `standby: ${replicas.map(({ identity, status }) => `${identity} ${status.standby.ready} members of ${status.standby.shards.length} shards`).join(', ')}; held ${((now() - started) / 1000).toFixed(1)} s after the replicas started (waited ${((now() - standbyStarted) / 1000).toFixed(1)} s more)`,
+      );
+    }
     const window = 6 * renewMs;
     const w0 = await apiWrites(kube);
     await sleep(window);
@@ -214,12 +275,19 @@ export async function runReplicasBench({ root, clusters: N, replicas: R, flag })
         `  ${row.identity}: ${row.members} members, ${row.ownedShards} shards, RSS ${(row.rss / 2 ** 20).toFixed(1)} MiB, ${(row.rssPerMember / 1024).toFixed(1)} KiB per member`,
       );
 
-    // Fail-over: SIGKILL the first replica.
-    const victim = replicas[0];
+    // Fail-over: SIGKILL the replica that owns the most members.
+    const victim = replicas.reduce((most, replica) => (replica.engaged.size > most.engaged.size ? replica : most));
     const lost = [...victim.engaged];
+    const survivors = replicas.filter((replica) => replica !== victim);
+    const survivorsBefore = replicasCpu(survivors);
+    const planeBeforeKill = controlPlaneCpu();
     victim.killedAt = now();
     victim.child.kill('SIGKILL');
     await waitFor('the killed replica’s members engaged by the others', engagedOnce, 600_000);
+    const failoverCpu = {
+      replicas: replicasCpu(survivors) - survivorsBefore,
+      controlPlane: cpuSince(planeBeforeKill, controlPlaneCpu()),
+    };
     const takenAt = lost.map((name) =>
       Math.min(
         ...live().map((replica) => (replica.engaged.has(name) ? replica.added.get(name) : Number.POSITIVE_INFINITY)),
@@ -228,6 +296,12 @@ export async function runReplicasBench({ root, clusters: N, replicas: R, flag })
     const failoverSeconds = (Math.max(...takenAt) - victim.killedAt) / 1000;
     log(
       `fail-over: ${lost.length} members of the SIGKILLed replica engaged by the others ${failoverSeconds.toFixed(1)} s after the kill`,
+    );
+    const firstAcquired = Math.min(
+      ...live().flatMap((replica) => replica.acquiredAt.filter((t) => t > victim.killedAt)),
+    );
+    log(
+      `  its first shard acquired by a survivor ${((firstAcquired - victim.killedAt) / 1000).toFixed(1)} s after the kill; CPU until all engaged: survivors ${failoverCpu.replicas.toFixed(1)} s, ${cpuText(failoverCpu.controlPlane)}`,
     );
     clearInterval(sampler);
     log(`members engaged by two replicas at once: at most ${twiceMax} at any of ${samples} samples (every 200 ms)`);
@@ -250,8 +324,18 @@ export async function runReplicasBench({ root, clusters: N, replicas: R, flag })
     if (!atTarget) log(`  [targets are for 30 000 profiles over 3 replicas; this run: ${N} over ${R}]`);
     log(`load after: ${loadText()}`);
 
-    // multicluster-runtime's sharded coordinator on the same profiles, once ours have stopped.
-    for (const replica of live()) replica.child.kill('SIGKILL');
+    // multicluster-runtime's sharded coordinator on the same profiles, once ours have stopped (SIGTERM: a replica
+    // closes its fleet, freeing its Leases, and writes its CPU profile if asked).
+    await Promise.all(
+      live().map(
+        ({ child }) =>
+          new Promise((resolve) => {
+            const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+            child.once('exit', () => resolve(clearTimeout(timer)));
+            child.kill('SIGTERM');
+          }),
+      ),
+    );
     kubectl(['create', 'namespace', 'bench-leases-mcr']);
     const built = buildFleetMcr({ root, work });
     let mcr = built;
@@ -306,12 +390,19 @@ export async function runReplicasBench({ root, clusters: N, replicas: R, flag })
         shards,
         leaseSeconds,
         renewMs,
+        standby,
         readySeconds,
+        readyCpu,
         leaseWritesPerSecond: leaseWrites,
         allWritesPerSecond: allWrites,
         controlPlaneIdleWritesPerSecond: idle.all,
         replicasAtSteadyState: memory,
-        failover: { members: lost.length, seconds: failoverSeconds },
+        failover: {
+          members: lost.length,
+          seconds: failoverSeconds,
+          firstAcquiredSeconds: (firstAcquired - victim.killedAt) / 1000,
+          cpu: failoverCpu,
+        },
         ownedTwiceMax: twiceMax,
         samples,
         load: loadText(),

@@ -27,7 +27,7 @@
 // Targets (2 cores): 10 000 ready <= 30 s; <= 20 KiB RSS per idle member; in-process >= 20x cheaper in CPU than exec;
 // zero rebuilds on status-only updates. Reported MET / NOT MET; they do not fail the run.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -41,6 +41,7 @@ import {
 } from './lib/memory-cgroup.mjs';
 import { benchProfileStatus, createBenchProfiles } from './lib/fleet-profiles.mjs';
 import { buildFleetMcr } from './lib/fleet-mcr.mjs';
+import { controlPlaneCpu, cpuSince } from './lib/process-cpu.mjs';
 import { loadStartControlPlane } from './lib/test-helpers.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -157,32 +158,11 @@ try {
     );
     return file;
   };
-  /** CPU seconds of this process's children by command (etcd, kube-apiserver, ...; a finished runner no longer counts). */
-  const childrenCpu = () => {
-    const cpu = {};
-    for (const name of readdirSync('/proc')) {
-      if (!/^\d+$/.test(name)) continue;
-      let stat;
-      try {
-        stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      } catch {
-        continue;
-      }
-      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (Number(fields[1]) !== process.pid || comm === 'node') continue;
-      cpu[comm] = (cpu[comm] ?? 0) + (Number(fields[11]) + Number(fields[12])) / 100;
-    }
-    return cpu;
-  };
   const run = async (config, limit = LIMITS?.[0]) => {
-    const before = childrenCpu();
+    const before = controlPlaneCpu();
     const load = loadavg()[0];
     const result = await runOnce(config, limit);
-    const after = childrenCpu();
-    result.controlPlaneCpu = Object.fromEntries(
-      Object.keys(after).map((comm) => [comm, after[comm] - (before[comm] ?? 0)]),
-    );
+    result.controlPlaneCpu = cpuSince(before, controlPlaneCpu());
     result.loadBefore = load;
     result.loadAfter = loadavg()[0];
     return result;
