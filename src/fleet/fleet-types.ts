@@ -153,6 +153,11 @@ export interface FleetShardingStatus {
   replicas: { identity: string; live: boolean; shards: number }[];
   /** Each shard's holder by index (null: free). */
   holders: (string | null)[];
+  /**
+   * With `sharding.standby`: the shards this replica would inherit, the members whose credentials it holds for them
+   * and how many of those hold a credential now (`ready`: a fail-over engages them without a fetch).
+   */
+  standby?: { shards: number[]; members: number; ready: number };
 }
 
 /** The fleet as plain data (JSON-ready), from `ClusterProfileFleet.status()`. */

@@ -63,6 +63,8 @@ export class ClusterProfileFleet implements AsyncIterable<FleetEvent> {
   readonly #stop = new AbortController();
   readonly #sharding: ResolvedShardingOptions | undefined;
   #coordinator: ShardCoordinator | undefined;
+  /** Sharded with standby: the shards the coordinator last said this replica would inherit. */
+  #standbyShards: ReadonlySet<number> = new Set();
   #hub: HubConnection | undefined;
   #watch: InventoryWatch | undefined;
   #started = false;
@@ -119,6 +121,7 @@ export class ClusterProfileFleet implements AsyncIterable<FleetEvent> {
           members: this.#members.size,
           shards: coordinator.ownedShards().length,
           replicas: coordinator.replicas().filter((replica) => replica.live).length,
+          standby: this.#members.standbyCounts().ready,
         };
       },
     });
@@ -212,6 +215,7 @@ export class ClusterProfileFleet implements AsyncIterable<FleetEvent> {
         timeoutMs: sharding.leaseDurationSeconds * 1000,
         now: () => this.#clock.now(),
       }),
+      settled: () => this.#members.isSettled,
       clock: this.#clock,
       monotonic: this.#options.monotonic ?? (this.#options.clock === undefined ? monotonicMs : () => this.#clock.now()),
       hooks: {
@@ -233,6 +237,10 @@ export class ClusterProfileFleet implements AsyncIterable<FleetEvent> {
           events.emit({ type: 'leaseError', error, failures });
         },
         renewed: (seconds) => metrics.leaseWrite(seconds),
+        standby: (shards) => {
+          this.#standbyShards = shards;
+          this.#members.standby(shards);
+        },
       },
     });
     this.#coordinator = coordinator;
@@ -300,7 +308,12 @@ export class ClusterProfileFleet implements AsyncIterable<FleetEvent> {
       }),
       ...(this.#coordinator === undefined || this.#sharding === undefined
         ? {}
-        : { sharding: shardingStatus(this.#coordinator, this.#sharding) }),
+        : {
+            sharding: shardingStatus(this.#coordinator, this.#sharding, {
+              shards: [...this.#standbyShards],
+              ...this.#members.standbyCounts(),
+            }),
+          }),
     };
   }
 

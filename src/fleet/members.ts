@@ -136,6 +136,9 @@ export class FleetMembers {
   readonly #holders = new Map<string, string>();
   /** Profiles refused for a member key another profile holds, by name: applied again when it is let go of. */
   readonly #waiting = new Map<string, unknown>();
+  /** Sharded with standby: credential slots held for members of shards this replica would inherit, by profile name. */
+  readonly #standby = new Map<string, { shard: number; hash: string; slot: CredentialSlot }>();
+  #standbyShards: ReadonlySet<number> = new Set();
   #synced = false;
   #Client: ClientConstructor | undefined;
 
@@ -175,6 +178,11 @@ export class FleetMembers {
     this.#checkSettled();
   }
 
+  /** Whether every member has had its first credential fetch end (what {@link settled} waits for). */
+  get isSettled(): boolean {
+    return this.#synced && this.#unsettled.size === 0;
+  }
+
   /** Resolves when every member has had its first credential fetch end (a credential or an error), or is invalid. */
   settled(): Promise<void> {
     if (this.#synced && this.#unsettled.size === 0) return Promise.resolve();
@@ -206,7 +214,11 @@ export class FleetMembers {
   adopt(shard: number): number {
     const profiles = this.#profiles.get(shard);
     if (profiles === undefined) return 0;
-    for (const [name, profile] of profiles) this.apply(name, profile);
+    for (const [name, profile] of profiles) {
+      this.apply(name, profile);
+      // The member holds the standby slot now (same plugin input, same slot): the standby reference goes.
+      this.#unhold(name);
+    }
     return profiles.size;
   }
 
@@ -249,6 +261,8 @@ export class FleetMembers {
       profiles.set(name, profile);
       if (!ownership.owns(shard)) {
         if (member !== undefined) this.#drop(member, 'handedOver');
+        if (this.#standbyShards.has(shard)) this.#hold(name, profile, shard);
+        else this.#unhold(name);
         return;
       }
     }
@@ -275,15 +289,7 @@ export class FleetMembers {
     let access: ResolvedClusterAccess;
     let hash: string;
     try {
-      access = resolveClusterAccess(
-        profile as ClusterProfile,
-        this.#options.accessConfig,
-        this.#options.warn === undefined ? {} : { warn: this.#options.warn },
-      );
-      hash = sha256HexNative(canonicalJson(access));
-      // Members of one inventory mostly share a CA: one string for all of them instead of a copy each.
-      const ca = access.cluster['certificate-authority-data'];
-      if (ca !== undefined) access.cluster['certificate-authority-data'] = this.#intern(ca);
+      ({ access, hash } = this.#resolve(profile));
     } catch (error) {
       this.#invalidate(member, error);
       return;
@@ -319,8 +325,75 @@ export class FleetMembers {
     this.#reconcile(member);
   }
 
+  /** The profile resolved with the providers file, and the hash of its resolved access (a rebuild when it changes). */
+  #resolve(profile: unknown): { access: ResolvedClusterAccess; hash: string } {
+    const access = resolveClusterAccess(
+      profile as ClusterProfile,
+      this.#options.accessConfig,
+      this.#options.warn === undefined ? {} : { warn: this.#options.warn },
+    );
+    const hash = sha256HexNative(canonicalJson(access));
+    // Members of one inventory mostly share a CA: one string for all of them instead of a copy each.
+    const ca = access.cluster['certificate-authority-data'];
+    if (ca !== undefined) access.cluster['certificate-authority-data'] = this.#intern(ca);
+    return { access, hash };
+  }
+
+  /**
+   * Sharded with standby: the shards this replica would inherit are now `shards`. Each of their members' credential
+   * slots is held (fetched, then refreshed like any other) without a member, a client or an event; slots of shards
+   * no longer in the set are let go. A shard adopted later finds its members' slots filled.
+   */
+  standby(shards: ReadonlySet<number>): void {
+    this.#standbyShards = shards;
+    for (const [name, held] of this.#standby) if (!shards.has(held.shard)) this.#unhold(name);
+    for (const shard of shards)
+      for (const [name, profile] of this.#profiles.get(shard) ?? []) this.#hold(name, profile, shard);
+  }
+
+  /** Standby slots held, and how many of them have a credential now. */
+  standbyCounts(): { members: number; ready: number } {
+    let ready = 0;
+    for (const { slot } of this.#standby.values()) if (this.#usable(slot)) ready += 1;
+    return { members: this.#standby.size, ready };
+  }
+
+  /** Holds the slot of a profile of a standby shard (a profile that does not resolve holds none). */
+  #hold(name: string, profile: unknown, shard: number): void {
+    if (this.#owns(shard)) return;
+    let resolved: { access: ResolvedClusterAccess; hash: string };
+    try {
+      resolved = this.#resolve(profile);
+    } catch {
+      this.#unhold(name);
+      return; // invalid: its owner reports it
+    }
+    const held = this.#standby.get(name);
+    if (held !== undefined && held.hash === resolved.hash) {
+      held.shard = shard;
+      return;
+    }
+    let slot: CredentialSlot;
+    try {
+      slot = this.#deps.credentials.acquire(resolved.access);
+    } catch {
+      this.#unhold(name);
+      return;
+    }
+    this.#unhold(name);
+    this.#standby.set(name, { shard, hash: resolved.hash, slot });
+  }
+
+  #unhold(name: string): void {
+    const held = this.#standby.get(name);
+    if (held === undefined) return;
+    this.#standby.delete(name);
+    this.#deps.credentials.release(held.slot);
+  }
+
   /** The profile is gone from the hub: the member's client is closed, its credential let go; `removed` if engaged. */
   remove(name: string, reason: 'deleted'): void {
+    this.#unhold(name);
     const shard = this.#shardOfProfile.get(name);
     if (shard !== undefined) this.#profiles.get(shard)?.delete(name);
     this.#shardOfProfile.delete(name);
@@ -402,6 +475,8 @@ export class FleetMembers {
     this.#shardOfProfile.clear();
     this.#holders.clear();
     this.#waiting.clear();
+    this.#standby.clear();
+    this.#standbyShards = new Set();
     return Promise.all(closing);
   }
 

@@ -21,6 +21,7 @@ export const FLEET_METRICS = {
   ownedMembers: 'clusterprofile_fleet_owned_members',
   ownedShards: 'clusterprofile_fleet_owned_shards',
   liveReplicas: 'clusterprofile_fleet_live_replicas',
+  standbyMembers: 'clusterprofile_fleet_standby_members',
   handOvers: 'clusterprofile_fleet_hand_overs_total',
   leaseWrite: 'clusterprofile_fleet_lease_renew_duration_seconds',
   leaseFailures: 'clusterprofile_fleet_lease_renew_failures_total',
@@ -33,7 +34,7 @@ export interface FleetGaugeSource {
   /** Seconds until the earliest credential expiry among the fleet's credentials; undefined when none expires. */
   secondsToNearestExpiry(): number | undefined;
   /** Sharded: members engaged here, shards held, live replicas; undefined when not sharded (the gauges are absent). */
-  sharding(): { members: number; shards: number; replicas: number } | undefined;
+  sharding(): { members: number; shards: number; replicas: number; standby: number } | undefined;
 }
 
 /** The fleet's counters, histogram and gauges in one registry. */
@@ -73,6 +74,11 @@ export class FleetMetrics {
       [FLEET_METRICS.ownedMembers, 'Sharded: members this replica engages (those of the shards it holds).', 'members'],
       [FLEET_METRICS.ownedShards, 'Sharded: virtual shards whose Lease this replica holds.', 'shards'],
       [FLEET_METRICS.liveReplicas, 'Sharded: replicas renewing their Lease, as this replica sees them.', 'replicas'],
+      [
+        FLEET_METRICS.standbyMembers,
+        'Sharded with standby: members of shards this replica would inherit whose credential it holds now.',
+        'standby',
+      ],
     ] as const) {
       metrics.gauge({
         name,

@@ -63,7 +63,11 @@ export function secondsToNearestExpiry(slots: Iterable<CredentialSlot>, now: () 
 }
 
 /** A sharded fleet's replica set and shard holders, as this replica last read them. */
-export function shardingStatus(coordinator: ShardCoordinator, sharding: ResolvedShardingOptions): FleetShardingStatus {
+export function shardingStatus(
+  coordinator: ShardCoordinator,
+  sharding: ResolvedShardingOptions,
+  standby: { shards: readonly number[]; members: number; ready: number },
+): FleetShardingStatus {
   return {
     identity: sharding.identity,
     leaseNamespace: sharding.leaseNamespace,
@@ -71,5 +75,6 @@ export function shardingStatus(coordinator: ShardCoordinator, sharding: Resolved
     ownedShards: coordinator.ownedShards(),
     replicas: coordinator.replicas().map((replica) => ({ ...replica })),
     holders: coordinator.holders().map((holder) => holder ?? null),
+    ...(sharding.standby ? { standby: { ...standby, shards: [...standby.shards].sort((a, b) => a - b) } } : {}),
   };
 }

@@ -9,6 +9,8 @@
  * - SIGSTOP past the lease, then SIGCONT: the paused replica reports `removed` for what it lost before touching any;
  * - a fourth replica: about a quarter of the members move, all of them to it, nothing else;
  * - kube-apiserver stopped for longer than the lease: every replica fences, then the members are shared out again;
+ * - with `standby` (members with a credential each): a SIGKILLed replica's members are engaged by the others with
+ *   the credentials they already held for them, within the lease duration and a few seconds;
  * - throughout: no member acted on by two replicas at once (each replica's span of use of a member, from `added` to
  *   its last use, never overlaps another replica's), and no request of a member answered after its `removed`.
  */
@@ -18,7 +20,7 @@ import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
-import { createBenchProfiles } from '../../bench/lib/fleet-profiles.mjs';
+import { benchProfileStatus, createBenchProfiles } from '../../bench/lib/fleet-profiles.mjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rendezvousOwner, shardOf } from '../../src/fleet/sharding/assignment.js';
 import { loadKubeAccess } from '../../src/kube/kubeconfig-loader.js';
@@ -45,6 +47,9 @@ const SHARDING = {
   safetyMarginMs: 1000,
 };
 const TOUCH_MS = 250;
+/** The standby scenario's inventory: members with an audience each, so each has a credential of its own. */
+const STANDBY_NS = 'shard-e2e-standby';
+const STANDBY_N = 90;
 
 interface LogRecord {
   t: number;
@@ -56,6 +61,10 @@ interface LogRecord {
   reason?: string;
   code?: string;
   user?: string;
+  /** `added`: when the member's credential expires (epoch ms). */
+  expiresAt?: number;
+  /** `status`: the standby the fleet reports. */
+  standby?: { shards: number[]; members: number; ready: number };
 }
 
 interface Replica {
@@ -78,7 +87,11 @@ async function admin(args: string[], input?: string): Promise<string> {
   return result.stdout;
 }
 
-function startReplica(id: string, kubeconfig = hubKubeconfig): Replica {
+function startReplica(
+  id: string,
+  kubeconfig = hubKubeconfig,
+  { list = replicas, ...overrides }: { list?: Replica[] } & Record<string, unknown> = {},
+): Replica {
   const config = {
     identity: id,
     namespace: NS,
@@ -86,7 +99,8 @@ function startReplica(id: string, kubeconfig = hubKubeconfig): Replica {
     providersFile,
     cacheDir: path.join(workDir, `cache-${id}`),
     touchMs: TOUCH_MS,
-    sharding: { identity: id, ...SHARDING },
+    ...overrides,
+    sharding: { identity: id, ...SHARDING, ...(overrides['sharding'] as object | undefined) },
   };
   const child = spawn(process.execPath, [REPLICA, JSON.stringify(config)], { stdio: ['ignore', 'pipe', 'pipe'] });
   const replica: Replica = { id, child, records: [] };
@@ -98,7 +112,7 @@ function startReplica(id: string, kubeconfig = hubKubeconfig): Replica {
     for (const line of lines) if (line !== '') replica.records.push(JSON.parse(line) as LogRecord);
   });
   child.stderr!.resume();
-  replicas.push(replica);
+  list.push(replica);
   return replica;
 }
 
@@ -301,9 +315,12 @@ beforeAll(async () => {
   await kube.close();
 });
 
+/** The replicas of the standby scenario (their own inventory, apart from {@link replicas}). */
+const standbyReplicas: Replica[] = [];
+
 afterAll(async () => {
   if (process.env['CPC_SHARD_E2E_LOGS'] !== undefined)
-    for (const replica of replicas)
+    for (const replica of [...replicas, ...standbyReplicas])
       await writeFile(
         path.join(process.env['CPC_SHARD_E2E_LOGS'], `${replica.id}-${replica.child.pid}.jsonl`),
         replica.records.map((record) => JSON.stringify(record)).join('\n'),
@@ -314,7 +331,7 @@ afterAll(async () => {
     // not stopped
   }
   await Promise.all(
-    replicas.map(
+    [...replicas, ...standbyReplicas].map(
       (replica) =>
         new Promise<void>((resolve) => {
           if (replica.child.exitCode !== null || replica.child.signalCode !== null) return resolve();
@@ -324,7 +341,7 @@ afterAll(async () => {
         }),
     ),
   );
-  await admin(['delete', 'namespace', NS, LEASES, SA_NS, '--wait=false']).catch(() => undefined);
+  await admin(['delete', 'namespace', NS, STANDBY_NS, LEASES, SA_NS, '--wait=false']).catch(() => undefined);
 });
 
 describe('ClusterProfileFleet sharded over three replica processes', () => {
@@ -467,5 +484,84 @@ describe('ClusterProfileFleet sharded over three replica processes', () => {
     expect(error.code).toBe('ERR_FLEET_LEASE_FORBIDDEN');
     expect(engagedBy(e).size).toBe(0);
     e.child.kill('SIGKILL');
+  });
+});
+
+describe('ClusterProfileFleet sharded with standby', () => {
+  it('SIGKILL of one replica: the others engage its members with the credentials they already held, within the lease and a few seconds', async () => {
+    const { controlPlane } = e2eContext();
+    await admin(['create', 'namespace', STANDBY_NS]);
+    await admin(['create', 'serviceaccount', 'bench', '-n', SA_NS]);
+    await applyAsAdmin(fleetRbac({ inventory: STANDBY_NS, accounts: SA_NS, hubUser: HUB_USER, minter: MINTER }));
+    const caPem = await readFile(controlPlane.caFile, 'utf8');
+    const access = await loadKubeAccess({ kubeconfig: controlPlane.adminKubeconfig }, { env: {}, cwd: repo });
+    const kube = createKubeTransport(access.endpoint, access.credential, { timeoutMs: 60_000 });
+    await createBenchProfiles(kube, STANDBY_NS, STANDBY_N, 0, (i: number) =>
+      benchProfileStatus(i, { server: controlPlane.server, caPem, accountNamespace: SA_NS }),
+    );
+    await kube.close();
+    const ids = ['standby-a', 'standby-b', 'standby-c'];
+    const started = ids.map((id) =>
+      startReplica(id, hubKubeconfig, {
+        list: standbyReplicas,
+        namespace: STANDBY_NS,
+        touchMs: 0,
+        statusMs: 250,
+        reach: false,
+        sharding: { leaseNamePrefix: 'standby', standby: true },
+      }),
+    );
+    const lastStatus = (replica: Replica) => replica.records.findLast((x) => x.type === 'status')?.standby;
+    const engagedOnce = () => {
+      const counts = new Map<string, number>();
+      for (const replica of standbyReplicas)
+        for (const name of engagedBy(replica)) counts.set(name, (counts.get(name) ?? 0) + 1);
+      return counts.size === STANDBY_N && [...counts.values()].every((count) => count === 1);
+    };
+    await waitFor('every member engaged once and every replica holding its standby credentials', () => {
+      if (!engagedOnce()) return false;
+      return started.every((replica) => {
+        const standby = lastStatus(replica);
+        return standby !== undefined && standby.members > 0 && standby.ready === standby.members;
+      });
+    });
+    // Each replica stands by for the members it would inherit: every member not its own, of the shards it is heir of.
+    for (const replica of started) {
+      const standby = lastStatus(replica)!;
+      const heirOf = (name: string) => {
+        const shard = shardOf(name, SHARDS);
+        const owner = rendezvousOwner(shard, ids);
+        return rendezvousOwner(
+          shard,
+          ids.filter((id) => id !== owner),
+        );
+      };
+      const expected = Array.from({ length: STANDBY_N }, (_, i) => `c-${String(i).padStart(5, '0')}`).filter(
+        (name) => heirOf(name) === replica.id,
+      );
+      expect(standby.members, replica.id).toBe(expected.length);
+    }
+
+    const victim = started.reduce((most, replica) => (engagedBy(replica).size > engagedBy(most).size ? replica : most));
+    const lost = engagedBy(victim);
+    expect(lost.size).toBeGreaterThan(0);
+    victim.killedAt = performance.timeOrigin + performance.now();
+    victim.child.kill('SIGKILL');
+    await waitFor('the killed replica’s members engaged by the others', engagedOnce, 60_000);
+    const survivors = started.filter((replica) => replica !== victim);
+    const taken = [...lost].map(
+      (name) =>
+        survivors
+          .flatMap((replica) => replica.records)
+          .find((x) => x.type === 'added' && x.name === name && x.t > victim.killedAt!)!,
+    );
+    const failover = (Math.max(...taken.map((x) => x.t)) - victim.killedAt) / 1000;
+    console.log(
+      `standby fail-over of ${lost.size} members after SIGKILL: ${failover.toFixed(2)} s (lease ${LEASE_S} s)`,
+    );
+    expect(failover).toBeLessThanOrEqual(LEASE_S + 3);
+    // Each was engaged with a credential obtained before the kill: its token (3600 s) expires sooner than one
+    // fetched after the kill would.
+    for (const record of taken) expect(record.expiresAt, record.name).toBeLessThan(victim.killedAt + 3600 * 1000);
   });
 });

@@ -16,7 +16,17 @@ export class LeaseStore {
   readonly refused = new Set<string>();
   /** Writes (POST, PUT) answered 2xx, by replica. */
   readonly writes = new Map<string, number>();
+  /** When each replica's last write was answered 2xx (`now()` of the store's clock). */
+  readonly lastWriteAt = new Map<string, number>();
+  /** When each replica listed the Leases (`now()` of the store's clock). */
+  readonly listedAt = new Map<string, number[]>();
   #version = 1;
+  readonly now: () => number;
+
+  /** `now`: the clock {@link lastWriteAt} is read from (the test's frozen clock). */
+  constructor(now: () => number = Date.now) {
+    this.now = now;
+  }
 
   /** The `send` of one replica. */
   client(replica: string): SendKubeRequest {
@@ -26,8 +36,16 @@ export class LeaseStore {
       if (this.refused.has(replica))
         return { status: 403, body: { kind: 'Status', message: `leases is forbidden: User "${replica}"` } };
       const response = this.#answer(request);
-      if (request.method !== 'GET' && response.status < 300)
+      if (
+        request.method === 'GET' &&
+        response.body !== undefined &&
+        (response.body as { kind?: string }).kind === 'LeaseList'
+      )
+        this.listedAt.set(replica, [...(this.listedAt.get(replica) ?? []), this.now()]);
+      if (request.method !== 'GET' && response.status < 300) {
         this.writes.set(replica, (this.writes.get(replica) ?? 0) + 1);
+        this.lastWriteAt.set(replica, this.now());
+      }
       return structuredClone(response);
     };
   }

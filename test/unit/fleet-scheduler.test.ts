@@ -16,7 +16,11 @@ import { FleetCredentials, type CredentialSlot, type FetchRecord } from '../../s
 import { DueQueue } from '../../src/fleet/scheduler/due-queue.js';
 import { backoffDelay, DEFAULT_REFRESH_POLICY, refreshTime } from '../../src/fleet/scheduler/refresh-time.js';
 import { Semaphore } from '../../src/fleet/scheduler/semaphore.js';
-import type { ResolvedClusterAccess } from '../../src/resolve/types.js';
+import { FleetEventBus } from '../../src/fleet/events.js';
+import { FleetMembers } from '../../src/fleet/members.js';
+import { FleetMetrics } from '../../src/fleet/metrics.js';
+import { shardOf } from '../../src/fleet/sharding/assignment.js';
+import type { AccessConfig, ResolvedClusterAccess } from '../../src/resolve/types.js';
 import { FrozenClock as FrozenClockBase } from '../helpers/frozen-clock.js';
 
 const T0 = Date.parse('2030-01-01T00:00:00Z');
@@ -493,5 +497,124 @@ describe('FleetCredentials on a frozen clock', () => {
     fleet.close();
     while (alive() && Date.now() - started < 10_000) await new Promise((resolve) => setTimeout(resolve, 20));
     expect(alive()).toBe(false);
+  });
+});
+
+describe('standby slots: FleetMembers over FleetCredentials on a frozen clock', () => {
+  const SHARDS = 4;
+  let cacheDir: string;
+  let clock: FrozenClock;
+
+  beforeEach(async () => {
+    cacheDir = await mkdtemp(path.join(tmpdir(), 'fleet-standby-'));
+    writesIn = cacheDir;
+    clock = new FrozenClock();
+  });
+  afterEach(async () => {
+    await rm(cacheDir, { recursive: true, force: true });
+  });
+
+  const accessConfig: AccessConfig = {
+    providers: [
+      {
+        name: 'test',
+        execConfig: {
+          apiVersion: 'client.authentication.k8s.io/v1',
+          command: 'test-plugin',
+          args: [],
+          env: [],
+          provideClusterInfo: true,
+          interactiveMode: 'Never',
+        },
+      },
+    ],
+  };
+  const profile = (name: string) => ({
+    apiVersion: 'multicluster.x-k8s.io/v1alpha1',
+    kind: 'ClusterProfile',
+    metadata: { namespace: 'fleet', name },
+    spec: { displayName: name, clusterManager: { name: 'test' } },
+    status: { accessProviders: [{ name: 'test', cluster: { server: `https://${name}.example` } }] },
+  });
+
+  function setup() {
+    const behaviour = { issued: [] as string[] };
+    const fetches: FetchRecord[] = [];
+    const owned = new Set<number>();
+    const events = new FleetEventBus(undefined);
+    const added: string[] = [];
+    events.on('added', (event) => added.push(event.name));
+    let members: FleetMembers | undefined;
+    const credentials = new FleetCredentials({
+      env: { KUBECACHEDIR: cacheDir, HOME: cacheDir },
+      clock,
+      random: () => 0.5,
+      policy: DEFAULT_REFRESH_POLICY,
+      maxConcurrentFetches: 16,
+      maxConcurrentProcesses: 2,
+      fetchTimeoutMs: 10_000,
+      providers: { test: testProvider(behaviour) },
+      inProcess: true,
+      onResult: (slot, error) => members?.onCredential(slot, error),
+      onFetch: (record) => fetches.push(record),
+    });
+    members = new FleetMembers(
+      { accessConfig },
+      {
+        namespace: 'fleet',
+        ownership: { shards: SHARDS, owns: (shard) => owned.has(shard) },
+        credentials,
+        events,
+        metrics: new FleetMetrics({
+          clustersByState: () => ({}),
+          secondsToNearestExpiry: () => undefined,
+          sharding: () => undefined,
+        }),
+        clock,
+      },
+    );
+    // Members of every shard, kept (none owned yet).
+    const names = Array.from({ length: 24 }, (_, i) => `m-${i}`);
+    for (const name of names) members.apply(name, profile(name));
+    const inShard = (shard: number) => names.filter((name) => shardOf(name, SHARDS) === shard);
+    return { behaviour, fetches, owned, added, members, credentials, inShard };
+  }
+
+  it('holds the slots of a standby shard without engaging; adopting it engages every member at once, with no fetch', async () => {
+    const { behaviour, fetches, owned, added, members, credentials, inShard } = setup();
+    const shard = [0, 1, 2, 3].find((s) => inShard(s).length > 0)!;
+    members.standby(new Set([shard]));
+    await clock.advance(0);
+    expect(behaviour.issued).toHaveLength(inShard(shard).length);
+    expect(members.standbyCounts()).toEqual({ members: inShard(shard).length, ready: inShard(shard).length });
+    expect(added).toEqual([]);
+    for (const name of inShard(shard)) expect(members.get(name)).toBeUndefined();
+
+    // The owner dies: the shard is this replica's. Its members are engaged in the same call, from the held slots.
+    owned.add(shard);
+    members.adopt(shard);
+    expect(added.sort()).toEqual(inShard(shard).sort());
+    for (const name of inShard(shard)) expect(members.get(name)?.state).toBe('ready');
+    const before = fetches.length;
+    members.standby(new Set());
+    await clock.advance(0);
+    expect(fetches.length).toBe(before);
+    expect(members.standbyCounts()).toEqual({ members: 0, ready: 0 });
+    // The slots stay with the members (held once each, not let go with the standby).
+    expect(credentials.size).toBe(inShard(shard).length);
+    credentials.close();
+  });
+
+  it('lets go of the slots of a shard that leaves the standby set, and holds those of a new one', async () => {
+    const { behaviour, members, credentials, inShard } = setup();
+    const [first, second] = [0, 1, 2, 3].filter((s) => inShard(s).length > 0) as [number, number];
+    members.standby(new Set([first]));
+    await clock.advance(0);
+    members.standby(new Set([second]));
+    await clock.advance(0);
+    expect(members.standbyCounts().members).toBe(inShard(second).length);
+    expect(credentials.size).toBe(inShard(second).length);
+    expect(behaviour.issued).toHaveLength(inShard(first).length + inShard(second).length);
+    credentials.close();
   });
 });

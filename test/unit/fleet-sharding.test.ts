@@ -7,10 +7,16 @@
 import { describe, expect, it } from 'vitest';
 import type { CredentialsError } from '../../src/base/errors.js';
 import type { FleetClock } from '../../src/fleet/scheduler/clock.js';
-import { assignShards, rendezvousOwner, ringOwner, shardOf } from '../../src/fleet/sharding/assignment.js';
+import {
+  assignShards,
+  rendezvousHeir,
+  rendezvousOwner,
+  ringOwner,
+  shardOf,
+} from '../../src/fleet/sharding/assignment.js';
 import { ShardCoordinator, type ShardLossReason } from '../../src/fleet/sharding/coordinator.js';
 import { LeaseApi } from '../../src/fleet/sharding/leases.js';
-import { resolveShardingOptions } from '../../src/fleet/sharding/options.js';
+import { resolveShardingOptions, type FleetShardingOptions } from '../../src/fleet/sharding/options.js';
 import { FrozenClock } from '../helpers/frozen-clock.js';
 import { LeaseStore } from '../helpers/lease-store.js';
 
@@ -135,13 +141,23 @@ interface Replica {
   engaged: Set<number>;
   log: { at: number; shard: number; what: 'acquired' | ShardLossReason }[];
   errors: CredentialsError[];
+  /** The shards the standby hook last named. */
+  standby: ReadonlySet<number>;
+  /** What the replica says of its members' first fetches (default true). */
+  settled: boolean;
 }
 
 function harness() {
   const clock = new FrozenClock(T0, settle);
-  const store = new LeaseStore();
+  const store = new LeaseStore(() => clock.now());
   const replicas: Replica[] = [];
-  const start = async (identity: string, instance = identity, shards = SHARDS): Promise<Replica> => {
+  const start = async (
+    identity: string,
+    instance = identity,
+    shards = SHARDS,
+    options: Partial<FleetShardingOptions> = {},
+    settled = true,
+  ): Promise<Replica> => {
     const own = new PausableClock(clock);
     const replica: Replica = {
       identity,
@@ -149,6 +165,8 @@ function harness() {
       engaged: new Set(),
       log: [],
       errors: [],
+      standby: new Set(),
+      settled,
       coordinator: undefined as unknown as ShardCoordinator,
     };
     replica.coordinator = new ShardCoordinator({
@@ -160,6 +178,7 @@ function harness() {
           leaseDurationSeconds: LEASE_S,
           renewIntervalMs: RENEW_MS,
           safetyMarginMs: 500,
+          ...options,
         },
         'fleet',
       ),
@@ -172,6 +191,7 @@ function harness() {
       }),
       clock: own,
       monotonic: () => clock.now(),
+      settled: () => replica.settled,
       hooks: {
         acquired: (shard) => {
           replica.engaged.add(shard);
@@ -183,6 +203,9 @@ function harness() {
         },
         error: (error) => replica.errors.push(error),
         renewed: () => undefined,
+        standby: (standby) => {
+          replica.standby = standby;
+        },
       },
     });
     replicas.push(replica);
@@ -400,5 +423,75 @@ describe('ShardCoordinator on a frozen clock', () => {
     expect(h.replicas[0]!.coordinator.ownedShards()).toHaveLength(SHARDS);
     const last = Math.max(...h.replicas[0]!.log.filter((e) => e.at >= closedAt).map((e) => e.at));
     expect(last - closedAt).toBeLessThanOrEqual(LEASE_S * 1000);
+  });
+
+  it('a replica that stops is replaced as soon as its lease expires, not at the next period of the others', async () => {
+    const h = harness();
+    // The others renew every 700 ms: the stopped replica's expiry falls between two of their periods.
+    for (const id of ['a', 'b']) await h.start(id, id, SHARDS, { renewIntervalMs: 700 });
+    const c = await h.start('c');
+    await h.run(8_000);
+    const held = c.coordinator.ownedShards();
+    expect(held.length).toBeGreaterThan(0);
+    c.clock.paused = true;
+    const lastWrite = h.store.lastWriteAt.get('c')!;
+    h.store.cut.add('c');
+    const stoppedAt = h.clock.now();
+    await h.run(LEASE_S * 1000 + 3_000);
+    for (const shard of held) {
+      const heir = h.replicas.find((replica) =>
+        replica.log.some((entry) => entry.shard === shard && entry.what === 'acquired' && entry.at > stoppedAt),
+      )!;
+      const takenAt = heir.log.find((entry) => entry.shard === shard && entry.at > stoppedAt)!.at;
+      // The heir saw c's last write at its first list after it; the lease ran out a lease duration later, on its
+      // clock; it took the shard within the harness's 100 ms step of that, not at its next period (up to 700 ms on).
+      const seenAt = h.store.listedAt.get(heir.identity)!.find((at) => at >= lastWrite)!;
+      expect(takenAt - (seenAt + LEASE_S * 1000)).toBeGreaterThanOrEqual(0);
+      expect(takenAt - (seenAt + LEASE_S * 1000)).toBeLessThanOrEqual(200);
+      expect(h.owners(shard)).toEqual([heir]);
+    }
+  });
+
+  it('standby: each replica is told the shards it would inherit, and inherits exactly those when an owner stops', async () => {
+    const h = harness();
+    for (const id of ['a', 'b', 'c']) await h.start(id, id, SHARDS, { standby: true });
+    await h.run(5_000);
+    const [a, b, c] = h.replicas as [Replica, Replica, Replica];
+    for (let shard = 0; shard < SHARDS; shard += 1) {
+      const heirs = h.replicas.filter((replica) => replica.standby.has(shard));
+      expect(heirs.map((replica) => replica.identity)).toEqual([rendezvousHeir(shard, ['a', 'b', 'c'])]);
+      expect(heirs[0]!.coordinator.owns(shard)).toBe(false);
+    }
+    const heirOf = new Map(c.coordinator.ownedShards().map((shard) => [shard, a.standby.has(shard) ? a : b]));
+    c.clock.paused = true;
+    h.store.cut.add('c');
+    await h.run(LEASE_S * 1000 + 3_000);
+    for (const [shard, heir] of heirOf) expect(h.owners(shard)).toEqual([heir]);
+    // Two replicas left: each now stands by for every shard of the other.
+    for (let shard = 0; shard < SHARDS; shard += 1)
+      expect([a, b].filter((replica) => replica.standby.has(shard))).toEqual(
+        [a, b].filter((replica) => !replica.coordinator.owns(shard)),
+      );
+  });
+
+  it('standby waits until every live replica says its own members are settled', async () => {
+    const h = harness();
+    for (const id of ['a', 'b']) await h.start(id, id, SHARDS, { standby: true });
+    const c = await h.start('c', 'c', SHARDS, { standby: true }, false);
+    await h.run(5_000);
+    for (const replica of h.replicas) expect(replica.standby.size).toBe(0);
+    c.settled = true;
+    await h.run(3 * RENEW_MS);
+    for (const replica of h.replicas) expect(replica.standby.size).toBeGreaterThan(0);
+  });
+
+  it('without standby the hook is never called', async () => {
+    const h = harness();
+    for (const id of ['a', 'b']) await h.start(id);
+    await h.run(5_000);
+    for (const replica of h.replicas) expect(replica.standby.size).toBe(0);
+    expect(() => resolveShardingOptions({ identity: 'a', leaseNamespace: 'x', standby: 'yes' }, 'fleet')).toThrow(
+      /sharding\.standby must be true or false/,
+    );
   });
 });

@@ -37,9 +37,23 @@ export function shardOf(memberKey: string, shards: number): number {
 
 /** The replica of `replicas` that owns `shard` by rendezvous hashing; undefined when there is none. */
 export function rendezvousOwner(shard: number, replicas: readonly string[]): string | undefined {
+  return rendezvousRanked(shard, replicas, undefined);
+}
+
+/**
+ * The replica that owns `shard` if its owner among `replicas` left: rendezvous's second choice, which is exactly where
+ * the shard goes when that owner's Lease expires (every other replica's score is unchanged). Undefined with fewer
+ * than two replicas.
+ */
+export function rendezvousHeir(shard: number, replicas: readonly string[]): string | undefined {
+  return rendezvousRanked(shard, replicas, rendezvousOwner(shard, replicas));
+}
+
+function rendezvousRanked(shard: number, replicas: readonly string[], skip: string | undefined): string | undefined {
   let best: string | undefined;
   let bestScore = -1;
   for (const replica of replicas) {
+    if (replica === skip) continue;
     const score = hash32(`${shard}/${replica}`);
     // Ties (rare) go to the smaller identity, so every replica breaks them alike.
     if (score > bestScore || (score === bestScore && best !== undefined && replica < best)) {

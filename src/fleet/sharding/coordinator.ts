@@ -14,7 +14,7 @@
  */
 import { formatError, isCredentialsError, CredentialsError } from '../../base/errors.js';
 import type { FleetClock } from '../scheduler/clock.js';
-import { rendezvousOwner } from './assignment.js';
+import { rendezvousHeir, rendezvousOwner } from './assignment.js';
 import type { LeaseApi, LeaseRecord, LeaseSpecInput, LeaseWrite } from './leases.js';
 import type { ResolvedShardingOptions } from './options.js';
 
@@ -31,6 +31,13 @@ export interface ShardCoordinatorHooks {
   error(error: CredentialsError, failures: number): void;
   /** One Lease write's time in seconds (renewals and acquisitions, failed or not). */
   renewed(seconds: number): void;
+  /**
+   * With `standby`: the shards this replica would inherit if their owner stopped (rendezvous's second choice among
+   * the live replicas), after a round in which every live replica (this one too) said its own members are settled, so
+   * that standby fetches never compete with a replica's first fetches; empty with one replica or while this replica is
+   * not live. Not called otherwise (what is held stays held).
+   */
+  standby?(shards: ReadonlySet<number>): void;
 }
 
 interface Owned {
@@ -64,7 +71,12 @@ export interface ShardCoordinatorOptions {
   /** Monotonic milliseconds (deadlines and expiry). */
   monotonic: () => number;
   hooks: ShardCoordinatorHooks;
+  /** Whether every member this replica owns has had its first credential fetch (announced in its heartbeat). */
+  settled?: () => boolean;
 }
+
+/** How long after a Lease it waits on expires (on this replica's clock) a replica runs its early round. */
+const EXPIRY_SLACK_MS = 50;
 
 /** One replica's ownership of virtual shards. */
 export class ShardCoordinator {
@@ -82,6 +94,8 @@ export class ShardCoordinator {
   #replicaTransitions = 0;
   #failures = 0;
   #rounds = 0;
+  /** Monotonic ms at which the earliest Lease this replica waits on (a live replica's, a shard it is to acquire) expires. */
+  #nextExpiry = Number.POSITIVE_INFINITY;
   #tickTimer: unknown;
   #fenceTimer: unknown;
   #round: Promise<void> | undefined;
@@ -184,12 +198,19 @@ export class ShardCoordinator {
 
   async #runRound(): Promise<void> {
     const started = this.#o.monotonic();
+    this.#nextExpiry = Number.POSITIVE_INFINITY; // set again by a round that reads the Leases
     this.#round = this.#roundOnce().catch((error: unknown) => this.#fail(error));
     await this.#round;
     this.#round = undefined;
     if (this.#closed) return;
     this.#armFence();
-    const next = Math.max(0, started + this.#s.renewIntervalMs - this.#o.monotonic());
+    // The next round at the period, or just after a Lease it waits on expires if that is sooner: a replica that died is
+    // replaced as soon as its lease allows, not up to a period later. Its heartbeat would have renewed the Lease by
+    // then, so an early round happens only when a replica (or a shard's holder) has gone silent.
+    const now = this.#o.monotonic();
+    const expiry = this.#nextExpiry + EXPIRY_SLACK_MS;
+    const periodic = started + this.#s.renewIntervalMs;
+    const next = Math.max(0, (expiry > now ? Math.min(periodic, expiry) : periodic) - now);
     this.#tickTimer = this.#o.clock.setTimer(() => void this.#runRound(), next);
   }
 
@@ -214,11 +235,16 @@ export class ShardCoordinator {
     };
   }
 
-  /** Notes when each Lease's version was first seen; true when `record` has been unchanged for its lease duration. */
+  /** True when `record` has been unchanged (as this replica saw it) for its lease duration. */
   #expired(record: LeaseRecord, now: number): boolean {
+    return now >= this.#expiresAt(record);
+  }
+
+  /** When `record` expires on this replica's monotonic clock: its version first seen here + its lease duration. */
+  #expiresAt(record: LeaseRecord): number {
     const seen = this.#observed.get(record.name);
     const seconds = record.durationSeconds ?? this.#s.leaseDurationSeconds;
-    return seen !== undefined && now >= seen.seenAt + seconds * 1000;
+    return seen === undefined ? Number.POSITIVE_INFINITY : seen.seenAt + seconds * 1000;
   }
 
   #report(
@@ -270,15 +296,14 @@ export class ShardCoordinator {
     // While this replica is live (its last heartbeat within the lease), the heartbeat goes out with the round's other
     // writes; otherwise it must succeed first, so that a replica never acquires as a member of a set it is not in.
     const heartbeatStarted = monotonic();
+    const settled = this.#o.settled?.() === true;
     const heartbeat = this.#timed(() =>
       own === undefined
-        ? api.create(ownName, 'replica', this.#input(s.identity, true, 0, s.shards))
-        : api.replace(
-            ownName,
-            'replica',
-            own.resourceVersion,
-            this.#input(s.identity, own.holder !== s.identity, own.transitions, s.shards),
-          ),
+        ? api.create(ownName, 'replica', { ...this.#input(s.identity, true, 0, s.shards), settled })
+        : api.replace(ownName, 'replica', own.resourceVersion, {
+            ...this.#input(s.identity, own.holder !== s.identity, own.transitions, s.shards),
+            settled,
+          }),
     ).then((write) => {
       if (!write.ok) {
         this.#aliveUntil = Number.NEGATIVE_INFINITY;
@@ -299,6 +324,7 @@ export class ShardCoordinator {
     // The live replica set: ours, and every replica Lease that changed within its duration and agrees on the shards.
     const live = new Set<string>(alive ? [s.identity] : []);
     const seenReplicas = new Set<string>();
+    let othersSettled = true;
     for (const record of leases) {
       if (record.role !== 'replica' || record.name === ownName) continue;
       if (record.problem !== undefined) {
@@ -319,9 +345,25 @@ export class ShardCoordinator {
         );
         continue;
       }
-      if (!this.#expired(record, listed)) live.add(record.holder);
+      if (!this.#expired(record, listed)) {
+        live.add(record.holder);
+        othersSettled &&= record.settled;
+      }
     }
     const replicas = [...live].sort();
+    let nextExpiry = Number.POSITIVE_INFINITY;
+    const waitOn = (record: LeaseRecord): void => {
+      const at = this.#expiresAt(record);
+      if (at > listed) nextExpiry = Math.min(nextExpiry, at);
+    };
+    for (const record of leases)
+      if (
+        record.role === 'replica' &&
+        record.name !== ownName &&
+        record.holder !== undefined &&
+        live.has(record.holder)
+      )
+        waitOn(record);
 
     // The shard Leases.
     const byShard = new Map<number, LeaseRecord & { transitions: number }>();
@@ -353,11 +395,26 @@ export class ShardCoordinator {
       } else if (owned !== undefined) {
         writes.push(this.#renew(shard, owned));
       } else if (mine) {
+        if (record !== undefined && record.holder !== undefined && record.holder !== s.identity) waitOn(record);
         writes.push(this.#acquire(shard, record, listed));
       }
     }
+    this.#nextExpiry = nextExpiry;
     // Every write ends before the round does (a write still under way would race the next round's).
     const failed = (await Promise.allSettled([heartbeat, ...writes])).find((outcome) => outcome.status === 'rejected');
+    // Standby once this round's acquisitions are done (an acquired shard's members took their standby slots over):
+    // the shards this replica is heir of, and those it should own but does not hold yet (a silent owner's Lease
+    // still running), whose members it will engage as soon as it does.
+    if (this.#s.standby && (!alive || (this.#rounds > 1 && settled && othersSettled))) {
+      const standby = new Set<number>();
+      if (alive)
+        for (let shard = 0; shard < s.shards; shard++) {
+          if (this.#owned.has(shard)) continue;
+          if (rendezvousOwner(shard, replicas) === s.identity || rendezvousHeir(shard, replicas) === s.identity)
+            standby.add(shard);
+        }
+      this.#o.hooks.standby?.(standby);
+    }
     this.#holders = holders;
     const counts = new Map<string, number>();
     for (const holder of this.holders()) if (holder !== undefined) counts.set(holder, (counts.get(holder) ?? 0) + 1);

@@ -23,6 +23,8 @@ export const LEASE_ANNOTATIONS = {
   instance: 'clusterprofile-credentials.io/instance',
   /** The number of virtual shards the replica was configured with. */
   shards: 'clusterprofile-credentials.io/shards',
+  /** `true` on a replica Lease once every member the replica owns has had its first credential fetch. */
+  settled: 'clusterprofile-credentials.io/settled',
 } as const;
 
 export type LeaseRole = 'replica' | 'shard';
@@ -39,6 +41,8 @@ export interface LeaseRecord {
   durationSeconds: number | undefined;
   /** Replica Leases: the shard count of that replica. */
   shards: number | undefined;
+  /** Replica Leases: every member that replica owns has had its first credential fetch. */
+  settled: boolean;
   /** Why the Lease does not read as one of ours (then holder and duration are not to be trusted). */
   problem: string | undefined;
 }
@@ -49,6 +53,8 @@ export interface LeaseSpecInput {
   instance: string;
   durationSeconds: number;
   shards?: number;
+  /** Replica Leases: the replica's members are settled. */
+  settled?: boolean;
   /** Set acquireTime and count a transition (a new holder). */
   acquired: boolean;
   /** The transitions before this write. */
@@ -97,6 +103,7 @@ export function leaseRecord(object: unknown): (LeaseRecord & { transitions: numb
     instance: typeof instance === 'string' ? instance : undefined,
     durationSeconds: durationOk ? duration : undefined,
     shards,
+    settled: annotations[LEASE_ANNOTATIONS.settled] === 'true',
     problem: problems.length === 0 ? undefined : problems.join('; '),
     transitions: typeof transitions === 'number' && Number.isInteger(transitions) && transitions >= 0 ? transitions : 0,
   };
@@ -163,6 +170,7 @@ export class LeaseApi {
     const now = microTime(this.#now());
     const annotations: Record<string, string> = { [LEASE_ANNOTATIONS.instance]: input.instance };
     if (input.shards !== undefined) annotations[LEASE_ANNOTATIONS.shards] = String(input.shards);
+    if (input.settled === true) annotations[LEASE_ANNOTATIONS.settled] = 'true';
     const spec: Record<string, unknown> = {
       leaseDurationSeconds: input.durationSeconds,
       renewTime: now,
