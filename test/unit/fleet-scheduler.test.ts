@@ -233,19 +233,22 @@ function testProvider(behaviour: {
   };
 }
 
+/** The exec stanza of the providers file's `test` entry: the provider registered in-process under that name. */
+const TEST_EXEC = {
+  apiVersion: 'client.authentication.k8s.io/v1',
+  command: 'test-plugin',
+  args: [],
+  env: [],
+  provideClusterInfo: true,
+  interactiveMode: 'Never',
+} as const;
+
 function access(server: string): ResolvedClusterAccess {
   return {
     providerName: 'test',
     profile: { namespace: 'fleet', name: server },
     cluster: { server },
-    exec: {
-      apiVersion: 'client.authentication.k8s.io/v1',
-      command: 'test-plugin',
-      args: [],
-      env: [],
-      provideClusterInfo: true,
-      interactiveMode: 'Never',
-    },
+    exec: { ...TEST_EXEC, args: [], env: [] },
   };
 }
 
@@ -514,21 +517,7 @@ describe('standby slots: FleetMembers over FleetCredentials on a frozen clock', 
     await rm(cacheDir, { recursive: true, force: true });
   });
 
-  const accessConfig: AccessConfig = {
-    providers: [
-      {
-        name: 'test',
-        execConfig: {
-          apiVersion: 'client.authentication.k8s.io/v1',
-          command: 'test-plugin',
-          args: [],
-          env: [],
-          provideClusterInfo: true,
-          interactiveMode: 'Never',
-        },
-      },
-    ],
-  };
+  const accessConfig: AccessConfig = { providers: [{ name: 'test', execConfig: { ...TEST_EXEC, args: [], env: [] } }] };
   const profile = (name: string) => ({
     apiVersion: 'multicluster.x-k8s.io/v1alpha1',
     kind: 'ClusterProfile',
