@@ -16,6 +16,7 @@ export const DEFAULT_MAX_EXEC_DEPTH = 3;
 
 const API_VERSIONS: readonly string[] = EXEC_API_VERSIONS;
 
+/** What {@link buildExecRequest} builds a plugin's start from besides its config: the environment, the terminal, the depth limit. */
 export interface ExecRequestOptions {
   /** The parent environment the plugin inherits. Production default: `process.env` (read by the caller, not here). */
   env: Env;

@@ -66,13 +66,17 @@ export interface FleetHubOptions {
    * the hub on list and watch: a profile whose labels stop matching is removed, one that starts matching is added.
    */
   labelSelector?: string;
-  /** Hub access already loaded (then `kubeconfig` and `context` are ignored, and its credential is not read again). */
+  /**
+   * Hub access already loaded (then `kubeconfig` and `context` are ignored, and its credential is not read again).
+   *
+   * @internal The loader that makes one is not exported.
+   */
   access?: KubeAccess;
   /** Deadline of one list page, retries included (default 30 s). */
   requestTimeoutMs?: number;
-  /** Default {@link DEFAULT_WATCH_IDLE_MS}. */
+  /** A watch with no event or bookmark for this long is restarted (default 180 000: 3 minutes). */
   watchIdleMs?: number;
-  /** Default {@link DEFAULT_PAGE_SIZE}. */
+  /** ClusterProfiles per list page (default 500). */
   pageSize?: number;
 }
 

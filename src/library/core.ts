@@ -57,6 +57,7 @@ export type {
   ExecCredential,
   ExecErrorCode,
   ExecRequest,
+  ExecRequestOptions,
   ExecRun,
   ExecRunOptions,
 } from '../exec/index.js';

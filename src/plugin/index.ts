@@ -23,5 +23,6 @@ export type {
   FlagValues,
   IssueContext,
   IssuedCredential,
+  RequiredFlagNames,
   SettingsRequest,
 } from './provider.js';

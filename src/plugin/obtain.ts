@@ -86,7 +86,7 @@ export interface ObtainedCredential {
  * the entry read again (another process may just have issued), the provider asked (with the previous entry), and a
  * credential with an expiry written atomically. A failure writes nothing.
  *
- * Throws what the provider and the runtime throw: {@link CredentialsError}s with stable codes (bad flags:
+ * Throws what the provider and the runtime throw: `CredentialsError`s (the main export's) with stable codes (bad flags:
  * `ERR_PLUGIN_USAGE`; the provider's configuration and issuance codes; `ERR_PLUGIN_CACHE_*`), or the signal's reason.
  *
  * @example

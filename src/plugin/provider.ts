@@ -76,7 +76,7 @@ export type FlagValues<F extends FlagSpecs> = {
 };
 
 /** The flags that must be given: required, single strings. */
-type RequiredFlagNames<F extends FlagSpecs> = {
+export type RequiredFlagNames<F extends FlagSpecs> = {
   [K in keyof F]: F[K]['type'] extends 'string'
     ? F[K]['multiple'] extends true
       ? never
@@ -179,7 +179,7 @@ export interface CredentialProvider<F extends FlagSpecs = FlagSpecs, Settings = 
   stateExpiresAt?(state: State | undefined): number | undefined;
   /**
    * The provider's settings from flags, environment and input. Runs on every invocation, cache hit included: keep it
-   * cheap (no network). Throw a {@link CredentialsError} for bad configuration: exit 2, nothing on stdout.
+   * cheap (no network). Throw a `CredentialsError` for bad configuration: exit 2, nothing on stdout.
    */
   settings(request: SettingsRequest<F>): Settings | Promise<Settings>;
   /**
@@ -190,7 +190,7 @@ export interface CredentialProvider<F extends FlagSpecs = FlagSpecs, Settings = 
   cacheKey(settings: Settings): unknown;
   /**
    * Obtain a fresh credential, under the cache lock. Dynamic-import heavy code here. Throw a
-   * {@link CredentialsError} on failure: exit 1, nothing on stdout, nothing cached.
+   * `CredentialsError` on failure: exit 1, nothing on stdout, nothing cached.
    */
   issue(settings: Settings, context: IssueContext<State>): Promise<IssuedCredential<State>>;
 }

@@ -17,7 +17,7 @@ import { randomHex, removeTemporaryFiles, unlinkQuietly } from './atomic-write.j
 
 const { closeSync, constants, fstatSync, openSync, statSync, writeFileSync } = process.getBuiltinModule('node:fs');
 
-/** Codes of the default errors of {@link acquireLock} (the plugin cache's). */
+/** Codes of the errors of the plugin cache's lock: held by another process too long, or not readable/writable. */
 export type LockErrorCode = 'ERR_PLUGIN_CACHE_LOCKED' | 'ERR_PLUGIN_CACHE_IO';
 
 export interface LockOptions {

@@ -3,7 +3,7 @@
  * themselves; {@link systemClock} is the production one.
  */
 
-/** The clock and timers the fleet runs on. Production: {@link systemClock}; tests: a frozen clock they advance. */
+/** The clock and timers the fleet runs on. Production: the system's (`Date.now`, `setTimeout`); tests: a frozen clock they advance. */
 export interface FleetClock {
   /** Epoch milliseconds. */
   now(): number;
