@@ -165,7 +165,7 @@ export async function runReplicasBench({ root, clusters: N, replicas: R, flag })
       };
       const child = spawn(
         process.execPath,
-        [...profileArgs, join(root, 'test/e2e/fixtures/fleet-replica.mjs'), JSON.stringify(config)],
+        ['--expose-gc', ...profileArgs, join(root, 'test/e2e/fixtures/fleet-replica.mjs'), JSON.stringify(config)],
         {
           stdio: ['ignore', 'pipe', 'inherit'],
         },
@@ -180,6 +180,7 @@ export async function runReplicasBench({ root, clusters: N, replicas: R, flag })
         killedAt: undefined,
         startedAt: undefined,
         acquiredAt: [],
+        heap: undefined,
       };
       let buffer = '';
       child.stdout.setEncoding('utf8').on('data', (chunk) => {
@@ -194,6 +195,7 @@ export async function runReplicasBench({ root, clusters: N, replicas: R, flag })
             replica.added.set(record.name, record.t);
           } else if (record.type === 'removed') replica.engaged.delete(record.name);
           else if (record.type === 'started') replica.startedAt = record.t;
+          else if (record.type === 'heap') replica.heap = record;
           else if (record.type === 'handOver' && record.action === 'acquired') replica.acquiredAt.push(record.t);
           else if (record.type === 'status') replica.status = record;
         }
@@ -263,16 +265,24 @@ export async function runReplicasBench({ root, clusters: N, replicas: R, flag })
       `steady API-server writes: ${leaseWrites.toFixed(2)} Lease writes/s (expected (shards + replicas) / renew period = ${expected.toFixed(2)}), ${allWrites.toFixed(2)} writes/s in all, over ${window / 1000} s, the control plane's own (${idle.all.toFixed(2)}/s) subtracted`,
     );
     await sleep(1500);
+    // The heap after a full collection in each replica (SIGUSR2 to the fixture): steadier than RSS.
+    for (const replica of replicas) {
+      replica.heap = undefined;
+      replica.child.kill('SIGUSR2');
+    }
+    await waitFor('every replica’s heap after a collection', () => replicas.every((r) => r.heap !== undefined), 60_000);
     const memory = replicas.map((replica) => ({
       identity: replica.identity,
       members: replica.engaged.size,
       ownedShards: replica.status?.ownedShards,
       rss: replica.status?.rss,
       rssPerMember: replica.status === undefined ? undefined : replica.status.rss / Math.max(1, replica.engaged.size),
+      standbyMembers: replica.heap.standby,
+      heapAfterGc: replica.heap.heapUsed,
     }));
     for (const row of memory)
       log(
-        `  ${row.identity}: ${row.members} members, ${row.ownedShards} shards, RSS ${(row.rss / 2 ** 20).toFixed(1)} MiB, ${(row.rssPerMember / 1024).toFixed(1)} KiB per member`,
+        `  ${row.identity}: ${row.members} members, ${row.ownedShards} shards, ${row.standbyMembers} standby, RSS ${(row.rss / 2 ** 20).toFixed(1)} MiB (${(row.rssPerMember / 1024).toFixed(1)} KiB per member), heap after a collection ${(row.heapAfterGc / 2 ** 20).toFixed(1)} MiB`,
       );
 
     // Fail-over: SIGKILL the replica that owns the most members.
