@@ -153,6 +153,7 @@ export async function runReplicasBench({ root, clusters: N, replicas: R, flag })
         cacheDir: join(work, `cache-${i}`),
         reach: false,
         touchMs: 0,
+        batchLog: true,
         statusMs: 2000,
         sharding: {
           identity,
